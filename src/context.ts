@@ -1,0 +1,46 @@
+// The dependencies of the API and the workers, created once per process from the config.
+import pino, { type Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import type { Config } from './core/config.js';
+import { createDb, type Db } from './core/db.js';
+import { createSecretBox, loadOrCreateMasterKey, type SecretBox } from './core/crypto.js';
+import { createQueues, createRedis, type Queues } from './core/queue.js';
+import { createMailer, type Mailer } from './core/mail.js';
+import { loggerOptions } from './core/logger.js';
+import { createAuthService, type AuthService } from './auth/auth-service.js';
+
+export interface AppContext {
+  config: Config;
+  log: Logger;
+  db: Db;
+  redis: Redis;
+  queues: Queues;
+  box: SecretBox;
+  mailer: Mailer;
+  auth: AuthService;
+  close(): Promise<void>;
+}
+
+export async function createContext(config: Config, log: Logger = pino(loggerOptions(config.LOG_LEVEL))): Promise<AppContext> {
+  const db = createDb(config.DATABASE_URL);
+  const redis = createRedis(config.REDIS_URL);
+  const queues = createQueues(redis, config.QUEUE_PREFIX);
+  const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);
+  return {
+    config,
+    log,
+    db,
+    redis,
+    queues,
+    box,
+    mailer,
+    auth: createAuthService(db),
+    async close() {
+      mailer.close();
+      await queues.close();
+      redis.disconnect();
+      await db.$disconnect();
+    },
+  };
+}

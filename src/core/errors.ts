@@ -1,0 +1,61 @@
+// One error family; src/core/http/error-handler.ts maps it to DESIGN §4's shape and status codes.
+
+export class AppError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input; the spec's ValidationError. */
+export class ValidationError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super(400, 'validation_error', message, details);
+  }
+}
+
+/** An operation that cannot be done as asked, message meant for the user (spec UserError). */
+export class UserError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super(400, 'user_error', message, details);
+  }
+}
+
+export class UnauthenticatedError extends AppError {
+  constructor(message = 'Missing or invalid bearer token') {
+    super(401, 'unauthenticated', message);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = 'Your group may not do this') {
+    super(403, 'forbidden', message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(what = 'Record') {
+    super(404, 'not_found', `${what} not found`);
+  }
+}
+
+/** A uniqueness rule of the spec, or a state that forbids the operation. */
+export class ConflictError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super(409, 'conflict', message, details);
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(429, 'rate_limited', message);
+  }
+}

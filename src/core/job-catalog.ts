@@ -1,0 +1,33 @@
+// The one typed job catalog: each background job's queue, payload schema and, where running it
+// twice at once would be wrong, the deduplication key (one waiting/active job per key).
+// A feature adds its jobs here and their handlers in src/worker.ts.
+import { z } from 'zod';
+
+const id = z.number().int().positive();
+/** Who asked for the job; null for the service itself (schedules, webhooks). */
+const requestedBy = { user_id: id.nullable().default(null) };
+
+interface JobSpec {
+  queue: string;
+  payload: z.ZodObject;
+  /** Deduplication key: while a job with this key waits or runs, adding another returns it. */
+  key?: (payload: never) => string;
+  /** Attempts before the job is failed (default 1: remote side effects are not retried blindly). */
+  attempts?: number;
+}
+
+export const JOBS = {
+  rotate_encryption_key: {
+    queue: 'maintenance',
+    payload: z.object({ ...requestedBy }),
+    key: () => 'rotate_encryption_key',
+    // A worker that dies mid-rotation leaves the job stalled; the retry finishes it (idempotent).
+    attempts: 3,
+  },
+} as const satisfies Record<string, JobSpec>;
+
+export type JobName = keyof typeof JOBS;
+export type QueueName = (typeof JOBS)[JobName]['queue'];
+export type JobPayload<N extends JobName> = z.output<(typeof JOBS)[N]['payload']>;
+export type JobInput<N extends JobName> = z.input<(typeof JOBS)[N]['payload']>;
+export const QUEUE_NAMES = [...new Set(Object.values(JOBS).map((j) => j.queue))] as QueueName[];

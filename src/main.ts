@@ -1,0 +1,58 @@
+// Process entry: `npm start`. Applies pending migrations, then runs the roles SVC_ROLE asks for:
+// `all` (API + workers, one machine), `api` or `worker` (many processes, one PostgreSQL and Redis).
+import pino from 'pino';
+import { ConfigError, loadConfig, type Config } from './core/config.js';
+import { loggerOptions } from './core/logger.js';
+import { applyMigrations } from './core/migrate.js';
+import { createContext } from './context.js';
+import { buildApp } from './app.js';
+import { startWorkers } from './worker.js';
+
+const SHUTDOWN_GRACE_MS = 60_000;
+
+function readConfig(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(err.message);
+    process.exit(1);
+  }
+}
+
+async function main() {
+  const config = readConfig();
+  const log = pino(loggerOptions(config.LOG_LEVEL));
+  const applied = await applyMigrations(config.DATABASE_URL);
+  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+
+  const ctx = await createContext(config, log);
+  const runApi = config.SVC_ROLE !== 'worker';
+  const runWorkers = config.SVC_ROLE !== 'api';
+  const app = runApi ? await buildApp(ctx) : null;
+  const workers = runWorkers ? await startWorkers(ctx) : null;
+  if (app) await app.listen({ port: config.PORT, host: config.HOST });
+  log.info({ role: config.SVC_ROLE }, 'svc started');
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing requests and running jobs');
+    setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+    await app?.close();
+    await workers?.close();
+    await ctx.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

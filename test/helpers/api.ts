@@ -1,0 +1,43 @@
+// HTTP helpers over app.inject(): users of each group with their bearer tokens.
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { AppContext } from '../../src/context.js';
+import type { UserGroup } from '../../src/auth/groups.js';
+
+export interface Caller {
+  userId: number;
+  token: string;
+  headers: { authorization: string };
+}
+
+let seq = 0;
+
+export async function createCaller(ctx: AppContext, group: UserGroup): Promise<Caller> {
+  const user = await ctx.auth.createUser({ email: `${group}-${++seq}-${Date.now()}@svc.test`, group });
+  const { token } = await ctx.auth.createToken(user.id, 'test');
+  return { userId: user.id, token, headers: { authorization: `Bearer ${token}` } };
+}
+
+export async function callers(ctx: AppContext) {
+  return {
+    user: await createCaller(ctx, 'user'),
+    operator: await createCaller(ctx, 'operator'),
+    admin: await createCaller(ctx, 'administrator'),
+  };
+}
+
+/** inject() with the caller's token; the body is sent as JSON. */
+export function request(app: FastifyInstance, caller: Caller | null, opts: InjectOptions) {
+  return app.inject({ ...opts, headers: { ...(caller?.headers ?? {}), ...(opts.headers ?? {}) } });
+}
+
+/** Polls a job until it leaves waiting/active, and returns its representation. */
+export async function waitForJob(app: FastifyInstance, caller: Caller, jobId: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await request(app, caller, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
+    const job = res.json();
+    if (job.state === 'completed' || job.state === 'failed') return job;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job.state}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

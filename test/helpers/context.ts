@@ -1,0 +1,66 @@
+// A service context for one test file, on real parts: a fresh PostgreSQL database cloned from the
+// run's migrated template, the real Redis under a key prefix of its own, a temporary master key,
+// and a logger whose lines are kept in memory so tests can read them.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { inject } from 'vitest';
+import { loadConfig } from '../../src/core/config.js';
+import { loggerOptions } from '../../src/core/logger.js';
+import { createContext, type AppContext } from '../../src/context.js';
+import { adminQuery, databaseUrl, dropDatabase, REDIS_URL } from './pg.js';
+
+export interface TestContext extends AppContext {
+  dbName: string;
+  /** Every log line written so far, as raw JSON text. */
+  logText(): string;
+  cleanup(): Promise<void>;
+}
+
+export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+  const run = inject('dbRun');
+  const dbName = `${run}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE "${dbName}" TEMPLATE "${run}_tpl"`);
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-test-'));
+
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl(dbName),
+    REDIS_URL,
+    QUEUE_PREFIX: dbName,
+    SVC_MASTER_KEY_FILE: path.join(dir, 'master.key'),
+    BASE_URL: 'http://svc.test',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const ctx = await createContext(config, pino(loggerOptions(config.LOG_LEVEL), sink));
+
+  return Object.assign(ctx, {
+    dbName,
+    logText: () => lines.join(''),
+    async cleanup() {
+      await deleteRedisKeys(ctx, `${config.QUEUE_PREFIX}:*`);
+      await ctx.close();
+      await dropDatabase(dbName);
+      await rm(dir, { recursive: true, force: true });
+    },
+  });
+}
+
+async function deleteRedisKeys(ctx: AppContext, pattern: string) {
+  let cursor = '0';
+  do {
+    const [next, keys] = await ctx.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    if (keys.length > 0) await ctx.redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
