@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { idParams, listOf, listQuery, timestamp } from '../core/http/schemas.js';
-import { jsonSafe } from '../core/records.js';
+import { jsonSafe, listPage } from '../core/records.js';
 import { NotFoundError } from '../core/errors.js';
 import { ActionStatus, ActionType } from '../generated/prisma/enums.js';
 
@@ -38,13 +38,8 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
       response: { 200: listOf(actionLog) },
     },
     handler: async (req) => {
-      const { limit, offset, ...filters } = req.query;
-      const where = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
-      const [rows, total] = await Promise.all([
-        ctx.db.actionLog.findMany({ where, orderBy: { id: 'desc' }, take: limit, skip: offset }),
-        ctx.db.actionLog.count({ where }),
-      ]);
-      return { items: rows.map(jsonSafe), total, limit, offset };
+      const { limit, offset, ...where } = req.query;
+      return listPage(ctx.db.actionLog, where, { limit, offset }, { id: 'desc' });
     },
   });
 

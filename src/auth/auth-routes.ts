@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
 import { idParams, listOf, listQuery, nullableTimestamp, timestamp } from '../core/http/schemas.js';
-import { createRecordService, jsonSafe } from '../core/records.js';
+import { createRecordService, jsonSafe, listPage } from '../core/records.js';
 import { NotFoundError } from '../core/errors.js';
 import { GROUPS } from './groups.js';
 
@@ -58,12 +58,7 @@ export function registerAuthRoutes(parent: FastifyInstance, ctx: AppContext) {
     schema: { tags, querystring: listQuery.extend({ user_id: z.coerce.number().int().optional() }), response: { 200: listOf(apiToken) } },
     handler: async (req) => {
       const { limit, offset, user_id } = req.query;
-      const where = user_id ? { user_id } : {};
-      const [rows, total] = await Promise.all([
-        ctx.db.apiToken.findMany({ where, orderBy: { id: 'asc' }, take: limit, skip: offset }),
-        ctx.db.apiToken.count({ where }),
-      ]);
-      return { items: rows.map(jsonSafe), total, limit, offset };
+      return listPage(ctx.db.apiToken, { user_id }, { limit, offset });
     },
   });
 

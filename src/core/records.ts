@@ -41,6 +41,29 @@ export function jsonSafe<T extends object>(row: T): JsonSafe<T> {
   return out as JsonSafe<T>;
 }
 
+/** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
+interface Pageable<T> {
+  findMany(args: { where: object; orderBy: object; take: number; skip: number }): Promise<T[]>;
+  count(args: { where: object }): Promise<number>;
+}
+
+/**
+ * One page of a list answer (DESIGN §8): `{items, total, limit, offset}`, rows made JSON-safe.
+ * Filters left undefined are ignored by Prisma, so optional query parameters pass straight in.
+ */
+export async function listPage<T extends object>(
+  delegate: Pageable<T>,
+  where: object,
+  page: { limit: number; offset: number },
+  orderBy: object = { id: 'asc' },
+) {
+  const [rows, total] = await Promise.all([
+    delegate.findMany({ where, orderBy, take: page.limit, skip: page.offset }),
+    delegate.count({ where }),
+  ]);
+  return { items: rows.map(jsonSafe), total, limit: page.limit, offset: page.offset };
+}
+
 export type RecordService = ReturnType<typeof createRecordService>;
 
 export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceOptions) {
@@ -81,13 +104,9 @@ export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceO
     getRow,
 
     async list(query: { limit: number; offset: number } & Data) {
-      const { limit, offset, ...filters } = query;
-      const where = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
-      const [rows, total] = await Promise.all([
-        delegate.findMany({ where, orderBy, take: limit, skip: offset }),
-        delegate.count({ where }),
-      ]);
-      return { items: rows.map(toOutput), total, limit, offset };
+      const { limit, offset, ...where } = query;
+      const page = await listPage(delegate, where, { limit, offset }, orderBy);
+      return { ...page, items: page.items.map((row) => toOutput(row as Row)) };
     },
 
     async get(id: number) {
