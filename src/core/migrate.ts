@@ -200,7 +200,7 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
     const migrationsList = await migrationList();
     return await withEngine(databaseUrl, async (engine) => {
       const out = await engine.applyMigrations({ migrationsList, filters: noFilters });
-      return out.appliedMigrationNames;
+      return out.appliedMigrationNames.map((name) => path.basename(name));
     });
   } finally {
     await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
