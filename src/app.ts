@@ -14,6 +14,7 @@ import { registerActionLogRoutes } from './action-log/action-log-routes.js';
 import { registerJobRoutes } from './jobs/jobs-routes.js';
 import { registerSettingsRoutes } from './settings/settings-routes.js';
 import { registerPostgresqlRoutes } from './postgresql/postgresql-routes.js';
+import { registerBackupRoutes } from './backup/backup-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -33,6 +34,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerActionLogRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerPostgresqlRoutes(app, ctx);
+  registerBackupRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

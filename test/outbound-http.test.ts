@@ -111,6 +111,19 @@ describe('request', () => {
     expect(() => res.json()).toThrow(/not JSON: <html><body>Welcome to nginx/);
   });
 
+  it('read: the caller judges the answer before it is logged; a refusal is a failure row with its reason', async () => {
+    const t = target();
+    const value = await http.request(t, { url: `${remote.url}/echo` }, { read: (res) => (res.okJson() as { ok: boolean }).ok });
+    expect(value).toBe(true);
+    const t2 = target();
+    const err = await http.request(t2, { url: `${remote.url}/html` }, { read: (res) => res.json() }).catch((e) => e);
+    expect(err).toMatchObject({ reason: 'not_json' });
+    const [log] = await logsOf(t2.rec_id);
+    expect(log!.status).toBe('failure');
+    expect(log!.output_text).toMatch(/^HTTP 200\n<html>[^]*\n\nGET .* with something that is not JSON/);
+    expect((await logsOf(t.rec_id))[0]!.status).toBe('success');
+  });
+
   it('does not follow redirects (credentials stay with their host)', async () => {
     const before = remote.callsTo('/echo').length;
     const res = await http.request(target(), { url: `${remote.url}/moved`, headers: { 'x-api-key': 'k' } });

@@ -7,7 +7,7 @@ import type { Db } from './db.js';
 import type { Config } from './config.js';
 import { UserError } from './errors.js';
 import { SECRET_FIELD_NAMES } from './logger.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { maskSecrets, writeActionLog } from '../action-log/action-log-service.js';
 
 /** The record a call is made for, as the action log names it. */
 export interface OutboundTarget {
@@ -26,6 +26,14 @@ export interface OutboundOptions {
   secrets?: readonly (string | null | undefined)[];
 }
 
+export interface ReadOptions<T> extends OutboundOptions {
+  /**
+   * The caller's reading of the answer (status, JSON, shape), done before the call is logged:
+   * when it throws, the action-log row is a failure carrying that reason and the error is rethrown.
+   */
+  read?: (res: OutboundResponse) => T;
+}
+
 export interface OutboundRequest {
   method?: string;
   url: string;
@@ -36,7 +44,16 @@ export interface OutboundRequest {
   form?: Record<string, string>;
 }
 
-export type OutboundFailure = 'bad_url' | 'timeout' | 'refused' | 'unreachable' | 'tls' | 'too_large' | 'not_json' | 'network';
+export type OutboundFailure =
+  | 'bad_url'
+  | 'timeout'
+  | 'refused'
+  | 'unreachable'
+  | 'tls'
+  | 'too_large'
+  | 'http_status'
+  | 'not_json'
+  | 'network';
 
 /** A call that did not produce a usable answer; a UserError so API callers answer 400 with it. */
 export class OutboundError extends UserError {
@@ -56,7 +73,14 @@ export class OutboundResponse {
     readonly status: number,
     readonly headers: Headers,
     readonly body: Uint8Array,
+    /** Values masked in the excerpts that error messages quote. */
+    private readonly secrets: OutboundOptions['secrets'] = [],
   ) {}
+
+  /** A short, secret-free quote of the body for error messages. */
+  excerpt(): string {
+    return excerpt(maskSecrets(redactBody(this.text(), this.headers.get('content-type') ?? ''), this.secrets));
+  }
 
   get ok(): boolean {
     return this.status >= 200 && this.status < 300;
@@ -66,13 +90,19 @@ export class OutboundResponse {
     return new TextDecoder().decode(this.body);
   }
 
+  /** The body of a 2xx answer as JSON; another status fails with reason http_status and an excerpt. */
+  okJson(): unknown {
+    if (!this.ok) throw new OutboundError('http_status', `${this.label} answered HTTP ${this.status}: ${this.excerpt()}`);
+    return this.json();
+  }
+
   /** The body as JSON; anything else fails with reason not_json and a short excerpt. */
   json(): unknown {
     const text = this.text();
     try {
       return JSON.parse(text);
     } catch {
-      throw new OutboundError('not_json', `${this.label} answered HTTP ${this.status} with something that is not JSON: ${excerpt(text)}`);
+      throw new OutboundError('not_json', `${this.label} answered HTTP ${this.status} with something that is not JSON: ${this.excerpt()}`);
     }
   }
 }
@@ -207,7 +237,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
   const { db, config } = deps;
 
   /** One call: fetch with timeout, bounded read, action-log row. Throws OutboundError when no answer. */
-  async function send(target: OutboundTarget, request: Request, opts: OutboundOptions): Promise<OutboundResponse> {
+  async function send<T>(target: OutboundTarget, request: Request, opts: ReadOptions<T>): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? config.OUTBOUND_TIMEOUT_MS;
     const maxBytes = opts.maxResponseBytes ?? config.OUTBOUND_MAX_RESPONSE_BYTES;
     const label = `${request.method} ${redactUrl(request.url)}`;
@@ -215,13 +245,22 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
     const signal = request.signal ? AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
 
     let response: OutboundResponse | undefined;
-    let failure: OutboundError | undefined;
+    let failure: Error | undefined;
     try {
       const res = await fetch(request, { signal });
-      response = new OutboundResponse(label, res.status, res.headers, await readBounded(res, maxBytes, label));
+      response = new OutboundResponse(label, res.status, res.headers, await readBounded(res, maxBytes, label), opts.secrets);
     } catch (err) {
       failure = failureOf(err, label, timeoutMs);
     }
+    let result: T | undefined;
+    if (response) {
+      try {
+        result = opts.read ? opts.read(response) : (response as T);
+      } catch (err) {
+        failure = err as Error;
+      }
+    }
+    const answer = response && `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '')}`;
 
     await writeActionLog(db, {
       model_name: target.model_name,
@@ -229,20 +268,21 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
       user_id: target.user_id ?? null,
       job_id: target.job_id ?? null,
       action_type: 'api_call',
-      status: response?.ok ? 'success' : 'failure',
+      status: response?.ok && !failure ? 'success' : 'failure',
       input_text: describeRequest(request.method, request.url, request.headers, requestBody),
-      output_text: response
-        ? `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '')}`
-        : failure!.message,
+      output_text: [answer, failure?.message].filter(Boolean).join('\n\n'),
       secrets: opts.secrets,
     });
     if (failure) throw failure;
-    return response!;
+    return result as T;
   }
 
   return {
-    /** A request described as data; redirects are not followed, so credentials stay with the host they were meant for. */
-    async request(target: OutboundTarget, req: OutboundRequest, opts: OutboundOptions = {}): Promise<OutboundResponse> {
+    /**
+     * A request described as data; answers the response, or what `opts.read` makes of it.
+     * Redirects are not followed, so credentials stay with the host they were meant for.
+     */
+    async request<T = OutboundResponse>(target: OutboundTarget, req: OutboundRequest, opts: ReadOptions<T> = {}): Promise<T> {
       const headers = new Headers(req.headers);
       let body: string | undefined;
       if (req.json !== undefined) {
@@ -263,7 +303,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
      */
     fetchFor(target: OutboundTarget, opts: OutboundOptions = {}): typeof fetch {
       return async (input, init) => {
-        const res = await send(target, buildRequest(input, init), opts);
+        const res = await send<OutboundResponse>(target, buildRequest(input, init), opts);
         return new Response(NULL_BODY_STATUS.has(res.status) ? null : res.body, { status: res.status, headers: res.headers });
       };
     },
