@@ -15,6 +15,7 @@ import { registerJobRoutes } from './jobs/jobs-routes.js';
 import { registerSettingsRoutes } from './settings/settings-routes.js';
 import { registerPostgresqlRoutes } from './postgresql/postgresql-routes.js';
 import { registerBackupRoutes } from './backup/backup-routes.js';
+import { registerNotificationRoutes } from './notifications/notification-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -35,6 +36,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerJobRoutes(app, ctx);
   registerPostgresqlRoutes(app, ctx);
   registerBackupRoutes(app, ctx);
+  registerNotificationRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

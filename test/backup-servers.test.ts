@@ -240,8 +240,8 @@ describe('sync_cloud_accounts', () => {
     await action(server.id, 'sync_cloud_accounts');
     const before = await accountsOf(server.id);
     for (const [accounts, message] of [
-      [[{ id: 1, provider: 's3' }], /cloud account list is not what the backup API returns \(0\.uuid: /],
-      [[{ id: 1, uuid: 'y', provider: 's3' }, { id: 2, uuid: 'y', provider: 's3' }], /cloud account list is not what the backup API returns \(answer: uuid y is listed twice\)/],
+      [[{ id: 1, provider: 's3' }], /cloud account list from GET .*\/api\/cloud-accounts is not as expected \(0\.uuid: /],
+      [[{ id: 1, uuid: 'y', provider: 's3' }, { id: 2, uuid: 'y', provider: 's3' }], /cloud account list from GET .* is not as expected \(answer: uuid y is listed twice\)/],
     ] as const) {
       remoteAccounts = accounts as unknown as RemoteAccount[];
       const res = await action(server.id, 'sync_cloud_accounts');

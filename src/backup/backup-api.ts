@@ -2,8 +2,7 @@
 // API key in X-API-Key, answers checked against the contract before anyone uses them.
 import { z } from 'zod';
 import type { SecretBox } from '../core/crypto.js';
-import type { OutboundHttp, OutboundResponse, OutboundTarget } from '../core/outbound-http.js';
-import { UserError } from '../core/errors.js';
+import { readJson, type OutboundHttp, type OutboundTarget } from '../core/outbound-http.js';
 
 export interface BackupServerRecord {
   url: string;
@@ -34,26 +33,13 @@ export const remoteBackup = z.object({
 });
 export type RemoteBackup = z.output<typeof remoteBackup>;
 
-/** Status, JSON and shape of an answer; run by the outbound client so a bad answer is logged as a failure. */
-function checkAnswer<T extends z.ZodType>(res: OutboundResponse, schema: T, what: string): z.output<T> {
-  if (res.status === 401 || res.status === 403) {
-    throw new UserError(`The backup server refused the API key: ${res.label} answered HTTP ${res.status}: ${res.excerpt()}`);
-  }
-  const result = schema.safeParse(res.okJson());
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw new UserError(`${what} is not what the backup API returns (${issue.path.join('.') || 'answer'}: ${issue.message})`);
-  }
-  return result.data;
-}
-
 export function createBackupApi(http: OutboundHttp, box: SecretBox) {
   async function get<T extends z.ZodType>(server: BackupServerRecord, target: OutboundTarget, path: string, schema: T, what: string) {
     const apiKey = await box.decrypt(server.api_key);
     return http.request(
       target,
       { url: `${server.url.replace(/\/+$/, '')}${path}`, headers: { 'X-API-Key': apiKey } },
-      { secrets: [apiKey], read: (res) => checkAnswer(res, schema, what) },
+      { secrets: [apiKey], read: readJson(schema, { refused: 'The backup server refused the API key', what }) },
     );
   }
 

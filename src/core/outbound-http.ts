@@ -3,6 +3,7 @@
 // row of type api_call naming the record it was made for. The row never holds secrets: sensitive
 // headers are written as [redacted], secret fields of JSON and form bodies (request and response)
 // are redacted by name, and the caller's `secrets` values are masked wherever they appear.
+import type { z } from 'zod';
 import type { Db } from './db.js';
 import type { Config } from './config.js';
 import { UserError } from './errors.js';
@@ -105,6 +106,32 @@ export class OutboundResponse {
       throw new OutboundError('not_json', `${this.label} answered HTTP ${this.status} with something that is not JSON: ${this.excerpt()}`);
     }
   }
+}
+
+/**
+ * A `read` for JSON APIs: 401/403 is a UserError starting with `refused` (the remote refused our
+ * credentials), another non-2xx (http_status) or non-JSON answer one starting with `what`, and
+ * the JSON must have the shape of `schema`.
+ */
+export function readJson<T extends z.ZodType>(schema: T, messages: { refused: string; what: string }) {
+  return (res: OutboundResponse): z.output<T> => {
+    if (res.status === 401 || res.status === 403) {
+      throw new UserError(`${messages.refused}: ${res.label} answered HTTP ${res.status}: ${res.excerpt()}`);
+    }
+    let body: unknown;
+    try {
+      body = res.okJson();
+    } catch (err) {
+      const e = err as OutboundError;
+      throw new OutboundError(e.reason, `${messages.what}: ${e.message}`);
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new UserError(`${messages.what} from ${res.label} is not as expected (${issue.path.join('.') || 'answer'}: ${issue.message})`);
+    }
+    return parsed.data;
+  };
 }
 
 const LOGGED_BODY_CHARS = 4096;
