@@ -484,5 +484,8 @@ describe('action log', () => {
     for (const secret of secrets) expect(text).not.toContain(secret);
     expect(text).not.toContain('PRIVATE KEY');
     expect(text).toContain('authorization: [redacted]');
+    // Nor do the service's own log lines (requests carried several of them in their bodies).
+    const serviceLog = ctx.logText();
+    for (const secret of [...secrets, 'PRIVATE KEY']) expect(serviceLog).not.toContain(secret);
   });
 });

@@ -2,7 +2,7 @@
 // API key, test_connection (the remote ping) and sync_cloud_accounts (create/update by uuid,
 // delete what the server no longer lists, all in one transaction).
 import type { AppContext } from '../context.js';
-import { ConflictError, NotFoundError } from '../core/errors.js';
+import { NotFoundError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { postMessage, type Author } from '../chatter/chatter-service.js';
@@ -54,21 +54,18 @@ export function createBackupServerService(ctx: AppContext) {
     }));
   }
 
+  const withAccountIdsOf = async (row: Record<string, unknown>) => (await withAccountIds([row]))[0]!;
+
   return {
     ...records,
     async list(query: Parameters<typeof records.list>[0]) {
       const page = await records.list(query);
       return { ...page, items: await withAccountIds(page.items) };
     },
-    async get(id: number) {
-      return (await withAccountIds([await records.get(id)]))[0]!;
-    },
-    async create(data: Record<string, unknown>, author: Author | null) {
-      return (await withAccountIds([await records.create(data, author)]))[0]!;
-    },
-    async update(id: number, data: Record<string, unknown>, author: Author | null) {
-      return (await withAccountIds([await records.update(id, data, author)]))[0]!;
-    },
+    get: async (id: number) => withAccountIdsOf(await records.get(id)),
+    create: async (data: Record<string, unknown>, author: Author | null) => withAccountIdsOf(await records.create(data, author)),
+    update: async (id: number, data: Record<string, unknown>, author: Author | null) =>
+      withAccountIdsOf(await records.update(id, data, author)),
 
     async listCloudAccounts(id: number, page: { limit: number; offset: number }) {
       await getServer(id);
@@ -95,7 +92,7 @@ export function createBackupServerService(ctx: AppContext) {
       return db.$transaction(async (tx) => {
         // One sync per server at a time: a second one waits here and then sees the first's rows.
         const locked = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM backup_servers WHERE id = ${id} FOR UPDATE`;
-        if (locked.length === 0) throw new ConflictError('The backup server was deleted during the sync');
+        if (locked.length === 0) throw new NotFoundError('Backup server');
         const local = await tx.backupCloudAccount.findMany({ where: { backup_server_id: id } });
         const result: SyncResult = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
 
@@ -123,7 +120,7 @@ export function createBackupServerService(ctx: AppContext) {
           author,
         });
         return result;
-      });
+      }, { timeout: 30_000 });
     },
   };
 }
