@@ -13,6 +13,9 @@ import { registerChatterRoutes } from './chatter/chatter-routes.js';
 import { registerActionLogRoutes } from './action-log/action-log-routes.js';
 import { registerJobRoutes } from './jobs/jobs-routes.js';
 import { registerSettingsRoutes } from './settings/settings-routes.js';
+import { registerPostgresqlRoutes } from './postgresql/postgresql-routes.js';
+import { registerBackupRoutes } from './backup/backup-routes.js';
+import { registerNotificationRoutes } from './notifications/notification-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -31,6 +34,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerSettingsRoutes(app, ctx);
   registerActionLogRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerPostgresqlRoutes(app, ctx);
+  registerBackupRoutes(app, ctx);
+  registerNotificationRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

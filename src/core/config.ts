@@ -15,6 +15,12 @@ const url = (protocols: string[]) =>
     }
   }, `must be a URL (${protocols.join(' or ')})`);
 
+// Comma-separated IPv4 addresses, each optionally with :port (node's dns setServers format).
+const dnsServers = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?$/, 'IPv4 addresses, optionally with :port')).min(1));
+
 const envSchema = z.object({
   DATABASE_URL: url(['postgresql:', 'postgres:']).default('postgresql://postgres@127.0.0.1:5432/svc'),
   REDIS_URL: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
@@ -42,6 +48,13 @@ const envSchema = z.object({
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only').default('svc'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
   MONITOR_CONCURRENCY: z.coerce.number().int().min(1).max(5000).default(200),
+  // Every outbound call (HTTP APIs, DNS lookups) gives up after this long.
+  OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  // Longest answer body read from a remote HTTP API; a longer one fails the call.
+  OUTBOUND_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 ** 2),
+  // Name servers of the DNS Resolver setting's `cloudflare` and `google` choices (host or host:port).
+  DNS_CLOUDFLARE_SERVERS: dnsServers.default(['1.1.1.1', '1.0.0.1']),
+  DNS_GOOGLE_SERVERS: dnsServers.default(['8.8.8.8', '8.8.4.4']),
 });
 
 export type Config = z.infer<typeof envSchema>;

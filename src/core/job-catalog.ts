@@ -24,6 +24,12 @@ export const JOBS = {
     // A worker that dies mid-rotation leaves the job stalled; the retry finishes it (idempotent).
     attempts: 3,
   },
+  // Per-user tokens on a self-hosted push server (auto_generate_tokens); one run per server at a time.
+  generate_notification_tokens: {
+    queue: 'notifications',
+    payload: z.object({ notification_server_id: id, ...requestedBy }),
+    key: (p: { notification_server_id: number }) => String(p.notification_server_id),
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

@@ -7,6 +7,7 @@ import { authorOf } from '../core/http/crud.js';
 import { jobAccepted, timestamp } from '../core/http/schemas.js';
 import { jsonSafe } from '../core/records.js';
 import { createSettingsService } from './settings-service.js';
+import { createDomainLookup } from './domain-lookup.js';
 
 const DNS_RESOLVERS = ['cloudflare', 'google', 'local'] as const;
 
@@ -29,6 +30,7 @@ const settingsUpdate = z
 export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   const service = createSettingsService(ctx.db);
+  const domains = createDomainLookup(ctx);
   const tags = ['settings'];
 
   app.get('/api/v1/settings', {
@@ -41,6 +43,25 @@ export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext)
     config: { group: 'administrator' },
     schema: { tags, body: settingsUpdate, response: { 200: settings } },
     handler: async (req) => jsonSafe(await service.update(req.body, authorOf(req.user))),
+  });
+
+  app.post('/api/v1/settings/actions/lookup_domain', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      description:
+        'Resolves a domain (A and AAAA) with the DNS Resolver setting: cloudflare (1.1.1.1), google (8.8.8.8) or local (the system resolver). A domain that does not exist or a resolver that does not answer: 400 user_error.',
+      body: z.object({ domain: z.string().min(1).max(300) }).strict(),
+      response: {
+        200: z.object({
+          domain: z.string().describe('ASCII form'),
+          resolver: z.enum(DNS_RESOLVERS),
+          servers: z.array(z.string()).describe('Name servers asked; ["system"] for local'),
+          addresses: z.array(z.string()),
+        }),
+      },
+    },
+    handler: (req) => domains.lookup(req.body.domain, { user_id: req.user!.id }),
   });
 
   app.post('/api/v1/settings/actions/rotate_encryption_key', {

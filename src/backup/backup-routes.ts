@@ -1,0 +1,156 @@
+// Backup servers (operators write, everyone reads), their synced cloud accounts, the
+// test_connection and sync_cloud_accounts operations, and a subscription's compute_backup_state.
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { authorOf, registerCrud } from '../core/http/crud.js';
+import { idParams, listOf, listQuery, timestamp } from '../core/http/schemas.js';
+import { jsonSafe } from '../core/records.js';
+import { BackupState } from '../generated/prisma/enums.js';
+import { createBackupServerService } from './backup-service.js';
+import { createBackupStateService } from './backup-state.js';
+
+const httpUrl = z
+  .string()
+  .trim()
+  .max(2000)
+  .refine((v) => /^https?:\/\/[^/\s]+/i.test(v) && URL.canParse(v), 'must be an http:// or https:// URL');
+const apiPath = z.string().trim().max(500).regex(/^\/\S*$/, 'must be a path starting with /');
+
+const backupServer = z.object({
+  id: z.number(),
+  name: z.string().nullable(),
+  url: z.string(),
+  download_url: z.string(),
+  api_key_set: z.boolean(),
+  drop_db_path: z.string(),
+  backup_db_path: z.string(),
+  restore_db_path: z.string(),
+  enable_local_backup: z.boolean(),
+  enable_cloud_backup: z.boolean(),
+  cloud_account_ids: z.array(z.number()),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+const backupServerFields = {
+  name: z.string().max(200).nullable(),
+  url: httpUrl.describe('Base URL of the remote backup API'),
+  download_url: httpUrl.describe('Public download URL for backup files'),
+  api_key: z.string().min(1).max(1000).describe('Write-only; sent as X-API-Key'),
+  drop_db_path: apiPath,
+  backup_db_path: apiPath,
+  restore_db_path: apiPath,
+  enable_local_backup: z.boolean(),
+  enable_cloud_backup: z.boolean(),
+};
+const backupServerCreate = z
+  .object(backupServerFields)
+  .partial({
+    name: true,
+    drop_db_path: true,
+    backup_db_path: true,
+    restore_db_path: true,
+    enable_local_backup: true,
+    enable_cloud_backup: true,
+  })
+  .strict();
+const backupServerUpdate = z.object(backupServerFields).partial().strict();
+
+const cloudAccount = z.object({
+  id: z.number(),
+  uuid: z.string(),
+  remote_id: z.string(),
+  provider: z.string(),
+  name: z.string().nullable(),
+  backup_server_id: z.number(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+const syncResult = z.object({ created: z.number(), updated: z.number(), deleted: z.number(), unchanged: z.number() });
+
+const backupStateResult = z.object({
+  subscription_id: z.number(),
+  backup_server_id: z.number().nullable(),
+  backup_state: z.enum(BackupState),
+  latest_backup: z
+    .object({
+      id: z.union([z.string(), z.number()]),
+      db_name: z.string(),
+      state: z.string(),
+      created_at: z.string().nullable().optional(),
+      url: z.string().nullable().optional(),
+    })
+    .nullable(),
+});
+
+export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
+  const servers = createBackupServerService(ctx);
+  const states = createBackupStateService(ctx);
+  const tags = ['backup-servers'];
+  registerCrud(parent, {
+    path: '/backup-servers',
+    tag: 'backup-servers',
+    service: servers,
+    output: backupServer,
+    create: backupServerCreate,
+    update: backupServerUpdate,
+    read: 'user',
+    write: 'operator',
+  });
+
+  const app = parent.withTypeProvider<ZodTypeProvider>();
+
+  app.get('/api/v1/backup-servers/:id/cloud-accounts', {
+    config: { group: 'user' },
+    schema: {
+      tags,
+      description: 'Cloud accounts as last synced from the backup server (read-only; see sync_cloud_accounts).',
+      params: idParams,
+      querystring: listQuery,
+      response: { 200: listOf(cloudAccount) },
+    },
+    handler: async (req) => {
+      const { rows, total } = await servers.listCloudAccounts(req.params.id, req.query);
+      return { items: rows.map(jsonSafe), total, ...req.query };
+    },
+  });
+
+  app.post('/api/v1/backup-servers/:id/actions/test_connection', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      description:
+        'GET {url}/api/ping with the API key. Refused connection, rejected key, timeout, another status or a non-JSON answer: 400 user_error carrying the reason.',
+      params: idParams,
+      response: { 200: z.object({ ok: z.literal(true) }) },
+    },
+    handler: (req) => servers.testConnection(req.params.id, req.user!.id),
+  });
+
+  app.post('/api/v1/backup-servers/:id/actions/sync_cloud_accounts', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      description:
+        'Fetches GET {url}/api/cloud-accounts and, in one transaction, creates and updates local accounts by uuid and deletes those the server no longer lists.',
+      params: idParams,
+      response: { 200: syncResult },
+    },
+    handler: (req) => servers.syncCloudAccounts(req.params.id, authorOf(req.user)),
+  });
+
+  app.post('/api/v1/subscriptions/:id/actions/compute_backup_state', {
+    config: { group: 'operator' },
+    schema: {
+      tags: ['subscriptions'],
+      description:
+        "Asks the subscription's backup server (its backup_server_id, or the only one) for the latest backup of its database and stores backup_state: done/ok → ok, pending/running → running, failed/error → failed, none → none.",
+      params: idParams,
+      response: { 200: backupStateResult },
+    },
+    handler: (req) => states.computeBackupState(req.params.id, { author: authorOf(req.user) }),
+  });
+}

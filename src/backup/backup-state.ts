@@ -1,0 +1,96 @@
+// A subscription's backup_state (DESIGN §6, §8): the latest backup its backup server lists for
+// its database, mapped done/ok → ok, pending/running → running, failed/error → failed, none →
+// none. The server is the subscription's backup_server_id, or the only backup server there is.
+// Also callable by inbound webhooks (a backup server's callback) as `_compute_backup_state`.
+import type { AppContext } from '../context.js';
+import type { DbTx } from '../core/db.js';
+import { NotFoundError, UserError } from '../core/errors.js';
+import { createOutboundHttp } from '../core/outbound-http.js';
+import { trackChanges, type Author } from '../chatter/chatter-service.js';
+import type { BackupState } from '../generated/prisma/enums.js';
+import { createBackupApi, type RemoteBackup } from './backup-api.js';
+
+export const SUBSCRIPTION_MODEL = 'svc.subscription';
+
+const REMOTE_STATES: Record<string, BackupState> = {
+  done: 'ok',
+  ok: 'ok',
+  pending: 'running',
+  running: 'running',
+  failed: 'failed',
+  error: 'failed',
+};
+
+export interface BackupStateResult {
+  subscription_id: number;
+  backup_server_id: number | null;
+  backup_state: BackupState;
+  latest_backup: RemoteBackup | null;
+}
+
+export function createBackupStateService(ctx: AppContext) {
+  const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
+
+  async function serverFor(tx: DbTx, backupServerId: number | null) {
+    if (backupServerId !== null) return tx.backupServer.findUniqueOrThrow({ where: { id: backupServerId } });
+    const servers = await tx.backupServer.findMany({ take: 2 });
+    if (servers.length === 1) return servers[0]!;
+    throw new UserError(
+      servers.length === 0
+        ? 'There is no backup server to ask for the backup state'
+        : 'The subscription has no backup server and there are several: set its backup_server_id',
+    );
+  }
+
+  /**
+   * Asks the backup server and stores the mapped state (tracked in the subscription's chatter).
+   * `tx` lets a caller (the inbound webhook) make the update part of its own transaction; the
+   * api_call action-log row is written outside it, so a failure stays visible.
+   */
+  async function computeBackupState(
+    subscriptionId: number,
+    opts: { tx?: DbTx; author?: Author | null } = {},
+  ): Promise<BackupStateResult> {
+    const run = async (tx: DbTx) => {
+      const before = await tx.subscription.findUnique({ where: { id: subscriptionId } });
+      if (!before) throw new NotFoundError('Subscription');
+
+      let state: BackupState = 'none';
+      let latest: RemoteBackup | null = null;
+      let serverId: number | null = before.backup_server_id;
+      if (before.database_name) {
+        const server = await serverFor(tx, before.backup_server_id);
+        serverId = server.id;
+        const target = { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId, user_id: opts.author?.id ?? null };
+        const backups = await api.backups(server, target, before.database_name);
+        latest = backups.find((b) => b.db_name === before.database_name) ?? null;
+        if (latest) {
+          const mapped = REMOTE_STATES[latest.state.toLowerCase()];
+          if (!mapped) throw new UserError(`The backup server reports an unknown backup state "${latest.state}"`);
+          state = mapped;
+        }
+      }
+
+      if (state !== before.backup_state) {
+        const after = await tx.subscription.update({ where: { id: subscriptionId }, data: { backup_state: state } });
+        await trackChanges(tx, { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId }, ['backup_state'], before, after, opts.author ?? null);
+      }
+      return { subscription_id: subscriptionId, backup_server_id: serverId, backup_state: state, latest_backup: latest };
+    };
+    return opts.tx ? run(opts.tx) : ctx.db.$transaction(run, { timeout: ctx.config.OUTBOUND_TIMEOUT_MS + 5_000 });
+  }
+
+  return { computeBackupState };
+}
+
+/** The methods inbound webhooks may call on subscriptions (the registry of DESIGN §3). */
+export function backupWebhookMethods(ctx: AppContext) {
+  const service = createBackupStateService(ctx);
+  return {
+    'svc.subscription': {
+      _compute_backup_state: async (recId: number, call: { tx: DbTx }): Promise<void> => {
+        await service.computeBackupState(recId, { tx: call.tx });
+      },
+    },
+  };
+}

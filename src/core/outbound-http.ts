@@ -1,0 +1,338 @@
+// The one outbound HTTP client of the service (backup API, ntfy, FCM, later the git host through
+// Octokit's custom fetch). Every call has a timeout, a bounded response body, and one action-log
+// row of type api_call naming the record it was made for. The row never holds secrets: sensitive
+// headers are written as [redacted], secret fields of JSON and form bodies (request and response)
+// are redacted by name, and the caller's `secrets` values are masked wherever they appear.
+import type { z } from 'zod';
+import type { Db } from './db.js';
+import type { Config } from './config.js';
+import { UserError } from './errors.js';
+import { SECRET_FIELD_NAMES } from './logger.js';
+import { maskSecrets, writeActionLog } from '../action-log/action-log-service.js';
+
+/** The record a call is made for, as the action log names it. */
+export interface OutboundTarget {
+  model_name: string;
+  rec_id: number;
+  user_id?: number | null;
+  job_id?: string | null;
+}
+
+export interface OutboundOptions {
+  /** Defaults to OUTBOUND_TIMEOUT_MS; covers connecting, the answer and its whole body. */
+  timeoutMs?: number;
+  /** Defaults to OUTBOUND_MAX_RESPONSE_BYTES; a longer answer fails the call. */
+  maxResponseBytes?: number;
+  /** Plain values that must never be stored (API keys, passwords, tokens). */
+  secrets?: readonly (string | null | undefined)[];
+}
+
+export interface ReadOptions<T> extends OutboundOptions {
+  /**
+   * The caller's reading of the answer (status, JSON, shape), done before the call is logged:
+   * when it throws, the action-log row is a failure carrying that reason and the error is rethrown.
+   */
+  read?: (res: OutboundResponse) => T;
+}
+
+export interface OutboundRequest {
+  method?: string;
+  url: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON (content-type set). */
+  json?: unknown;
+  /** Sent as application/x-www-form-urlencoded. */
+  form?: Record<string, string>;
+}
+
+export type OutboundFailure =
+  | 'bad_url'
+  | 'timeout'
+  | 'refused'
+  | 'unreachable'
+  | 'tls'
+  | 'too_large'
+  | 'http_status'
+  | 'not_json'
+  | 'network';
+
+/** A call that did not produce a usable answer; a UserError so API callers answer 400 with it. */
+export class OutboundError extends UserError {
+  constructor(
+    readonly reason: OutboundFailure,
+    message: string,
+  ) {
+    super(message, { reason });
+  }
+}
+
+/** A fully read answer. Non-2xx statuses are answers too: callers decide what they mean. */
+export class OutboundResponse {
+  constructor(
+    /** "GET http://host/path", for messages */
+    readonly label: string,
+    readonly status: number,
+    readonly headers: Headers,
+    readonly body: Uint8Array,
+    /** Values masked in the excerpts that error messages quote. */
+    private readonly secrets: OutboundOptions['secrets'] = [],
+  ) {}
+
+  /** A short, secret-free quote of the body for error messages. */
+  excerpt(): string {
+    return excerpt(maskSecrets(redactBody(this.text(), this.headers.get('content-type') ?? ''), this.secrets));
+  }
+
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
+  text(): string {
+    return new TextDecoder().decode(this.body);
+  }
+
+  /** The body of a 2xx answer as JSON; another status fails with reason http_status and an excerpt. */
+  okJson(): unknown {
+    if (!this.ok) throw new OutboundError('http_status', `${this.label} answered HTTP ${this.status}: ${this.excerpt()}`);
+    return this.json();
+  }
+
+  /** The body as JSON; anything else fails with reason not_json and a short excerpt. */
+  json(): unknown {
+    const text = this.text();
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new OutboundError('not_json', `${this.label} answered HTTP ${this.status} with something that is not JSON: ${this.excerpt()}`);
+    }
+  }
+}
+
+/**
+ * A `read` for JSON APIs: 401/403 is a UserError starting with `refused` (the remote refused our
+ * credentials), another non-2xx (http_status) or non-JSON answer one starting with `what`, and
+ * the JSON must have the shape of `schema`.
+ */
+export function readJson<T extends z.ZodType>(schema: T, messages: { refused: string; what: string }) {
+  return (res: OutboundResponse): z.output<T> => {
+    if (res.status === 401 || res.status === 403) {
+      throw new UserError(`${messages.refused}: ${res.label} answered HTTP ${res.status}: ${res.excerpt()}`);
+    }
+    let body: unknown;
+    try {
+      body = res.okJson();
+    } catch (err) {
+      const e = err as OutboundError;
+      throw new OutboundError(e.reason, `${messages.what}: ${e.message}`);
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new UserError(`${messages.what} from ${res.label} is not as expected (${issue.path.join('.') || 'answer'}: ${issue.message})`);
+    }
+    return parsed.data;
+  };
+}
+
+const LOGGED_BODY_CHARS = 4096;
+const SECRET_HEADER = /authorization|api-key|apikey|token|secret|password|cookie/i;
+const SECRET_BODY_FIELDS = new Set([
+  ...SECRET_FIELD_NAMES,
+  'assertion',
+  'private_key',
+  'client_secret',
+  'refresh_token',
+  'id_token',
+  'secret',
+]);
+const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
+
+function excerpt(text: string, max = 200): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat || '(empty)';
+}
+
+function redactValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactValue);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, SECRET_BODY_FIELDS.has(k.toLowerCase()) ? '[redacted]' : redactValue(v)]),
+    );
+  }
+  return value;
+}
+
+/** A body as it may be stored: secret fields of JSON or form bodies redacted, length bounded. */
+export function redactBody(text: string, contentType = ''): string {
+  let out = text;
+  if (/json/i.test(contentType) || /^\s*[[{]/.test(text)) {
+    try {
+      out = JSON.stringify(redactValue(JSON.parse(text)));
+    } catch {
+      // not JSON after all: stored as text (explicit secrets are still masked)
+    }
+  } else if (/x-www-form-urlencoded/i.test(contentType)) {
+    const params = new URLSearchParams(text);
+    for (const key of [...params.keys()]) if (SECRET_BODY_FIELDS.has(key.toLowerCase())) params.set(key, '[redacted]');
+    out = params.toString();
+  }
+  return out.length > LOGGED_BODY_CHARS ? `${out.slice(0, LOGGED_BODY_CHARS)}… [${out.length - LOGGED_BODY_CHARS} more characters]` : out;
+}
+
+/** The URL as it may be stored: query parameters with secret names redacted. */
+function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    for (const key of [...url.searchParams.keys()]) if (SECRET_BODY_FIELDS.has(key.toLowerCase())) url.searchParams.set(key, '[redacted]');
+    if (url.username || url.password) {
+      url.username = 'redacted';
+      url.password = '';
+    }
+    return url.toString();
+  } catch {
+    return raw;
+  }
+}
+
+/** new Request(), with a message that never repeats credentials written into the URL. */
+function buildRequest(input: string | URL | Request, init?: RequestInit): Request {
+  try {
+    return new Request(input, init);
+  } catch (err) {
+    const url = input instanceof Request ? input.url : String(input);
+    const why = /credentials/i.test((err as Error).message) ? 'credentials in the URL are not supported' : 'not a valid URL';
+    throw new OutboundError('bad_url', `${redactUrl(url)}: ${why}`);
+  }
+}
+
+function describeRequest(method: string, url: string, headers: Headers, body: string): string {
+  const lines = [`${method} ${redactUrl(url)}`];
+  headers.forEach((value, name) => lines.push(`${name}: ${SECRET_HEADER.test(name) ? '[redacted]' : value}`));
+  if (body) lines.push('', redactBody(body, headers.get('content-type') ?? ''));
+  return lines.join('\n');
+}
+
+/** Turns fetch's errors into a sentence an operator understands. */
+function failureOf(err: unknown, label: string, timeoutMs: number): OutboundError {
+  if (err instanceof OutboundError) return err;
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
+    return new OutboundError('timeout', `${label}: no answer within ${timeoutMs} ms`);
+  }
+  const code = e?.cause?.code ?? '';
+  const detail = e?.cause?.message ?? e?.message ?? String(err);
+  if (code === 'ECONNREFUSED') return new OutboundError('refused', `${label}: connection refused`);
+  if (['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) {
+    return new OutboundError('unreachable', `${label}: host unreachable (${detail})`);
+  }
+  if (/CERT|SSL|TLS/i.test(code) || /certificate|ssl|tls/i.test(detail)) return new OutboundError('tls', `${label}: TLS error (${detail})`);
+  return new OutboundError('network', `${label}: ${detail}`);
+}
+
+async function readBounded(res: Response, max: number, label: string): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > max) {
+    await res.body?.cancel();
+    throw new OutboundError('too_large', `${label}: answer of ${declared} bytes exceeds the limit of ${max} bytes`);
+  }
+  if (!res.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel();
+      throw new OutboundError('too_large', `${label}: answer exceeds the limit of ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+export type OutboundHttp = ReturnType<typeof createOutboundHttp>;
+
+export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUND_TIMEOUT_MS' | 'OUTBOUND_MAX_RESPONSE_BYTES'> }) {
+  const { db, config } = deps;
+
+  /** One call: fetch with timeout, bounded read, action-log row. Throws OutboundError when no answer. */
+  async function send<T>(target: OutboundTarget, request: Request, opts: ReadOptions<T>): Promise<T> {
+    const timeoutMs = opts.timeoutMs ?? config.OUTBOUND_TIMEOUT_MS;
+    const maxBytes = opts.maxResponseBytes ?? config.OUTBOUND_MAX_RESPONSE_BYTES;
+    const label = `${request.method} ${redactUrl(request.url)}`;
+    const requestBody = request.body ? await request.clone().text() : '';
+    const signal = request.signal ? AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+
+    let response: OutboundResponse | undefined;
+    let failure: Error | undefined;
+    try {
+      const res = await fetch(request, { signal });
+      response = new OutboundResponse(label, res.status, res.headers, await readBounded(res, maxBytes, label), opts.secrets);
+    } catch (err) {
+      failure = failureOf(err, label, timeoutMs);
+    }
+    let result: T | undefined;
+    if (response) {
+      try {
+        result = opts.read ? opts.read(response) : (response as T);
+      } catch (err) {
+        failure = err as Error;
+      }
+    }
+    const answer = response && `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '')}`;
+
+    await writeActionLog(db, {
+      model_name: target.model_name,
+      rec_id: target.rec_id,
+      user_id: target.user_id ?? null,
+      job_id: target.job_id ?? null,
+      action_type: 'api_call',
+      status: response?.ok && !failure ? 'success' : 'failure',
+      input_text: describeRequest(request.method, request.url, request.headers, requestBody),
+      output_text: [answer, failure?.message].filter(Boolean).join('\n\n'),
+      secrets: opts.secrets,
+    });
+    if (failure) throw failure;
+    return result as T;
+  }
+
+  return {
+    /**
+     * A request described as data; answers the response, or what `opts.read` makes of it.
+     * Redirects are not followed, so credentials stay with the host they were meant for.
+     */
+    async request<T = OutboundResponse>(target: OutboundTarget, req: OutboundRequest, opts: ReadOptions<T> = {}): Promise<T> {
+      const headers = new Headers(req.headers);
+      let body: string | undefined;
+      if (req.json !== undefined) {
+        body = JSON.stringify(req.json);
+        headers.set('content-type', 'application/json');
+      } else if (req.form) {
+        body = new URLSearchParams(req.form).toString();
+        headers.set('content-type', 'application/x-www-form-urlencoded');
+      }
+      if (!headers.has('accept')) headers.set('accept', 'application/json');
+      const request = buildRequest(req.url, { method: req.method ?? 'GET', headers, body, redirect: 'manual' });
+      return send(target, request, opts);
+    },
+
+    /**
+     * A fetch-compatible function for libraries that take one (Octokit: `request: { fetch }`).
+     * Answers are fully read (bounded) before they are returned; failures reject with OutboundError.
+     */
+    fetchFor(target: OutboundTarget, opts: OutboundOptions = {}): typeof fetch {
+      return async (input, init) => {
+        const res = await send<OutboundResponse>(target, buildRequest(input, init), opts);
+        return new Response(NULL_BODY_STATUS.has(res.status) ? null : res.body, { status: res.status, headers: res.headers });
+      };
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// PostgreSQL servers (spec §2.5): connection settings with a write-only password, and
+// test_connection, which really connects (TLS when the server offers it) and reports the version.
+import type { Db } from '../core/db.js';
+import type { SecretBox } from '../core/crypto.js';
+import { NotFoundError, UserError } from '../core/errors.js';
+import { createRecordService } from '../core/records.js';
+import { writeActionLog } from '../action-log/action-log-service.js';
+import { connectPostgresqlServer } from './postgresql-connection.js';
+
+export const POSTGRESQL_MODEL = 'svc.postgresql.server';
+
+export interface ConnectionReport {
+  ok: true;
+  version: string;
+  server_version: string;
+  tls: boolean;
+  tls_version: string | null;
+}
+
+export function createPostgresqlService(db: Db, box: SecretBox) {
+  const records = createRecordService(db, box, {
+    modelName: POSTGRESQL_MODEL,
+    secrets: ['password'],
+    tracked: ['name', 'ip', 'username', 'port'],
+  });
+
+  return {
+    ...records,
+
+    async testConnection(id: number, userId: number | null): Promise<ConnectionReport> {
+      const server = await db.postgresqlServer.findUnique({ where: { id } });
+      if (!server) throw new NotFoundError('PostgreSQL server');
+      const where = `${server.username ?? 'postgres'}@${server.ip}:${server.port}`;
+      const log = { model_name: POSTGRESQL_MODEL, rec_id: id, action_type: 'database' as const, input_text: `test_connection ${where}`, user_id: userId };
+      let report: ConnectionReport;
+      try {
+        const { client, tls } = await connectPostgresqlServer(box, server);
+        try {
+          // pg_stat_ssl is the server's own view of this session: proof of what was negotiated.
+          const { rows } = await client.query<{ version: string; server_version: string; tls_version: string | null }>(
+            `SELECT version() AS version, current_setting('server_version') AS server_version,
+                    (SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl) AS tls_version`,
+          );
+          report = { ok: true, ...rows[0]!, tls };
+        } finally {
+          await client.end().catch(() => {});
+        }
+      } catch (err) {
+        const message = `Could not connect to PostgreSQL at ${where}: ${(err as Error).message}`;
+        await writeActionLog(db, { ...log, status: 'failure', output_text: message });
+        throw new UserError(message);
+      }
+      await writeActionLog(db, { ...log, output_text: `${report.version}${report.tls ? ` (TLS ${report.tls_version})` : ' (no TLS)'}` });
+      return report;
+    },
+  };
+}

@@ -1,0 +1,167 @@
+// The outbound HTTP client against real local HTTP servers (node:http) and the real PostgreSQL
+// action log: timeouts, bounded answers, failure reasons, secret-free action-log rows, and the
+// fetch-compatible form driven by the real Octokit client.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Octokit } from '@octokit/rest';
+import { createOutboundHttp, OutboundError, type OutboundHttp } from '../src/core/outbound-http.js';
+import { createTestContext, type TestContext } from './helpers/context.js';
+import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+
+let ctx: TestContext;
+let http: OutboundHttp;
+let remote: RecordingServer;
+let recId = 0;
+const target = () => ({ model_name: 'svc.saas.backup.server', rec_id: ++recId });
+const logsOf = (rec_id: number) => ctx.db.actionLog.findMany({ where: { rec_id, model_name: 'svc.saas.backup.server' } });
+
+beforeAll(async () => {
+  ctx = await createTestContext({ OUTBOUND_TIMEOUT_MS: '300', OUTBOUND_MAX_RESPONSE_BYTES: '2048' });
+  http = createOutboundHttp(ctx);
+  remote = await startRecordingServer((req, res) => {
+    switch (req.path) {
+      case '/echo':
+        return sendJson(res, 200, { received: JSON.parse(req.body || 'null'), token: 'tk_answer_secret', ok: true });
+      case '/hang':
+        return; // never answers
+      case '/big-declared':
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
+        return res.end('x'.repeat(100000));
+      case '/big-streamed':
+        res.writeHead(200, { 'content-type': 'text/plain' }); // chunked, no length announced
+        for (let i = 0; i < 10; i++) res.write('y'.repeat(1000));
+        return res.end();
+      case '/html':
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return res.end('<html><body>Welcome to nginx</body></html>');
+      case '/moved':
+        res.writeHead(302, { location: '/echo' });
+        return res.end();
+      case '/repos/acme/shop/commits/main':
+        return sendJson(res, 200, { sha: 'abc123', commit: { message: 'Fix', author: { name: 'Ann' } } });
+      default:
+        return sendJson(res, 404, { error: 'not found' });
+    }
+  });
+});
+afterAll(async () => {
+  await remote.close();
+  await ctx.cleanup();
+});
+
+describe('request', () => {
+  it('sends JSON with headers, and logs an api_call row without secrets', async () => {
+    const t = target();
+    const res = await http.request(
+      t,
+      { method: 'POST', url: `${remote.url}/echo`, headers: { 'X-API-Key': 'key-abc-123' }, json: { db_name: 'shop', password: 'pw-xyz-789' } },
+      { secrets: ['key-abc-123'] },
+    );
+    expect(res.status).toBe(200);
+    expect(res.json()).toMatchObject({ received: { db_name: 'shop', password: 'pw-xyz-789' }, ok: true });
+    const call = remote.calls.at(-1)!;
+    expect(call.headers['x-api-key']).toBe('key-abc-123');
+    expect(call.headers['content-type']).toBe('application/json');
+
+    const [log] = await logsOf(t.rec_id);
+    expect(log).toMatchObject({ action_type: 'api_call', status: 'success' });
+    expect(log!.input_text).toContain(`POST ${remote.url}/echo`);
+    expect(log!.input_text).toContain('x-api-key: [redacted]');
+    expect(log!.input_text).toContain('"db_name":"shop"');
+    expect(log!.output_text).toMatch(/^HTTP 200/);
+    const stored = log!.input_text + log!.output_text;
+    for (const secret of ['key-abc-123', 'pw-xyz-789', 'tk_answer_secret']) expect(stored).not.toContain(secret);
+  });
+
+  it('form bodies have their secret fields redacted in the log', async () => {
+    const t = target();
+    await http.request(t, { method: 'POST', url: `${remote.url}/echo`, form: { grant_type: 'jwt', assertion: 'eyJ.secret.sig' } });
+    expect(remote.calls.at(-1)!.body).toBe('grant_type=jwt&assertion=eyJ.secret.sig');
+    const [log] = await logsOf(t.rec_id);
+    expect(log!.input_text).toContain('grant_type=jwt&assertion=%5Bredacted%5D');
+    expect(log!.input_text).not.toContain('eyJ.secret.sig');
+  });
+
+  it('gives up after the timeout with reason timeout, and logs the failure', async () => {
+    const t = target();
+    const err = await http.request(t, { url: `${remote.url}/hang` }).catch((e) => e);
+    expect(err).toBeInstanceOf(OutboundError);
+    expect(err).toMatchObject({ reason: 'timeout', statusCode: 400, code: 'user_error' });
+    expect(err.message).toContain('no answer within 300 ms');
+    const [log] = await logsOf(t.rec_id);
+    expect(log).toMatchObject({ action_type: 'api_call', status: 'failure', output_text: err.message });
+  });
+
+  it('a refused connection fails with reason refused', async () => {
+    const port = await freePort();
+    const err = await http.request(target(), { url: `http://127.0.0.1:${port}/api/ping` }).catch((e) => e);
+    expect(err).toMatchObject({ reason: 'refused' });
+    expect(err.message).toBe(`GET http://127.0.0.1:${port}/api/ping: connection refused`);
+  });
+
+  it('answers beyond the size bound fail, whether announced or streamed', async () => {
+    for (const path of ['/big-declared', '/big-streamed']) {
+      const err = await http.request(target(), { url: `${remote.url}${path}` }).catch((e) => e);
+      expect(err).toMatchObject({ reason: 'too_large' });
+      expect(err.message).toContain('limit of 2048 bytes');
+    }
+  });
+
+  it('a non-JSON answer is reported with an excerpt when JSON is expected', async () => {
+    const res = await http.request(target(), { url: `${remote.url}/html` });
+    expect(() => res.json()).toThrow(/not JSON: <html><body>Welcome to nginx/);
+  });
+
+  it('read: the caller judges the answer before it is logged; a refusal is a failure row with its reason', async () => {
+    const t = target();
+    const value = await http.request(t, { url: `${remote.url}/echo` }, { read: (res) => (res.okJson() as { ok: boolean }).ok });
+    expect(value).toBe(true);
+    const t2 = target();
+    const err = await http.request(t2, { url: `${remote.url}/html` }, { read: (res) => res.json() }).catch((e) => e);
+    expect(err).toMatchObject({ reason: 'not_json' });
+    const [log] = await logsOf(t2.rec_id);
+    expect(log!.status).toBe('failure');
+    expect(log!.output_text).toMatch(/^HTTP 200\n<html>[^]*\n\nGET .* with something that is not JSON/);
+    expect((await logsOf(t.rec_id))[0]!.status).toBe('success');
+  });
+
+  it('does not follow redirects (credentials stay with their host)', async () => {
+    const before = remote.callsTo('/echo').length;
+    const res = await http.request(target(), { url: `${remote.url}/moved`, headers: { 'x-api-key': 'k' } });
+    expect(res.status).toBe(302);
+    expect(remote.callsTo('/echo').length).toBe(before);
+  });
+
+  it('never stores or repeats credentials given in the URL', async () => {
+    const t = target();
+    await http.request(t, { url: `${remote.url}/echo?access_token=qs-secret&x=1` });
+    const [log] = await logsOf(t.rec_id);
+    expect(log!.input_text).not.toContain('qs-secret');
+    expect(log!.input_text).toContain('access_token=%5Bredacted%5D&x=1');
+
+    const calls = remote.calls.length;
+    const err = await http.request(target(), { url: `http://user:urlpass@127.0.0.1:${remote.port}/echo` }).catch((e) => e);
+    expect(err).toMatchObject({ reason: 'bad_url' });
+    expect(err.message).toContain('credentials in the URL are not supported');
+    expect(err.message).not.toContain('urlpass');
+    expect(remote.calls.length).toBe(calls);
+  });
+});
+
+describe('fetchFor (fetch-compatible, for Octokit)', () => {
+  it('drives the real Octokit client, with the token redacted from the log', async () => {
+    const t = target();
+    const octokit = new Octokit({ baseUrl: remote.url, auth: 'ghp_octo_secret', request: { fetch: http.fetchFor(t) } });
+    const { data } = await octokit.rest.repos.getCommit({ owner: 'acme', repo: 'shop', ref: 'main' });
+    expect(data.sha).toBe('abc123');
+    expect(remote.calls.at(-1)!.headers.authorization).toBe('token ghp_octo_secret');
+    const [log] = await logsOf(t.rec_id);
+    expect(log!.input_text).toContain(`GET ${remote.url}/repos/acme/shop/commits/main`);
+    expect(log!.input_text).toContain('authorization: [redacted]');
+    expect(log!.input_text + log!.output_text).not.toContain('ghp_octo_secret');
+  });
+
+  it('rejects with OutboundError when there is no answer', async () => {
+    const fetchFn = http.fetchFor(target());
+    await expect(fetchFn(`${remote.url}/hang`)).rejects.toMatchObject({ reason: 'timeout' });
+  });
+});
