@@ -6,7 +6,6 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { authorOf, registerCrud } from '../core/http/crud.js';
 import { idParams, listOf, listQuery, timestamp } from '../core/http/schemas.js';
-import { jsonSafe } from '../core/records.js';
 import { BackupState } from '../generated/prisma/enums.js';
 import { createBackupServerService } from './backup-service.js';
 import { createBackupStateService } from './backup-state.js';
@@ -112,10 +111,7 @@ export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
       querystring: listQuery,
       response: { 200: listOf(cloudAccount) },
     },
-    handler: async (req) => {
-      const { rows, total } = await servers.listCloudAccounts(req.params.id, req.query);
-      return { items: rows.map(jsonSafe), total, ...req.query };
-    },
+    handler: (req) => servers.listCloudAccounts(req.params.id, req.query),
   });
 
   app.post('/api/v1/backup-servers/:id/actions/test_connection', {

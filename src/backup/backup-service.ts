@@ -3,7 +3,7 @@
 // delete what the server no longer lists, all in one transaction).
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
-import { createRecordService } from '../core/records.js';
+import { createRecordService, listPage } from '../core/records.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { postMessage, type Author } from '../chatter/chatter-service.js';
 import { createBackupApi } from './backup-api.js';
@@ -69,12 +69,7 @@ export function createBackupServerService(ctx: AppContext) {
 
     async listCloudAccounts(id: number, page: { limit: number; offset: number }) {
       await getServer(id);
-      const where = { backup_server_id: id };
-      const [rows, total] = await Promise.all([
-        db.backupCloudAccount.findMany({ where, orderBy: { id: 'asc' }, take: page.limit, skip: page.offset }),
-        db.backupCloudAccount.count({ where }),
-      ]);
-      return { rows, total };
+      return listPage(db.backupCloudAccount, { backup_server_id: id }, page);
     },
 
     /** The remote ping; a refusal, a wrong key, a timeout or a non-JSON answer is a UserError. */
