@@ -13,6 +13,13 @@ import { registerChatterRoutes } from './chatter/chatter-routes.js';
 import { registerActionLogRoutes } from './action-log/action-log-routes.js';
 import { registerJobRoutes } from './jobs/jobs-routes.js';
 import { registerSettingsRoutes } from './settings/settings-routes.js';
+import { registerPartnerRoutes } from './partners/partner-routes.js';
+import { registerDatabaseTemplateRoutes } from './database-templates/database-template-routes.js';
+import { registerSubscriptionRoutes } from './subscriptions/subscription-routes.js';
+import { registerTrialPackageRoutes } from './trial/trial-package-routes.js';
+import { registerTrialRequestRoutes } from './trial/trial-request-routes.js';
+import { registerTrialVerificationRoutes } from './trial/trial-verification-routes.js';
+import { registerTrialPageRoutes } from './trial/trial-page-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -31,6 +38,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerSettingsRoutes(app, ctx);
   registerActionLogRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerPartnerRoutes(app, ctx);
+  registerDatabaseTemplateRoutes(app, ctx);
+  registerSubscriptionRoutes(app, ctx);
+  registerTrialPackageRoutes(app, ctx);
+  registerTrialRequestRoutes(app, ctx);
+  registerTrialVerificationRoutes(app, ctx);
+  // Public pages (not under /api/v1): the trial form, code entry, confirmation.
+  await registerTrialPageRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

@@ -4,6 +4,8 @@ import { Worker, type Job } from 'bullmq';
 import type { AppContext } from './context.js';
 import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from './core/job-catalog.js';
 import { createSettingsJobs } from './settings/settings-jobs.js';
+import { createSubscriptionJobs } from './subscriptions/subscription-jobs.js';
+import { createTrialJobs } from './trial/trial-jobs.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -12,6 +14,8 @@ export type JobHandlers = { [N in JobName]: JobHandler<N> };
 export function createJobHandlers(ctx: AppContext): JobHandlers {
   return {
     ...createSettingsJobs(ctx),
+    ...createTrialJobs(ctx),
+    ...createSubscriptionJobs(ctx),
   };
 }
 

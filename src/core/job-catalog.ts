@@ -24,6 +24,18 @@ export const JOBS = {
     // A worker that dies mid-rotation leaves the job stalled; the retry finishes it (idempotent).
     attempts: 3,
   },
+  // Trial signup (src/trial): a new trial request of a package with Auto Run Subscription.
+  process_trial_request: {
+    queue: 'trials',
+    payload: z.object({ trial_request_id: id, ...requestedBy }),
+    key: (p: { trial_request_id: number }) => String(p.trial_request_id),
+  },
+  // Subscriptions (src/subscriptions): create the customer database from the template.
+  deploy_subscription: {
+    queue: 'deployments',
+    payload: z.object({ subscription_id: id, ...requestedBy }),
+    key: (p: { subscription_id: number }) => String(p.subscription_id),
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;
