@@ -146,9 +146,9 @@ describe('trial requests', () => {
     });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('conflict');
-    const [{ count }] = await ctx.db.$queryRaw<{ count: number }[]>`
+    const indexes = await ctx.db.$queryRaw<{ count: number }[]>`
       SELECT count(*)::int AS count FROM pg_indexes WHERE indexname = 'trial_requests_email_trial_package_id_key'`;
-    expect(count).toBe(1);
+    expect(indexes).toEqual([{ count: 1 }]);
   });
 
   it('cancel (New → Cancelled) and reset_to_new (Cancelled → New), tracked; other moves 409', async () => {

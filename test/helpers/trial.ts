@@ -29,7 +29,7 @@ type Transport = (req: { method: string; url: string; headers: Record<string, st
 export function injectTransport(app: FastifyInstance, remoteAddress = '127.0.0.1'): Transport {
   return async (req) => {
     const res = await app.inject({ method: req.method as 'GET', url: req.url, headers: req.headers, payload: req.body, remoteAddress });
-    return { status: res.statusCode, headers: res.headers, body: res.body };
+    return { status: res.statusCode, headers: res.headers as Record<string, string | string[] | undefined>, body: res.body };
   };
 }
 
