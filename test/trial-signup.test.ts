@@ -283,6 +283,15 @@ describe('submit and verify', () => {
     expect((await v.verify(fresh.token, fresh.code)).status).toBe(200);
     expect((await v.verify(otherPackage.token, otherPackage.code)).status).toBe(200);
   });
+  it('with Auto Run Subscription, the verified request is queued for processing (job process_trial_request)', async () => {
+    const auto = await createTrialPackage(ctx, { auto_run_subscription: true });
+    const v = visitor();
+    const { token, code } = await startVerification(v, email('auto'), auto.id);
+    expect((await v.verify(token, code)).status).toBe(200);
+    const { trial_request_id } = await verification(token);
+    const jobs = await ctx.queues.queue('trials').getJobs(['waiting']);
+    expect(jobs.map((j) => [j.name, j.data.trial_request_id])).toContainEqual(['process_trial_request', trial_request_id]);
+  });
 });
 
 describe('resend', () => {
