@@ -20,6 +20,9 @@ import { registerTrialPackageRoutes } from './trial/trial-package-routes.js';
 import { registerTrialRequestRoutes } from './trial/trial-request-routes.js';
 import { registerTrialVerificationRoutes } from './trial/trial-verification-routes.js';
 import { registerTrialPageRoutes } from './trial/trial-page-routes.js';
+import { createWebhookMethods } from './webhooks/webhook-methods.js';
+import { registerWebhookRoutes } from './webhooks/webhook-routes.js';
+import { registerWebhookEndpoint } from './webhooks/webhook-endpoint-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -44,8 +47,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerTrialPackageRoutes(app, ctx);
   registerTrialRequestRoutes(app, ctx);
   registerTrialVerificationRoutes(app, ctx);
+  // The methods inbound webhooks may call, composed once from every feature's table.
+  const webhookMethods = createWebhookMethods(ctx);
+  registerWebhookRoutes(app, ctx, webhookMethods);
   // Public pages (not under /api/v1): the trial form, code entry, confirmation.
   await registerTrialPageRoutes(app, ctx);
+  // Public inbound webhook endpoint POST /svc/webhook/<token>.
+  await registerWebhookEndpoint(app, ctx, webhookMethods);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

@@ -6,6 +6,7 @@ import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from
 import { createSettingsJobs } from './settings/settings-jobs.js';
 import { createSubscriptionJobs } from './subscriptions/subscription-jobs.js';
 import { createTrialJobs } from './trial/trial-jobs.js';
+import { createWebhookJobs, scheduleWebhookJobs } from './webhooks/webhook-jobs.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -16,6 +17,7 @@ export function createJobHandlers(ctx: AppContext): JobHandlers {
     ...createSettingsJobs(ctx),
     ...createTrialJobs(ctx),
     ...createSubscriptionJobs(ctx),
+    ...createWebhookJobs(ctx),
   };
 }
 
@@ -46,6 +48,7 @@ export async function startWorkers(ctx: AppContext, handlers: JobHandlers = crea
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  await scheduleWebhookJobs(ctx);
   ctx.log.info({ queues: QUEUE_NAMES }, 'workers started');
   return {
     workers,

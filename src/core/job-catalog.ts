@@ -36,6 +36,12 @@ export const JOBS = {
     payload: z.object({ subscription_id: id, ...requestedBy }),
     key: (p: { subscription_id: number }) => String(p.subscription_id),
   },
+  // Inbound webhooks (src/webhooks): daily retention of the call log (settings.webhook_call_log_days).
+  prune_webhook_calls: {
+    queue: 'maintenance',
+    payload: z.object({}),
+    key: () => 'prune_webhook_calls',
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { AppContext } from '../context.js';
+import { clientIp } from '../core/http/client-ip.js';
 import { createTrialCsrf, CSRF_FIELD } from './trial-csrf.js';
 import { createTrialVerificationService, type CodeEntry, type SignupField } from './trial-verification-service.js';
 
@@ -19,11 +20,6 @@ interface MessagePage {
   message: string;
   resendToken?: string;
   startAgain?: string | false;
-}
-
-/** The client address; IPv4 clients of a dual-stack socket are written without `::ffff:`. */
-export function clientIp(request: FastifyRequest): string {
-  return request.ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
 }
 
 export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppContext) {

@@ -105,10 +105,22 @@ export async function queueAutoProcessing(ctx: Pick<AppContext, 'db' | 'queues' 
   }
 }
 
-const ACTIONS = {
+/** The state actions of spec §3.1 besides processing. */
+export const TRIAL_REQUEST_TRANSITIONS = {
   cancel: { from: 'new', to: 'cancelled' },
   reset_to_new: { from: 'cancelled', to: 'new' },
 } as const satisfies Record<string, { from: TrialRequestState; to: TrialRequestState }>;
+export type TrialRequestTransition = keyof typeof TRIAL_REQUEST_TRANSITIONS;
+
+/** Runs cancel or reset_to_new inside `tx`: row locked, state checked (409), change tracked. */
+export async function transitionTrialRequest(tx: DbTx, id: number, action: TrialRequestTransition, author: Author | null) {
+  const { from, to } = TRIAL_REQUEST_TRANSITIONS[action];
+  const before = await lockTrialRequest(tx, id);
+  if (before.state !== from) throw new ConflictError(`Trial request ${id} is ${before.state}; ${action} needs ${from}`);
+  const after = await tx.trialRequest.update({ where: { id }, data: { state: to } });
+  await trackTrialRequest(tx, before, after, author);
+  return after;
+}
 
 type Data = Record<string, unknown>;
 
@@ -123,16 +135,8 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
     return row;
   }
 
-  async function runAction(id: number, action: keyof typeof ACTIONS, author: Author | null) {
-    const { from, to } = ACTIONS[action];
-    const row = await db.$transaction(async (tx) => {
-      const before = await lockTrialRequest(tx, id);
-      if (before.state !== from) throw new ConflictError(`Trial request ${id} is ${before.state}; ${action} needs ${from}`);
-      const after = await tx.trialRequest.update({ where: { id }, data: { state: to } });
-      await trackTrialRequest(tx, before, after, author);
-      return after;
-    });
-    return trialRequestView(row);
+  async function runAction(id: number, action: TrialRequestTransition, author: Author | null) {
+    return trialRequestView(await db.$transaction((tx) => transitionTrialRequest(tx, id, action, author)));
   }
 
   return {
