@@ -21,8 +21,7 @@ import { registerTrialRequestRoutes } from './trial/trial-request-routes.js';
 import { registerTrialVerificationRoutes } from './trial/trial-verification-routes.js';
 import { registerTrialPageRoutes } from './trial/trial-page-routes.js';
 import { createWebhookMethods } from './webhooks/webhook-methods.js';
-import { registerWebhookRoutes } from './webhooks/webhook-routes.js';
-import { registerWebhookEndpoint } from './webhooks/webhook-endpoint-routes.js';
+import { registerWebhooks } from './webhooks/webhook-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -47,13 +46,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerTrialPackageRoutes(app, ctx);
   registerTrialRequestRoutes(app, ctx);
   registerTrialVerificationRoutes(app, ctx);
-  // The methods inbound webhooks may call, composed once from every feature's table.
-  const webhookMethods = createWebhookMethods(ctx);
-  registerWebhookRoutes(app, ctx, webhookMethods);
+  // Webhook records (administrators) and the public endpoint POST /svc/webhook/<token>; the
+  // methods a webhook may call are composed once from every feature's table.
+  await registerWebhooks(app, ctx, createWebhookMethods(ctx));
   // Public pages (not under /api/v1): the trial form, code entry, confirmation.
   await registerTrialPageRoutes(app, ctx);
-  // Public inbound webhook endpoint POST /svc/webhook/<token>.
-  await registerWebhookEndpoint(app, ctx, webhookMethods);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

@@ -264,6 +264,46 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
   });
 });
 
+describe('webhook cache (LISTEN/NOTIFY)', () => {
+  /** Polls until `fn` is true (the notification travels asynchronously); fails after 5 s, well under the 30 s entry lifetime. */
+  async function eventually(fn: () => Promise<boolean>) {
+    for (let i = 0; i < 100; i++) {
+      if (await fn()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('condition not reached');
+  }
+
+  it('a change made outside the API (SQL, another process) reaches the cache: deactivated or deleted webhooks stop answering', async () => {
+    const sub = await newSubscription();
+    const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
+    expect((await fire(hook.token, { message: 'cached now' })).statusCode).toBe(200);
+    await ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
+    await eventually(async () => (await fire(hook.token)).statusCode === 400);
+
+    await ctx.db.$executeRaw`UPDATE webhooks SET active = true, message_type = 'sms' WHERE id = ${hook.id}`;
+    await eventually(async () => (await fire(hook.token)).statusCode === 200);
+    await fire(hook.token, { message: 'as sms' });
+    expect((await messagesOf('svc.subscription', sub.id)).at(-1)).toMatchObject({ body: 'as sms', message_type: 'sms' });
+
+    await ctx.db.webhook.delete({ where: { id: hook.id } });
+    await eventually(async () => (await fire(hook.token)).statusCode === 400);
+  });
+
+  it('while the notification connection is down the cache is not used, so no change can be missed', async () => {
+    const sub = await newSubscription();
+    const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
+    expect((await fire(hook.token)).statusCode).toBe(200); // cached
+    await ctx.db.$executeRaw`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${ctx.dbName} AND application_name = 'svc-webhook-cache'`;
+    await eventually(async () => ctx.logText().includes('change notifications lost'));
+    expect((await fire(hook.token)).statusCode).toBe(200); // read from the database, not cached
+    // This change's notification has no listener; the next call must read the database anyway.
+    await ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
+    expect((await fire(hook.token)).statusCode).toBe(400);
+  });
+});
+
 describe('signing (X-Hub-Signature-256)', () => {
   const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 

@@ -1,18 +1,20 @@
-// One call of POST /svc/webhook/<token> (spec §4.2, §7.1): look up the active webhook by token
+// One call of POST /svc/webhook/<token> (spec §4.2, §7.1): find the active webhook by token
 // (none → 400), check the signature when the webhook has a signing secret (→ 400, nothing runs),
-// read the body, resolve the target record, call trigger_action and post the message as one
-// transaction, answer 200 {}. Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details
-// in the server log only. Every call of a known webhook is appended to its call log.
+// read the body, call trigger_action and post the message as one transaction, answer 200 {}.
+// Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details in the server log only.
+// Every call of a known webhook is appended to its call log.
 //
-// Speed. A webhook that only posts a message (the common case: monitoring alerts, callbacks)
-// takes a fast path on a small pg pool of its own: one indexed SELECT, one INSERT ... SELECT that
-// posts the message only if the target record exists (a single statement, so atomic), one INSERT
-// into the call log — about three times the throughput of the same work through Prisma.
+// Speed (bench/webhook.ts). The webhook is found in a per-process cache kept exact by
+// LISTEN/NOTIFY (webhook-cache.ts); the call log is written in batches (webhook-call-log.ts).
+// A message is posted on a small pg pool of the endpoint's own with one INSERT ... SELECT that
+// inserts only if the target record exists — one statement, so atomic — at about three times the
+// throughput of the same work through Prisma. A call without trigger nor message does nothing to
+// its record, so it does not read it (like the reference's browse(), which never fails).
 // A trigger_action runs in a Prisma interactive transaction, as the method registry's contract
 // requires (`{ tx }`), with the message posted in the same transaction.
 // Contention. A call never updates the webhook's own row: 50 concurrent calls of one webhook
-// updating a counter on it would queue on that row lock, one commit after the other. The call
-// log is append-only; call_count and last_called_at are derived from it when read, and the daily
+// updating a counter there would queue on its row lock, one commit after the other. The call log
+// is append-only; call_count and last_called_at are derived from it when read, and the daily
 // retention job folds the calls it deletes into the stored counters in the same transaction.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -24,6 +26,8 @@ import { isModelName, MODEL_TABLES } from '../core/models.js';
 import { MESSAGE_TYPES, postMessage, SUBTYPES } from '../chatter/chatter-service.js';
 import { assertRecordExists } from './webhook-service.js';
 import { findWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
+import type { WebhookCache, WebhookDefinition } from './webhook-cache.js';
+import type { WebhookCallLog } from './webhook-call-log.js';
 
 export const UNKNOWN_ERROR = { error: 'Unknown error SSB C/W42' } as const;
 const TOKEN = /^[0-9a-f]{64}$/;
@@ -48,16 +52,6 @@ export interface WebhookCallRequest {
 export interface WebhookCallAnswer {
   status: 200 | 400 | 500;
   body: Record<string, string>;
-}
-
-interface WebhookRow {
-  id: number;
-  model_name: string;
-  rec_id: number;
-  trigger_action: string | null;
-  message_type: (typeof MESSAGE_TYPES)[number];
-  subtype_xmlid: string;
-  signing_secret: string | null;
 }
 
 /** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
@@ -92,8 +86,17 @@ function summary(err: unknown): string {
 
 export type WebhookCallService = ReturnType<typeof createWebhookCallService>;
 
-export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, pool: pg.Pool, methods: WebhookMethodTable) {
-  async function run(hook: WebhookRow, req: WebhookCallRequest): Promise<void> {
+export interface WebhookCallDeps {
+  pool: pg.Pool;
+  cache: WebhookCache;
+  callLog: WebhookCallLog;
+  methods: WebhookMethodTable;
+}
+
+export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, deps: WebhookCallDeps) {
+  const { pool, cache, callLog, methods } = deps;
+
+  async function run(hook: WebhookDefinition, req: WebhookCallRequest): Promise<void> {
     const raw = req.rawBody ?? Buffer.alloc(0);
     if (hook.signing_secret && !signatureMatches(await ctx.box.decrypt(hook.signing_secret), raw, req.signature)) {
       throw new CallRefused('Invalid signature');
@@ -112,7 +115,7 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
       throw new CallRefused(`Invalid body: ${issue.path.join('.') || 'body'}: ${issue.message}`);
     }
     const { message } = parsed.data;
-    const messageType = parsed.data.message_type ?? hook.message_type;
+    const messageType = parsed.data.message_type ?? (hook.message_type as (typeof MESSAGE_TYPES)[number]);
     const subtype = (parsed.data.subtype_xmlid ?? hook.subtype_xmlid) as (typeof SUBTYPES)[number];
     const author = { id: null, name: `webhook ${hook.id}` };
     if (!isModelName(hook.model_name)) throw new Error(`Unknown model ${hook.model_name}`);
@@ -130,28 +133,20 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
       return;
     }
 
-    const table = MODEL_TABLES[hook.model_name];
-    const result =
-      message != null
-        ? await pool.query(
-            `INSERT INTO messages (model_name, rec_id, body, message_type, subtype_xmlid, author_name)
-             SELECT $1, $2, $3, $4::"MessageType", $5, $6 WHERE EXISTS (SELECT 1 FROM "${table}" WHERE id = $2)`,
-            [hook.model_name, hook.rec_id, message, messageType, subtype, author.name],
-          )
-        : await pool.query(`SELECT 1 FROM "${table}" WHERE id = $1`, [hook.rec_id]);
-    if (result.rowCount === 0) throw new Error(`${hook.model_name} ${hook.rec_id} does not exist`);
+    if (message == null) return;
+    const posted = await pool.query(
+      `INSERT INTO messages (model_name, rec_id, body, message_type, subtype_xmlid, author_name)
+       SELECT $1, $2, $3, $4::"MessageType", $5, $6 WHERE EXISTS (SELECT 1 FROM "${MODEL_TABLES[hook.model_name]}" WHERE id = $2)`,
+      [hook.model_name, hook.rec_id, message, messageType, subtype, author.name],
+    );
+    if (posted.rowCount === 0) throw new Error(`${hook.model_name} ${hook.rec_id} does not exist`);
   }
 
   return {
     async handle(req: WebhookCallRequest): Promise<WebhookCallAnswer> {
       const started = performance.now();
       if (!TOKEN.test(req.token)) return { status: 400, body: { error: 'Unknown webhook' } };
-      const found = await pool.query<WebhookRow>(
-        `SELECT id, model_name, rec_id, trigger_action, message_type::text AS message_type, subtype_xmlid, signing_secret
-         FROM webhooks WHERE token = $1 AND active`,
-        [req.token],
-      );
-      const hook = found.rows[0];
+      const hook = await cache.get(req.token);
       if (!hook) return { status: 400, body: { error: 'Unknown webhook' } };
 
       let answer: WebhookCallAnswer = { status: 200, body: {} };
@@ -169,15 +164,15 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
         error = summary(err);
       }
 
-      try {
-        await pool.query(
-          'INSERT INTO webhook_calls (webhook_id, status, duration_ms, source_ip, body_size, error) VALUES ($1, $2, $3, $4, $5, $6)',
-          [hook.id, answer.status, performance.now() - started, req.sourceIp, req.rawBody?.length ?? 0, error],
-        );
-      } catch (err) {
-        // The call itself is done (its message committed); a lost log line must not turn it into an error.
-        ctx.log.error({ err, webhook_id: hook.id }, 'webhook call log write failed');
-      }
+      callLog.add({
+        webhook_id: hook.id,
+        called_at: new Date(),
+        status: answer.status,
+        duration_ms: performance.now() - started,
+        source_ip: req.sourceIp,
+        body_size: req.rawBody?.length ?? 0,
+        error,
+      });
       return answer;
     },
   };

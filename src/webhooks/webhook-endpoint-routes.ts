@@ -2,18 +2,12 @@
 // Registered in its own scope so its content-type parser keeps the raw body for the signature
 // and its error handler answers every failure in the spec's shape, never with internals.
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
 import { clientIp } from '../core/http/client-ip.js';
-import { createWebhookCallService, createWebhookPool, UNKNOWN_ERROR } from './webhook-call-service.js';
-import type { WebhookMethodTable } from './webhook-methods.js';
+import { UNKNOWN_ERROR, type WebhookCallService } from './webhook-call-service.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
-export async function registerWebhookEndpoint(parent: FastifyInstance, ctx: AppContext, methods: WebhookMethodTable) {
-  const pool = createWebhookPool(ctx.config.DATABASE_URL);
-  const service = createWebhookCallService(ctx, pool, methods);
-  parent.addHook('onClose', async () => pool.end());
-
+export async function registerWebhookEndpoint(parent: FastifyInstance, service: WebhookCallService) {
   await parent.register(async (app) => {
     // Any content type: the body is kept as bytes and parsed as JSON by the service.
     app.removeAllContentTypeParsers();

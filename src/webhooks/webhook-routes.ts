@@ -1,5 +1,6 @@
-// REST: /api/v1/webhooks (administrators only: the token and URL are secrets), the call log at
-// /api/v1/webhooks/{id}/calls and the action trigger.
+// Inbound webhooks: the REST resource /api/v1/webhooks (administrators only: the token and URL
+// are secrets), its call log at /api/v1/webhooks/{id}/calls and the action trigger; and the public
+// endpoint POST /svc/webhook/<token> with the pool, cache and call log it shares with them.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,8 +8,12 @@ import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
 import { idParams, listOf, listQuery, nullableTimestamp, queryBoolean, timestamp } from '../core/http/schemas.js';
 import { MESSAGE_TYPES, SUBTYPES } from '../chatter/chatter-service.js';
-import { createWebhookService } from './webhook-service.js';
+import { createWebhookService, type WebhookService } from './webhook-service.js';
 import type { WebhookMethodTable } from './webhook-methods.js';
+import { createWebhookCache } from './webhook-cache.js';
+import { createWebhookCallLog } from './webhook-call-log.js';
+import { createWebhookCallService, createWebhookPool } from './webhook-call-service.js';
+import { registerWebhookEndpoint } from './webhook-endpoint-routes.js';
 
 const webhook = z.object({
   id: z.number(),
@@ -61,8 +66,20 @@ const webhookCall = z.object({
   error: z.string().nullable(),
 });
 
-export function registerWebhookRoutes(parent: FastifyInstance, ctx: AppContext, methods: WebhookMethodTable) {
-  const service = createWebhookService(ctx, methods);
+export async function registerWebhooks(parent: FastifyInstance, ctx: AppContext, methods: WebhookMethodTable) {
+  const pool = createWebhookPool(ctx.config.DATABASE_URL);
+  const cache = await createWebhookCache(pool, ctx.config.DATABASE_URL, ctx.log);
+  const callLog = createWebhookCallLog(pool, ctx.log);
+  parent.addHook('onClose', async () => {
+    await callLog.close();
+    await cache.close();
+    await pool.end();
+  });
+  await registerWebhookEndpoint(parent, createWebhookCallService(ctx, { pool, cache, callLog, methods }));
+  registerWebhookRoutes(parent, createWebhookService(ctx, methods, callLog.flush));
+}
+
+function registerWebhookRoutes(parent: FastifyInstance, service: WebhookService) {
   registerCrud(parent, {
     path: '/webhooks',
     tag: 'webhooks',

@@ -36,7 +36,12 @@ export async function assertRecordExists(tx: DbTx | AppContext['db'], modelName:
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
 
-export function createWebhookService(ctx: AppContext, methods: WebhookMethodTable) {
+export function createWebhookService(
+  ctx: AppContext,
+  methods: WebhookMethodTable,
+  /** Writes this process's buffered call-log lines, so its reads include them. */
+  flushCallLog: () => Promise<void> = async () => {},
+) {
   const { db } = ctx;
   const records = createRecordService(db, ctx.box, { modelName: WEBHOOK_MODEL, secrets: ['signing_secret'], tracked: TRACKED });
 
@@ -55,6 +60,7 @@ export function createWebhookService(ctx: AppContext, methods: WebhookMethodTabl
 
   /** Adds url, and call_count / last_called_at: folded-in totals of pruned calls + the call log. */
   async function withStats(rows: Data[]) {
+    await flushCallLog();
     const ids = rows.map((r) => r.id as number);
     const stats = ids.length
       ? await db.$queryRaw<{ webhook_id: number; calls: number; last: Date }[]>`
@@ -107,9 +113,10 @@ export function createWebhookService(ctx: AppContext, methods: WebhookMethodTabl
     /** The call log, newest first. */
     async calls(id: number, page: { limit: number; offset: number; status?: number }) {
       await records.getRow(id);
+      await flushCallLog();
       const where = { webhook_id: id, ...(page.status ? { status: page.status } : {}) };
       const [rows, total] = await Promise.all([
-        db.webhookCall.findMany({ where, orderBy: { id: 'desc' }, take: page.limit, skip: page.offset }),
+        db.webhookCall.findMany({ where, orderBy: [{ called_at: 'desc' }, { id: 'desc' }], take: page.limit, skip: page.offset }),
         db.webhookCall.count({ where }),
       ]);
       return { items: rows.map(jsonSafe), total, limit: page.limit, offset: page.offset };
