@@ -124,12 +124,13 @@ async function main() {
     console.log('');
     console.log(`with message / empty route:    ${ratio(results.message, results.empty)}`);
     console.log(`without message / empty route: ${ratio(results.noMessage, results.empty)}`);
-    console.log(`messages answered 200: ${results.message['2xx']}, stored: ${stored}, lost: ${results.message['2xx'] - stored}`);
+    // Calls still in flight when autocannon stops are stored but not counted as answered.
+    console.log(`messages answered 200: ${results.message['2xx']}, stored: ${stored} (lost: ${Math.max(0, results.message['2xx'] - stored)})`);
     const targets = [
       [`with a message ≥ 2000 req/s`, results.message.requests.average >= 2000],
       [`with a message p99 < 50 ms`, results.message.latency.p99 < 50],
       [`without a message ≥ half the empty route`, results.noMessage.requests.average >= results.empty.requests.average / 2],
-      [`no message lost`, results.message['2xx'] === stored],
+      [`no message lost`, stored >= results.message['2xx']],
     ] as const;
     console.log('');
     for (const [name, ok] of targets) console.log(`${ok ? 'met    ' : 'NOT met'}  ${name}`);
