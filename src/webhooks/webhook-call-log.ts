@@ -2,7 +2,8 @@
 // 100 ms (or every 500 calls) with one multi-row INSERT, so a call costs no database round trip
 // of its own for logging. The buffer is flushed when the app closes and before the process's own
 // reads of the log; a crash can lose at most the last ~100 ms of log lines (never a message, which
-// is committed before the call is answered). Rows of webhooks deleted meanwhile are skipped.
+// is committed before the call is answered). Rows of webhooks deleted meanwhile are skipped; ids
+// follow the order of the calls.
 import type pg from 'pg';
 import type { Logger } from 'pino';
 
@@ -31,9 +32,11 @@ export function createWebhookCallLog(pool: pg.Pool, log: Logger) {
     try {
       await pool.query(
         `INSERT INTO webhook_calls (webhook_id, called_at, status, duration_ms, source_ip, body_size, error)
-         SELECT c.* FROM unnest($1::int[], $2::timestamptz[], $3::int[], $4::float8[], $5::text[], $6::int[], $7::text[])
-           AS c(webhook_id, called_at, status, duration_ms, source_ip, body_size, error)
-         WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = c.webhook_id)`,
+         SELECT c.webhook_id, c.called_at, c.status, c.duration_ms, c.source_ip, c.body_size, c.error
+         FROM unnest($1::int[], $2::timestamptz[], $3::int[], $4::float8[], $5::text[], $6::int[], $7::text[])
+           WITH ORDINALITY AS c(webhook_id, called_at, status, duration_ms, source_ip, body_size, error, n)
+         WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = c.webhook_id)
+         ORDER BY c.n`,
         [
           rows.map((r) => r.webhook_id),
           rows.map((r) => r.called_at),
