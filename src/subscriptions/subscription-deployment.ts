@@ -23,6 +23,7 @@ export interface DeploymentResult {
 }
 
 const TRIAL_REQUEST_MODEL = 'svc.subscription.trial.request';
+const CREATE_DATABASE_TIMEOUT = '15min';
 
 export async function deploySubscription(
   ctx: Pick<AppContext, 'db' | 'box'>,
@@ -53,6 +54,8 @@ export async function deploySubscription(
 
     const { client } = await connectPostgresqlServer(ctx.box, server);
     try {
+      // Copying a large template takes longer than an ordinary statement may.
+      await client.query(`SET statement_timeout = '${CREATE_DATABASE_TIMEOUT}'`);
       await client.query(statement);
     } finally {
       await client.end().catch(() => {});

@@ -25,7 +25,7 @@ import { AppError } from '../core/errors.js';
 import { isModelName, MODEL_TABLES } from '../core/models.js';
 import { MESSAGE_TYPES, postMessage, SUBTYPES } from '../chatter/chatter-service.js';
 import { assertRecordExists } from './webhook-service.js';
-import { findWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
+import { findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
 import type { WebhookCache, WebhookDefinition } from './webhook-cache.js';
 import type { WebhookCallLog } from './webhook-call-log.js';
 
@@ -129,7 +129,7 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
         if (message != null) {
           await postMessage(tx, { model_name: hook.model_name, rec_id: hook.rec_id, body: message, message_type: messageType, subtype_xmlid: subtype, author });
         }
-      });
+      }, WEBHOOK_TRANSACTION);
       return;
     }
 

@@ -13,6 +13,12 @@ export interface WebhookInvocation {
 export type WebhookMethod = (recId: number, call: WebhookInvocation) => Promise<void>;
 export type WebhookMethodTable = Record<string /* model_name */, Record<string /* method */, WebhookMethod>>;
 
+/**
+ * Interactive-transaction options for running a method: some methods wait on a remote API
+ * (e.g. a backup server) under their own timeouts, longer than Prisma's 5 s default.
+ */
+export const WEBHOOK_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
+
 /** Merges feature tables; two features declaring the same method of a model is a programming error. */
 export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookMethodTable {
   const out: WebhookMethodTable = {};

@@ -11,7 +11,7 @@ import { isModelName, MODELS } from '../core/models.js';
 import { createRecordService, jsonSafe } from '../core/records.js';
 import type { Author } from '../chatter/chatter-service.js';
 import { writeActionLog } from '../action-log/action-log-service.js';
-import { describeWebhookMethods, findWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
+import { describeWebhookMethods, findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
 
 export const WEBHOOK_MODEL = 'svc.saas.webhook';
 const TRACKED = ['model_name', 'rec_id', 'trigger_action', 'message_type', 'subtype_xmlid', 'active'] as const;
@@ -136,7 +136,7 @@ export function createWebhookService(
           await assertRecordExists(tx, ref.model_name, ref.rec_id);
           await method(ref.rec_id, { tx });
           await writeActionLog(tx, { ...ref, action_type: 'webhook', input_text: input, output_text: 'done', user_id: userId });
-        });
+        }, WEBHOOK_TRANSACTION);
       } catch (err) {
         const message = (err as Error).message;
         await writeActionLog(db, { ...ref, action_type: 'webhook', status: 'failure', input_text: input, output_text: message, user_id: userId });
