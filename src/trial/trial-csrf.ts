@@ -53,8 +53,9 @@ export function createTrialCsrf(key: Buffer, opts: { secureCookie: boolean; path
       if (!match) return false;
       const expiry = Number(match[1]);
       if (expiry < Math.floor(nowMs / 1000)) return false;
-      const given = Buffer.from(match[2]!, 'base64url');
-      const expected = mac(nonce, expiry);
+      // Compared as text: base64 decoding would accept non-canonical variants of the same MAC.
+      const given = Buffer.from(match[2]!);
+      const expected = Buffer.from(mac(nonce, expiry).toString('base64url'));
       return given.length === expected.length && timingSafeEqual(given, expected);
     },
   };
