@@ -144,6 +144,7 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
 
   return {
     async handle(req: WebhookCallRequest): Promise<WebhookCallAnswer> {
+      const calledAt = new Date();
       const started = performance.now();
       if (!TOKEN.test(req.token)) return { status: 400, body: { error: 'Unknown webhook' } };
       const hook = await cache.get(req.token);
@@ -166,7 +167,7 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
 
       callLog.add({
         webhook_id: hook.id,
-        called_at: new Date(),
+        called_at: calledAt,
         status: answer.status,
         duration_ms: performance.now() - started,
         source_ip: req.sourceIp,
