@@ -16,6 +16,15 @@ import { registerSettingsRoutes } from './settings/settings-routes.js';
 import { registerPostgresqlRoutes } from './postgresql/postgresql-routes.js';
 import { registerBackupRoutes } from './backup/backup-routes.js';
 import { registerNotificationRoutes } from './notifications/notification-routes.js';
+import { registerPartnerRoutes } from './partners/partner-routes.js';
+import { registerDatabaseTemplateRoutes } from './database-templates/database-template-routes.js';
+import { registerSubscriptionRoutes } from './subscriptions/subscription-routes.js';
+import { registerTrialPackageRoutes } from './trial/trial-package-routes.js';
+import { registerTrialRequestRoutes } from './trial/trial-request-routes.js';
+import { registerTrialVerificationRoutes } from './trial/trial-verification-routes.js';
+import { registerTrialPageRoutes } from './trial/trial-page-routes.js';
+import { createWebhookMethods } from './webhooks/webhook-methods.js';
+import { registerWebhooks } from './webhooks/webhook-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -37,6 +46,17 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerPostgresqlRoutes(app, ctx);
   registerBackupRoutes(app, ctx);
   registerNotificationRoutes(app, ctx);
+  registerPartnerRoutes(app, ctx);
+  registerDatabaseTemplateRoutes(app, ctx);
+  registerSubscriptionRoutes(app, ctx);
+  registerTrialPackageRoutes(app, ctx);
+  registerTrialRequestRoutes(app, ctx);
+  registerTrialVerificationRoutes(app, ctx);
+  // Webhook records (administrators) and the public endpoint POST /svc/webhook/<token>; the
+  // methods a webhook may call are composed once from every feature's table.
+  await registerWebhooks(app, ctx, createWebhookMethods(ctx));
+  // Public pages (not under /api/v1): the trial form, code entry, confirmation.
+  await registerTrialPageRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

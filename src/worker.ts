@@ -5,6 +5,9 @@ import type { AppContext } from './context.js';
 import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from './core/job-catalog.js';
 import { createSettingsJobs } from './settings/settings-jobs.js';
 import { createNotificationJobs } from './notifications/notification-jobs.js';
+import { createSubscriptionJobs } from './subscriptions/subscription-jobs.js';
+import { createTrialJobs } from './trial/trial-jobs.js';
+import { createWebhookJobs, scheduleWebhookJobs } from './webhooks/webhook-jobs.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -14,6 +17,9 @@ export function createJobHandlers(ctx: AppContext): JobHandlers {
   return {
     ...createSettingsJobs(ctx),
     ...createNotificationJobs(ctx),
+    ...createTrialJobs(ctx),
+    ...createSubscriptionJobs(ctx),
+    ...createWebhookJobs(ctx),
   };
 }
 
@@ -44,6 +50,7 @@ export async function startWorkers(ctx: AppContext, handlers: JobHandlers = crea
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  await scheduleWebhookJobs(ctx);
   ctx.log.info({ queues: QUEUE_NAMES }, 'workers started');
   return {
     workers,

@@ -103,3 +103,10 @@ export function scheduleActivity(
 ) {
   return tx.activity.create({ data: { ...ref, ...activity } });
 }
+
+/** The chatter author for work done on behalf of a user (jobs carry only the user id). */
+export async function authorOfUser(db: Db, userId: number | null): Promise<Author | null> {
+  if (userId === null) return null;
+  const user = await db.user.findUnique({ where: { id: userId }, select: { email: true } });
+  return { id: userId, name: user?.email ?? `user ${userId}` };
+}

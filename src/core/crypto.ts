@@ -1,7 +1,7 @@
 // Envelope encryption of stored secrets (DESIGN §3). The master key (a file, 0600, created on first
 // start) wraps versioned AES-256-GCM data keys kept in `encryption_keys`; each ciphertext is
 // `v<version>:<base64(iv | tag | ciphertext)>`, so it names the data key that can open it.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db, DbTx } from './db.js';
@@ -112,5 +112,12 @@ export function createSecretBox(db: Db, masterKey: Buffer) {
     encryptWith,
     createKey,
     activeVersion,
+    /**
+     * A 32-byte key for one purpose (e.g. signing form tokens), derived from the master key with
+     * HKDF-SHA256: every process sharing the master key file derives the same key.
+     */
+    deriveKey(purpose: string): Buffer {
+      return Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), `svc:${purpose}`, KEY_BYTES));
+    },
   };
 }

@@ -30,6 +30,24 @@ export const JOBS = {
     payload: z.object({ notification_server_id: id, ...requestedBy }),
     key: (p: { notification_server_id: number }) => String(p.notification_server_id),
   },
+  // Trial signup (src/trial): a new trial request of a package with Auto Run Subscription.
+  process_trial_request: {
+    queue: 'trials',
+    payload: z.object({ trial_request_id: id, ...requestedBy }),
+    key: (p: { trial_request_id: number }) => String(p.trial_request_id),
+  },
+  // Subscriptions (src/subscriptions): create the customer database from the template.
+  deploy_subscription: {
+    queue: 'deployments',
+    payload: z.object({ subscription_id: id, ...requestedBy }),
+    key: (p: { subscription_id: number }) => String(p.subscription_id),
+  },
+  // Inbound webhooks (src/webhooks): daily retention of the call log (settings.webhook_call_log_days).
+  prune_webhook_calls: {
+    queue: 'maintenance',
+    payload: z.object({}),
+    key: () => 'prune_webhook_calls',
+  },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

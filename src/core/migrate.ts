@@ -80,11 +80,13 @@ function poolConfig(databaseUrl: string): pg.PoolConfig {
 }
 
 /**
- * Two fixes over the stock adapter, both needed by the WebAssembly engine:
+ * Three fixes over the stock adapter, all needed by the WebAssembly engine:
  * - it drops its shadow database before closing the pool that uses it ("being accessed by
  *   other users", and the database leaks); this one closes the pool first;
  * - it cannot map PostgreSQL's internal "char" type (oid 18), which the engine's catalog
- *   queries return; it is a one-character text, so it is read as text.
+ *   queries return; it is a one-character text, so it is read as text;
+ * - it splits a migration script at every ";", which breaks function bodies and DO blocks;
+ *   this one sends the script whole, as one simple query, as `prisma migrate deploy` does.
  */
 class MigrationPrismaPg extends PrismaPg {
   private readonly opened: { dispose(): Promise<void> }[] = [];
@@ -109,6 +111,14 @@ class MigrationPrismaPg extends PrismaPg {
       const result = await performIO(query);
       for (const field of result.fields) if (field.dataTypeID === PG_CHAR_OID) field.dataTypeID = PG_TEXT_OID;
       return result;
+    };
+    const script = adapter as unknown as { client: pg.Pool; onError(error: unknown): never; executeScript(sql: string): Promise<void> };
+    script.executeScript = async (sql) => {
+      try {
+        await script.client.query(sql);
+      } catch (error) {
+        script.onError(error);
+      }
     };
     return adapter;
   }

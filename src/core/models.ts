@@ -32,3 +32,22 @@ export type ModelName = keyof typeof MODELS;
 export function isModelName(name: string): name is ModelName {
   return Object.hasOwn(MODELS, name);
 }
+
+/** The PostgreSQL table of each record family (raw SQL, e.g. the webhook endpoint's fast path). */
+export const MODEL_TABLES = {
+  'res.users': 'users',
+  'svc.subscription.trial.package': 'trial_packages',
+  'svc.subscription.trial.request': 'trial_requests',
+  'svc.subscription.trial.otp': 'trial_verifications',
+  'res.partner': 'partners',
+  'svc.subscription': 'subscriptions',
+  'svc.database.template': 'database_templates',
+  'svc.saas.webhook': 'webhooks',
+  'svc.root.server': 'root_servers',
+  'svc.postgresql.server': 'postgresql_servers',
+  'svc.saas.backup.server': 'backup_servers',
+  'svc.ntfy.server': 'notification_servers',
+  'svc.saas.git.account': 'git_accounts',
+  'svc.saas.git.repository': 'git_repositories',
+  'svc.saas.git.commit': 'git_commits',
+} as const satisfies Record<ModelName, string>;

@@ -1,0 +1,50 @@
+// Partners (res.partner): the customers trial requests turn into. The e-mail is stored lower-cased
+// and unique, so a partner is found again by e-mail whatever its case (DESIGN §6).
+import type { Db, DbTx } from '../core/db.js';
+import type { SecretBox } from '../core/crypto.js';
+import { createRecordService } from '../core/records.js';
+import type { Author } from '../chatter/chatter-service.js';
+
+type Data = Record<string, unknown>;
+
+export const PARTNER_MODEL = 'res.partner';
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function normalized(data: Data): Data {
+  return typeof data.email === 'string' ? { ...data, email: normalizeEmail(data.email) } : data;
+}
+
+export type PartnerService = ReturnType<typeof createPartnerService>;
+
+export function createPartnerService(db: Db, box: SecretBox) {
+  const records = createRecordService(db, box, { modelName: PARTNER_MODEL });
+  return {
+    ...records,
+    create: (data: Data, author: Author | null = null) => records.create(normalized(data), author),
+    update: (id: number, data: Data, author: Author | null = null) => records.update(id, normalized(data), author),
+  };
+}
+
+export interface PartnerContact {
+  name: string;
+  company_name: string;
+  email: string;
+  mobile: string;
+}
+
+/**
+ * The partner with this e-mail (case-insensitive), created when none exists. Safe when two
+ * transactions do it at once: the insert is ON CONFLICT DO NOTHING on the unique e-mail.
+ */
+export async function findOrCreatePartner(tx: DbTx, contact: PartnerContact) {
+  const email = normalizeEmail(contact.email);
+  const inserted = await tx.$executeRaw`
+    INSERT INTO partners (name, company_name, email, mobile, updated_at)
+    VALUES (${contact.name}, ${contact.company_name}, ${email}, ${contact.mobile}, now())
+    ON CONFLICT (email) DO NOTHING`;
+  const partner = await tx.partner.findUniqueOrThrow({ where: { email } });
+  return { partner, created: inserted === 1 };
+}

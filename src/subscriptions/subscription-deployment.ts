@@ -1,0 +1,115 @@
+// Deployment of a subscription (DESIGN §6): the customer database is created on the template's
+// PostgreSQL server with CREATE DATABASE <database_name> TEMPLATE <template_db_name>. The state
+// goes deploying → running, or failed with the error in the chatter; both outcomes are written
+// to the action log, and a failure is also posted on the trial request(s) the subscription came from.
+import type { AppContext } from '../context.js';
+import { UserError } from '../core/errors.js';
+import { writeActionLog } from '../action-log/action-log-service.js';
+import { authorOfUser, postMessage } from '../chatter/chatter-service.js';
+import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
+import {
+  assertState,
+  DEPLOYABLE_STATES,
+  lockSubscription,
+  setSubscriptionState,
+  SUBSCRIPTION_MODEL,
+} from './subscription-service.js';
+
+export interface DeploymentResult {
+  subscription_id: number;
+  database_name: string;
+  template_db_name: string;
+  postgresql_server_id: number;
+}
+
+const TRIAL_REQUEST_MODEL = 'svc.subscription.trial.request';
+const CREATE_DATABASE_TIMEOUT = '15min';
+
+export async function deploySubscription(
+  ctx: Pick<AppContext, 'db' | 'box'>,
+  subscriptionId: number,
+  who: { userId: number | null; jobId: string | null },
+): Promise<DeploymentResult> {
+  const author = await authorOfUser(ctx.db, who.userId);
+  const ref = { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId };
+
+  // Claim: only one deployment at a time, and only from a deployable state.
+  const sub = await ctx.db.$transaction(async (tx) => {
+    const before = await lockSubscription(tx, subscriptionId);
+    assertState(before, DEPLOYABLE_STATES, 'deploy');
+    return setSubscriptionState(tx, before, 'deploying', author, {
+      database_name: before.database_name ?? `sub_${before.id}`,
+    });
+  });
+  const databaseName = sub.database_name!;
+  let statement = `CREATE DATABASE ${quoteIdent(databaseName)}`;
+
+  try {
+    const template = sub.database_template_id
+      ? await ctx.db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { postgresql_server: true } })
+      : null;
+    if (!template) throw new UserError('The subscription has no database template to deploy from');
+    const server = template.postgresql_server;
+    statement = `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)}`;
+
+    const { client } = await connectPostgresqlServer(ctx.box, server);
+    try {
+      // Copying a large template takes longer than an ordinary statement may.
+      await client.query(`SET statement_timeout = '${CREATE_DATABASE_TIMEOUT}'`);
+      await client.query(statement);
+    } finally {
+      await client.end().catch(() => {});
+    }
+
+    const result: DeploymentResult = {
+      subscription_id: sub.id,
+      database_name: databaseName,
+      template_db_name: template.template_db_name,
+      postgresql_server_id: server.id,
+    };
+    await ctx.db.$transaction(async (tx) => {
+      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author);
+      await postMessage(tx, {
+        ...ref,
+        body: `Database ${databaseName} created from template ${template.template_db_name} on ${server.ip}:${server.port}.`,
+        message_type: 'notification',
+        author,
+      });
+      await writeActionLog(tx, {
+        ...ref,
+        action_type: 'deployment',
+        input_text: `${statement} -- on ${server.ip}:${server.port}`,
+        output_text: 'Database created',
+        user_id: who.userId,
+        job_id: who.jobId,
+      });
+    });
+    return result;
+  } catch (err) {
+    const message = (err as Error).message;
+    await ctx.db.$transaction(async (tx) => {
+      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'failed', author);
+      await postMessage(tx, { ...ref, body: `Deployment failed: ${message}`, message_type: 'notification', subtype_xmlid: 'mail.mt_alert', author });
+      await writeActionLog(tx, {
+        ...ref,
+        action_type: 'deployment',
+        status: 'failure',
+        input_text: statement,
+        output_text: message,
+        user_id: who.userId,
+        job_id: who.jobId,
+      });
+      const requests = await tx.trialRequest.findMany({ where: { subscription_id: sub.id }, select: { id: true } });
+      for (const r of requests) {
+        await postMessage(tx, {
+          model_name: TRIAL_REQUEST_MODEL,
+          rec_id: r.id,
+          body: `Deployment of subscription ${sub.id} failed: ${message}`,
+          message_type: 'notification',
+          subtype_xmlid: 'mail.mt_alert',
+        });
+      }
+    });
+    throw err;
+  }
+}

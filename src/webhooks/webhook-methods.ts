@@ -1,0 +1,52 @@
+// The registry of methods a webhook may call (DESIGN §3): per model, the methods that model
+// declares callable by an inbound webhook. A trigger_action outside it is refused when a webhook
+// is saved, and the endpoint never calls anything else. Each feature exports its own table
+// (`xxxWebhookMethods(ctx)`); they are composed here, in one place.
+import type { AppContext } from '../context.js';
+import type { DbTx } from '../core/db.js';
+import { subscriptionWebhookMethods } from '../subscriptions/subscription-webhook-methods.js';
+import { trialRequestWebhookMethods } from '../trial/trial-request-webhook-methods.js';
+import { backupWebhookMethods } from '../backup/backup-state.js';
+
+export interface WebhookInvocation {
+  tx: DbTx; // the transaction the message will be posted in
+}
+export type WebhookMethod = (recId: number, call: WebhookInvocation) => Promise<void>;
+export type WebhookMethodTable = Record<string /* model_name */, Record<string /* method */, WebhookMethod>>;
+
+/**
+ * Interactive-transaction options for running a method: some methods wait on a remote API
+ * (e.g. a backup server) under their own timeouts, longer than Prisma's 5 s default.
+ */
+export const WEBHOOK_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
+
+/** Merges feature tables; two features declaring the same method of a model is a programming error. */
+export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookMethodTable {
+  const out: WebhookMethodTable = {};
+  for (const table of tables) {
+    for (const [model, methods] of Object.entries(table)) {
+      const merged = (out[model] ??= {});
+      for (const [name, method] of Object.entries(methods)) {
+        if (Object.hasOwn(merged, name)) throw new Error(`Webhook method ${model}.${name} is declared twice`);
+        merged[name] = method;
+      }
+    }
+  }
+  return out;
+}
+
+export function createWebhookMethods(ctx: AppContext): WebhookMethodTable {
+  return composeWebhookMethods(subscriptionWebhookMethods(ctx), trialRequestWebhookMethods(ctx), backupWebhookMethods(ctx));
+}
+
+/** The registered method, or null: own properties only, so no prototype name (`constructor`...) resolves. */
+export function findWebhookMethod(table: WebhookMethodTable, model: string, method: string): WebhookMethod | null {
+  if (!Object.hasOwn(table, model)) return null;
+  const methods = table[model]!;
+  return Object.hasOwn(methods, method) ? methods[method]! : null;
+}
+
+/** The callable method names per model, for error messages and the docs. */
+export function describeWebhookMethods(table: WebhookMethodTable): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(table).map(([model, methods]) => [model, Object.keys(methods).sort()]));
+}

@@ -1,0 +1,366 @@
+// Trial requests, partners, subscriptions and their processing and deployment, through the REST
+// API and the real BullMQ workers, on real PostgreSQL and Redis. The deployment job connects to the
+// real PostgreSQL server (a postgresql_servers row for 127.0.0.1:5432) and creates the customer
+// database from a real template database made here; the test checks the copy and drops it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { startWorkers, type Workers } from '../src/worker.js';
+import { createTestContext, type TestContext } from './helpers/context.js';
+import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
+import { createTrialPackage } from './helpers/trial.js';
+
+let ctx: TestContext;
+let app: FastifyInstance;
+let workers: Workers;
+let user: Caller;
+let operator: Caller;
+let templateDb: string;
+let templateId: number;
+let n = 0;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  app = await buildApp(ctx);
+  workers = await startWorkers(ctx);
+  ({ user, operator } = await callers(ctx));
+
+  // A real template database with content, on the real server.
+  templateDb = `${ctx.dbName}_template`;
+  await adminQuery(`CREATE DATABASE "${templateDb}"`);
+  const client = new pg.Client({ connectionString: databaseUrl(templateDb) });
+  await client.connect();
+  await client.query(`CREATE TABLE res_company (id int primary key, name text); INSERT INTO res_company VALUES (1, 'template company')`);
+  await client.end();
+
+  const [server] = await ctx.db.$queryRaw<{ id: number }[]>`
+    INSERT INTO postgresql_servers (name, ip, port, username, password, updated_at)
+    VALUES ('local', '127.0.0.1', 5432, 'postgres', NULL, now()) RETURNING id`;
+  const res = await request(app, operator, {
+    method: 'POST',
+    url: '/api/v1/database-templates',
+    payload: { name: 'Odoo 17 base', postgresql_server_id: server!.id, template_db_name: templateDb },
+  });
+  expect(res.statusCode).toBe(201);
+  templateId = res.json().id;
+});
+
+afterAll(async () => {
+  await workers.close();
+  await app.close();
+  const dbs = await adminQuery<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${ctx.dbName}%`]);
+  for (const { datname } of dbs) if (datname !== ctx.dbName) await dropDatabase(datname);
+  await ctx.cleanup();
+});
+
+/** Customer database names start with the company slug: keep them inside this file's namespace. */
+const company = () => `${ctx.dbName} Co ${++n}`;
+
+async function createRequest(packageId: number, data: Record<string, unknown> = {}) {
+  const res = await request(app, operator, {
+    method: 'POST',
+    url: '/api/v1/trial-requests',
+    payload: {
+      name: 'Jane Doe',
+      company_name: company(),
+      email: `jane-${++n}@example.com`,
+      mobile: '+49 170 1234567',
+      company_size: '11-30',
+      trial_package_id: packageId,
+      ...data,
+    },
+  });
+  expect(res.statusCode).toBe(201);
+  return res.json();
+}
+
+async function databaseExists(name: string) {
+  return (await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [name])).length === 1;
+}
+
+async function messagesOf(resource: string, id: number) {
+  const res = await request(app, user, { method: 'GET', url: `/api/v1/${resource}/${id}/messages?limit=200` });
+  expect(res.statusCode).toBe(200);
+  return res.json().items as { body: string; message_type: string; subtype_xmlid: string; tracking_values: { field: string; old_value: string | null; new_value: string | null }[] }[];
+}
+
+describe('REST resources and groups', () => {
+  it('users read, operators write; no token → 401; trial verifications are read only', async () => {
+    for (const resource of ['trial-packages', 'trial-requests', 'trial-verifications', 'partners', 'subscriptions', 'database-templates']) {
+      expect((await request(app, user, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(200);
+      expect((await request(app, null, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(401);
+    }
+    const pkgBody = { name: 'P', url_string: `p-${++n}` };
+    expect((await request(app, user, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(403);
+    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(201);
+    expect((await request(app, user, { method: 'POST', url: '/api/v1/partners', payload: { name: 'X', email: 'x@example.com' } })).statusCode).toBe(403);
+    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-verifications', payload: {} })).statusCode).toBe(404);
+  });
+
+  it('trial packages: url_string unique (409) and validated (400)', async () => {
+    const body = { name: 'CRM', url_string: `crm-${++n}`, packages: ['crm'], auto_run_subscription: true, model_limits: { 'res.partner': 100 } };
+    const created = await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body });
+    expect(created.statusCode).toBe(201);
+    expect(created.json()).toMatchObject({ ...body, active: true, trial_duration_days: 14, database_template_id: null });
+    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body })).statusCode).toBe(409);
+    const bad = await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: { name: 'x', url_string: 'Not A Slug' } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.code).toBe('validation_error');
+  });
+
+  it('trial verifications never show the code hash or the access token', async () => {
+    const pkg = await createTrialPackage(ctx);
+    await ctx.db.$executeRaw`
+      INSERT INTO trial_verifications (contact_name, company_name, email, mobile, company_size, trial_package_id, access_token, code_hash, code_expiry, ip_address, updated_at)
+      VALUES ('J', 'C', 'v@example.com', '+1 555', '1-5', ${pkg.id}, ${'a'.repeat(64)}, ${'b'.repeat(64)}, now(), '10.0.0.1', now())`;
+    const list = await request(app, user, { method: 'GET', url: '/api/v1/trial-verifications?email=V@example.com' });
+    expect(list.statusCode).toBe(200);
+    const [item] = list.json().items;
+    expect(item).toMatchObject({ email: 'v@example.com', company_size: '1-5', state: 'pending', ip_address: '10.0.0.1' });
+    expect(JSON.stringify(list.json())).not.toMatch(/aaaaaaaa|bbbbbbbb|code_hash|access_token/);
+    const one = await request(app, user, { method: 'GET', url: `/api/v1/trial-verifications/${item.id}` });
+    expect(one.json()).not.toHaveProperty('code_hash');
+    expect(one.json()).not.toHaveProperty('access_token');
+  });
+
+  it('partners: e-mail stored lower-cased and unique whatever the case (409)', async () => {
+    const a = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Ann', email: 'Ann@Example.com' } });
+    expect(a.statusCode).toBe(201);
+    expect(a.json().email).toBe('ann@example.com');
+    const b = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Ann 2', email: 'ANN@example.com' } });
+    expect(b.statusCode).toBe(409);
+  });
+});
+
+describe('trial requests', () => {
+  it('(email, trial package) is unique in the database: 409, whatever the case of the e-mail', async () => {
+    const pkg = await createTrialPackage(ctx);
+    const first = await createRequest(pkg.id, { email: 'Dup@Example.com' });
+    expect(first).toMatchObject({ email: 'dup@example.com', state: 'new', company_size: '11-30', links: { partner: null, subscription: null } });
+    const again = await request(app, operator, {
+      method: 'POST',
+      url: '/api/v1/trial-requests',
+      payload: { name: 'J', company_name: 'C', email: 'DUP@example.com', mobile: '+1 555 0100', company_size: '1-5', trial_package_id: pkg.id },
+    });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.code).toBe('conflict');
+    const indexes = await ctx.db.$queryRaw<{ count: number }[]>`
+      SELECT count(*)::int AS count FROM pg_indexes WHERE indexname = 'trial_requests_email_trial_package_id_key'`;
+    expect(indexes).toEqual([{ count: 1 }]);
+  });
+
+  it('cancel (New → Cancelled) and reset_to_new (Cancelled → New), tracked; other moves 409', async () => {
+    const pkg = await createTrialPackage(ctx);
+    const req = await createRequest(pkg.id);
+    const action = (name: string) => request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/${name}` });
+    expect((await action('reset_to_new')).statusCode).toBe(409);
+    expect((await action('cancel')).json().state).toBe('cancelled');
+    expect((await action('cancel')).statusCode).toBe(409);
+    expect((await action('create_subscription')).statusCode).toBe(409);
+    expect((await action('reset_to_new')).json().state).toBe('new');
+    expect((await request(app, user, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/cancel` })).statusCode).toBe(403);
+
+    const states = (await messagesOf('trial-requests', req.id))
+      .flatMap((m) => m.tracking_values)
+      .filter((t) => t.field === 'state')
+      .map((t) => `${t.old_value}→${t.new_value}`)
+      .reverse();
+    expect(states).toEqual(['null→new', 'new→cancelled', 'cancelled→new']);
+  });
+
+  it('PATCH records tracked fields in the chatter; state is not writable', async () => {
+    const pkg = await createTrialPackage(ctx);
+    const req = await createRequest(pkg.id);
+    const res = await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { mobile: '+33 6 12 34 56 78', company_size: '100+', notes: 'VIP' } });
+    expect(res.statusCode).toBe(200);
+    const [latest] = await messagesOf('trial-requests', req.id);
+    expect(latest!.tracking_values).toEqual(
+      expect.arrayContaining([
+        { field: 'mobile', old_value: '+49 170 1234567', new_value: '+33 6 12 34 56 78' },
+        { field: 'company_size', old_value: '11-30', new_value: '100+' },
+      ]),
+    );
+    expect((await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { state: 'done' } })).statusCode).toBe(400);
+  });
+});
+
+describe('processing and deployment', () => {
+  it('create_subscription: partner created, trial subscription from the package, deployment creates the database from the template', async () => {
+    const pkg = await createTrialPackage(ctx, {
+      packages: ['crm', 'sales', 'website'],
+      user_limit: 5,
+      storage_limit_gb: 10,
+      stage_limit: 3,
+      trial_duration_days: 30,
+      grace_period_days: 7,
+      model_limits: { 'res.partner': 500 },
+      database_template_id: templateId,
+    });
+    const req = await createRequest(pkg.id);
+    // No Auto Run Subscription: nothing happens on its own.
+    expect(await ctx.queues.queue('trials').getJobCounts()).toMatchObject({ waiting: 0, active: 0 });
+
+    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    expect(res.statusCode).toBe(200);
+    const result = res.json();
+    expect(result).toMatchObject({ partner_created: true, trial_request: { state: 'done' }, deployment_job_id: expect.stringMatching(/^deployments-/) });
+    expect(result.trial_request.links).toEqual({
+      partner: `/api/v1/partners/${result.partner_id}`,
+      subscription: `/api/v1/subscriptions/${result.subscription_id}`,
+    });
+    const partner = (await request(app, user, { method: 'GET', url: `/api/v1/partners/${result.partner_id}` })).json();
+    expect(partner).toMatchObject({ name: 'Jane Doe', email: req.email, company_name: req.company_name, mobile: '+49 170 1234567' });
+
+    const sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${result.subscription_id}` })).json();
+    expect(sub).toMatchObject({
+      partner_id: result.partner_id,
+      is_trial: true,
+      packages: ['crm', 'sales', 'website'],
+      user_limit: 5,
+      storage_limit_gb: 10,
+      stage_limit: 3,
+      trial_duration_days: 30,
+      grace_period_days: 7,
+      model_limits: { 'res.partner': 500 },
+      database_template_id: templateId,
+    });
+    expect(['confirmed', 'deploying', 'running']).toContain(sub.state);
+    expect(Date.parse(sub.grace_end_date) - Date.parse(sub.trial_end_date)).toBe(7 * 86_400_000);
+    expect(Math.round((Date.parse(sub.trial_end_date) - Date.parse(sub.created_at)) / 86_400_000)).toBe(30);
+
+    const job = await waitForJob(app, user, result.deployment_job_id);
+    expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: templateDb } });
+    const deployed = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
+    expect(deployed.state).toBe('running');
+
+    // The customer database really exists, as a copy of the template.
+    expect(await databaseExists(sub.database_name)).toBe(true);
+    const client = new pg.Client({ connectionString: databaseUrl(sub.database_name) });
+    await client.connect();
+    expect((await client.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'template company' }]);
+    await client.end();
+    await dropDatabase(sub.database_name);
+
+    const log = await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
+    expect(log.json().items).toEqual([
+      expect.objectContaining({ action_type: 'deployment', status: 'success', input_text: expect.stringContaining(`TEMPLATE "${templateDb}"`) }),
+    ]);
+    const subStates = (await messagesOf('subscriptions', sub.id)).flatMap((m) => m.tracking_values).filter((t) => t.field === 'state').map((t) => t.new_value).reverse();
+    expect(subStates).toEqual(['draft', 'confirmed', 'deploying', 'running']);
+    const reqStates = (await messagesOf('trial-requests', req.id)).flatMap((m) => m.tracking_values).filter((t) => t.field === 'state').map((t) => t.new_value).reverse();
+    expect(reqStates).toEqual(['new', 'processing', 'done']);
+
+    // A request that has a subscription: 409.
+    const again = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    expect(again.statusCode).toBe(409);
+  });
+
+  it('reuses the partner with the same e-mail, whatever its case', async () => {
+    const existing = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Existing', email: 'reuse@example.com' } });
+    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const req = await createRequest(pkg.id, { email: 'ReUse@Example.COM' });
+    const partners = await ctx.db.partner.count();
+    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    expect(res.json()).toMatchObject({ partner_id: existing.json().id, partner_created: false });
+    expect(await ctx.db.partner.count()).toBe(partners);
+    const job = await waitForJob(app, user, res.json().deployment_job_id);
+    await dropDatabase(job.result.database_name);
+  });
+
+  it('Auto Run Subscription: a new request is processed by a background job and deployed', async () => {
+    const pkg = await createTrialPackage(ctx, { auto_run_subscription: true, database_template_id: templateId });
+    const req = await createRequest(pkg.id);
+    let current = req;
+    for (let i = 0; i < 200 && current.state !== 'done'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      current = (await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json();
+    }
+    expect(current.state).toBe('done');
+    expect(current.subscription_id).not.toBeNull();
+    let sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
+    for (let i = 0; i < 200 && sub.state !== 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
+    }
+    expect(sub.state).toBe('running');
+    expect(await databaseExists(sub.database_name)).toBe(true);
+    await dropDatabase(sub.database_name);
+  });
+
+  it('a failure leaves the request New with the error in its chatter, and nothing half-made', async () => {
+    const pkg = await createTrialPackage(ctx); // no database template
+    const req = await createRequest(pkg.id, { email: 'nofail@example.com' });
+    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/has a database template/);
+    expect((await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({ state: 'new', subscription_id: null, partner_id: null });
+    expect(await ctx.db.partner.count({ where: { email: 'nofail@example.com' } })).toBe(0);
+    const [latest] = await messagesOf('trial-requests', req.id);
+    expect(latest).toMatchObject({ body: expect.stringMatching(/^Processing failed: .*database template/), subtype_xmlid: 'mail.mt_alert' });
+
+    // The request's own template overrides the package's: processing now succeeds.
+    await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { database_template_id: templateId } });
+    const ok = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    expect(ok.statusCode).toBe(200);
+    await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
+  });
+
+  it('five concurrent create_subscription calls: one subscription, the others 409', async () => {
+    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const req = await createRequest(pkg.id);
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` })),
+    );
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
+    expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
+    const ok = results.find((r) => r.statusCode === 200)!;
+    await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
+  });
+
+  it('a failed deployment: subscription failed, error in its chatter and the request\'s, action log; deploy again once fixed', async () => {
+    const [server] = await ctx.db.$queryRaw<{ id: number }[]>`SELECT id FROM postgresql_servers LIMIT 1`;
+    const missing = await ctx.db.databaseTemplate.create({ data: { name: 'broken', postgresql_server_id: server!.id, template_db_name: `${ctx.dbName}_missing` } });
+    const pkg = await createTrialPackage(ctx, { database_template_id: missing.id });
+    const req = await createRequest(pkg.id);
+    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const job = await waitForJob(app, user, res.json().deployment_job_id);
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(/does not exist/);
+    const subId = res.json().subscription_id;
+    expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
+    expect((await messagesOf('subscriptions', subId))[0]!.body).toMatch(/^Deployment failed: .*does not exist/);
+    expect((await messagesOf('trial-requests', req.id))[0]!.body).toMatch(new RegExp(`^Deployment of subscription ${subId} failed`));
+    const log = (await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${subId}` })).json();
+    expect(log.items[0]).toMatchObject({ action_type: 'deployment', status: 'failure', output_text: expect.stringMatching(/does not exist/) });
+
+    await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${subId}`, payload: { database_template_id: templateId } });
+    const redeploy = await request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/deploy` });
+    expect(redeploy.statusCode).toBe(202);
+    const second = await waitForJob(app, user, redeploy.json().job_id);
+    expect(second.state).toBe('completed');
+    expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('running');
+    await dropDatabase(second.result.database_name);
+  });
+});
+
+describe('subscription state methods', () => {
+  it('confirm, cancel, reset_to_draft; wrong states 409; deploy needs confirmed or failed', async () => {
+    const partner = (await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'S', email: `s-${++n}@example.com` } })).json();
+    const created = await request(app, operator, { method: 'POST', url: '/api/v1/subscriptions', payload: { name: 'Manual', partner_id: partner.id } });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id;
+    const act = (name: string) => request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+    expect(created.json()).toMatchObject({ state: 'draft', is_trial: false, backup_state: 'none' });
+    expect((await act('deploy')).statusCode).toBe(409);
+    expect((await act('reset_to_draft')).statusCode).toBe(409);
+    expect((await act('confirm')).json().state).toBe('confirmed');
+    expect((await act('confirm')).statusCode).toBe(409);
+    expect((await act('cancel')).json().state).toBe('cancelled');
+    expect((await act('reset_to_draft')).json().state).toBe('draft');
+    expect((await request(app, user, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/confirm` })).statusCode).toBe(403);
+    expect((await request(app, operator, { method: 'POST', url: '/api/v1/subscriptions/999999/actions/confirm' })).statusCode).toBe(404);
+    expect((await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } })).statusCode).toBe(400);
+  });
+});
