@@ -13,6 +13,8 @@ import { registerChatterRoutes } from './chatter/chatter-routes.js';
 import { registerActionLogRoutes } from './action-log/action-log-routes.js';
 import { registerJobRoutes } from './jobs/jobs-routes.js';
 import { registerSettingsRoutes } from './settings/settings-routes.js';
+import { registerRootServerRoutes } from './servers/root-server-routes.js';
+import { registerMonitorRoutes } from './monitoring/monitor-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -31,6 +33,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerSettingsRoutes(app, ctx);
   registerActionLogRoutes(app, ctx);
   registerJobRoutes(app, ctx);
+  registerRootServerRoutes(app, ctx);
+  registerMonitorRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

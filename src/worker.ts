@@ -4,6 +4,8 @@ import { Worker, type Job } from 'bullmq';
 import type { AppContext } from './context.js';
 import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from './core/job-catalog.js';
 import { createSettingsJobs } from './settings/settings-jobs.js';
+import { createRootServerJobs } from './servers/root-server-jobs.js';
+import { createMonitorJobs, registerMonitorSchedules } from './monitoring/monitor-jobs.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -12,11 +14,14 @@ export type JobHandlers = { [N in JobName]: JobHandler<N> };
 export function createJobHandlers(ctx: AppContext): JobHandlers {
   return {
     ...createSettingsJobs(ctx),
+    ...createRootServerJobs(ctx),
+    ...createMonitorJobs(ctx),
   };
 }
 
 /** Concurrency per queue; SSH-bound queues wait on the network, not the CPU. */
 function concurrencyOf(queue: QueueName, ctx: AppContext): number {
+  if (queue === 'monitor') return ctx.config.MONITOR_CONCURRENCY;
   return queue === 'maintenance' ? 1 : ctx.config.WORKER_CONCURRENCY;
 }
 
@@ -42,6 +47,7 @@ export async function startWorkers(ctx: AppContext, handlers: JobHandlers = crea
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  await registerMonitorSchedules(ctx);
   ctx.log.info({ queues: QUEUE_NAMES }, 'workers started');
   return {
     workers,

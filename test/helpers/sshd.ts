@@ -7,7 +7,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -62,8 +62,11 @@ export interface Sshd {
   dir: string;
   /** sshd's log lines so far (stderr, -e). */
   logText(): string;
-  /** Stops and starts again on the same port, with a fresh host key when asked. */
-  restart(opts?: { newHostKey?: boolean }): Promise<void>;
+  /**
+   * Stops and starts again on the same port, with a fresh host key when asked. Open connections
+   * survive a restart (their sshd processes go on) unless `dropConnections` ends them too.
+   */
+  restart(opts?: { newHostKey?: boolean; dropConnections?: boolean }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -155,6 +158,19 @@ async function writeHostKey(dir: string): Promise<string> {
   return fingerprintOfPublicKey(await readFile(`${file}.pub`, 'utf8'));
 }
 
+/** Pids of the direct children of `parent` (from /proc/<pid>/stat). */
+async function childPids(parent: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === parent) pids.push(Number(entry));
+  }
+  return pids;
+}
+
 export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
   if (!existsSync(SSHD_BIN)) throw new Error(`${SSHD_BIN} is missing: apt-get install -y openssh-server (see .ci/run)`);
   await ensureTestUsers();
@@ -216,13 +232,22 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     });
   }
 
-  async function halt(): Promise<void> {
+  async function halt(dropConnections = false): Promise<void> {
     const proc = child;
     child = null;
     if (!proc || proc.exitCode !== null) return;
+    // The per-connection sshd processes are children of the one this harness started.
+    const sessions = dropConnections ? await childPids(proc.pid!) : [];
     const exited = new Promise((r) => proc.once('exit', r));
     proc.kill('SIGTERM');
     await exited;
+    for (const pid of sessions) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* already gone */
+      }
+    }
   }
 
   await launch();
@@ -235,8 +260,8 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     keys,
     dir,
     logText: () => log,
-    async restart({ newHostKey = false } = {}) {
-      await halt();
+    async restart({ newHostKey = false, dropConnections = false } = {}) {
+      await halt(dropConnections);
       if (newHostKey) hostKey = await writeHostKey(dir);
       await launch();
     },
