@@ -5,7 +5,8 @@
 // Root servers connect through connectRootServer(), which decrypts the record's credentials and
 // records the host key seen at first connect.
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
-import { Client, utils, type ClientChannel } from 'ssh2';
+// ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
+import ssh2, { type ClientChannel } from 'ssh2';
 import type { Db } from './db.js';
 import type { SecretBox } from './crypto.js';
 import { UserError } from './errors.js';
@@ -131,7 +132,7 @@ const PASSPHRASE_MESSAGE =
  * OpenSSH and PEM keys pass as they are; PKCS#8 ("BEGIN PRIVATE KEY") RSA and Ed25519 keys are converted.
  */
 export function usablePrivateKey(text: string): string {
-  const parsed = utils.parseKey(text);
+  const parsed = ssh2.utils.parseKey(text);
   if (!(parsed instanceof Error)) {
     if (!parsed.isPrivateKey()) throw new SshError('key', 'This is a public key; the private key is needed');
     return text;
@@ -200,7 +201,7 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
   const timeoutMs = opts.connectTimeoutMs ?? SSH_CONNECT_TIMEOUT_MS;
   if (!target.password && !target.privateKey) throw new SshError('auth', 'Neither a password nor a private key is set');
   const privateKey = target.privateKey ? usablePrivateKey(target.privateKey) : undefined;
-  const client = new Client();
+  const client = new ssh2.Client();
   let presented = '';
   let refusedHostKey = false;
   let closed = false;

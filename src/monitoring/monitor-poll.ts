@@ -11,7 +11,7 @@ import { postMessage } from '../chatter/chatter-service.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { ROOT_SERVER_MODEL } from '../servers/root-server-store.js';
 import { computeMetrics, parseSamples, SAMPLE_COMMAND, serverStateOf, TWO_SAMPLES_COMMAND, type Metrics, type ProcSample } from './proc-metrics.js';
-import { intervalMs, monitorSchedulerId, sampleKey } from './monitor-service.js';
+import { intervalMs, sampleKey } from './monitor-service.js';
 
 export const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -77,11 +77,9 @@ export function createMonitorPoller(ctx: AppContext) {
 
   return async function poll(serverId: number): Promise<PollResult> {
     const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
-    if (!server || !server.monitoring_enabled || server.state !== 'confirmed') {
-      // A schedule left behind (e.g. its removal failed): remove it now.
-      await ctx.queues.unschedule('monitor_poll', monitorSchedulerId(serverId));
-      return { outcome: 'skipped', reason: 'not monitored' };
-    }
+    // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
+    // do. stop_monitor removes the schedule; worker start removes any left behind.
+    if (!server || !server.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
     const interval = intervalMs(server.monitor_update_interval);
     if (server.monitor_failures >= OFFLINE_AFTER_FAILURES && server.last_monitor_at) {
       const wait = Math.min(MAX_BACKOFF_MS, interval * 2 ** (server.monitor_failures - OFFLINE_AFTER_FAILURES));

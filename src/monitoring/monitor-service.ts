@@ -8,8 +8,10 @@ import { writeActionLog } from '../action-log/action-log-service.js';
 import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, updateRootServer } from '../servers/root-server-store.js';
 import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-schemas.js';
 
+const SCHEDULER_PREFIX = 'monitor-root-server-';
+
 export function monitorSchedulerId(serverId: number): string {
-  return `monitor-root-server-${serverId}`;
+  return `${SCHEDULER_PREFIX}${serverId}`;
 }
 
 /** Redis key of the previous /proc counters of a server (CPU and network rates are deltas). */
@@ -48,12 +50,10 @@ export function createMonitorService(ctx: AppContext) {
     unschedule,
 
     async start(id: number, author: Author | null, tx?: DbTx) {
-      return inTx(tx, async (t) => {
+      const enable = async (t: DbTx) => {
         const server = await loadRootServer(t, id);
         requireConfirmed(server);
         const after = await updateRootServer(t, id, { monitoring_enabled: true }, author);
-        // Inside the transaction: if scheduling fails, monitoring_enabled is not stored either.
-        await schedule(after);
         await writeActionLog(t, {
           model_name: ROOT_SERVER_MODEL,
           rec_id: id,
@@ -62,7 +62,22 @@ export function createMonitorService(ctx: AppContext) {
           user_id: author?.id ?? null,
         });
         return after;
-      });
+      };
+      // In the caller's transaction (webhooks): a first poll that runs before its commit skips.
+      if (tx) {
+        const after = await enable(tx);
+        await schedule(after);
+        return after;
+      }
+      // Otherwise schedule after the commit, so the first poll (due at once) sees monitoring on.
+      const after = await ctx.db.$transaction(enable);
+      try {
+        await schedule(after);
+      } catch (err) {
+        await ctx.db.$transaction((t) => updateRootServer(t, id, { monitoring_enabled: false }, author));
+        throw err;
+      }
+      return after;
     },
 
     async stop(id: number, author: Author | null, tx?: DbTx) {
@@ -84,7 +99,8 @@ export function createMonitorService(ctx: AppContext) {
 
     /**
      * Makes Redis agree with PostgreSQL: a scheduler for every monitored server (e.g. after Redis
-     * lost its data). Existing schedulers keep their timing. Run at worker start.
+     * lost its data; existing ones keep their timing) and none for the others (e.g. left behind by
+     * a transaction that rolled back). Run at worker start.
      */
     async reconcile(db: Db = ctx.db) {
       const monitored = await db.rootServer.findMany({
@@ -92,6 +108,11 @@ export function createMonitorService(ctx: AppContext) {
         select: { id: true, monitor_update_interval: true },
       });
       for (const server of monitored) await schedule(server);
+      const wanted = new Set(monitored.map((s) => monitorSchedulerId(s.id)));
+      const existing = await ctx.queues.queue('monitor').getJobSchedulers(0, -1);
+      for (const { key } of existing) {
+        if (key.startsWith(SCHEDULER_PREFIX) && !wanted.has(key)) await ctx.queues.unschedule('monitor_poll', key);
+      }
       return monitored.length;
     },
   };
