@@ -2,6 +2,7 @@
 // this machine's, real BullMQ job schedulers and workers on Redis (two worker contexts sharing one
 // Redis and one PostgreSQL stand for two worker processes), real PostgreSQL for rows and chatter.
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import pino from 'pino';
 import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,20 +65,30 @@ const messages = (id: number) =>
   ctx.db.message.findMany({ where: { model_name: 'svc.root.server', rec_id: id, message_type: 'notification' }, orderBy: { id: 'asc' } });
 
 describe('start_monitor → polls → stop_monitor', () => {
-  it('collects sane metrics, reuses one SSH connection, marks a dead server offline after 3 failures, and stops', async () => {
+  it('collects sane metrics, reuses one SSH connection, marks dead and hanging servers offline after 3 failures, and stops', async () => {
     const good = await confirmedServer(passwordLogin);
     const dead = await confirmedServer(keyLogin());
     const closedPort = await freePort();
     expect((await patch(dead.id, { port: closedPort })).json()).toMatchObject({ port: closedPort, host_key: null });
+    // A server that accepts TCP but never answers: each poll of it waits for its timeout.
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentPort = (silent.address() as { port: number }).port;
+    const hanging = await confirmedServer(keyLogin());
+    await patch(hanging.id, { port: silentPort });
     const loginsBefore = logins(TEST_USERS.password.name);
 
     expect((await act(good.id, 'start_monitor')).json()).toMatchObject({ monitoring_enabled: true, server_state: 'no_monitor' });
     expect((await act(dead.id, 'start_monitor')).statusCode).toBe(200);
+    expect((await act(hanging.id, 'start_monitor')).statusCode).toBe(200);
     expect(await scheduler(good.id)).toMatchObject({ every: 5000 });
 
-    // Both are polled in the same intervals: the dead one does not hold the good one back.
-    await expect.poll(() => rowCount(good.id), { timeout: 30_000, interval: 500 }).toBeGreaterThanOrEqual(3);
+    // All are polled in the same intervals: the dead and the hanging one do not hold the good one back.
     await expect.poll(async () => (await getServer(dead.id)).server_state, { timeout: 30_000, interval: 500 }).toBe('offline');
+    await expect.poll(async () => (await getServer(hanging.id)).server_state, { timeout: 30_000, interval: 500 }).toBe('offline');
+    await act(hanging.id, 'stop_monitor');
+    silent.close();
+    expect(await rowCount(good.id)).toBeGreaterThanOrEqual(3);
 
     // Metrics: this machine's, since sshd runs here.
     const rows = await ctx.db.monitorLog.findMany({ where: { root_server_id: good.id }, orderBy: { created_at: 'asc' } });
@@ -103,6 +114,12 @@ describe('start_monitor → polls → stop_monitor', () => {
     expect(representation.monitor_failures).toBe(0);
     // On this shared machine the CPU may be busy enough for `warning`: either is a valid first state.
     expect((await messages(good.id))[0]!.body).toMatch(/^Server state: no_monitor → (online|warning)\./);
+
+    // The good server never failed a poll while the others hung or were refused.
+    expect((await messages(good.id)).every((m) => !m.body.includes('offline'))).toBe(true);
+    expect((await messages(hanging.id)).map((m) => m.body)).toEqual([
+      `Server state: no_monitor → offline. 3 failed polls in a row; last error: Timed out after 4 s connecting to 127.0.0.1:${silentPort} (no SSH answer)`,
+    ]);
 
     const deadNow = await getServer(dead.id);
     expect(deadNow.monitor_failures).toBeGreaterThanOrEqual(3);

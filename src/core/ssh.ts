@@ -334,7 +334,8 @@ export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): 
     username: server.username,
     password: await box.reveal(server.password),
     privateKey: await box.reveal(server.key),
-    sudo: !server.sudo_user ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
+    // root needs no sudo (and `sudo -S` would leave the password on the command's stdin).
+    sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
     knownHostKey: server.host_key,
   };
 }

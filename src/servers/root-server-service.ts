@@ -78,10 +78,10 @@ export function createRootServerService(ctx: AppContext) {
     });
   }
 
-  async function enqueueWith(tx: DbTx | undefined, id: number, check: (s: Awaited<ReturnType<typeof loadRootServer>>) => void) {
+  /** The server an SSH job is about to be queued for: it must be confirmed. */
+  async function confirmedServer(id: number, tx?: DbTx) {
     const server = await loadRootServer(tx ?? ctx.db, id);
     requireConfirmed(server);
-    check(server);
     return server;
   }
 
@@ -167,10 +167,9 @@ export function createRootServerService(ctx: AppContext) {
 
     /** action_run_cmd: stores `cmd` when given, then queues the stored command. */
     async runCmd(id: number, cmd: string | undefined, author: Author | null, tx?: DbTx) {
-      const server = await enqueueWith(tx, id, (s) => {
-        if (!cmd && !s.cmd?.trim()) throw new UserError('No command: send {"cmd": "..."} or set cmd on the root server');
-      });
-      const command = cmd ?? server.cmd!.trim();
+      const server = await confirmedServer(id, tx);
+      const command = cmd ?? server.cmd?.trim();
+      if (!command) throw new UserError('No command: send {"cmd": "..."} or set cmd on the root server');
       if (cmd !== undefined && cmd !== server.cmd) {
         if (tx) await updateRootServer(tx, id, { cmd }, author);
         else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd }, author));
@@ -180,11 +179,10 @@ export function createRootServerService(ctx: AppContext) {
 
     /** setup_dir_structure, install_code_server, remove_code_server: checked here, run by a job. */
     async enqueue(action: RootServerJobAction, id: number, author: Author | null, tx?: DbTx) {
-      await enqueueWith(tx, id, (s) => {
-        if (action === 'install_code_server' && !s.code_server_password) {
-          throw new UserError('Set code_server_password first: the code editor is protected by it');
-        }
-      });
+      const server = await confirmedServer(id, tx);
+      if (action === 'install_code_server' && !server.code_server_password) {
+        throw new UserError('Set code_server_password first: the code editor is protected by it');
+      }
       return ctx.queues.enqueue(ROOT_SERVER_JOBS[action], { root_server_id: id, user_id: author?.id ?? null });
     },
 
