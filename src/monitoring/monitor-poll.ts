@@ -6,7 +6,7 @@
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { connectRootServer, type SshConnection } from '../core/ssh.js';
+import { connectRootServer } from '../core/ssh.js';
 import { postMessage } from '../chatter/chatter-service.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { ROOT_SERVER_MODEL } from '../servers/root-server-store.js';
@@ -88,9 +88,8 @@ export function createMonitorPoller(ctx: AppContext) {
 
     const timeoutMs = pollTimeoutMs(interval);
     const poolKey = `root-server:${server.id}`;
-    let conn: SshConnection | null = null;
     try {
-      conn = await ctx.sshPool.acquire(poolKey, connectionSignature(server), () =>
+      const conn = await ctx.sshPool.acquire(poolKey, connectionSignature(server), () =>
         connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
       );
       const prev = await previousSample(server.id);
