@@ -161,6 +161,20 @@ describe('commands', () => {
     expect((await conn.exec('echo again')).stdout).toBe('again\n');
   });
 
+  it('gives up on a server that stops answering', async () => {
+    const frozen = await connectSsh(target());
+    try {
+      await sshd.freezeConnections(true);
+      await expect(frozen.exec('echo hi', { timeoutMs: 500 })).rejects.toMatchObject({
+        reason: 'timeout',
+        message: `127.0.0.1:${sshd.port} did not answer within 1 s`,
+      });
+    } finally {
+      await sshd.freezeConnections(false);
+      frozen.close();
+    }
+  });
+
   it('feeds stdin', async () => {
     expect((await conn.exec('cat', { stdin: 'from stdin' })).stdout).toBe('from stdin');
   });

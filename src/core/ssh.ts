@@ -250,16 +250,35 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
 
     return new Promise((resolve, reject) => {
       pending.add(reject);
-      client.exec(sudoCommand(command, mode), (err, channel: ClientChannel) => {
+      let channel: ClientChannel | null = null;
+      let timedOut = false;
+      let finish = () => {};
+      // Runs from the request on: a connection that stopped answering gets no channel at all.
+      const timer = setTimeout(() => {
+        timedOut = true;
+        if (!channel) {
+          pending.delete(reject);
+          return reject(new SshError('timeout', `${target.host}:${target.port} did not answer within ${Math.round(timeoutMs / 1000)} s`));
+        }
+        // KILL the command and stop waiting: a child it left holding the output open would
+        // otherwise keep the channel, and us, waiting.
+        channel.signal('KILL');
+        channel.close();
+        finish();
+      }, timeoutMs);
+
+      client.exec(sudoCommand(command, mode), (err, ch: ClientChannel) => {
         if (err) {
+          clearTimeout(timer);
           pending.delete(reject);
           return reject(new SshError('closed', `Could not run a command on ${target.host}: ${err.message}`));
         }
+        if (timedOut) return void ch.close();
+        channel = ch;
         const out: Buffer[] = [];
         const errOut: Buffer[] = [];
         const size = { out: 0, err: 0 };
         let truncated = false;
-        let timedOut = false;
         let exitCode: number | null = null;
         let signal: string | null = null;
         const keep = (chunks: Buffer[], key: 'out' | 'err') => (data: Buffer) => {
@@ -270,13 +289,13 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           chunks.push(part);
           size[key] += part.length;
         };
-        channel.on('data', keep(out, 'out'));
-        channel.stderr.on('data', keep(errOut, 'err'));
-        channel.on('exit', (code: number | null, sig?: string) => {
+        ch.on('data', keep(out, 'out'));
+        ch.stderr.on('data', keep(errOut, 'err'));
+        ch.on('exit', (code: number | null, sig?: string) => {
           exitCode = code;
           signal = sig ?? null;
         });
-        const finish = () => {
+        finish = () => {
           clearTimeout(timer);
           pending.delete(reject);
           resolve({
@@ -288,16 +307,8 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
             timedOut,
           });
         };
-        // On timeout: KILL the command and stop waiting (a child it left holding the output open
-        // would otherwise keep the channel, and us, waiting).
-        const timer = setTimeout(() => {
-          timedOut = true;
-          channel.signal('KILL');
-          channel.close();
-          finish();
-        }, timeoutMs);
-        channel.on('close', finish);
-        channel.end(stdin);
+        ch.on('close', finish);
+        ch.end(stdin);
       });
     });
   }

@@ -87,13 +87,18 @@ export function createMonitorPoller(ctx: AppContext) {
     }
 
     const timeoutMs = pollTimeoutMs(interval);
+    const deadline = Date.now() + timeoutMs; // connect and command together
     const poolKey = `root-server:${server.id}`;
     try {
       const conn = await ctx.sshPool.acquire(poolKey, connectionSignature(server), () =>
         connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
       );
       const prev = await previousSample(server.id);
-      const res = await conn.exec(prev ? SAMPLE_COMMAND : TWO_SAMPLES_COMMAND, { sudo: false, timeoutMs, maxOutputBytes: 256 * 1024 });
+      const res = await conn.exec(prev ? SAMPLE_COMMAND : TWO_SAMPLES_COMMAND, {
+        sudo: false,
+        timeoutMs: Math.max(1000, deadline - Date.now()),
+        maxOutputBytes: 256 * 1024,
+      });
       if (res.timedOut) throw new Error(`The metrics command did not answer within ${timeoutMs / 1000} s`);
       if (res.exitCode !== 0) throw new Error(`The metrics command failed (exit code ${res.exitCode}): ${res.stderr.trim().slice(0, 500)}`);
       const samples = parseSamples(res.stdout);

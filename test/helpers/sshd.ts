@@ -7,7 +7,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -67,6 +67,8 @@ export interface Sshd {
    * survive a restart (their sshd processes go on) unless `dropConnections` ends them too.
    */
   restart(opts?: { newHostKey?: boolean; dropConnections?: boolean }): Promise<void>;
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) the sshd processes of open connections: a server that stops answering. */
+  freezeConnections(frozen: boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -74,8 +76,36 @@ function run(cmd: string, args: string[], input?: string): string {
   return execFileSync(cmd, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
+/**
+ * Runs `fn` while holding a lock shared by every test process (mkdir is atomic): useradd and
+ * chpasswd refuse to run while another process holds /etc/passwd or /etc/shadow.
+ */
+async function withUsersLock<T>(fn: () => Promise<T>): Promise<T> {
+  const lock = path.join(tmpdir(), 'svc-test-users.lock');
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const age = Date.now() - (await stat(lock).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
+      if (age > 60_000) await rm(lock, { recursive: true, force: true }); // left by a killed process
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
 /** Creates the test users and their sudoers entries when missing; safe to run concurrently. */
 export async function ensureTestUsers(): Promise<void> {
+  await withUsersLock(createTestUsers);
+}
+
+async function createTestUsers(): Promise<void> {
   for (const user of Object.values(TEST_USERS)) {
     try {
       run('useradd', ['-m', '-s', '/bin/bash', user.name]);
@@ -264,6 +294,16 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       await halt(dropConnections);
       if (newHostKey) hostKey = await writeHostKey(dir);
       await launch();
+    },
+    async freezeConnections(frozen) {
+      if (!child?.pid) return;
+      for (const pid of await childPids(child.pid)) {
+        try {
+          process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
+        } catch {
+          /* gone meanwhile */
+        }
+      }
     },
     async stop() {
       await halt();
