@@ -25,9 +25,11 @@ export function registerJobRoutes(parent: FastifyInstance, ctx: AppContext) {
     config: { group: 'user' },
     schema: { tags: ['jobs'], params: z.object({ id: z.string().min(1).max(200) }), response: { 200: jobOut } },
     handler: async (req) => {
-      const job = await ctx.queues.find(req.params.id);
+      let job = await ctx.queues.find(req.params.id);
       if (!job) throw new NotFoundError('Job');
       const raw = await job.getState();
+      // It may have finished between the two reads: read it again so state and result agree.
+      if ((raw === 'completed' || raw === 'failed') && !job.finishedOn) job = (await ctx.queues.find(req.params.id)) ?? job;
       // BullMQ has more states (prioritized, waiting-children...); to a caller they are all "waiting".
       const state = (JOB_STATES as readonly string[]).includes(raw) ? (raw as (typeof JOB_STATES)[number]) : 'waiting';
       return {
