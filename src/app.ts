@@ -25,6 +25,8 @@ import { registerTrialVerificationRoutes } from './trial/trial-verification-rout
 import { registerTrialPageRoutes } from './trial/trial-page-routes.js';
 import { createWebhookMethods } from './webhooks/webhook-methods.js';
 import { registerWebhooks } from './webhooks/webhook-routes.js';
+import { registerRootServerRoutes } from './servers/root-server-routes.js';
+import { registerMonitorRoutes } from './monitoring/monitor-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -57,6 +59,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await registerWebhooks(app, ctx, createWebhookMethods(ctx));
   // Public pages (not under /api/v1): the trial form, code entry, confirmation.
   await registerTrialPageRoutes(app, ctx);
+  registerRootServerRoutes(app, ctx);
+  registerMonitorRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

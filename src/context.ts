@@ -8,6 +8,7 @@ import { createQueues, createRedis, type Queues } from './core/queue.js';
 import { createMailer, type Mailer } from './core/mail.js';
 import { loggerOptions } from './core/logger.js';
 import { createAuthService, type AuthService } from './auth/auth-service.js';
+import { createSshPool, type SshPool } from './core/ssh-pool.js';
 
 export interface AppContext {
   config: Config;
@@ -18,6 +19,8 @@ export interface AppContext {
   box: SecretBox;
   mailer: Mailer;
   auth: AuthService;
+  /** SSH connections kept open between uses in this process (monitoring). */
+  sshPool: SshPool;
   close(): Promise<void>;
 }
 
@@ -27,6 +30,7 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);
+  const sshPool = createSshPool();
   return {
     config,
     log,
@@ -36,7 +40,9 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
     box,
     mailer,
     auth: createAuthService(db),
+    sshPool,
     async close() {
+      sshPool.close();
       mailer.close();
       await queues.close();
       redis.disconnect();

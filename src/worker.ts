@@ -8,6 +8,8 @@ import { createNotificationJobs } from './notifications/notification-jobs.js';
 import { createSubscriptionJobs } from './subscriptions/subscription-jobs.js';
 import { createTrialJobs } from './trial/trial-jobs.js';
 import { createWebhookJobs, scheduleWebhookJobs } from './webhooks/webhook-jobs.js';
+import { createRootServerJobs } from './servers/root-server-jobs.js';
+import { createMonitorJobs, registerMonitorSchedules } from './monitoring/monitor-jobs.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -20,11 +22,14 @@ export function createJobHandlers(ctx: AppContext): JobHandlers {
     ...createTrialJobs(ctx),
     ...createSubscriptionJobs(ctx),
     ...createWebhookJobs(ctx),
+    ...createRootServerJobs(ctx),
+    ...createMonitorJobs(ctx),
   };
 }
 
 /** Concurrency per queue; SSH-bound queues wait on the network, not the CPU. */
 function concurrencyOf(queue: QueueName, ctx: AppContext): number {
+  if (queue === 'monitor') return ctx.config.MONITOR_CONCURRENCY;
   return queue === 'maintenance' ? 1 : ctx.config.WORKER_CONCURRENCY;
 }
 
@@ -51,6 +56,7 @@ export async function startWorkers(ctx: AppContext, handlers: JobHandlers = crea
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   await scheduleWebhookJobs(ctx);
+  await registerMonitorSchedules(ctx);
   ctx.log.info({ queues: QUEUE_NAMES }, 'workers started');
   return {
     workers,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { backupWebhookMethods } from '../src/backup/backup-state.js';
+import { findWebhookMethod } from '../src/webhooks/webhook-methods.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
@@ -362,12 +363,12 @@ describe('compute_backup_state', () => {
     const server = await createServer();
     const sub = await subscription({ backup_server_id: server.id });
     remoteBackups = [backup(sub.database_name!, 'running')];
-    const methods = backupWebhookMethods(ctx);
+    const compute = findWebhookMethod(backupWebhookMethods(ctx), 'svc.subscription', '_compute_backup_state')!;
 
     // Rolled back with the caller's transaction...
     await expect(
       ctx.db.$transaction(async (tx) => {
-        await methods['svc.subscription']._compute_backup_state(sub.id, { tx });
+        await compute(sub.id, { tx });
         expect((await tx.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
         throw new Error('caller failed later');
       }),
@@ -376,7 +377,7 @@ describe('compute_backup_state', () => {
     // ...while the api_call row stays: the remote call did happen.
     expect(await ctx.db.actionLog.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(1);
 
-    await ctx.db.$transaction((tx) => methods['svc.subscription']._compute_backup_state(sub.id, { tx }), { timeout: 10_000 });
+    await ctx.db.$transaction((tx) => compute(sub.id, { tx }), { timeout: 10_000 });
     expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
   });
 });

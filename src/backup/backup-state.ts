@@ -8,6 +8,7 @@ import { NotFoundError, UserError } from '../core/errors.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { trackChanges, type Author } from '../chatter/chatter-service.js';
 import type { BackupState } from '../generated/prisma/enums.js';
+import type { WebhookMethodTable } from '../webhooks/webhook-methods.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
 
 export const SUBSCRIPTION_MODEL = 'svc.subscription';
@@ -84,12 +85,12 @@ export function createBackupStateService(ctx: AppContext) {
 }
 
 /** The methods inbound webhooks may call on subscriptions (the registry of DESIGN §3). */
-export function backupWebhookMethods(ctx: AppContext) {
+export function backupWebhookMethods(ctx: AppContext): WebhookMethodTable {
   const service = createBackupStateService(ctx);
   return {
     'svc.subscription': {
-      _compute_backup_state: async (recId: number, call: { tx: DbTx }): Promise<void> => {
-        await service.computeBackupState(recId, { tx: call.tx });
+      _compute_backup_state: async (recId, { tx }) => {
+        await service.computeBackupState(recId, { tx });
       },
     },
   };

@@ -43,6 +43,12 @@ const envSchema = z.object({
     .default('https://fcm.googleapis.com')
     .transform((v) => v.replace(/\/+$/, '')),
   CODE_SERVER_INSTALL_CMD: z.string().min(1).default('curl -fsSL https://code-server.dev/install.sh | sh'),
+  // Base directory of the Odoo layout that setup_dir_structure creates on root servers (DESIGN §7).
+  ODOO_BASE_PATH: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]*$/, 'an absolute path (letters, digits and . _ - / only)')
+    .default('/opt/odoo')
+    .transform((v) => (v.length > 1 ? v.replace(/\/+$/, '') : v)),
   // Beyond DESIGN §2: tuning knobs with safe defaults.
   // Redis key prefix of the job queues: services sharing one Redis keep their jobs apart.
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only').default('svc'),

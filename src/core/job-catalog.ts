@@ -48,6 +48,32 @@ export const JOBS = {
     payload: z.object({}),
     key: () => 'prune_webhook_calls',
   },
+  // Root server operations over SSH (spec §4.4), one queue so they never wait behind monitoring polls.
+  // The command travels with the job: two run_cmd calls in a row each run their own command.
+  root_server_run_cmd: {
+    queue: 'ssh',
+    payload: z.object({ root_server_id: id, cmd: z.string().min(1), ...requestedBy }),
+    attempts: 1,
+  },
+  root_server_setup_dir_structure: {
+    queue: 'ssh',
+    payload: z.object({ root_server_id: id, ...requestedBy }),
+    key: (p: { root_server_id: number }) => String(p.root_server_id),
+  },
+  root_server_install_code_server: {
+    queue: 'ssh',
+    payload: z.object({ root_server_id: id, ...requestedBy }),
+    key: (p: { root_server_id: number }) => String(p.root_server_id),
+  },
+  root_server_remove_code_server: {
+    queue: 'ssh',
+    payload: z.object({ root_server_id: id, ...requestedBy }),
+    key: (p: { root_server_id: number }) => String(p.root_server_id),
+  },
+  // One poll of one monitored root server; created by its job scheduler (src/monitoring).
+  monitor_poll: { queue: 'monitor', payload: z.object({ root_server_id: id }), attempts: 1 },
+  // Daily: deletes monitor logs older than the Keep Root Server Log Period.
+  monitor_log_retention: { queue: 'maintenance', payload: z.object({}), key: () => 'monitor_log_retention' },
 } as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;

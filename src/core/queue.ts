@@ -43,10 +43,16 @@ export function createQueues(redis: Redis, prefix: string) {
       return publicJobId(spec.queue, job.id!);
     },
     /** Creates or updates a recurring job; one run per interval across every worker process. */
-    async schedule<N extends JobName>(schedulerId: string, repeat: Omit<RepeatOptions, 'key'>, name: N, payload: JobInput<N>) {
+    async schedule<N extends JobName>(
+      schedulerId: string,
+      repeat: Omit<RepeatOptions, 'key'>,
+      name: N,
+      payload: JobInput<N>,
+      opts: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> = {},
+    ) {
       const spec = JOBS[name];
       const data = spec.payload.parse(payload);
-      await queue(spec.queue).upsertJobScheduler(schedulerId, repeat, { name, data, opts: { attempts: 1 } });
+      await queue(spec.queue).upsertJobScheduler(schedulerId, repeat, { name, data, opts: { attempts: 1, ...opts } });
     },
     async unschedule(name: JobName, schedulerId: string) {
       await queue(JOBS[name].queue).removeJobScheduler(schedulerId);

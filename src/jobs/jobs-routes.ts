@@ -28,8 +28,8 @@ export function registerJobRoutes(parent: FastifyInstance, ctx: AppContext) {
       let job = await ctx.queues.find(req.params.id);
       if (!job) throw new NotFoundError('Job');
       const raw = await job.getState();
-      // The job may have finished between the two reads: read it again so its result matches the state.
-      if (raw === 'completed' || raw === 'failed') job = (await ctx.queues.find(req.params.id)) ?? job;
+      // It may have finished between the two reads: read it again so state and result agree.
+      if ((raw === 'completed' || raw === 'failed') && !job.finishedOn) job = (await ctx.queues.find(req.params.id)) ?? job;
       // BullMQ has more states (prioritized, waiting-children...); to a caller they are all "waiting".
       const state = (JOB_STATES as readonly string[]).includes(raw) ? (raw as (typeof JOB_STATES)[number]) : 'waiting';
       return {

@@ -7,6 +7,7 @@ import type { DbTx } from '../core/db.js';
 import { subscriptionWebhookMethods } from '../subscriptions/subscription-webhook-methods.js';
 import { trialRequestWebhookMethods } from '../trial/trial-request-webhook-methods.js';
 import { backupWebhookMethods } from '../backup/backup-state.js';
+import { rootServerWebhookMethods } from '../servers/root-server-webhook-methods.js';
 
 export interface WebhookInvocation {
   tx: DbTx; // the transaction the message will be posted in
@@ -36,7 +37,12 @@ export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookM
 }
 
 export function createWebhookMethods(ctx: AppContext): WebhookMethodTable {
-  return composeWebhookMethods(subscriptionWebhookMethods(ctx), trialRequestWebhookMethods(ctx), backupWebhookMethods(ctx));
+  return composeWebhookMethods(
+    subscriptionWebhookMethods(ctx),
+    trialRequestWebhookMethods(ctx),
+    backupWebhookMethods(ctx),
+    rootServerWebhookMethods(ctx),
+  );
 }
 
 /** The registered method, or null: own properties only, so no prototype name (`constructor`...) resolves. */

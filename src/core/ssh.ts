@@ -1,0 +1,382 @@
+// The one SSH client of the service (ssh2). Connects with a password or a private key (OpenSSH or
+// PEM; RSA, Ed25519, ECDSA), checks the host key (trust on first use: a changed key is refused),
+// and runs commands with a timeout, capped output, exit code and stderr, wrapped in sudo when the
+// target asks for it. The sudo password goes to `sudo -S` on stdin, never on the command line.
+// Root servers connect through connectRootServer(), which decrypts the record's credentials and
+// records the host key seen at first connect.
+import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
+// ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
+import ssh2, { type ClientChannel } from 'ssh2';
+import type { Db } from './db.js';
+import type { SecretBox } from './crypto.js';
+import { UserError } from './errors.js';
+
+export type SshFailure =
+  | 'auth' // credentials refused
+  | 'refused' // nothing listens on the port
+  | 'timeout' // no answer in time (connect, handshake or login)
+  | 'unreachable' // no route to the host
+  | 'dns' // host name unknown
+  | 'host_key_changed' // the server presents another host key than the one recorded
+  | 'key' // the stored private key cannot be used
+  | 'sudo' // sudo asked for but impossible (no password)
+  | 'closed' // the connection ended
+  | 'protocol'; // anything else the SSH layer reports
+
+/** An SSH failure with a message meant for the operator (answered as 400 user_error). */
+export class SshError extends UserError {
+  constructor(
+    readonly reason: SshFailure,
+    message: string,
+  ) {
+    super(message, { reason });
+  }
+}
+
+export type SudoMode = 'none' | 'nopasswd' | 'password';
+
+export interface SshTarget {
+  host: string;
+  port: number;
+  username: string;
+  password: string | null;
+  privateKey: string | null;
+  sudo: SudoMode;
+  /** The host key recorded earlier ("<algorithm> SHA256:<base64>"), or null to accept the one presented. */
+  knownHostKey: string | null;
+}
+
+export interface ConnectOptions {
+  /** Covers TCP connect, handshake and authentication. */
+  connectTimeoutMs?: number;
+  /** Keepalive for long-lived connections (monitoring); 0 = off. */
+  keepaliveMs?: number;
+}
+
+export interface ExecOptions {
+  /** Wrap in sudo as the target says (default true); false runs as the login user. */
+  sudo?: boolean;
+  timeoutMs?: number;
+  /** Cap per stream (stdout, stderr); the rest is dropped and `truncated` set. */
+  maxOutputBytes?: number;
+  /** Written to the command's standard input (after the sudo password, if any). */
+  stdin?: string;
+}
+
+export interface ExecResult {
+  /** null when the command was killed or the connection ended before it reported one. */
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  timedOut: boolean;
+}
+
+export interface SshConnection {
+  /** The host key the server presented. */
+  readonly hostKey: string;
+  readonly closed: boolean;
+  exec(command: string, opts?: ExecOptions): Promise<ExecResult>;
+  close(): void;
+}
+
+export const SSH_CONNECT_TIMEOUT_MS = 15_000;
+export const SSH_COMMAND_TIMEOUT_MS = 10 * 60_000;
+export const SSH_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/** Single-quotes a string for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/** "<algorithm> SHA256:<base64>" of a host key blob, as `ssh-keygen -l` prints it. */
+export function hostKeyFingerprint(blob: Buffer): string {
+  const algorithm = blob.subarray(4, 4 + blob.readUInt32BE(0)).toString('latin1');
+  const digest = createHash('sha256').update(blob).digest('base64').replace(/=+$/, '');
+  return `${algorithm} SHA256:${digest}`;
+}
+
+function sshString(data: Buffer | string): Buffer {
+  const body = Buffer.isBuffer(data) ? data : Buffer.from(data);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(body.length);
+  return Buffer.concat([len, body]);
+}
+
+/** An unencrypted OpenSSH-format private key for an Ed25519 key pair (ssh2 cannot read PKCS#8). */
+function ed25519ToOpenssh(seed: Buffer, pub: Buffer): string {
+  const publicBlob = Buffer.concat([sshString('ssh-ed25519'), sshString(pub)]);
+  const check = randomBytes(4);
+  let secret = Buffer.concat([check, check, publicBlob, sshString(Buffer.concat([seed, pub])), sshString('')]);
+  const pad = (8 - (secret.length % 8)) % 8;
+  secret = Buffer.concat([secret, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
+  const body = Buffer.concat([
+    Buffer.from('openssh-key-v1\0', 'latin1'),
+    sshString('none'),
+    sshString('none'),
+    sshString(''),
+    Buffer.from([0, 0, 0, 1]),
+    sshString(publicBlob),
+    sshString(secret),
+  ]);
+  const lines = body.toString('base64').match(/.{1,70}/g)!.join('\n');
+  return `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines}\n-----END OPENSSH PRIVATE KEY-----\n`;
+}
+
+const PASSPHRASE_MESSAGE =
+  'The private key is protected by a passphrase; store it without one (svc encrypts it at rest): ssh-keygen -p -N "" -f <file>';
+
+/**
+ * Returns the key in a form ssh2 reads, or throws SshError('key') saying what is wrong.
+ * OpenSSH and PEM keys pass as they are; PKCS#8 ("BEGIN PRIVATE KEY") RSA and Ed25519 keys are converted.
+ */
+export function usablePrivateKey(text: string): string {
+  const parsed = ssh2.utils.parseKey(text);
+  if (!(parsed instanceof Error)) {
+    if (!parsed.isPrivateKey()) throw new SshError('key', 'This is a public key; the private key is needed');
+    return text;
+  }
+  if (/passphrase|encrypted/i.test(parsed.message) || text.includes('ENCRYPTED')) throw new SshError('key', PASSPHRASE_MESSAGE);
+  let key;
+  try {
+    key = createPrivateKey(text);
+  } catch {
+    throw new SshError('key', 'Not a private key in OpenSSH or PEM format');
+  }
+  if (key.asymmetricKeyType === 'rsa') return key.export({ type: 'pkcs1', format: 'pem' }).toString();
+  if (key.asymmetricKeyType === 'ed25519') {
+    const jwk = key.export({ format: 'jwk' });
+    return ed25519ToOpenssh(Buffer.from(jwk.d!, 'base64url'), Buffer.from(jwk.x!, 'base64url'));
+  }
+  throw new SshError('key', `Unsupported private key type ${key.asymmetricKeyType}; use RSA, Ed25519 or ECDSA`);
+}
+
+/** The operator-readable error for a failed connection. */
+export function describeConnectError(err: Error & { code?: string; level?: string }, target: SshTarget, timeoutMs: number): SshError {
+  const where = `${target.host}:${target.port}`;
+  if (err.level === 'client-authentication') {
+    const methods = [target.privateKey && 'private key', target.password && 'password'].filter(Boolean).join(' and ');
+    return new SshError('auth', `Authentication failed for ${target.username}@${where}: the server refused the ${methods}`);
+  }
+  if (err.level === 'client-timeout' || err.code === 'ETIMEDOUT') {
+    return new SshError('timeout', `Timed out after ${Math.round(timeoutMs / 1000)} s connecting to ${where} (no SSH answer)`);
+  }
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return new SshError('refused', `Connection refused by ${where}: no SSH server listens on port ${target.port}`);
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EHOSTDOWN':
+      return new SshError('unreachable', `Host ${target.host} is unreachable (${err.code})`);
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new SshError('dns', `Host name ${target.host} could not be resolved`);
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return new SshError('closed', `${where} closed the connection during the SSH handshake`);
+  }
+  return new SshError('protocol', `SSH connection to ${where} failed: ${err.message}`);
+}
+
+function hostKeyChanged(target: SshTarget, presented: string): SshError {
+  return new SshError(
+    'host_key_changed',
+    `Host key of ${target.host}:${target.port} has changed: recorded ${target.knownHostKey}, presented ${presented}. ` +
+      'The connection was refused. If the server was reinstalled, check the new key on the server ' +
+      '(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and accept it by setting host_key on the root server ' +
+      '(PATCH host_key to the new value, or to null to trust the key presented at the next connection).',
+  );
+}
+
+/** The command line that runs `command` with the target's sudo mode. */
+function sudoCommand(command: string, mode: SudoMode): string {
+  if (mode === 'none') return command;
+  // -k: always read the password, so a cached sudo timestamp never leaves it on the command's stdin.
+  const sudo = mode === 'nopasswd' ? 'sudo -n' : "sudo -S -k -p ''";
+  return `${sudo} -- sh -c ${shellQuote(command)}`;
+}
+
+export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): Promise<SshConnection> {
+  const timeoutMs = opts.connectTimeoutMs ?? SSH_CONNECT_TIMEOUT_MS;
+  if (!target.password && !target.privateKey) throw new SshError('auth', 'Neither a password nor a private key is set');
+  const privateKey = target.privateKey ? usablePrivateKey(target.privateKey) : undefined;
+  const client = new ssh2.Client();
+  let presented = '';
+  let refusedHostKey = false;
+  let closed = false;
+  const pending = new Set<(err: Error) => void>();
+
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', () => resolve());
+    // ssh2 may emit more than one error for one failure; the first one decides, the rest are dropped.
+    client.on('error', (err) => {
+      client.end();
+      reject(refusedHostKey ? hostKeyChanged(target, presented) : describeConnectError(err, target, timeoutMs));
+    });
+    client.connect({
+      host: target.host,
+      port: target.port,
+      username: target.username,
+      password: target.password ?? undefined,
+      privateKey,
+      tryKeyboard: false,
+      readyTimeout: timeoutMs,
+      keepaliveInterval: opts.keepaliveMs ?? 0,
+      keepaliveCountMax: 3,
+      hostVerifier: (key: Buffer) => {
+        presented = hostKeyFingerprint(key);
+        refusedHostKey = target.knownHostKey !== null && target.knownHostKey !== presented;
+        return !refusedHostKey;
+      },
+    });
+  });
+
+  client.on('close', () => {
+    closed = true;
+    for (const fail of pending) fail(new SshError('closed', `Connection to ${target.host}:${target.port} closed`));
+    pending.clear();
+  });
+
+  function exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
+    const mode = o.sudo === false ? 'none' : target.sudo;
+    if (mode === 'password' && !target.password) {
+      return Promise.reject(new SshError('sudo', 'sudo needs the password of the user, but the root server has none'));
+    }
+    const stdin = mode === 'password' ? `${target.password}\n${o.stdin ?? ''}` : o.stdin;
+    const cap = o.maxOutputBytes ?? SSH_MAX_OUTPUT_BYTES;
+    const timeoutMs = o.timeoutMs ?? SSH_COMMAND_TIMEOUT_MS;
+    if (closed) return Promise.reject(new SshError('closed', `Connection to ${target.host}:${target.port} closed`));
+
+    return new Promise((resolve, reject) => {
+      pending.add(reject);
+      let channel: ClientChannel | null = null;
+      let timedOut = false;
+      let finish = () => {};
+      // Runs from the request on: a connection that stopped answering gets no channel at all.
+      const timer = setTimeout(() => {
+        timedOut = true;
+        if (!channel) {
+          pending.delete(reject);
+          return reject(new SshError('timeout', `${target.host}:${target.port} did not answer within ${Math.round(timeoutMs / 1000)} s`));
+        }
+        // KILL the command and stop waiting: a child it left holding the output open would
+        // otherwise keep the channel, and us, waiting.
+        channel.signal('KILL');
+        channel.close();
+        finish();
+      }, timeoutMs);
+
+      client.exec(sudoCommand(command, mode), (err, ch: ClientChannel) => {
+        if (err) {
+          clearTimeout(timer);
+          pending.delete(reject);
+          return reject(new SshError('closed', `Could not run a command on ${target.host}: ${err.message}`));
+        }
+        if (timedOut) return void ch.close();
+        channel = ch;
+        const out: Buffer[] = [];
+        const errOut: Buffer[] = [];
+        const size = { out: 0, err: 0 };
+        let truncated = false;
+        let exitCode: number | null = null;
+        let signal: string | null = null;
+        const keep = (chunks: Buffer[], key: 'out' | 'err') => (data: Buffer) => {
+          const room = cap - size[key];
+          if (room <= 0) return void (truncated = true);
+          const part = data.length > room ? data.subarray(0, room) : data;
+          if (part !== data) truncated = true;
+          chunks.push(part);
+          size[key] += part.length;
+        };
+        ch.on('data', keep(out, 'out'));
+        ch.stderr.on('data', keep(errOut, 'err'));
+        ch.on('exit', (code: number | null, sig?: string) => {
+          exitCode = code;
+          signal = sig ?? null;
+        });
+        finish = () => {
+          clearTimeout(timer);
+          pending.delete(reject);
+          resolve({
+            exitCode,
+            signal,
+            stdout: Buffer.concat(out).toString('utf8'),
+            stderr: Buffer.concat(errOut).toString('utf8'),
+            truncated,
+            timedOut,
+          });
+        };
+        ch.on('close', finish);
+        ch.end(stdin);
+      });
+    });
+  }
+
+  return {
+    hostKey: presented,
+    get closed() {
+      return closed;
+    },
+    exec,
+    close() {
+      client.end();
+    },
+  };
+}
+
+/** The fields of a root server record that connecting needs (secrets as stored, encrypted). */
+export interface RootServerSshRecord {
+  id: number;
+  ip: string;
+  port: number;
+  username: string;
+  password: string | null;
+  key: string | null;
+  sudo_user: boolean;
+  sudo_user_no_password: boolean;
+  host_key: string | null;
+}
+
+export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): Promise<SshTarget> {
+  return {
+    host: server.ip,
+    port: server.port,
+    username: server.username,
+    password: await box.reveal(server.password),
+    privateKey: await box.reveal(server.key),
+    // root needs no sudo (and `sudo -S` would leave the password on the command's stdin).
+    sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
+    knownHostKey: server.host_key,
+  };
+}
+
+/** Values that must be masked wherever command text or output is stored. */
+export function secretsOf(target: SshTarget): string[] {
+  return [target.password, target.privateKey].filter((s): s is string => !!s);
+}
+
+/**
+ * Connects to a root server with its stored credentials. The first connection records the host
+ * key (trust on first use); later ones refuse a different key.
+ */
+export async function connectRootServer(
+  deps: { db: Db; box: SecretBox },
+  server: RootServerSshRecord,
+  opts: ConnectOptions = {},
+): Promise<SshConnection> {
+  const target = await sshTargetOf(deps.box, server);
+  const conn = await connectSsh(target, opts);
+  if (server.host_key === null) {
+    const { count } = await deps.db.rootServer.updateMany({ where: { id: server.id, host_key: null }, data: { host_key: conn.hostKey } });
+    if (count === 0) {
+      // Another connection recorded a key meanwhile: it must be this one.
+      const stored = await deps.db.rootServer.findUnique({ where: { id: server.id }, select: { host_key: true } });
+      if (stored?.host_key && stored.host_key !== conn.hostKey) {
+        conn.close();
+        throw hostKeyChanged({ ...target, knownHostKey: stored.host_key }, conn.hostKey);
+      }
+    }
+  }
+  return conn;
+}

@@ -1,0 +1,146 @@
+// The root server SSH operations as BullMQ jobs. Each connects with the stored credentials, writes
+// every command and its output to the action log (secrets masked), and updates the record from the
+// outcome. A failure fails the job with a readable message and leaves the record's states true.
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import type { JobHandlers } from '../worker.js';
+import { UserError } from '../core/errors.js';
+import { publicJobId } from '../core/queue.js';
+import { postMessage } from '../chatter/chatter-service.js';
+import type { RootServer } from '../generated/prisma/client.js';
+import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, updateRootServer } from './root-server-store.js';
+import { formatResult, openRemoteSession, type RemoteSession } from './remote-session.js';
+import {
+  codeServerConfig,
+  FIND_CODE_SERVER,
+  REMOVE_CODE_SERVER,
+  setupDirStructureScript,
+  START_CODE_SERVER,
+  WRITE_CODE_SERVER_CONFIG,
+} from './remote-scripts.js';
+
+const RUN_CMD_TIMEOUT_MS = 10 * 60_000;
+const SETUP_TIMEOUT_MS = 60_000;
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+const SERVICE_TIMEOUT_MS = 2 * 60_000;
+
+type Payload = { root_server_id: number; user_id: number | null };
+
+export function createRootServerJobs(
+  ctx: AppContext,
+): Pick<JobHandlers, 'root_server_run_cmd' | 'root_server_setup_dir_structure' | 'root_server_install_code_server' | 'root_server_remove_code_server'> {
+  /** Changes tracked fields; the chatter names the user who asked for the job. */
+  async function setFields(id: number, data: Parameters<typeof updateRootServer>[2], userId: number | null) {
+    const user = userId ? await ctx.db.user.findUnique({ where: { id: userId }, select: { id: true, email: true } }) : null;
+    const author = user ? { id: user.id, name: user.email } : null;
+    return ctx.db.$transaction((tx) => updateRootServer(tx, id, data, author));
+  }
+
+  /** Loads the confirmed server and opens an audited session; `fn` runs with it, then it closes. */
+  async function withSession<T>(payload: Payload, job: Job, fn: (s: RemoteSession, server: RootServer) => Promise<T>): Promise<T> {
+    const server = await loadRootServer(ctx.db, payload.root_server_id);
+    requireConfirmed(server);
+    const session = await openRemoteSession(ctx, server, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
+    try {
+      return await fn(session, server);
+    } finally {
+      session.close();
+    }
+  }
+
+  /** A failed step: the job fails with the step's (masked) output as its error. */
+  function stepFailed(session: RemoteSession, what: string, res: Parameters<typeof formatResult>[0]): never {
+    throw new UserError(session.mask(`${what}: ${formatResult(res).slice(-2000)}`));
+  }
+
+  async function noteFailure(serverId: number, action: string, err: unknown) {
+    await postMessage(ctx.db, {
+      model_name: ROOT_SERVER_MODEL,
+      rec_id: serverId,
+      body: `${action} failed: ${(err as Error).message}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+    });
+  }
+
+  return {
+    async root_server_run_cmd(payload, job) {
+      const id = payload.root_server_id;
+      try {
+        return await withSession(payload, job, async (session) => {
+          const res = await session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS });
+          await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: session.mask(formatResult(res, RUN_CMD_TIMEOUT_MS)) } });
+          return { exit_code: res.exitCode, timed_out: res.timedOut, truncated: res.truncated };
+        });
+      } catch (err) {
+        // No output to show: say why on the record.
+        await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: `[not run] ${(err as Error).message}` } }).catch(() => {});
+        throw err;
+      }
+    },
+
+    async root_server_setup_dir_structure(payload, job) {
+      try {
+        return await withSession(payload, job, async (session) => {
+          const base = ctx.config.ODOO_BASE_PATH;
+          const res = await session.run(setupDirStructureScript(base), { timeoutMs: SETUP_TIMEOUT_MS });
+          if (res.exitCode !== 0) stepFailed(session, `Creating the directories under ${base} failed`, res);
+          await setFields(payload.root_server_id, { dir_init_done: true }, payload.user_id);
+          return { base_path: base, directories: res.stdout.trim().split('\n') };
+        });
+      } catch (err) {
+        await noteFailure(payload.root_server_id, 'setup_dir_structure', err);
+        throw err;
+      }
+    },
+
+    async root_server_install_code_server(payload, job) {
+      try {
+        return await withSession(payload, job, async (session, server) => {
+          await job.updateProgress({ step: 'install', percent: 5 });
+          const install = await session.run(ctx.config.CODE_SERVER_INSTALL_CMD, { timeoutMs: INSTALL_TIMEOUT_MS });
+          // `curl ... | sh` exits 0 even when curl fails (no internet): what counts is the binary.
+          const found = await session.run(FIND_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
+          if (found.exitCode !== 0) {
+            stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install);
+          }
+          await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
+
+          await job.updateProgress({ step: 'configure', percent: 70 });
+          const password = (await ctx.box.reveal(server.code_server_password)) ?? '';
+          const config = codeServerConfig(server.code_server_port, password);
+          const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
+            stdin: config,
+            timeoutMs: SERVICE_TIMEOUT_MS,
+            label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${config}EOF`,
+          });
+          if (written.exitCode !== 0) stepFailed(session, 'Writing the code-server config failed', written);
+
+          await job.updateProgress({ step: 'start', percent: 85 });
+          const started = await session.run(START_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
+          if (started.exitCode !== 0) stepFailed(session, 'code-server is installed but did not start', started);
+          await setFields(server.id, { code_server_state: 'running' }, payload.user_id);
+          await job.updateProgress({ step: 'done', percent: 100 });
+          return { code_server_state: 'running', binary: found.stdout.trim() };
+        });
+      } catch (err) {
+        await noteFailure(payload.root_server_id, 'install_code_server', err);
+        throw err;
+      }
+    },
+
+    async root_server_remove_code_server(payload, job) {
+      try {
+        return await withSession(payload, job, async (session, server) => {
+          const res = await session.run(REMOVE_CODE_SERVER, { timeoutMs: INSTALL_TIMEOUT_MS });
+          if (res.exitCode !== 0) stepFailed(session, 'Removing code-server failed', res);
+          await setFields(server.id, { code_server_state: 'not_installed' }, payload.user_id);
+          return { code_server_state: 'not_installed' };
+        });
+      } catch (err) {
+        await noteFailure(payload.root_server_id, 'remove_code_server', err);
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,114 @@
+// Root server (spec §2.4) request and response shapes. Secrets (password, key,
+// code_server_password) are write-only: responses carry `<field>_set`.
+import { z } from 'zod';
+import { nullableTimestamp, secretFlags, timestamp } from '../core/http/schemas.js';
+import { MONITOR_INTERVALS, monitorLogOut } from '../monitoring/monitor-schemas.js';
+
+export const ROOT_SERVER_SECRETS = ['password', 'key', 'code_server_password'] as const;
+
+const host = z
+  .string()
+  .trim()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'must be a host name or an IP address');
+const username = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/, 'must be a user name');
+const port = z.number().int().min(1).max(65535);
+// A sudo password is fed to `sudo -S` as one line: it cannot contain a line break.
+const password = z
+  .string()
+  .max(1024)
+  .refine((v) => !/[\r\n]/.test(v), 'must not contain line breaks')
+  .nullable()
+  .describe('Write-only. Also the sudo password when sudo_user is set and sudo_user_no_password is not. "" or null clears it');
+const key = z
+  .string()
+  .max(32_768)
+  .nullable()
+  .describe('Write-only private key, OpenSSH or PEM format (RSA, Ed25519, ECDSA), without passphrase. "" or null clears it');
+export const hostKeyFingerprint = z
+  .string()
+  .regex(/^[a-z0-9@.-]+ SHA256:[A-Za-z0-9+/]{43}$/, 'must read "<algorithm> SHA256:<base64>", e.g. "ssh-ed25519 SHA256:..."');
+
+const editable = {
+  name: z.string().trim().max(200).nullable(),
+  ip: host,
+  username,
+  password,
+  key,
+  port,
+  sudo_user: z.boolean(),
+  sudo_user_no_password: z.boolean(),
+  monitor_update_interval: z.enum(MONITOR_INTERVALS),
+  code_server_port: port,
+  code_server_password: password.describe('Write-only password of the web code editor'),
+  code_server_domain: z.string().trim().max(253).nullable().describe('Domain or URL of the code editor; unset: http://<ip>:<code_server_port>'),
+  cmd: z.string().max(10_000).nullable().describe('Command run by run_cmd'),
+};
+
+export const rootServerCreate = z
+  .object({
+    ...editable,
+    uuid: z.uuid().optional().describe('Generated when omitted; unique'),
+  })
+  .partial()
+  .required({ ip: true })
+  .strict();
+
+export const rootServerUpdate = z
+  .object({
+    ...editable,
+    host_key: hostKeyFingerprint
+      .nullable()
+      .describe('The SSH host key to expect; null trusts the key presented at the next connection (see README)'),
+  })
+  .partial()
+  .strict();
+
+export const rootServerOut = z
+  .object({
+    id: z.number().int(),
+    name: z.string().nullable(),
+    ip: z.string(),
+    username: z.string(),
+    port: z.number().int(),
+    state: z.enum(['draft', 'confirmed', 'cancel']),
+    sudo_user: z.boolean(),
+    sudo_user_no_password: z.boolean(),
+    uuid: z.string(),
+    host_key: z.string().nullable().describe('Host key recorded at the first connection (trust on first use)'),
+    monitoring_enabled: z.boolean(),
+    monitor_update_interval: z.enum(MONITOR_INTERVALS),
+    server_state: z.enum(['no_monitor', 'online', 'warning', 'offline']),
+    monitor_failures: z.number().int().describe('Failed polls in a row'),
+    last_monitor_at: nullableTimestamp,
+    code_server_port: z.number().int(),
+    code_server_domain: z.string().nullable(),
+    code_server_state: z.enum(['not_installed', 'installed', 'running']),
+    dir_init_done: z.boolean(),
+    cmd: z.string().nullable(),
+    cmd_output: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    latest_metrics: monitorLogOut.omit({ root_server_id: true }).nullable().describe('The newest monitor log row'),
+  })
+  .extend(secretFlags(ROOT_SERVER_SECRETS).shape);
+
+export type RootServerOut = z.infer<typeof rootServerOut>;
+
+export const rootServerFilters = z.object({
+  state: z.enum(['draft', 'confirmed', 'cancel']).optional(),
+  server_state: z.enum(['no_monitor', 'online', 'warning', 'offline']).optional(),
+  ip: z.string().optional(),
+});
+
+export const runCmdBody = z
+  .object({ cmd: z.string().trim().min(1).max(10_000).optional() })
+  .strict()
+  .nullable()
+  .optional();

@@ -1,0 +1,48 @@
+// Reading and changing root server rows with their rules: tracked fields go to the chatter, and
+// SSH work needs a confirmed server (a cancelled one refuses every SSH action).
+import type { Db, DbTx } from '../core/db.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import type { Prisma, RootServer } from '../generated/prisma/client.js';
+import { trackChanges, type Author } from '../chatter/chatter-service.js';
+
+export const ROOT_SERVER_MODEL = 'svc.root.server';
+
+/** Fields whose changes are written to the chatter (the spec marks none; an operator wants these). */
+export const ROOT_SERVER_TRACKED = [
+  'name',
+  'ip',
+  'username',
+  'port',
+  'state',
+  'sudo_user',
+  'sudo_user_no_password',
+  'host_key',
+  'monitoring_enabled',
+  'monitor_update_interval',
+  'server_state',
+  'code_server_port',
+  'code_server_domain',
+  'code_server_state',
+  'dir_init_done',
+  'cmd',
+] as const;
+
+export async function loadRootServer(db: Db | DbTx, id: number): Promise<RootServer> {
+  const server = await db.rootServer.findUnique({ where: { id } });
+  if (!server) throw new NotFoundError('Root server');
+  return server;
+}
+
+/** Updates a root server and records the tracked changes, in the caller's transaction. */
+export async function updateRootServer(tx: DbTx, id: number, data: Prisma.RootServerUpdateInput, author: Author | null = null) {
+  const before = await loadRootServer(tx, id);
+  const after = await tx.rootServer.update({ where: { id }, data });
+  await trackChanges(tx, { model_name: ROOT_SERVER_MODEL, rec_id: id }, ROOT_SERVER_TRACKED, before, after, author);
+  return after;
+}
+
+/** SSH actions need a confirmed server: a draft one has not proven its credentials, a cancelled one is disabled. */
+export function requireConfirmed(server: Pick<RootServer, 'state'>) {
+  if (server.state === 'cancel') throw new ConflictError('The root server is cancelled: it refuses every SSH action');
+  if (server.state !== 'confirmed') throw new ConflictError('Confirm the root server first (actions/confirm tests its SSH connection)');
+}

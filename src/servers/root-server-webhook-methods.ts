@@ -1,0 +1,30 @@
+// Root server methods that an inbound webhook may name as trigger_action (DESIGN §3: a registry in
+// code). Only actions that are safe for anyone holding the webhook URL: they queue or schedule work
+// the operator already configured and are harmless when repeated. Not offered: confirm, reset_draft
+// and cancel (they change the server's life cycle), install/remove_code_server (long, destructive
+// or download from the internet), open_code_server (answers a URL nobody would read).
+import type { AppContext } from '../context.js';
+import type { WebhookMethodTable } from '../webhooks/webhook-methods.js';
+import { createRootServerService } from './root-server-service.js';
+
+export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {
+  const service = createRootServerService(ctx);
+  return {
+    'svc.root.server': {
+      /** Runs the stored `cmd` (e.g. a restart script) as a job. */
+      action_run_cmd: async (recId, { tx }) => {
+        await service.runCmd(recId, undefined, null, tx);
+      },
+      /** Creates the directory layout (idempotent: mkdir -p). */
+      action_setup_dir_structure: async (recId, { tx }) => {
+        await service.enqueue('setup_dir_structure', recId, null, tx);
+      },
+      action_start_monitor: async (recId, { tx }) => {
+        await service.startMonitor(recId, null, tx);
+      },
+      action_stop_monitor: async (recId, { tx }) => {
+        await service.stopMonitor(recId, null, tx);
+      },
+    },
+  };
+}

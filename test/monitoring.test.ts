@@ -1,0 +1,314 @@
+// Monitoring on real parts: a real OpenSSH server on loopback (test/helpers/sshd.ts) whose /proc is
+// this machine's, real BullMQ job schedulers and workers on Redis (two worker contexts sharing one
+// Redis and one PostgreSQL stand for two worker processes), real PostgreSQL for rows and chatter.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import pino from 'pino';
+import type { Job } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { createContext, type AppContext } from '../src/context.js';
+import { startWorkers, type Workers } from '../src/worker.js';
+import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
+import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
+import { deleteOldMonitorLogs } from '../src/monitoring/monitor-log-service.js';
+import { serverStateOf, type Metrics } from '../src/monitoring/proc-metrics.js';
+import { createTestContext, type TestContext } from './helpers/context.js';
+import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+let ctx: TestContext;
+let app: FastifyInstance;
+let workers: Workers;
+let as: { user: Caller; operator: Caller; admin: Caller };
+let sshd: Sshd;
+
+beforeAll(async () => {
+  sshd = await startSshd();
+  ctx = await createTestContext();
+  app = await buildApp(ctx);
+  workers = await startWorkers(ctx);
+  as = await callers(ctx);
+});
+afterAll(async () => {
+  await workers.close();
+  await app.close();
+  await ctx.cleanup();
+  await sshd.stop();
+});
+
+const passwordLogin = { username: TEST_USERS.password.name, password: TEST_USERS.password.password };
+const keyLogin = () => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh });
+
+const act = (id: number, name: string) => request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}` });
+const patch = (id: number, payload: object) => request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${id}`, payload });
+const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
+const rowCount = (id: number) => ctx.db.monitorLog.count({ where: { root_server_id: id } });
+const logins = (user: string) => sshd.logText().split('\n').filter((l) => l.includes(`Accepted`) && l.includes(` for ${user} from`)).length;
+const scheduler = (id: number) => ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(id));
+
+async function confirmedServer(body: Record<string, unknown>) {
+  const res = await request(app, as.operator, {
+    method: 'POST',
+    url: '/api/v1/root-servers',
+    payload: { ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...body },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const confirmed = await act(res.json().id, 'confirm');
+  expect(confirmed.statusCode, confirmed.body).toBe(200);
+  return confirmed.json();
+}
+
+const messages = (id: number) =>
+  ctx.db.message.findMany({ where: { model_name: 'svc.root.server', rec_id: id, message_type: 'notification' }, orderBy: { id: 'asc' } });
+
+describe('start_monitor → polls → stop_monitor', () => {
+  it('collects sane metrics, reuses one SSH connection, marks dead and hanging servers offline after 3 failures, and stops', async () => {
+    const good = await confirmedServer(passwordLogin);
+    const dead = await confirmedServer(keyLogin());
+    const closedPort = await freePort();
+    expect((await patch(dead.id, { port: closedPort })).json()).toMatchObject({ port: closedPort, host_key: null });
+    // A server that accepts TCP but never answers: each poll of it waits for its timeout.
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentPort = (silent.address() as { port: number }).port;
+    const hanging = await confirmedServer(keyLogin());
+    await patch(hanging.id, { port: silentPort });
+    const loginsBefore = logins(TEST_USERS.password.name);
+
+    expect((await act(good.id, 'start_monitor')).json()).toMatchObject({ monitoring_enabled: true, server_state: 'no_monitor' });
+    expect((await act(dead.id, 'start_monitor')).statusCode).toBe(200);
+    expect((await act(hanging.id, 'start_monitor')).statusCode).toBe(200);
+    expect(await scheduler(good.id)).toMatchObject({ every: 5000 });
+
+    // All are polled in the same intervals: the dead and the hanging one do not hold the good one back.
+    await expect.poll(async () => (await getServer(dead.id)).server_state, { timeout: 30_000, interval: 500 }).toBe('offline');
+    await expect.poll(async () => (await getServer(hanging.id)).server_state, { timeout: 30_000, interval: 500 }).toBe('offline');
+    await act(hanging.id, 'stop_monitor');
+    silent.close();
+    expect(await rowCount(good.id)).toBeGreaterThanOrEqual(3);
+
+    // Metrics: this machine's, since sshd runs here.
+    const rows = await ctx.db.monitorLog.findMany({ where: { root_server_id: good.id }, orderBy: { created_at: 'asc' } });
+    const memTotal = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+    for (const row of rows) {
+      for (const p of [row.cpu_percent, row.ram_percent, row.disk_percent]) {
+        expect(p).toBeGreaterThanOrEqual(0);
+        expect(p).toBeLessThanOrEqual(100);
+      }
+      expect(Number(row.ram_total_bytes)).toBe(memTotal);
+      expect(Number(row.ram_used_bytes)).toBeGreaterThan(0);
+      expect(Number(row.disk_total_bytes)).toBeGreaterThan(Number(row.disk_used_bytes));
+      expect(row.net_rx_bytes_per_s).toBeGreaterThanOrEqual(0);
+      expect(row.load_1).toBeGreaterThanOrEqual(0);
+    }
+    // One SSH login for all those polls: the connection is reused.
+    expect(logins(TEST_USERS.password.name) - loginsBefore).toBe(1);
+
+    const representation = await getServer(good.id);
+    const last = rows.at(-1)!;
+    expect(representation.latest_metrics).toMatchObject({ cpu_percent: last.cpu_percent, ram_total_bytes: memTotal });
+    expect(representation.server_state).toBe(serverStateOf(representation.latest_metrics as Metrics));
+    expect(representation.monitor_failures).toBe(0);
+    // On this shared machine the CPU may be busy enough for `warning`: either is a valid first state.
+    expect((await messages(good.id))[0]!.body).toMatch(/^Server state: no_monitor → (online|warning)\./);
+
+    // The good server never failed a poll while the others hung or were refused.
+    expect((await messages(good.id)).every((m) => !m.body.includes('offline'))).toBe(true);
+    expect((await messages(hanging.id)).map((m) => m.body)).toEqual([
+      `Server state: no_monitor → offline. 3 failed polls in a row; last error: Timed out after 4 s connecting to 127.0.0.1:${silentPort} (no SSH answer)`,
+    ]);
+
+    const deadNow = await getServer(dead.id);
+    expect(deadNow.monitor_failures).toBeGreaterThanOrEqual(3);
+    expect(deadNow.latest_metrics).toBeNull();
+    expect((await messages(dead.id)).map((m) => m.body)).toEqual([
+      `Server state: no_monitor → offline. 3 failed polls in a row; last error: Connection refused by 127.0.0.1:${closedPort}: no SSH server listens on port ${closedPort}`,
+    ]);
+
+    // Stop: the schedule goes, no row is written after the stop, server_state → no_monitor.
+    expect((await act(good.id, 'stop_monitor')).json()).toMatchObject({ monitoring_enabled: false, server_state: 'no_monitor' });
+    await act(dead.id, 'stop_monitor');
+    const [{ stopped_at }] = await ctx.db.$queryRaw<[{ stopped_at: Date }]>`SELECT now() AS stopped_at`;
+    expect(await scheduler(good.id)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 6000)); // longer than one interval
+    expect(await ctx.db.monitorLog.count({ where: { root_server_id: good.id, created_at: { gt: stopped_at } } })).toBe(0);
+    expect((await getServer(good.id)).server_state).toBe('no_monitor');
+  });
+});
+
+describe('monitor-logs', () => {
+  it('raw rows oldest first, and per-bucket averages', async () => {
+    const server = await confirmedServer(keyLogin());
+    const now = Date.now();
+    for (const [minutesAgo, cpu] of [[50, 10], [49, 20], [20, 40], [19, 60], [18, 80]] as const) {
+      await ctx.db.$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes,
+        ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
+        VALUES (${server.id}, ${new Date(now - minutesAgo * 60_000)}, ${cpu}, 100, 200, 50, 300, 600, 50, 1, 2, 0.1, 0.2, 0.3)`;
+    }
+    const url = `/api/v1/root-servers/${server.id}/monitor-logs`;
+    const raw = (await request(app, as.user, { method: 'GET', url })).json();
+    expect(raw.total).toBe(5);
+    expect(raw.items.map((r: { cpu_percent: number }) => r.cpu_percent)).toEqual([10, 20, 40, 60, 80]);
+    expect(raw.items[0]).toMatchObject({ root_server_id: server.id, ram_total_bytes: 200, load_15: 0.3 });
+
+    const paged = (await request(app, as.user, { method: 'GET', url: `${url}?limit=2&offset=1` })).json();
+    expect(paged.items.map((r: { cpu_percent: number }) => r.cpu_percent)).toEqual([20, 40]);
+
+    const from = new Date(now - 55 * 60_000).toISOString();
+    const buckets = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}` })).json();
+    expect(buckets.items.reduce((n: number, b: { samples: number }) => n + b.samples, 0)).toBe(5);
+    const avg = (buckets.items as { cpu_percent: number; samples: number }[]).map((b) => [b.samples, b.cpu_percent]);
+    // 50 and 49 minutes ago share a 15-minute bucket unless a boundary falls between them.
+    expect(avg.flat().every((v) => Number.isFinite(v))).toBe(true);
+    expect(buckets.items.reduce((s: number, b: { cpu_percent: number; samples: number }) => s + b.cpu_percent * b.samples, 0)).toBeCloseTo(210);
+
+    const window = (await request(app, as.user, { method: 'GET', url: `${url}?from=${new Date(now - 30 * 60_000).toISOString()}` })).json();
+    expect(window.total).toBe(3);
+    const bad = await request(app, as.user, { method: 'GET', url: `${url}?bucket=5x` });
+    expect(bad.statusCode).toBe(400);
+    const reversed = await request(app, as.user, { method: 'GET', url: `${url}?from=${new Date(now).toISOString()}&to=${from}` });
+    expect(reversed.json().error.message).toBe('from must be before to');
+    expect((await request(app, as.user, { method: 'GET', url: '/api/v1/root-servers/999999/monitor-logs' })).statusCode).toBe(404);
+  });
+});
+
+describe('failures, backoff and reconnection (the poll handler called directly)', () => {
+  it('offline after exactly 3 failed polls, then retries with a growing delay', async () => {
+    const server = await confirmedServer(keyLogin());
+    await patch(server.id, { port: await freePort() });
+    // Monitoring on, without a schedule: this test drives the polls itself.
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const poll = createMonitorPoller(ctx);
+    expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 1, server_state: 'online' });
+    expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 2, server_state: 'online' });
+    expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 3, server_state: 'offline' });
+    expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'backoff' });
+    expect((await messages(server.id)).map((m) => m.body)).toEqual([expect.stringMatching(/^Server state: online → offline\. 3 failed polls in a row; last error: Connection refused/)]);
+    // A poll for a server whose monitoring is off does nothing.
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
+    expect((await getServer(server.id)).monitor_failures).toBe(3);
+  });
+
+  it('reconnects when the connection drops', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
+    const poll = createMonitorPoller(ctx);
+    const before = logins(TEST_USERS.password.name);
+    expect((await poll(server.id)).outcome).toBe('ok');
+    expect((await poll(server.id)).outcome).toBe('ok');
+    expect(logins(TEST_USERS.password.name) - before).toBe(1);
+
+    await sshd.restart({ dropConnections: true });
+    // The first poll after the drop may find the connection dead (a failure); the next reconnects.
+    let result = await poll(server.id);
+    if (result.outcome !== 'ok') result = await poll(server.id);
+    expect(result.outcome).toBe('ok');
+    expect(logins(TEST_USERS.password.name) - before).toBe(2);
+    expect((await getServer(server.id)).monitor_failures).toBe(0);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+  });
+});
+
+describe('schedules', () => {
+  it('changing the interval while monitoring reschedules; cancel stops monitoring', async () => {
+    const server = await confirmedServer(keyLogin());
+    await act(server.id, 'start_monitor');
+    expect(await scheduler(server.id)).toMatchObject({ every: 5000 });
+    expect((await patch(server.id, { monitor_update_interval: '30s' })).statusCode).toBe(200);
+    expect(await scheduler(server.id)).toMatchObject({ every: 30_000 });
+    const cancelled = (await act(server.id, 'cancel')).json();
+    expect(cancelled).toMatchObject({ state: 'cancel', monitoring_enabled: false, server_state: 'no_monitor' });
+    expect(await scheduler(server.id)).toBeUndefined();
+  });
+
+  it('start_monitor needs a confirmed server', async () => {
+    const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: sshd.host, ...keyLogin() } });
+    const started = await act(res.json().id, 'start_monitor');
+    expect(started.statusCode).toBe(409);
+    expect(await scheduler(res.json().id)).toBeUndefined();
+  });
+
+  it('worker start restores lost schedules, removes stray ones and registers the daily retention', async () => {
+    const server = await confirmedServer(keyLogin());
+    const stray = await confirmedServer(keyLogin());
+    await act(server.id, 'start_monitor');
+    await ctx.queues.unschedule('monitor_poll', monitorSchedulerId(server.id)); // as if Redis lost it
+    // As if a start_monitor transaction had rolled back after scheduling.
+    await ctx.queues.schedule(monitorSchedulerId(stray.id), { every: 5000 }, 'monitor_poll', { root_server_id: stray.id });
+    await registerMonitorSchedules(ctx);
+    expect(await scheduler(server.id)).toMatchObject({ every: 5000 });
+    expect(await scheduler(stray.id)).toBeUndefined();
+    expect(await ctx.queues.queue('maintenance').getJobScheduler('monitor-log-retention')).toMatchObject({ pattern: '17 3 * * *', tz: 'UTC' });
+    await act(server.id, 'stop_monitor');
+  });
+});
+
+describe('two worker processes', () => {
+  it('never poll one server twice in one interval', async () => {
+    // A second, independent context: its own Redis and PostgreSQL connections, same queues and data.
+    const ctx2: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
+    const workers2 = await startWorkers(ctx2);
+    const seen: { worker: string; jobId: string }[] = [];
+    const watch = (w: Workers, name: string) =>
+      w.workers.find((x) => x.name === 'monitor')!.on('completed', (job: Job) => seen.push({ worker: name, jobId: job.id! }));
+    watch(workers, 'A');
+    watch(workers2, 'B');
+    try {
+      const servers: { id: number }[] = [];
+      for (let i = 0; i < 4; i++) servers.push(await confirmedServer(keyLogin()));
+      const started = Date.now();
+      for (const s of servers) await act(s.id, 'start_monitor');
+      await new Promise((r) => setTimeout(r, 12_000));
+      for (const s of servers) await act(s.id, 'stop_monitor');
+      const elapsed = Date.now() - started;
+
+      const ids = seen.map((s) => s.jobId).filter((id) => servers.some((s) => id.includes(`${monitorSchedulerId(s.id)}:`)));
+      expect(new Set(ids).size).toBe(ids.length); // no job ran twice
+      for (const s of servers) {
+        // Scheduler job ids are "repeat:<scheduler>:<due time>": one per interval slot.
+        const slots = ids.filter((id) => id.includes(`${monitorSchedulerId(s.id)}:`)).map((id) => Number(id.split(':').at(-1)));
+        expect(slots.length).toBeGreaterThanOrEqual(2);
+        expect(slots.length).toBeLessThanOrEqual(Math.floor(elapsed / 5000) + 1);
+        const sorted = [...slots].sort((a, b) => a - b);
+        for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBe(5000);
+        expect(await rowCount(s.id)).toBeLessThanOrEqual(slots.length); // one row per poll at most
+      }
+      // Both processes took part.
+      expect(new Set(seen.map((s) => s.worker))).toEqual(new Set(['A', 'B']));
+    } finally {
+      await workers2.close();
+      await ctx2.close();
+    }
+  });
+});
+
+describe('retention', () => {
+  it('deletes only rows older than the Keep Root Server Log Period, in batches', async () => {
+    const server = await confirmedServer(keyLogin());
+    const insert = (ageMs: number) => ctx.db.$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent,
+      ram_used_bytes, ram_total_bytes, ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s,
+      load_1, load_5, load_15) VALUES (${server.id}, ${new Date(Date.now() - ageMs)}, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)`;
+    const day = 24 * 3600_000;
+    for (let i = 0; i < 5; i++) await insert(3 * day + i * 60_000);
+    for (let i = 0; i < 3; i++) await insert(day + i * 60_000);
+    for (let i = 0; i < 2; i++) await insert(60_000);
+
+    // The daily job with the default period (2 days).
+    const jobId = await ctx.queues.enqueue('monitor_log_retention', {});
+    const job = await waitForJob(app, as.user, jobId);
+    expect(job).toMatchObject({ state: 'completed', result: { deleted: 5, days: 2 }, progress: { deleted: 5 } });
+    expect(await rowCount(server.id)).toBe(5);
+
+    // A shorter period from the settings, in batches of 2: 3 rows go in 2 full batches and a last one.
+    await request(app, as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { keep_root_server_log_period: 1 } });
+    const batches: number[] = [];
+    const result = await deleteOldMonitorLogs(ctx.db, 1, { batchSize: 2, afterBatch: (d) => batches.push(d) });
+    expect(result.deleted).toBe(3);
+    expect(batches).toEqual([2, 3]);
+    expect(await rowCount(server.id)).toBe(2);
+  });
+});

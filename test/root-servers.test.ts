@@ -1,0 +1,488 @@
+// Root servers through the HTTP API and the real BullMQ workers, against a real OpenSSH server on
+// loopback (test/helpers/sshd.ts) with real users and sudoers entries, real PostgreSQL and Redis.
+// The code editor install command is a local script (the machine has no internet) that installs a
+// small HTTP server as "code-server"; the test fetches the editor URL from it. The no-internet case
+// runs the real curl against an unresolvable host.
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { startWorkers, type Workers } from '../src/worker.js';
+import { rootServerWebhookMethods } from '../src/servers/root-server-webhook-methods.js';
+import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
+import { createTestContext, type TestContext } from './helpers/context.js';
+import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+let ctx: TestContext;
+let app: FastifyInstance;
+let workers: Workers;
+let as: { user: Caller; operator: Caller; admin: Caller };
+let sshd: Sshd;
+let scratch: string;
+let basePath: string;
+
+const CODE_SERVER_PASSWORD = 'Editor-pw-71c2e9';
+
+/** A stand-in for the official install script: installs ~/.local/bin/code-server, an HTTP server on the configured port. */
+function fakeInstallScript(): string {
+  const binary = [
+    '#!/bin/sh',
+    '# fake code-server: serves HTTP on the port of bind-addr in --config <file>',
+    'PORT=$(sed -n "s/^bind-addr: .*:\\([0-9]*\\)$/\\1/p" "$2")',
+    `exec ${process.execPath} -e "require('http').createServer((q, s) => s.end('fake code-server')).listen($PORT)"`,
+  ].join('\n');
+  return ['set -e', 'mkdir -p "$HOME/.local/bin"', `cat > "$HOME/.local/bin/code-server" <<'EOF'\n${binary}\nEOF`, 'chmod 755 "$HOME/.local/bin/code-server"', 'echo "installed code-server (test script)"'].join('\n');
+}
+
+beforeAll(async () => {
+  sshd = await startSshd();
+  scratch = await mkdtemp(path.join(tmpdir(), 'svc-root-servers-'));
+  await chmod(scratch, 0o777);
+  basePath = path.join(scratch, 'opt', 'odoo');
+  const installScript = path.join(scratch, 'install-code-server.sh');
+  await writeFile(installScript, fakeInstallScript(), { mode: 0o755 });
+  ctx = await createTestContext({ ODOO_BASE_PATH: basePath, CODE_SERVER_INSTALL_CMD: `sh ${installScript}` });
+  app = await buildApp(ctx);
+  workers = await startWorkers(ctx);
+  as = await callers(ctx);
+});
+
+afterAll(async () => {
+  await workers.close();
+  await app.close();
+  await ctx.cleanup();
+  await sshd.stop();
+  // A fake editor left running by a failed test: stop it by its pid.
+  const pidFile = `/home/${TEST_USERS.password.name}/.local/state/svc-code-server/pid`;
+  const pid = Number(await readFile(pidFile, 'utf8').catch(() => ''));
+  if (pid > 0) {
+    try {
+      process.kill(pid);
+    } catch {
+      /* already gone */
+    }
+  }
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const credentials = {
+  password: () => ({ username: TEST_USERS.password.name, password: TEST_USERS.password.password }),
+  key: () => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh }),
+  sudoNoPassword: () => ({
+    username: TEST_USERS.sudoNoPassword.name,
+    password: TEST_USERS.sudoNoPassword.password,
+    sudo_user: true,
+    sudo_user_no_password: true,
+  }),
+  sudoPassword: () => ({ username: TEST_USERS.sudoPassword.name, password: TEST_USERS.sudoPassword.password, sudo_user: true }),
+};
+
+async function createServer(body: Record<string, unknown>) {
+  const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: sshd.host, port: sshd.port, ...body } });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json();
+}
+
+const act = (id: number, name: string, payload?: object, caller: Caller = as.operator) =>
+  request(app, caller, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}`, payload });
+
+async function confirmedServer(body: Record<string, unknown>) {
+  const server = await createServer(body);
+  const res = await act(server.id, 'confirm');
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+async function runJob(id: number, name: string, payload?: object) {
+  const res = await act(id, name, payload);
+  expect(res.statusCode, res.body).toBe(202);
+  return waitForJob(app, as.operator, res.json().job_id, 60_000);
+}
+
+const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
+const actionLogs = (id: number) => ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: id }, orderBy: { id: 'asc' } });
+
+describe('root server resource', () => {
+  it('creates with the spec defaults; secrets are encrypted and write-only; uuid generated', async () => {
+    const res = await request(app, as.operator, {
+      method: 'POST',
+      url: '/api/v1/root-servers',
+      payload: { ip: '10.0.0.5', password: 'ssh-secret-1', code_server_password: 'cs-secret-1' },
+    });
+    expect(res.statusCode).toBe(201);
+    const out = res.json();
+    expect(out).toMatchObject({
+      ip: '10.0.0.5',
+      username: 'root',
+      port: 22,
+      state: 'draft',
+      sudo_user: false,
+      sudo_user_no_password: false,
+      monitoring_enabled: false,
+      monitor_update_interval: '1m',
+      server_state: 'no_monitor',
+      code_server_port: 8080,
+      code_server_state: 'not_installed',
+      dir_init_done: false,
+      host_key: null,
+      password_set: true,
+      key_set: false,
+      code_server_password_set: true,
+      latest_metrics: null,
+    });
+    expect(out.uuid).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.body).not.toContain('ssh-secret-1');
+    expect(res.body).not.toContain('cs-secret-1');
+    const [raw] = await ctx.db.$queryRaw<{ password: string; code_server_password: string }[]>`
+      SELECT password, code_server_password FROM root_servers WHERE id = ${out.id}`;
+    expect(raw!.password).toMatch(/^v\d+:/);
+    expect(await ctx.box.decrypt(raw!.password)).toBe('ssh-secret-1');
+    expect(await ctx.box.decrypt(raw!.code_server_password)).toBe('cs-secret-1');
+
+    const other = await createServer({ ip: '10.0.0.6' });
+    expect(other.uuid).not.toBe(out.uuid);
+  });
+
+  it('a duplicate uuid is a 409 conflict', async () => {
+    const uuid = '0d6a3c57-5c43-4d2e-9d7f-4a8f7f1c2b11';
+    await createServer({ ip: '10.0.0.7', uuid });
+    const dup = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.8', uuid } });
+    expect(dup.statusCode).toBe(409);
+  });
+
+  it('refuses bad input with a clear error and stores nothing', async () => {
+    const before = await ctx.db.rootServer.count();
+    const cases = [
+      { ip: '' },
+      { ip: 'a b' },
+      { ip: '10.0.0.9', port: 70000 },
+      { ip: '10.0.0.9', monitor_update_interval: '2m' },
+      { ip: '10.0.0.9', state: 'confirmed' },
+      { ip: '10.0.0.9', password: 'two\nlines' },
+    ];
+    for (const payload of cases) {
+      const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json().error.code).toBe('validation_error');
+    }
+    const encrypted = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.9', key: sshd.keys.encrypted } });
+    expect(encrypted.statusCode).toBe(400);
+    expect(encrypted.json().error).toMatchObject({ code: 'validation_error', details: { field: 'key' } });
+    expect(encrypted.json().error.message).toMatch(/protected by a passphrase/);
+    const garbage = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.9', key: 'not a key' } });
+    expect(garbage.json().error.message).toBe('Not a private key in OpenSSH or PEM format');
+    expect(await ctx.db.rootServer.count()).toBe(before);
+  });
+
+  it('users read; only operators write and run actions', async () => {
+    const server = await createServer({ ip: '10.0.0.10' });
+    expect((await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(200);
+    const list = await request(app, as.user, { method: 'GET', url: '/api/v1/root-servers?state=draft' });
+    expect(list.json().items.every((s: { state: string }) => s.state === 'draft')).toBe(true);
+    expect((await request(app, as.user, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.11' } })).statusCode).toBe(403);
+    expect((await request(app, as.user, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { port: 23 } })).statusCode).toBe(403);
+    expect((await act(server.id, 'confirm', undefined, as.user)).statusCode).toBe(403);
+    expect((await act(server.id, 'run_cmd', { cmd: 'id' }, as.user)).statusCode).toBe(403);
+    expect((await request(app, null, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(401);
+  });
+});
+
+describe('confirm', () => {
+  it('neither password nor key: 400 user_error, still draft', async () => {
+    const server = await createServer({ username: 'root' });
+    const res = await act(server.id, 'confirm');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({ code: 'user_error', message: 'Set a password or a private key before confirming' });
+    expect((await getServer(server.id)).state).toBe('draft');
+  });
+
+  it('wrong password: 400 user_error carrying the SSH error; the attempt is in the action log', async () => {
+    const server = await createServer({ username: TEST_USERS.password.name, password: 'wrong-password-x' });
+    const res = await act(server.id, 'confirm');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({
+      code: 'user_error',
+      message: `Authentication failed for ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}: the server refused the password`,
+    });
+    expect((await getServer(server.id)).state).toBe('draft');
+    const [log] = await actionLogs(server.id);
+    expect(log).toMatchObject({ action_type: 'ssh_command', status: 'failure', input_text: `ssh ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}` });
+    expect(log!.output_text).toMatch(/Authentication failed/);
+  });
+
+  it('closed port: 400 user_error "connection refused"', async () => {
+    const port = await freePort();
+    const server = await createServer({ ...credentials.password(), port });
+    const res = await act(server.id, 'confirm');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toBe(`Connection refused by 127.0.0.1:${port}: no SSH server listens on port ${port}`);
+  });
+
+  it.each(['password', 'key', 'sudoNoPassword', 'sudoPassword'] as const)('succeeds with %s credentials and records the host key', async (kind) => {
+    const server = await createServer(credentials[kind]());
+    const res = await act(server.id, 'confirm');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ state: 'confirmed', host_key: sshd.hostKey });
+    const logs = await actionLogs(server.id);
+    const expectedUser = kind.startsWith('sudo') ? 'root' : credentials[kind]().username;
+    expect(logs.find((l) => l.input_text === 'id -un')).toMatchObject({ status: 'success', output_text: `${expectedUser}\n[exit code 0]` });
+    expect(logs.at(-1)).toMatchObject({ action_type: 'server_action', input_text: 'confirm', output_text: 'state: confirmed', user_id: as.operator.userId });
+    const messages = await ctx.db.message.findMany({ where: { model_name: 'svc.root.server', rec_id: server.id }, include: { tracking_values: true } });
+    expect(messages.flatMap((m) => m.tracking_values)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'state', old_value: 'draft', new_value: 'confirmed' })]),
+    );
+  });
+
+  it('sudo configured without password for a user that needs one: 400 saying sudo failed', async () => {
+    const server = await createServer({ ...credentials.sudoPassword(), sudo_user_no_password: true });
+    const res = await act(server.id, 'confirm');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/^Connected, but running a command with sudo failed: .*a password is required/s);
+  });
+
+  it('confirm twice is a conflict', async () => {
+    const server = await confirmedServer(credentials.password());
+    expect((await act(server.id, 'confirm')).statusCode).toBe(409);
+  });
+});
+
+describe('state transitions', () => {
+  it('reset_draft and cancel; a cancelled server refuses every SSH action', async () => {
+    const server = await confirmedServer(credentials.password());
+    const draft = await act(server.id, 'reset_draft');
+    expect(draft.json().state).toBe('draft');
+    expect((await act(server.id, 'run_cmd', { cmd: 'id' })).json().error.message).toMatch(/^Confirm the root server first/);
+    await act(server.id, 'confirm');
+    const cancelled = await act(server.id, 'cancel');
+    expect(cancelled.json().state).toBe('cancel');
+
+    const jobsBefore = await ctx.queues.queue('ssh').getJobCounts();
+    for (const name of ['run_cmd', 'setup_dir_structure', 'install_code_server', 'remove_code_server', 'start_monitor', 'open_code_server', 'confirm']) {
+      const res = await act(server.id, name, name === 'run_cmd' ? { cmd: 'id' } : undefined);
+      expect(res.statusCode, name).toBe(409);
+      expect(res.json().error.message, name).toMatch(/cancelled/);
+    }
+    expect(await ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
+    // Back to draft, then confirmed again.
+    expect((await act(server.id, 'reset_draft')).json().state).toBe('draft');
+    expect((await act(server.id, 'confirm')).json().state).toBe('confirmed');
+  });
+});
+
+describe('run_cmd', () => {
+  it('runs the command in a job: output, exit code, cmd stored, action log', async () => {
+    const server = await confirmedServer(credentials.password());
+    const job = await runJob(server.id, 'run_cmd', { cmd: 'echo hello; echo oops >&2; exit 3' });
+    expect(job).toMatchObject({ state: 'completed', name: 'root_server_run_cmd', result: { exit_code: 3, timed_out: false, truncated: false } });
+    const after = await getServer(server.id);
+    expect(after.cmd).toBe('echo hello; echo oops >&2; exit 3');
+    expect(after.cmd_output).toBe('hello\n[stderr]\noops\n[exit code 3]');
+    const log = (await actionLogs(server.id)).find((l) => l.job_id === job.id);
+    expect(log).toMatchObject({
+      action_type: 'ssh_command',
+      status: 'failure',
+      input_text: 'echo hello; echo oops >&2; exit 3',
+      output_text: 'hello\n[stderr]\noops\n[exit code 3]',
+      user_id: as.operator.userId,
+    });
+
+    // Without a body the stored command runs.
+    const again = await runJob(server.id, 'run_cmd');
+    expect(again.result.exit_code).toBe(3);
+  });
+
+  it('without any command: 400', async () => {
+    const server = await confirmedServer(credentials.password());
+    const res = await act(server.id, 'run_cmd');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('user_error');
+  });
+
+  it.each(['sudoNoPassword', 'sudoPassword'] as const)('with sudo (%s) runs as root; the password is in no log', async (kind) => {
+    const server = await confirmedServer(credentials[kind]());
+    const job = await runJob(server.id, 'run_cmd', { cmd: 'id -un; ps -eo args | grep -c "[s]udo"' });
+    expect(job.result.exit_code).toBe(0);
+    expect((await getServer(server.id)).cmd_output).toMatch(/^root\n/);
+    const password = credentials[kind]().password;
+    for (const log of await actionLogs(server.id)) expect(`${log.input_text}${log.output_text}`).not.toContain(password);
+    expect(ctx.logText()).not.toContain(password);
+  });
+
+  it('output containing the server password is masked in cmd_output and the action log', async () => {
+    const server = await confirmedServer(credentials.password());
+    const job = await runJob(server.id, 'run_cmd', { cmd: `echo "pw is ${TEST_USERS.password.password}"` });
+    expect(job.state).toBe('completed');
+    expect((await getServer(server.id)).cmd_output).toBe('pw is ********\n[exit code 0]');
+    const log = (await actionLogs(server.id)).find((l) => l.job_id === job.id)!;
+    expect(log.input_text).toBe('echo "pw is ********"');
+    expect(log.output_text).not.toContain(TEST_USERS.password.password);
+  });
+});
+
+describe('setup_dir_structure', () => {
+  it('creates the layout under ODOO_BASE_PATH with sudo -S, then dir_init_done', async () => {
+    const server = await confirmedServer(credentials.sudoPassword());
+    const job = await runJob(server.id, 'setup_dir_structure');
+    expect(job.state, job.error).toBe('completed');
+    const dirs = ['addons', 'custom-addons', 'config', 'data', 'logs', 'backups'].map((d) => `${basePath}/${d}`);
+    expect(job.result).toEqual({ base_path: basePath, directories: dirs });
+    for (const dir of dirs) {
+      const info = await stat(dir);
+      expect(info.isDirectory()).toBe(true);
+      expect(info.uid).toBe(0); // created through sudo
+    }
+    expect((await getServer(server.id)).dir_init_done).toBe(true);
+    expect((await actionLogs(server.id)).some((l) => l.job_id === job.id && l.input_text.startsWith('set -e; mkdir -p'))).toBe(true);
+  });
+
+  it('a failure leaves dir_init_done false and says why', async () => {
+    // Without sudo, the password user may not create directories in root's home.
+    const configured = ctx.config.ODOO_BASE_PATH;
+    ctx.config.ODOO_BASE_PATH = '/root/svc-test/odoo';
+    const server = await confirmedServer(credentials.password());
+    const job = await runJob(server.id, 'setup_dir_structure').finally(() => (ctx.config.ODOO_BASE_PATH = configured));
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(/^Creating the directories under \/root\/svc-test\/odoo failed: .*Permission denied/s);
+    expect((await getServer(server.id)).dir_init_done).toBe(false);
+    const notes = await ctx.db.message.findMany({ where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' } });
+    expect(notes.map((n) => n.body)).toEqual([expect.stringMatching(/^setup_dir_structure failed: Creating the directories/)]);
+  });
+});
+
+describe('code editor', () => {
+  it('install_code_server needs a code_server_password', async () => {
+    const server = await confirmedServer(credentials.password());
+    const res = await act(server.id, 'install_code_server');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/code_server_password/);
+  });
+
+  it('installs, runs with the stored password, opens, and is removed', async () => {
+    const port = await freePort();
+    const server = await confirmedServer({ ...credentials.password(), code_server_port: port, code_server_password: CODE_SERVER_PASSWORD });
+    expect((await act(server.id, 'open_code_server')).statusCode).toBe(409);
+
+    const job = await runJob(server.id, 'install_code_server');
+    expect(job.state, job.error).toBe('completed');
+    expect(job.progress).toEqual({ step: 'done', percent: 100 });
+    expect(job.result.code_server_state).toBe('running');
+    expect((await getServer(server.id)).code_server_state).toBe('running');
+
+    const home = `/home/${TEST_USERS.password.name}`;
+    const configFile = `${home}/.config/code-server/config.yaml`;
+    expect(await readFile(configFile, 'utf8')).toBe(`bind-addr: 0.0.0.0:${port}\nauth: password\npassword: "${CODE_SERVER_PASSWORD}"\ncert: false\n`);
+    expect((await stat(configFile)).mode & 0o777).toBe(0o600);
+
+    const open = await act(server.id, 'open_code_server');
+    expect(open.json()).toEqual({ url: `http://127.0.0.1:${port}`, code_server_state: 'running' });
+    expect(await (await fetch(open.json().url, { signal: AbortSignal.timeout(5000) })).text()).toBe('fake code-server');
+
+    // The password went over stdin: masked in the action log, absent from every log.
+    const logs = await actionLogs(server.id);
+    const configLog = logs.find((l) => l.input_text.includes('config.yaml <<EOF'));
+    expect(configLog!.input_text).toContain('password: "********"');
+    for (const log of logs) expect(`${log.input_text}${log.output_text}`).not.toContain(CODE_SERVER_PASSWORD);
+    expect(ctx.logText()).not.toContain(CODE_SERVER_PASSWORD);
+
+    const removed = await runJob(server.id, 'remove_code_server');
+    expect(removed.state, removed.error).toBe('completed');
+    expect((await getServer(server.id)).code_server_state).toBe('not_installed');
+    await expect(fetch(`http://127.0.0.1:${port}`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+    await expect(stat(configFile)).rejects.toThrow();
+    await expect(stat(`${home}/.local/bin/code-server`)).rejects.toThrow();
+  });
+
+  it('with no internet the install fails visibly and the state stays not_installed', async () => {
+    const configured = ctx.config.CODE_SERVER_INSTALL_CMD;
+    // The official command's shape, on a host name that never resolves (as offline).
+    ctx.config.CODE_SERVER_INSTALL_CMD = 'curl -fsSL https://code-server.invalid/install.sh | sh';
+    try {
+      const server = await confirmedServer({ ...credentials.key(), code_server_password: CODE_SERVER_PASSWORD });
+      const job = await runJob(server.id, 'install_code_server');
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatch(/^code-server is not installed after the install command \(does the server reach the internet\?\): .*Could not resolve host/s);
+      expect((await getServer(server.id)).code_server_state).toBe('not_installed');
+      const logs = await actionLogs(server.id);
+      expect(logs.find((l) => l.input_text === ctx.config.CODE_SERVER_INSTALL_CMD)!.output_text).toMatch(/Could not resolve host: code-server.invalid/);
+      const alert = await ctx.db.message.findFirst({ where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' } });
+      expect(alert!.body).toMatch(/^install_code_server failed: code-server is not installed/);
+    } finally {
+      ctx.config.CODE_SERVER_INSTALL_CMD = configured;
+    }
+  });
+});
+
+describe('webhook methods', () => {
+  it('run the stored command, set up directories, start and stop monitoring, inside the caller’s transaction', async () => {
+    const methods = rootServerWebhookMethods(ctx)['svc.root.server']!;
+    expect(Object.keys(methods).sort()).toEqual(['action_run_cmd', 'action_setup_dir_structure', 'action_start_monitor', 'action_stop_monitor']);
+    const server = await confirmedServer({ ...credentials.key(), cmd: 'echo from-webhook' });
+
+    const queued = await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed');
+    await ctx.db.$transaction((tx) => methods.action_run_cmd!(server.id, { tx }));
+    await expect.poll(async () => (await getServer(server.id)).cmd_output, { timeout: 20_000 }).toBe('from-webhook\n[exit code 0]');
+    expect(await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed')).toBeGreaterThan(queued);
+
+    await ctx.db.$transaction((tx) => methods.action_start_monitor!(server.id, { tx }));
+    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
+    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toMatchObject({ every: 60_000 });
+    await ctx.db.$transaction((tx) => methods.action_stop_monitor!(server.id, { tx }));
+    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
+    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
+
+    // A draft server refuses, and the caller's transaction fails with it.
+    const draft = await createServer(credentials.key());
+    await expect(ctx.db.$transaction((tx) => methods.action_setup_dir_structure!(draft.id, { tx }))).rejects.toThrow(/Confirm the root server first/);
+  });
+});
+
+describe('host key', () => {
+  it('a changed host key is refused until the operator accepts the new one', async () => {
+    const server = await confirmedServer(credentials.password());
+    const recorded = server.host_key;
+    await sshd.restart({ newHostKey: true });
+
+    const job = await runJob(server.id, 'run_cmd', { cmd: 'echo should-not-run' });
+    expect(job.state).toBe('failed');
+    expect(job.error).toContain(`Host key of 127.0.0.1:${sshd.port} has changed: recorded ${recorded}, presented ${sshd.hostKey}`);
+    expect((await getServer(server.id)).cmd_output).toMatch(/^\[not run\] Host key of .* has changed/);
+    const failure = (await actionLogs(server.id)).find((l) => l.job_id === job.id);
+    expect(failure).toMatchObject({ status: 'failure', input_text: `ssh ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}` });
+
+    // Accepting: PATCH the new fingerprint (checked out of band), then it runs.
+    const bad = await request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { host_key: 'nonsense' } });
+    expect(bad.statusCode).toBe(400);
+    const patched = await request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { host_key: sshd.hostKey } });
+    expect(patched.json().host_key).toBe(sshd.hostKey);
+    const ok = await runJob(server.id, 'run_cmd', { cmd: 'echo accepted' });
+    expect(ok.result.exit_code).toBe(0);
+
+    // Or null: the key presented at the next connection is trusted and recorded.
+    await request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { host_key: null } });
+    await runJob(server.id, 'run_cmd', { cmd: 'true' });
+    expect((await getServer(server.id)).host_key).toBe(sshd.hostKey);
+  });
+});
+
+describe('secrets', () => {
+  it('no stored secret appears in the service log or the action log', async () => {
+    const text = ctx.logText();
+    const rows = await ctx.db.actionLog.findMany();
+    const audit = rows.map((r) => `${r.input_text}\n${r.output_text}`).join('\n');
+    const secrets = [
+      TEST_USERS.password.password,
+      TEST_USERS.sudoNoPassword.password,
+      TEST_USERS.sudoPassword.password,
+      CODE_SERVER_PASSWORD,
+      sshd.keys.ed25519Openssh.split('\n')[2]!,
+    ];
+    expect(rows.length).toBeGreaterThan(10);
+    for (const secret of secrets) {
+      expect(text).not.toContain(secret);
+      expect(audit).not.toContain(secret);
+    }
+  });
+});

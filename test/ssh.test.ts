@@ -1,0 +1,250 @@
+// The SSH client (src/core/ssh.ts) against a real OpenSSH server started by the test on loopback
+// (test/helpers/sshd.ts) with real system users and sudoers entries: password and key logins in
+// every supported format, readable connection errors (wrong credentials, closed port, silent port,
+// unknown host), exit codes, stderr, output cap, command timeout, sudo -n and sudo -S, and the
+// host key check across a real host key change.
+import { createServer, type Server } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectSsh, describeConnectError, SshError, usablePrivateKey, type SshConnection, type SshTarget } from '../src/core/ssh.js';
+import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+let sshd: Sshd;
+beforeAll(async () => {
+  sshd = await startSshd();
+});
+afterAll(async () => {
+  await sshd.stop();
+});
+
+function target(over: Partial<SshTarget> = {}): SshTarget {
+  return {
+    host: sshd.host,
+    port: sshd.port,
+    username: TEST_USERS.password.name,
+    password: TEST_USERS.password.password,
+    privateKey: null,
+    sudo: 'none',
+    knownHostKey: null,
+    ...over,
+  };
+}
+
+async function withConnection<T>(t: SshTarget, fn: (c: SshConnection) => Promise<T>): Promise<T> {
+  const conn = await connectSsh(t, { connectTimeoutMs: 10_000 });
+  try {
+    return await fn(conn);
+  } finally {
+    conn.close();
+  }
+}
+
+async function connectError(t: SshTarget, timeoutMs = 10_000): Promise<SshError> {
+  const err = await connectSsh(t, { connectTimeoutMs: timeoutMs }).then(
+    (c) => {
+      c.close();
+      throw new Error('connected');
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SshError);
+  return err as SshError;
+}
+
+describe('login', () => {
+  it('with a password', async () => {
+    const res = await withConnection(target(), (c) => c.exec('id -un'));
+    expect(res).toMatchObject({ exitCode: 0, stdout: `${TEST_USERS.password.name}\n`, stderr: '', truncated: false, timedOut: false });
+  });
+
+  it.each(['rsaOpenssh', 'rsaPem', 'ed25519Openssh', 'ed25519Pem'] as const)('with a %s private key', async (format) => {
+    const t = target({ username: TEST_USERS.key.name, password: null, privateKey: sshd.keys[format] });
+    const res = await withConnection(t, (c) => c.exec('id -un'));
+    expect(res.stdout.trim()).toBe(TEST_USERS.key.name);
+  });
+
+  it('reports the host key the server presents', async () => {
+    const conn = await connectSsh(target());
+    conn.close();
+    expect(conn.hostKey).toBe(sshd.hostKey);
+  });
+
+  it('refuses a wrong password, readably', async () => {
+    const err = await connectError(target({ password: 'wrong-password' }));
+    expect(err.reason).toBe('auth');
+    expect(err.message).toBe(`Authentication failed for ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}: the server refused the password`);
+  });
+
+  it('refuses a key the server does not authorize', async () => {
+    const err = await connectError(target({ username: TEST_USERS.key.name, password: null, privateKey: sshd.keys.unauthorized }));
+    expect(err.reason).toBe('auth');
+    expect(err.message).toMatch(/refused the private key$/);
+  });
+
+  it('a key user cannot log in with a password', async () => {
+    const err = await connectError(target({ username: TEST_USERS.key.name, password: 'anything' }));
+    expect(err.reason).toBe('auth');
+  });
+});
+
+describe('connection errors', () => {
+  it('closed port', async () => {
+    const port = await freePort();
+    const err = await connectError(target({ port }));
+    expect(err.reason).toBe('refused');
+    expect(err.message).toBe(`Connection refused by 127.0.0.1:${port}: no SSH server listens on port ${port}`);
+  });
+
+  it('a port that accepts but never answers times out', async () => {
+    const silent: Server = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as { port: number };
+    try {
+      const err = await connectError(target({ port }), 1000);
+      expect(err.reason).toBe('timeout');
+      expect(err.message).toBe(`Timed out after 1 s connecting to 127.0.0.1:${port} (no SSH answer)`);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('unknown host name', async () => {
+    const err = await connectError(target({ host: 'no-such-host.invalid' }));
+    expect(err.reason).toBe('dns');
+    expect(err.message).toBe('Host name no-such-host.invalid could not be resolved');
+  });
+
+  it('unreachable host (the errno the kernel gives)', () => {
+    const errno = Object.assign(new Error('connect EHOSTUNREACH 10.9.9.9:22'), { code: 'EHOSTUNREACH' });
+    const err = describeConnectError(errno, target({ host: '10.9.9.9', port: 22 }), 15_000);
+    expect(err).toMatchObject({ reason: 'unreachable', message: 'Host 10.9.9.9 is unreachable (EHOSTUNREACH)', statusCode: 400, code: 'user_error' });
+  });
+
+  it('neither password nor key', async () => {
+    const err = await connectError(target({ password: null }));
+    expect(err.message).toBe('Neither a password nor a private key is set');
+  });
+});
+
+describe('private keys', () => {
+  it('a passphrase-protected key is refused with advice', () => {
+    expect(() => usablePrivateKey(sshd.keys.encrypted)).toThrow(/protected by a passphrase; store it without one/);
+  });
+
+  it('garbage and public keys are refused', () => {
+    expect(() => usablePrivateKey('hello')).toThrow('Not a private key in OpenSSH or PEM format');
+    expect(() => usablePrivateKey(sshd.keys.publicKey)).toThrow(/public key/);
+  });
+});
+
+describe('commands', () => {
+  let conn: SshConnection;
+  beforeAll(async () => {
+    conn = await connectSsh(target());
+  });
+  afterAll(() => conn.close());
+
+  it('captures stdout, stderr and the exit code', async () => {
+    const res = await conn.exec('echo out; echo err >&2; exit 3');
+    expect(res).toMatchObject({ exitCode: 3, signal: null, stdout: 'out\n', stderr: 'err\n', truncated: false });
+  });
+
+  it('caps the output', async () => {
+    const res = await conn.exec('head -c 300000 /dev/zero | tr "\\0" a; echo done >&2', { maxOutputBytes: 1000 });
+    expect(res.stdout).toBe('a'.repeat(1000));
+    expect(res).toMatchObject({ truncated: true, exitCode: 0, stderr: 'done\n' });
+  });
+
+  it('kills a command that runs past its timeout', async () => {
+    const res = await conn.exec('echo started; sleep 30; echo never', { timeoutMs: 500 });
+    expect(res).toMatchObject({ timedOut: true, exitCode: null, stdout: 'started\n' });
+    // the connection is still usable
+    expect((await conn.exec('echo again')).stdout).toBe('again\n');
+  });
+
+  it('gives up on a server that stops answering', async () => {
+    const frozen = await connectSsh(target());
+    try {
+      await sshd.freezeConnections(true);
+      await expect(frozen.exec('echo hi', { timeoutMs: 500 })).rejects.toMatchObject({
+        reason: 'timeout',
+        message: `127.0.0.1:${sshd.port} did not answer within 1 s`,
+      });
+    } finally {
+      await sshd.freezeConnections(false);
+      frozen.close();
+    }
+  });
+
+  it('feeds stdin', async () => {
+    expect((await conn.exec('cat', { stdin: 'from stdin' })).stdout).toBe('from stdin');
+  });
+
+  it('runs commands in parallel on one connection', async () => {
+    const results = await Promise.all([1, 2, 3, 4].map((n) => conn.exec(`echo ${n}`)));
+    expect(results.map((r) => r.stdout)).toEqual(['1\n', '2\n', '3\n', '4\n']);
+  });
+});
+
+describe('sudo', () => {
+  it('sudo -n for a NOPASSWD user', async () => {
+    const t = target({ username: TEST_USERS.sudoNoPassword.name, password: TEST_USERS.sudoNoPassword.password, sudo: 'nopasswd' });
+    await withConnection(t, async (c) => {
+      expect((await c.exec('id -un')).stdout).toBe('root\n');
+      expect((await c.exec('id -un', { sudo: false })).stdout).toBe(`${TEST_USERS.sudoNoPassword.name}\n`);
+      expect((await c.exec("printf '%s' \"it's quoted\"")).stdout).toBe("it's quoted");
+    });
+  });
+
+  it('sudo -S with the password on stdin, never on the command line', async () => {
+    const user = TEST_USERS.sudoPassword;
+    const t = target({ username: user.name, password: user.password, sudo: 'password' });
+    await withConnection(t, async (c) => {
+      expect((await c.exec('id -un')).stdout).toBe('root\n');
+      // The command's own stdin follows the password line, and the password is not left on it.
+      expect((await c.exec('cat', { stdin: 'payload' })).stdout).toBe('payload');
+      // Every process's command line while sudo runs: the password is in none of them.
+      const ps = await c.exec('ps -eo args');
+      expect(ps.stdout).toContain('sudo -S -k -p  -- sh -c ps -eo args');
+      expect(ps.stdout).not.toContain(user.password);
+    });
+  });
+
+  it('sudo -S with a wrong password fails with sudo’s message', async () => {
+    const user = TEST_USERS.sudoPassword;
+    // Log in with the key, but give sudo a wrong password.
+    const t = target({ username: user.name, password: 'not-the-password', privateKey: sshd.keys.ed25519Openssh, sudo: 'password' });
+    const res = await withConnection(t, (c) => c.exec('id -un'));
+    expect(res.exitCode).toBe(1);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(/incorrect password|no password was provided/);
+  });
+
+  it('sudo -n for a user that needs a password fails, not hangs', async () => {
+    const user = TEST_USERS.sudoPassword;
+    const t = target({ username: user.name, password: user.password, sudo: 'nopasswd' });
+    const res = await withConnection(t, (c) => c.exec('id -un'));
+    expect(res.exitCode).toBe(1);
+    expect(res.stderr).toMatch(/a password is required/);
+  });
+
+  it('sudo with a password but a key-only record is refused before running', async () => {
+    const t = target({ username: TEST_USERS.sudoPassword.name, password: null, privateKey: sshd.keys.ed25519Openssh, sudo: 'password' });
+    await withConnection(t, async (c) => {
+      await expect(c.exec('id')).rejects.toMatchObject({ reason: 'sudo' });
+    });
+  });
+});
+
+describe('host key', () => {
+  it('accepts the recorded key and refuses another one after the server changes it', async () => {
+    const recorded = sshd.hostKey;
+    await withConnection(target({ knownHostKey: recorded }), async (c) => expect(c.hostKey).toBe(recorded));
+
+    await sshd.restart({ newHostKey: true });
+    expect(sshd.hostKey).not.toBe(recorded);
+    const err = await connectError(target({ knownHostKey: recorded }));
+    expect(err.reason).toBe('host_key_changed');
+    expect(err.message).toContain(`Host key of 127.0.0.1:${sshd.port} has changed: recorded ${recorded}, presented ${sshd.hostKey}`);
+    expect(err.message).toContain('PATCH host_key');
+  });
+});
