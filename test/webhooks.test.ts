@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { startWorkers } from '../src/worker.js';
-import { MODEL_TABLES } from '../src/core/models.js';
+import { MODELS } from '../src/core/models.js';
 import { MESSAGE_TYPES, SUBTYPES } from '../src/chatter/chatter-service.js';
 import { composeWebhookMethods, createWebhookMethods, describeWebhookMethods } from '../src/webhooks/webhook-methods.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
@@ -125,7 +125,7 @@ describe('webhook records', () => {
     expect(() => composeWebhookMethods({ a: { x: m } }, { a: { x: m } })).toThrow(/declared twice/);
     expect(composeWebhookMethods({ a: { x: m } }, { a: { y: m } })).toEqual({ a: { x: m, y: m } });
     const tables = await ctx.db.$queryRaw<{ tablename: string }[]>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`;
-    for (const t of Object.values(MODEL_TABLES)) expect(tables.map((r) => r.tablename)).toContain(t);
+    for (const { table: t } of Object.values(MODELS)) expect(tables.map((r) => r.tablename)).toContain(t);
   });
 
   it('signing_secret: write-only, encrypted; an empty one is refused; null removes it', async () => {

@@ -39,7 +39,7 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
     },
     handler: async (req) => {
       const { limit, offset, ...where } = req.query;
-      return listPage(ctx.db.actionLog, where, { limit, offset }, { id: 'desc' });
+      return listPage(ctx.db.actionLog, where, { limit, offset }, { orderBy: { id: 'desc' } });
     },
   });
 

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { groupAllows } from '../auth/groups.js';
 import { authorOf } from '../core/http/crud.js';
 import { idParams, listOf, listQuery, nullableTimestamp, timestamp } from '../core/http/schemas.js';
-import { MODELS, type ModelName } from '../core/models.js';
+import { MODELS, recordExists, type ModelName } from '../core/models.js';
 import { jsonSafe } from '../core/records.js';
 import { NotFoundError } from '../core/errors.js';
 import { listMessages, MESSAGE_TYPES, postMessage, scheduleActivity, SUBTYPES } from './chatter-service.js';
@@ -45,8 +45,7 @@ export function registerChatterRoutes(parent: FastifyInstance, ctx: AppContext) 
     const writeGroup = groupAllows('operator', info.readGroup) ? 'operator' : 'administrator';
 
     const ensureRecord = async (id: number) => {
-      const delegate = (ctx.db as unknown as Record<string, { count(a: object): Promise<number> }>)[info.delegate]!;
-      if ((await delegate.count({ where: { id } })) === 0) throw new NotFoundError('Record');
+      if (!(await recordExists(ctx.db, modelName, id))) throw new NotFoundError('Record');
       return { model_name: modelName, rec_id: id };
     };
 

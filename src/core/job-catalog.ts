@@ -53,7 +53,6 @@ export const JOBS = {
   root_server_run_cmd: {
     queue: 'ssh',
     payload: z.object({ root_server_id: id, cmd: z.string().min(1), ...requestedBy }),
-    attempts: 1,
   },
   root_server_setup_dir_structure: {
     queue: 'ssh',
@@ -71,7 +70,7 @@ export const JOBS = {
     key: (p: { root_server_id: number }) => String(p.root_server_id),
   },
   // One poll of one monitored root server; created by its job scheduler (src/monitoring).
-  monitor_poll: { queue: 'monitor', payload: z.object({ root_server_id: id }), attempts: 1 },
+  monitor_poll: { queue: 'monitor', payload: z.object({ root_server_id: id }) },
   // Daily: deletes monitor logs older than the Keep Root Server Log Period.
   monitor_log_retention: { queue: 'maintenance', payload: z.object({}), key: () => 'monitor_log_retention' },
 } as const satisfies Record<string, JobSpec>;

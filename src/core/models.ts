@@ -1,30 +1,34 @@
-// The record families of the service: the spec's model name, the REST resource, and the Prisma
-// delegate. Chatter, activities, the action log and inbound webhooks address records through it.
+// The record families of the service: the spec's model name, the REST resource, the Prisma
+// delegate and the table. Chatter, activities, the action log and inbound webhooks address records
+// through it.
 import type { UserGroup } from '../auth/groups.js';
+import type { Db, DbTx } from './db.js';
 
 export interface ModelInfo {
   resource: string;
   delegate: string;
+  /** PostgreSQL table, for the few raw-SQL paths (the webhook endpoint's message insert). */
+  table: string;
   /** Minimum group that may read the record and its chatter. */
   readGroup: UserGroup;
 }
 
 export const MODELS = {
-  'res.users': { resource: 'users', delegate: 'user', readGroup: 'administrator' },
-  'svc.subscription.trial.package': { resource: 'trial-packages', delegate: 'trialPackage', readGroup: 'user' },
-  'svc.subscription.trial.request': { resource: 'trial-requests', delegate: 'trialRequest', readGroup: 'user' },
-  'svc.subscription.trial.otp': { resource: 'trial-verifications', delegate: 'trialVerification', readGroup: 'user' },
-  'res.partner': { resource: 'partners', delegate: 'partner', readGroup: 'user' },
-  'svc.subscription': { resource: 'subscriptions', delegate: 'subscription', readGroup: 'user' },
-  'svc.database.template': { resource: 'database-templates', delegate: 'databaseTemplate', readGroup: 'user' },
-  'svc.saas.webhook': { resource: 'webhooks', delegate: 'webhook', readGroup: 'administrator' },
-  'svc.root.server': { resource: 'root-servers', delegate: 'rootServer', readGroup: 'user' },
-  'svc.postgresql.server': { resource: 'postgresql-servers', delegate: 'postgresqlServer', readGroup: 'user' },
-  'svc.saas.backup.server': { resource: 'backup-servers', delegate: 'backupServer', readGroup: 'user' },
-  'svc.ntfy.server': { resource: 'notification-servers', delegate: 'notificationServer', readGroup: 'user' },
-  'svc.saas.git.account': { resource: 'git-accounts', delegate: 'gitAccount', readGroup: 'administrator' },
-  'svc.saas.git.repository': { resource: 'git-repositories', delegate: 'gitRepository', readGroup: 'administrator' },
-  'svc.saas.git.commit': { resource: 'git-commits', delegate: 'gitCommit', readGroup: 'administrator' },
+  'res.users': { resource: 'users', delegate: 'user', table: 'users', readGroup: 'administrator' },
+  'svc.subscription.trial.package': { resource: 'trial-packages', delegate: 'trialPackage', table: 'trial_packages', readGroup: 'user' },
+  'svc.subscription.trial.request': { resource: 'trial-requests', delegate: 'trialRequest', table: 'trial_requests', readGroup: 'user' },
+  'svc.subscription.trial.otp': { resource: 'trial-verifications', delegate: 'trialVerification', table: 'trial_verifications', readGroup: 'user' },
+  'res.partner': { resource: 'partners', delegate: 'partner', table: 'partners', readGroup: 'user' },
+  'svc.subscription': { resource: 'subscriptions', delegate: 'subscription', table: 'subscriptions', readGroup: 'user' },
+  'svc.database.template': { resource: 'database-templates', delegate: 'databaseTemplate', table: 'database_templates', readGroup: 'user' },
+  'svc.saas.webhook': { resource: 'webhooks', delegate: 'webhook', table: 'webhooks', readGroup: 'administrator' },
+  'svc.root.server': { resource: 'root-servers', delegate: 'rootServer', table: 'root_servers', readGroup: 'user' },
+  'svc.postgresql.server': { resource: 'postgresql-servers', delegate: 'postgresqlServer', table: 'postgresql_servers', readGroup: 'user' },
+  'svc.saas.backup.server': { resource: 'backup-servers', delegate: 'backupServer', table: 'backup_servers', readGroup: 'user' },
+  'svc.ntfy.server': { resource: 'notification-servers', delegate: 'notificationServer', table: 'notification_servers', readGroup: 'user' },
+  'svc.saas.git.account': { resource: 'git-accounts', delegate: 'gitAccount', table: 'git_accounts', readGroup: 'administrator' },
+  'svc.saas.git.repository': { resource: 'git-repositories', delegate: 'gitRepository', table: 'git_repositories', readGroup: 'administrator' },
+  'svc.saas.git.commit': { resource: 'git-commits', delegate: 'gitCommit', table: 'git_commits', readGroup: 'administrator' },
 } as const satisfies Record<string, ModelInfo>;
 
 export type ModelName = keyof typeof MODELS;
@@ -33,21 +37,10 @@ export function isModelName(name: string): name is ModelName {
   return Object.hasOwn(MODELS, name);
 }
 
-/** The PostgreSQL table of each record family (raw SQL, e.g. the webhook endpoint's fast path). */
-export const MODEL_TABLES = {
-  'res.users': 'users',
-  'svc.subscription.trial.package': 'trial_packages',
-  'svc.subscription.trial.request': 'trial_requests',
-  'svc.subscription.trial.otp': 'trial_verifications',
-  'res.partner': 'partners',
-  'svc.subscription': 'subscriptions',
-  'svc.database.template': 'database_templates',
-  'svc.saas.webhook': 'webhooks',
-  'svc.root.server': 'root_servers',
-  'svc.postgresql.server': 'postgresql_servers',
-  'svc.saas.backup.server': 'backup_servers',
-  'svc.ntfy.server': 'notification_servers',
-  'svc.saas.git.account': 'git_accounts',
-  'svc.saas.git.repository': 'git_repositories',
-  'svc.saas.git.commit': 'git_commits',
-} as const satisfies Record<ModelName, string>;
+
+/** Whether the record exists (model names outside the registry never do). */
+export async function recordExists(client: Db | DbTx, modelName: string, id: number): Promise<boolean> {
+  if (!isModelName(modelName)) return false;
+  const delegate = (client as unknown as Record<string, { count(args: object): Promise<number> }>)[MODELS[modelName].delegate]!;
+  return (await delegate.count({ where: { id } })) > 0;
+}

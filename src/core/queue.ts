@@ -24,7 +24,7 @@ export function createQueues(redis: Redis, prefix: string) {
   const queue = (name: QueueName) => queues.get(name)!;
 
   function jobOptions<N extends JobName>(name: N, data: object): JobsOptions {
-    const spec: { key?: (p: never) => string; attempts?: number } = JOBS[name];
+    const spec: { queue: string; key?: (p: never) => string; attempts?: number } = JOBS[name];
     return {
       attempts: spec.attempts ?? 1,
       backoff: { type: 'exponential', delay: 5_000 },

@@ -43,25 +43,27 @@ export function jsonSafe<T extends object>(row: T): JsonSafe<T> {
 
 /** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
 interface Pageable<T> {
-  findMany(args: { where: object; orderBy: object; take: number; skip: number }): Promise<T[]>;
+  findMany(args: { where: object; orderBy: object | object[]; take: number; skip: number }): Promise<T[]>;
   count(args: { where: object }): Promise<number>;
 }
 
 /**
- * One page of a list answer (DESIGN §8): `{items, total, limit, offset}`, rows made JSON-safe.
- * Filters left undefined are ignored by Prisma, so optional query parameters pass straight in.
+ * One page of a list answer (DESIGN §8): `{items, total, limit, offset}`, each row through `view`
+ * (JSON-safe by default). Filters left undefined are ignored by Prisma, so optional query
+ * parameters pass straight in.
  */
-export async function listPage<T extends object>(
+export async function listPage<T extends object, V = JsonSafe<T>>(
   delegate: Pageable<T>,
   where: object,
   page: { limit: number; offset: number },
-  orderBy: object = { id: 'asc' },
+  opts: { orderBy?: object | object[]; view?: (row: T) => V } = {},
 ) {
+  const { orderBy = { id: 'asc' }, view = jsonSafe as (row: T) => V } = opts;
   const [rows, total] = await Promise.all([
     delegate.findMany({ where, orderBy, take: page.limit, skip: page.offset }),
     delegate.count({ where }),
   ]);
-  return { items: rows.map(jsonSafe), total, limit: page.limit, offset: page.offset };
+  return { items: rows.map(view), total, limit: page.limit, offset: page.offset };
 }
 
 export type RecordService = ReturnType<typeof createRecordService>;
@@ -105,8 +107,7 @@ export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceO
 
     async list(query: { limit: number; offset: number } & Data) {
       const { limit, offset, ...where } = query;
-      const page = await listPage(delegate, where, { limit, offset }, orderBy);
-      return { ...page, items: page.items.map((row) => toOutput(row as Row)) };
+      return listPage(delegate, where, { limit, offset }, { orderBy, view: toOutput });
     },
 
     async get(id: number) {

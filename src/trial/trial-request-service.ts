@@ -4,7 +4,7 @@
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import { jsonSafe } from '../core/records.js';
+import { jsonSafe, listPage } from '../core/records.js';
 import { postMessage, trackChanges, type Author } from '../chatter/chatter-service.js';
 import { normalizeEmail } from '../partners/partner-service.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
@@ -141,14 +141,9 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
 
   return {
     async list(query: { limit: number; offset: number } & Data) {
-      const { limit, offset, company_size, ...rest } = query;
-      const where = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+      const { limit, offset, company_size, ...where } = query;
       if (company_size) where.company_size = companySizeToDb(company_size as CompanySizeValue);
-      const [rows, total] = await Promise.all([
-        db.trialRequest.findMany({ where, orderBy: { id: 'asc' }, take: limit, skip: offset }),
-        db.trialRequest.count({ where }),
-      ]);
-      return { items: rows.map(trialRequestView), total, limit, offset };
+      return listPage(db.trialRequest, where, { limit, offset }, { view: trialRequestView });
     },
 
     get: async (id: number) => trialRequestView(await getRow(id)),

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import { idParams, listOf, listQuery, nullableTimestamp, timestamp } from '../core/http/schemas.js';
-import { jsonSafe } from '../core/records.js';
+import { jsonSafe, listPage } from '../core/records.js';
 import type { TrialVerification } from '../generated/prisma/client.js';
 import { COMPANY_SIZES, companySizeFromDb } from './trial-request-service.js';
 
@@ -52,13 +52,8 @@ export function registerTrialVerificationRoutes(parent: FastifyInstance, ctx: Ap
       response: { 200: listOf(trialVerification) },
     },
     handler: async (req) => {
-      const { limit, offset, ...filters } = req.query;
-      const where = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
-      const [rows, total] = await Promise.all([
-        ctx.db.trialVerification.findMany({ where, orderBy: { id: 'desc' }, take: limit, skip: offset }),
-        ctx.db.trialVerification.count({ where }),
-      ]);
-      return { items: rows.map(view), total, limit, offset };
+      const { limit, offset, ...where } = req.query;
+      return listPage(ctx.db.trialVerification, where, { limit, offset }, { orderBy: { id: 'desc' }, view });
     },
   });
 

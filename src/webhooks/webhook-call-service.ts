@@ -6,9 +6,8 @@
 //
 // Speed (bench/webhook.ts). The webhook is found in a per-process cache kept exact by
 // LISTEN/NOTIFY (webhook-cache.ts); the call log is written in batches (webhook-call-log.ts).
-// A message is posted on a small pg pool of the endpoint's own with one INSERT ... SELECT that
-// inserts only if the target record exists — one statement, so atomic — at about three times the
-// throughput of the same work through Prisma. A call without trigger nor message does nothing to
+// A message is posted on a small pg pool of the endpoint's own (postMessageIfRecordExists: one
+// INSERT ... SELECT, atomic) at about three times the throughput of the same work through Prisma. A call without trigger nor message does nothing to
 // its record, so it does not read it (like the reference's browse(), which never fails).
 // A trigger_action runs in a Prisma interactive transaction, as the method registry's contract
 // requires (`{ tx }`), with the message posted in the same transaction.
@@ -22,8 +21,8 @@ import pg from 'pg';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { AppError } from '../core/errors.js';
-import { isModelName, MODEL_TABLES } from '../core/models.js';
-import { MESSAGE_TYPES, postMessage, SUBTYPES } from '../chatter/chatter-service.js';
+import { isModelName } from '../core/models.js';
+import { MESSAGE_TYPES, postMessage, postMessageIfRecordExists, SUBTYPES } from '../chatter/chatter-service.js';
 import { assertRecordExists } from './webhook-service.js';
 import { findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
 import type { WebhookCache, WebhookDefinition } from './webhook-cache.js';
@@ -134,12 +133,15 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
     }
 
     if (message == null) return;
-    const posted = await pool.query(
-      `INSERT INTO messages (model_name, rec_id, body, message_type, subtype_xmlid, author_name)
-       SELECT $1, $2, $3, $4::"MessageType", $5, $6 WHERE EXISTS (SELECT 1 FROM "${MODEL_TABLES[hook.model_name]}" WHERE id = $2)`,
-      [hook.model_name, hook.rec_id, message, messageType, subtype, author.name],
-    );
-    if (posted.rowCount === 0) throw new Error(`${hook.model_name} ${hook.rec_id} does not exist`);
+    const posted = await postMessageIfRecordExists(pool, {
+      model_name: hook.model_name,
+      rec_id: hook.rec_id,
+      body: message,
+      message_type: messageType,
+      subtype_xmlid: subtype,
+      author,
+    });
+    if (!posted) throw new Error(`${hook.model_name} ${hook.rec_id} does not exist`);
   }
 
   return {

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { AppError, UserError, ValidationError } from '../core/errors.js';
-import { isModelName, MODELS } from '../core/models.js';
-import { createRecordService, jsonSafe } from '../core/records.js';
+import { isModelName, MODELS, recordExists } from '../core/models.js';
+import { createRecordService, jsonSafe, listPage } from '../core/records.js';
 import type { Author } from '../chatter/chatter-service.js';
 import { writeActionLog } from '../action-log/action-log-service.js';
 import { describeWebhookMethods, findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
@@ -30,8 +30,7 @@ export function webhookUrl(baseUrl: string, token: string): string {
 /** Throws NotFound-like ValidationError when the target record does not exist. */
 export async function assertRecordExists(tx: DbTx | AppContext['db'], modelName: string, recId: number) {
   if (!isModelName(modelName)) throw new ValidationError(`Unknown model ${modelName}`);
-  const delegate = (tx as unknown as Record<string, { count(a: object): Promise<number> }>)[MODELS[modelName].delegate]!;
-  if ((await delegate.count({ where: { id: recId } })) === 0) throw new ValidationError(`${modelName} ${recId} does not exist`);
+  if (!(await recordExists(tx, modelName, recId))) throw new ValidationError(`${modelName} ${recId} does not exist`);
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
@@ -114,12 +113,9 @@ export function createWebhookService(
     async calls(id: number, page: { limit: number; offset: number; status?: number }) {
       await records.getRow(id);
       await flushCallLog();
-      const where = { webhook_id: id, ...(page.status ? { status: page.status } : {}) };
-      const [rows, total] = await Promise.all([
-        db.webhookCall.findMany({ where, orderBy: [{ called_at: 'desc' }, { id: 'desc' }], take: page.limit, skip: page.offset }),
-        db.webhookCall.count({ where }),
-      ]);
-      return { items: rows.map(jsonSafe), total, limit: page.limit, offset: page.offset };
+      return listPage(db.webhookCall, { webhook_id: id, status: page.status }, page, {
+        orderBy: [{ called_at: 'desc' }, { id: 'desc' }],
+      });
     },
 
     /** action_trigger: runs the configured method from the API, in a transaction; written to the action log. */
