@@ -36,6 +36,13 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  // Actions are often POSTed with `Content-Type: application/json` and no body (curl -H, Postman):
+  // an empty JSON body means "no body". Anything else goes to Fastify's own (poisoning-safe) parser.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) =>
+    body === '' ? done(null, undefined) : parseJson(req, body as string, done),
+  );
   await registerOpenApi(app, ctx.config.BASE_URL);
   await app.register(formbody);
   registerAuth(app, ctx.auth);

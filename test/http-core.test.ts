@@ -90,3 +90,24 @@ describe('logs', () => {
     expect(logs).not.toContain(admin.token);
   });
 });
+
+describe('request bodies', () => {
+  it('an action POSTed with Content-Type: application/json and no body is accepted', async () => {
+    const res = await request(app, admin, {
+      method: 'POST',
+      url: '/api/v1/settings/actions/rotate_encryption_key',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(202);
+  });
+
+  it('a JSON body with __proto__ is refused (prototype poisoning)', async () => {
+    const res = await request(app, admin, {
+      method: 'PATCH',
+      url: '/api/v1/settings',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"__proto__": {"admin": true}}',
+    });
+    expect(res.statusCode).toBe(400);
+  });
+});
