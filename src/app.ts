@@ -27,6 +27,7 @@ import { createWebhookMethods } from './webhooks/webhook-methods.js';
 import { registerWebhooks } from './webhooks/webhook-routes.js';
 import { registerRootServerRoutes } from './servers/root-server-routes.js';
 import { registerMonitorRoutes } from './monitoring/monitor-routes.js';
+import { registerGitRoutes } from './git/git-routes.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
@@ -68,6 +69,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await registerTrialPageRoutes(app, ctx);
   registerRootServerRoutes(app, ctx);
   registerMonitorRoutes(app, ctx);
+  registerGitRoutes(app, ctx);
   // Chatter routes exist for every record family of src/core/models.ts.
   registerChatterRoutes(app, ctx);
 

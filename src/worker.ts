@@ -10,6 +10,7 @@ import { createTrialJobs } from './trial/trial-jobs.js';
 import { createWebhookJobs, scheduleWebhookJobs } from './webhooks/webhook-jobs.js';
 import { createRootServerJobs } from './servers/root-server-jobs.js';
 import { createMonitorJobs, registerMonitorSchedules } from './monitoring/monitor-jobs.js';
+import { createGitJobs } from './git/git-deploy-job.js';
 
 export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
 /** Every job of the catalog must have a handler: the compiler checks it here. */
@@ -24,6 +25,7 @@ export function createJobHandlers(ctx: AppContext): JobHandlers {
     ...createWebhookJobs(ctx),
     ...createRootServerJobs(ctx),
     ...createMonitorJobs(ctx),
+    ...createGitJobs(ctx),
   };
 }
 

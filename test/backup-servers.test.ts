@@ -368,7 +368,7 @@ describe('compute_backup_state', () => {
     // Rolled back with the caller's transaction...
     await expect(
       ctx.db.$transaction(async (tx) => {
-        await compute(sub.id, { tx });
+        await compute(sub.id, { tx, payload: undefined, afterCommit: () => {} });
         expect((await tx.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
         throw new Error('caller failed later');
       }),
@@ -377,7 +377,7 @@ describe('compute_backup_state', () => {
     // ...while the api_call row stays: the remote call did happen.
     expect(await ctx.db.actionLog.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(1);
 
-    await ctx.db.$transaction((tx) => compute(sub.id, { tx }), { timeout: 10_000 });
+    await ctx.db.$transaction((tx) => compute(sub.id, { tx, payload: undefined, afterCommit: () => {} }), { timeout: 10_000 });
     expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
   });
 });

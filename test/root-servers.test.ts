@@ -422,20 +422,20 @@ describe('webhook methods', () => {
     const server = await confirmedServer({ ...credentials.key(), cmd: 'echo from-webhook' });
 
     const queued = await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed');
-    await ctx.db.$transaction((tx) => methods.action_run_cmd!(server.id, { tx }));
+    await ctx.db.$transaction((tx) => methods.action_run_cmd!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
     await expect.poll(async () => (await getServer(server.id)).cmd_output, { timeout: 20_000 }).toBe('from-webhook\n[exit code 0]');
     expect(await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed')).toBeGreaterThan(queued);
 
-    await ctx.db.$transaction((tx) => methods.action_start_monitor!(server.id, { tx }));
+    await ctx.db.$transaction((tx) => methods.action_start_monitor!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
     expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toMatchObject({ every: 60_000 });
-    await ctx.db.$transaction((tx) => methods.action_stop_monitor!(server.id, { tx }));
+    await ctx.db.$transaction((tx) => methods.action_stop_monitor!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
     expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
 
     // A draft server refuses, and the caller's transaction fails with it.
     const draft = await createServer(credentials.key());
-    await expect(ctx.db.$transaction((tx) => methods.action_setup_dir_structure!(draft.id, { tx }))).rejects.toThrow(/Confirm the root server first/);
+    await expect(ctx.db.$transaction((tx) => methods.action_setup_dir_structure!(draft.id, { tx, payload: undefined, afterCommit: () => {} }))).rejects.toThrow(/Confirm the root server first/);
   });
 });
 

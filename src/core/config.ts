@@ -35,6 +35,12 @@ const envSchema = z.object({
   GIT_API_URL: url(['http:', 'https:'])
     .default('https://api.github.com')
     .transform((v) => v.replace(/\/+$/, '')),
+  // Where push_commit fetches a repository from ({name} = owner/repo); HTTPS uses the account's token.
+  GIT_CLONE_URL: z
+    .string()
+    .refine((v) => v.includes('{name}'), 'must contain {name}')
+    .refine((v) => /^(https?|file):\/\/\S+$/.test(v), 'must be an https://, http:// or file:// URL')
+    .default('https://github.com/{name}.git'),
   SVC_ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed; unset = socket address.

@@ -69,6 +69,12 @@ export const JOBS = {
     payload: z.object({ root_server_id: id, ...requestedBy }),
     key: (p: { root_server_id: number }) => String(p.root_server_id),
   },
+  // Git (src/git): deploy a recorded commit to the repository's root server; one job per commit.
+  git_push_commit: {
+    queue: 'ssh',
+    payload: z.object({ repository_id: id, commit_id: id, ...requestedBy }),
+    key: (p: { repository_id: number; commit_id: number }) => `${p.repository_id}:${p.commit_id}`,
+  },
   // One poll of one monitored root server; created by its job scheduler (src/monitoring).
   monitor_poll: { queue: 'monitor', payload: z.object({ root_server_id: id }) },
   // Daily: deletes monitor logs older than the Keep Root Server Log Period.

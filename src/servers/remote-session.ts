@@ -9,6 +9,8 @@ import { ROOT_SERVER_MODEL } from './root-server-store.js';
 export interface Audit {
   user_id: number | null;
   job_id?: string | null;
+  /** Other values to mask besides the server's own (e.g. a git token fed on stdin). */
+  secrets?: readonly string[];
 }
 
 export interface RemoteSession {
@@ -31,7 +33,7 @@ export function formatResult(res: ExecResult, timeoutMs?: number): string {
 
 export async function openRemoteSession(ctx: AppContext, server: RootServer, audit: Audit): Promise<RemoteSession> {
   const target = await sshTargetOf(ctx.box, server);
-  const secrets = [...secretsOf(target), await ctx.box.reveal(server.code_server_password)];
+  const secrets = [...secretsOf(target), await ctx.box.reveal(server.code_server_password), ...(audit.secrets ?? [])];
   const mask = (text: string) => maskSecrets(text, secrets);
   const log = (input_text: string, output_text: string, ok: boolean) =>
     writeActionLog(ctx.db, {

@@ -24,7 +24,7 @@ import { AppError } from '../core/errors.js';
 import { isModelName } from '../core/models.js';
 import { MESSAGE_TYPES, postMessage, postMessageIfRecordExists, SUBTYPES } from '../chatter/chatter-service.js';
 import { assertRecordExists } from './webhook-service.js';
-import { findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
+import { findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
 import type { WebhookCache, WebhookDefinition } from './webhook-cache.js';
 import type { WebhookCallLog } from './webhook-call-log.js';
 
@@ -122,13 +122,13 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
     if (hook.trigger_action) {
       const method = findWebhookMethod(methods, hook.model_name, hook.trigger_action);
       if (!method) throw new Error(`${hook.model_name}.${hook.trigger_action} is not callable by webhooks`);
-      await ctx.db.$transaction(async (tx) => {
-        await assertRecordExists(tx, hook.model_name, hook.rec_id);
-        await method(hook.rec_id, { tx });
-        if (message != null) {
+      await runWebhookMethod(ctx.db, { method, recId: hook.rec_id, payload: json }, {
+        before: (tx) => assertRecordExists(tx, hook.model_name, hook.rec_id),
+        after: async (tx) => {
+          if (message == null) return;
           await postMessage(tx, { model_name: hook.model_name, rec_id: hook.rec_id, body: message, message_type: messageType, subtype_xmlid: subtype, author });
-        }
-      }, WEBHOOK_TRANSACTION);
+        },
+      });
       return;
     }
 

@@ -3,14 +3,19 @@
 // is saved, and the endpoint never calls anything else. Each feature exports its own table
 // (`xxxWebhookMethods(ctx)`); they are composed here, in one place.
 import type { AppContext } from '../context.js';
-import type { DbTx } from '../core/db.js';
+import type { Db, DbTx } from '../core/db.js';
 import { subscriptionWebhookMethods } from '../subscriptions/subscription-webhook-methods.js';
 import { trialRequestWebhookMethods } from '../trial/trial-request-webhook-methods.js';
 import { backupWebhookMethods } from '../backup/backup-state.js';
 import { rootServerWebhookMethods } from '../servers/root-server-webhook-methods.js';
+import { gitWebhookMethods } from '../git/git-webhook-methods.js';
 
 export interface WebhookInvocation {
   tx: DbTx; // the transaction the message will be posted in
+  /** The JSON body of the call (e.g. a git host's push event); undefined when run from the API. */
+  payload: unknown;
+  /** Work outside the database (queueing a job) that must see the transaction's rows: run once it commits. */
+  afterCommit(fn: () => Promise<unknown>): void;
 }
 export type WebhookMethod = (recId: number, call: WebhookInvocation) => Promise<void>;
 export type WebhookMethodTable = Record<string /* model_name */, Record<string /* method */, WebhookMethod>>;
@@ -19,7 +24,25 @@ export type WebhookMethodTable = Record<string /* model_name */, Record<string /
  * Interactive-transaction options for running a method: some methods wait on a remote API
  * (e.g. a backup server) under their own timeouts, longer than Prisma's 5 s default.
  */
-export const WEBHOOK_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
+const WEBHOOK_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
+
+/**
+ * Runs a method in one transaction together with `steps` (checks before it, the message after
+ * it), then the work the method left for after the commit.
+ */
+export async function runWebhookMethod(
+  db: Db,
+  call: { method: WebhookMethod; recId: number; payload: unknown },
+  steps: { before?: (tx: DbTx) => Promise<unknown>; after?: (tx: DbTx) => Promise<unknown> } = {},
+): Promise<void> {
+  const afterCommit: (() => Promise<unknown>)[] = [];
+  await db.$transaction(async (tx) => {
+    await steps.before?.(tx);
+    await call.method(call.recId, { tx, payload: call.payload, afterCommit: (fn) => afterCommit.push(fn) });
+    await steps.after?.(tx);
+  }, WEBHOOK_TRANSACTION);
+  for (const fn of afterCommit) await fn();
+}
 
 /** Merges feature tables; two features declaring the same method of a model is a programming error. */
 export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookMethodTable {
@@ -42,6 +65,7 @@ export function createWebhookMethods(ctx: AppContext): WebhookMethodTable {
     trialRequestWebhookMethods(ctx),
     backupWebhookMethods(ctx),
     rootServerWebhookMethods(ctx),
+    gitWebhookMethods(ctx),
   );
 }
 

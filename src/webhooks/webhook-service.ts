@@ -3,7 +3,6 @@
 // record and trigger_action are checked against the method registry when saved; the optional
 // signing secret is write-only and encrypted. call_count and last_called_at are derived from the
 // call log (see webhook-call-service.ts for why the endpoint never updates the webhook row).
-import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { AppError, UserError, ValidationError } from '../core/errors.js';
@@ -11,21 +10,13 @@ import { isModelName, MODELS, recordExists } from '../core/models.js';
 import { createRecordService, jsonSafe, listPage } from '../core/records.js';
 import type { Author } from '../chatter/chatter-service.js';
 import { writeActionLog } from '../action-log/action-log-service.js';
-import { describeWebhookMethods, findWebhookMethod, WEBHOOK_TRANSACTION, type WebhookMethodTable } from './webhook-methods.js';
+import { newWebhookToken, webhookUrl } from './webhook-token.js';
+import { describeWebhookMethods, findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
 
 export const WEBHOOK_MODEL = 'svc.saas.webhook';
 const TRACKED = ['model_name', 'rec_id', 'trigger_action', 'message_type', 'subtype_xmlid', 'active'] as const;
 
 type Data = Record<string, unknown>;
-
-/** 32 random bytes as 64 lowercase hex characters. */
-export function newWebhookToken(): string {
-  return randomBytes(32).toString('hex');
-}
-
-export function webhookUrl(baseUrl: string, token: string): string {
-  return `${baseUrl}/svc/webhook/${token}`;
-}
 
 /** Throws NotFound-like ValidationError when the target record does not exist. */
 export async function assertRecordExists(tx: DbTx | AppContext['db'], modelName: string, recId: number) {
@@ -128,11 +119,10 @@ export function createWebhookService(
       const ref = { model_name: hook.model_name as string, rec_id: hook.rec_id as number };
       const input = `${ref.model_name}(${ref.rec_id}).${action}() -- webhook ${id}`;
       try {
-        await db.$transaction(async (tx) => {
-          await assertRecordExists(tx, ref.model_name, ref.rec_id);
-          await method(ref.rec_id, { tx });
-          await writeActionLog(tx, { ...ref, action_type: 'webhook', input_text: input, output_text: 'done', user_id: userId });
-        }, WEBHOOK_TRANSACTION);
+        await runWebhookMethod(db, { method, recId: ref.rec_id, payload: undefined }, {
+          before: (tx) => assertRecordExists(tx, ref.model_name, ref.rec_id),
+          after: (tx) => writeActionLog(tx, { ...ref, action_type: 'webhook', input_text: input, output_text: 'done', user_id: userId }),
+        });
       } catch (err) {
         const message = (err as Error).message;
         await writeActionLog(db, { ...ref, action_type: 'webhook', status: 'failure', input_text: input, output_text: message, user_id: userId });

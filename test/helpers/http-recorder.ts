@@ -9,6 +9,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body as received (binary-safe). */
+  raw: Buffer;
 }
 
 export type Handler = (req: RecordedRequest, res: ServerResponse) => unknown;
@@ -33,12 +35,14 @@ export async function startRecordingServer(handler: Handler): Promise<RecordingS
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const url = new URL(req.url ?? '/', 'http://local');
+    const raw = Buffer.concat(chunks);
     const recorded: RecordedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
       query: url.searchParams,
       headers: req.headers,
-      body: Buffer.concat(chunks).toString('utf8'),
+      body: raw.toString('utf8'),
+      raw,
     };
     calls.push(recorded);
     try {

@@ -1,0 +1,88 @@
+// push_commit as a job: over SSH on the repository's root server, run deploy-script.ts for one
+// recorded commit. The SSH session writes the script and its output to the action log (the token
+// is fed on stdin and masked); the outcome goes to the job result, one deployment row of the
+// repository's action log and its chatter. A failed validation fails the job naming the files.
+import type { AppContext } from '../context.js';
+import type { JobHandlers } from '../worker.js';
+import { UserError } from '../core/errors.js';
+import { publicJobId } from '../core/queue.js';
+import { postMessage } from '../chatter/chatter-service.js';
+import { writeActionLog } from '../action-log/action-log-service.js';
+import { loadRootServer, requireConfirmed } from '../servers/root-server-store.js';
+import { formatResult, openRemoteSession } from '../servers/remote-session.js';
+import { DEPLOY_EXIT, deployScript, readDeployOutput } from './deploy-script.js';
+import { effectiveDeployPath, GIT_REPOSITORY_MODEL } from './git-repository-service.js';
+
+const DEPLOY_TIMEOUT_MS = 15 * 60_000;
+
+export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_commit'> {
+  return {
+    async git_push_commit(payload, job) {
+      const jobId = publicJobId(job.queueName, job.id!);
+      const repo = await ctx.db.gitRepository.findUnique({ where: { id: payload.repository_id }, include: { git_account: true } });
+      const commit = await ctx.db.gitCommit.findUnique({ where: { id: payload.commit_id } });
+      if (!repo || !commit) throw new UserError('The repository or the commit no longer exists');
+      const sha = commit.commit_id.slice(0, 12);
+      const ref = { model_name: GIT_REPOSITORY_MODEL, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
+      const token = await ctx.box.decrypt(repo.git_account.access_token);
+
+      let reported = false;
+      async function report(ok: boolean, summary: string, details = '') {
+        reported = true;
+        await writeActionLog(ctx.db, {
+          ...ref,
+          action_type: 'deployment',
+          status: ok ? 'success' : 'failure',
+          input_text: `push_commit ${commit!.commit_id} (${commit!.branch})`,
+          output_text: [summary, details].filter(Boolean).join('\n'),
+          secrets: [token],
+        });
+        await postMessage(ctx.db, {
+          model_name: GIT_REPOSITORY_MODEL,
+          rec_id: repo!.id,
+          body: details ? `${summary}\n${details}` : summary,
+          message_type: 'notification',
+          subtype_xmlid: ok ? 'mail.mt_note' : 'mail.mt_alert',
+        });
+      }
+
+      try {
+        if (!repo.root_server_id) throw new UserError('The repository has no root_server_id');
+        const server = await loadRootServer(ctx.db, repo.root_server_id);
+        requireConfirmed(server);
+        const livePath = effectiveDeployPath(repo, ctx.config.ODOO_BASE_PATH);
+        const script = deployScript({
+          cloneUrl: ctx.config.GIT_CLONE_URL.replace('{name}', repo.name),
+          sha: commit.commit_id,
+          livePath,
+          seq: job.timestamp,
+        });
+        await job.updateProgress({ step: 'deploy', commit: commit.commit_id, server: server.ip });
+        const session = await openRemoteSession(ctx, server, { user_id: payload.user_id, job_id: jobId, secrets: [token] });
+        let res;
+        try {
+          res = await session.run(script, { stdin: `${token}\n`, timeoutMs: DEPLOY_TIMEOUT_MS, label: `push_commit ${commit.commit_id} → ${livePath}\n${script}` });
+        } finally {
+          session.close();
+        }
+        const out = readDeployOutput(res.stdout);
+        if (res.exitCode === DEPLOY_EXIT.invalid && out.report) {
+          const files = out.report.invalid.map((f) => `${f.file}: ${f.error}`).join('\n');
+          await report(false, `Deploy of ${sha} refused: ${out.report.invalid.length} file(s) failed validation; ${livePath} is unchanged.`, files);
+          throw new UserError(`Validation failed, ${livePath} is unchanged:\n${files}`, { invalid: out.report.invalid });
+        }
+        if (res.exitCode !== 0) throw new UserError(session.mask(`The deploy script failed: ${formatResult(res).slice(-2000)}`));
+        if (out.superseded) {
+          await report(true, `Deploy of ${sha} skipped: a newer deploy of ${livePath} already happened.`);
+          return { deployed: false, superseded: true, commit: commit.commit_id };
+        }
+        const checked = out.report?.checked ?? { py: 0, xml: 0 };
+        await report(true, `Deployed ${sha} to ${server.ip}:${livePath} (${checked.py} Python and ${checked.xml} XML files checked).`);
+        return { deployed: true, commit: commit.commit_id, live_path: livePath, release: out.deployedTo, checked };
+      } catch (err) {
+        if (!reported) await report(false, `Deploy of ${sha} failed: ${(err as Error).message}`);
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,240 @@
+// Git repositories (spec §2.10, §3.4; DESIGN §7): the resource and its rules, link/delete of the
+// push webhook at the git host, the branch head recorded as a commit (spec §2.11), and push_commit
+// queued as a job (git-deploy-job.ts does the deploy).
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type { AppContext } from '../context.js';
+import type { Db, DbTx } from '../core/db.js';
+import { ConflictError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
+import { createRecordService, listPage } from '../core/records.js';
+import { postMessage, type Author } from '../chatter/chatter-service.js';
+import { writeActionLog } from '../action-log/action-log-service.js';
+import { newWebhookToken, webhookUrl } from '../webhooks/webhook-token.js';
+import type { WebhookInvocation } from '../webhooks/webhook-methods.js';
+import { createGitHost, type BranchHead } from './git-host.js';
+import type { GitRepositoryOut } from './git-schemas.js';
+
+export const GIT_REPOSITORY_MODEL = 'svc.saas.git.repository';
+/** The method the repository's inbound webhook calls on a push (src/git/git-webhook-methods.ts). */
+export const PUSH_METHOD = 'action_receive_push';
+const TRACKED = ['name', 'branch_name', 'git_account_id', 'root_server_id', 'deploy_path', 'state', 'webhook_id', 'last_commit_id'] as const;
+
+type Data = Record<string, unknown>;
+type Row = Data & { id: number };
+
+/** Where push_commit deploys: deploy_path, or <ODOO_BASE_PATH>/custom-addons/<repo>. */
+export function effectiveDeployPath(repo: { name: string; deploy_path: string | null }, basePath: string): string {
+  return repo.deploy_path ?? path.posix.join(basePath, 'custom-addons', repo.name.split('/')[1] ?? repo.name);
+}
+
+async function loadRepository(client: Db | DbTx, id: number) {
+  const repo = await client.gitRepository.findUnique({ where: { id }, include: { git_account: true } });
+  if (!repo) throw new NotFoundError('Git repository');
+  return repo;
+}
+
+export type GitRepositoryService = ReturnType<typeof createGitRepositoryService>;
+
+export function createGitRepositoryService(ctx: AppContext) {
+  const { db, box, config } = ctx;
+  const host = createGitHost(ctx);
+  const records = createRecordService(db, box, { modelName: GIT_REPOSITORY_MODEL, tracked: TRACKED });
+  const target = (id: number, author: Author | null) => ({ model_name: GIT_REPOSITORY_MODEL, rec_id: id, user_id: author?.id ?? null });
+
+  /** The representation: the stored fields plus the effective deploy_path and the registered webhook's URL. */
+  async function present(rows: Data[]) {
+    const hookIds = rows.map((r) => r.inbound_webhook_id).filter((v): v is number => typeof v === 'number');
+    const hooks = hookIds.length ? await db.webhook.findMany({ where: { id: { in: hookIds } }, select: { id: true, token: true } }) : [];
+    return rows.map((row) => {
+      const hook = hooks.find((h) => h.id === row.inbound_webhook_id);
+      return {
+        ...row,
+        deploy_path: effectiveDeployPath(row as { name: string; deploy_path: string | null }, config.ODOO_BASE_PATH),
+        webhook_url: hook ? webhookUrl(config.BASE_URL, hook.token) : null,
+      } as unknown as GitRepositoryOut;
+    });
+  }
+  const one = async (row: Data) => (await present([row]))[0]!;
+
+  async function accessToken(account: { access_token: string }): Promise<string> {
+    const token = account.access_token ? await box.decrypt(account.access_token) : '';
+    if (!token) throw new ValidationError('The git account has no access_token', { field: 'git_account_id' });
+    return token;
+  }
+
+  async function checkReferences(data: Data) {
+    if (typeof data.git_account_id === 'number' && !(await db.gitAccount.count({ where: { id: data.git_account_id } }))) {
+      throw new ValidationError(`Git account ${data.git_account_id} does not exist`, { field: 'git_account_id' });
+    }
+    if (typeof data.root_server_id === 'number' && !(await db.rootServer.count({ where: { id: data.root_server_id } }))) {
+      throw new ValidationError(`Root server ${data.root_server_id} does not exist`, { field: 'root_server_id' });
+    }
+  }
+
+  /** Records the branch head as a commit (once per sha) and makes it last_commit_id. */
+  async function recordHead(tx: DbTx, repoId: number, branch: string, head: BranchHead, author: Author | null) {
+    const existing = await tx.gitCommit.findUnique({ where: { repository_id_commit_id: { repository_id: repoId, commit_id: head.sha } } });
+    const commit =
+      existing ??
+      (await tx.gitCommit.create({
+        data: { repository_id: repoId, commit_id: head.sha, commit_message: head.message, commit_by: head.author, branch },
+      }));
+    const before = await tx.gitRepository.findUniqueOrThrow({ where: { id: repoId }, select: { last_commit_id: true } });
+    const changed = before.last_commit_id !== commit.id;
+    if (changed) {
+      await tx.gitRepository.update({ where: { id: repoId }, data: { last_commit_id: commit.id } });
+      const subject = head.message.split('\n')[0];
+      await postMessage(tx, {
+        model_name: GIT_REPOSITORY_MODEL,
+        rec_id: repoId,
+        body: `New head of ${branch}: ${head.sha.slice(0, 12)} by ${head.author || 'unknown'}: ${subject}`,
+        message_type: 'notification',
+        author,
+      });
+    }
+    return { commit, changed };
+  }
+
+  async function enqueueDeploy(repo: { id: number; root_server_id: number | null }, commitId: number, author: Author | null) {
+    if (!repo.root_server_id) throw new UserError('Set root_server_id first: push_commit deploys to that root server');
+    return ctx.queues.enqueue('git_push_commit', { repository_id: repo.id, commit_id: commitId, user_id: author?.id ?? null });
+  }
+
+  return {
+    async list(query: { limit: number; offset: number } & Data) {
+      const page = await records.list(query);
+      return { ...page, items: await present(page.items) };
+    },
+    get: async (id: number) => one(await records.get(id)),
+
+    async create(data: Data, author: Author | null) {
+      await checkReferences(data);
+      return one(await records.create(data, author));
+    },
+
+    async update(id: number, data: Data, author: Author | null) {
+      const repo = await loadRepository(db, id);
+      const moves = (['name', 'git_account_id'] as const).filter((f) => f in data && data[f] !== repo[f]);
+      if (repo.webhook_id && moves.length > 0) {
+        throw new ValidationError(`Unlink the git webhook first (actions/delete_git_webhook): ${moves.join(', ')} cannot change while it is registered`);
+      }
+      await checkReferences(data);
+      return one(await records.update(id, data, author));
+    },
+
+    /** Refused while a webhook is registered at the git host (spec §7.2). */
+    async remove(id: number) {
+      const repo = await loadRepository(db, id);
+      if (repo.webhook_id) {
+        throw new ValidationError('This repository has a webhook registered at the git host: unlink it first (actions/delete_git_webhook)');
+      }
+      await db.$transaction(async (tx) => {
+        await tx.gitRepository.delete({ where: { id } });
+        if (repo.inbound_webhook_id) await tx.webhook.deleteMany({ where: { id: repo.inbound_webhook_id } });
+      });
+    },
+
+    async listCommits(id: number, page: { limit: number; offset: number }) {
+      await loadRepository(db, id);
+      return listPage(db.gitCommit, { repository_id: id }, page, { orderBy: [{ created_at: 'desc' }, { id: 'desc' }] });
+    },
+
+    /**
+     * action_link_git_webhook (draft → active): an inbound webhook of this service, signed with a
+     * fresh secret, registered at the git host for push events.
+     */
+    async linkGitWebhook(id: number, author: Author | null) {
+      const repo = await loadRepository(db, id);
+      if (repo.state !== 'draft') throw new ConflictError(`The repository is ${repo.state}; only a draft can be linked`);
+      const missing = [!repo.name?.trim() && 'name', !repo.branch_name?.trim() && 'branch_name'].filter(Boolean);
+      if (missing.length) throw new ValidationError(`The repository needs ${missing.join(' and ')} to register a webhook`, { fields: missing });
+      const token = await accessToken(repo.git_account);
+
+      const hookToken = newWebhookToken();
+      const secret = randomBytes(32).toString('hex');
+      const url = webhookUrl(config.BASE_URL, hookToken);
+      const hookId = await host.createPushHook(token, repo.name, { url, secret }, target(id, author));
+
+      try {
+        await db.$transaction(async (tx) => {
+          const inbound = await tx.webhook.create({
+            data: {
+              token: hookToken,
+              model_name: GIT_REPOSITORY_MODEL,
+              rec_id: id,
+              trigger_action: PUSH_METHOD,
+              message_type: 'notification',
+              signing_secret: await box.encrypt(secret),
+            },
+          });
+          // Only a draft without a webhook moves: of two concurrent links, one wins.
+          const moved = await tx.gitRepository.updateMany({
+            where: { id, state: 'draft', webhook_id: null },
+            data: { state: 'active', webhook_id: hookId, inbound_webhook_id: inbound.id },
+          });
+          if (moved.count === 0) throw new ConflictError('The repository was linked meanwhile');
+          await postMessage(tx, {
+            model_name: GIT_REPOSITORY_MODEL,
+            rec_id: id,
+            body: `Push webhook ${hookId} registered at the git host for ${repo.name}; state: draft → active.`,
+            message_type: 'notification',
+            author,
+          });
+          await writeActionLog(tx, { ...target(id, author), action_type: 'git', input_text: 'link_git_webhook', output_text: `webhook_id: ${hookId}` });
+        });
+      } catch (err) {
+        // Nothing local refers to the hook: remove it at the host again.
+        await host.deleteHook(token, repo.name, hookId, target(id, author)).catch(() => {});
+        throw err;
+      }
+      return one(await records.get(id));
+    },
+
+    /** action_delete_git_webhook (active → draft): removed at the git host, then here. */
+    async deleteGitWebhook(id: number, author: Author | null) {
+      const repo = await loadRepository(db, id);
+      if (repo.state !== 'active' || !repo.webhook_id) throw new ConflictError('The repository has no registered webhook');
+      const token = await accessToken(repo.git_account);
+      const outcome = await host.deleteHook(token, repo.name, repo.webhook_id, target(id, author));
+      await db.$transaction(async (tx) => {
+        await tx.gitRepository.update({ where: { id }, data: { state: 'draft', webhook_id: null, inbound_webhook_id: null } });
+        if (repo.inbound_webhook_id) await tx.webhook.deleteMany({ where: { id: repo.inbound_webhook_id } });
+        const how = outcome === 'gone' ? 'was already gone at the git host' : 'deleted at the git host';
+        await postMessage(tx, {
+          model_name: GIT_REPOSITORY_MODEL,
+          rec_id: id,
+          body: `Push webhook ${repo.webhook_id} ${how}; state: active → draft.`,
+          message_type: 'notification',
+          author,
+        });
+        await writeActionLog(tx, { ...target(id, author), action_type: 'git', input_text: 'delete_git_webhook', output_text: how });
+      });
+      return one(await records.get(id));
+    },
+
+    /** action_push_commit: records the branch head from the git host and deploys it (202 + job id). */
+    async pushCommit(id: number, author: Author | null) {
+      const repo = await loadRepository(db, id);
+      if (!repo.root_server_id) throw new UserError('Set root_server_id first: push_commit deploys to that root server');
+      const head = await host.branchHead(await accessToken(repo.git_account), repo.name, repo.branch_name, target(id, author));
+      const { commit } = await db.$transaction((tx) => recordHead(tx, id, repo.branch_name, head, author));
+      return enqueueDeploy(repo, commit.id, author);
+    },
+
+    /**
+     * The push handler an inbound webhook calls: a push to the tracked branch records its head and,
+     * when the repository is active with a root server and the head is new, queues the deploy.
+     * Pushes to other branches and the host's ping change nothing.
+     */
+    async receivePush(id: number, { tx, payload, afterCommit }: WebhookInvocation) {
+      const repo = await loadRepository(tx, id);
+      const ref = (payload as { ref?: unknown } | undefined)?.ref;
+      if (typeof ref === 'string' && ref !== `refs/heads/${repo.branch_name}`) return;
+      if ((payload as { zen?: unknown } | undefined)?.zen !== undefined) return; // the ping sent when a hook is created
+      const head = await host.branchHead(await accessToken(repo.git_account), repo.name, repo.branch_name, { model_name: GIT_REPOSITORY_MODEL, rec_id: id });
+      const { commit, changed } = await recordHead(tx, id, repo.branch_name, head, null);
+      // The job reads the commit: it is queued once the commit row is committed.
+      if (changed && repo.state === 'active' && repo.root_server_id) afterCommit(() => enqueueDeploy(repo, commit.id, null));
+    },
+  };
+}
