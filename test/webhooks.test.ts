@@ -116,11 +116,12 @@ describe('webhook records', () => {
     expect(await ctx.db.webhook.count({ where: { trigger_action: 'unlink' } })).toBe(0);
   });
 
-  it('the registry: subscription state methods, backup state, trial request and root server actions; a method declared twice is an error; every model has a table', async () => {
+  it('the registry: subscription state methods, backup state, trial request and root server actions, the git push handler; a method declared twice is an error; every model has a table', async () => {
     const table = describeWebhookMethods(createWebhookMethods(ctx));
     expect(table['svc.subscription']).toEqual(['_compute_backup_state', 'action_cancel', 'action_confirm', 'action_deploy', 'action_reset_to_draft']);
     expect(table['svc.subscription.trial.request']).toEqual(['action_cancel', 'action_create_subscription', 'action_reset_to_new']);
     expect(table['svc.root.server']).toEqual(['action_run_cmd', 'action_setup_dir_structure', 'action_start_monitor', 'action_stop_monitor']);
+    expect(table['svc.saas.git.repository']).toEqual(['action_receive_push']);
     const m = async () => {};
     expect(() => composeWebhookMethods({ a: { x: m } }, { a: { x: m } })).toThrow(/declared twice/);
     expect(composeWebhookMethods({ a: { x: m } }, { a: { y: m } })).toEqual({ a: { x: m, y: m } });

@@ -1,0 +1,422 @@
+// Git integration through the HTTP API and the real BullMQ workers. Real: PostgreSQL, Redis, an
+// OpenSSH server on loopback (test/helpers/sshd.ts) logging in a real user, git and python3 on that
+// "server", and real git repositories. Stand-in: the git host (test/helpers/git-host.ts), a local
+// HTTP server implementing DESIGN §7's REST subset and serving the repositories over git's smart
+// HTTP with the real `git http-backend`, so deploys fetch with the account token as from GitHub.
+import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { chmod, mkdtemp, readFile, readlink, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { startWorkers, type Workers } from '../src/worker.js';
+import { createTestContext, type TestContext } from './helpers/context.js';
+import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
+import { cloneUrlOf, startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
+
+const TOKEN = 'ghp_TestToken0123456789abcdefABCDEF';
+
+let ctx: TestContext;
+let app: FastifyInstance;
+let workers: Workers;
+let as: { user: Caller; operator: Caller; admin: Caller };
+let sshd: Sshd;
+let host: FakeGitHost;
+let scratch: string;
+let basePath: string;
+let serverId: number;
+let accountId: number;
+
+beforeAll(async () => {
+  sshd = await startSshd();
+  host = await startFakeGitHost(TOKEN);
+  scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-'));
+  await chmod(scratch, 0o777);
+  basePath = path.join(scratch, 'opt', 'odoo');
+  ctx = await createTestContext({ GIT_API_URL: host.url, GIT_CLONE_URL: cloneUrlOf(host), ODOO_BASE_PATH: basePath });
+  app = await buildApp(ctx);
+  workers = await startWorkers(ctx);
+  as = await callers(ctx);
+  const server = await request(app, as.operator, {
+    method: 'POST',
+    url: '/api/v1/root-servers',
+    payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
+  });
+  serverId = server.json().id;
+  expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/confirm` })).statusCode).toBe(200);
+  accountId = (await createAccount(TOKEN)).id;
+});
+
+afterAll(async () => {
+  await workers.close();
+  await app.close();
+  await ctx.cleanup();
+  await host.close();
+  await sshd.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function createAccount(token: string) {
+  const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { name: 'acme', access_token: token } });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json();
+}
+
+let repoSeq = 0;
+/** A repository at the git host (with one commit on main) and its record here. */
+async function newRepository(fields: Record<string, unknown> = {}): Promise<{ id: number; remote: TestRepo; record: Record<string, unknown> }> {
+  const name = `acme/addons-${++repoSeq}`;
+  const remote = await host.repo(name);
+  remote.commit({ 'README.md': 'addons\n' }, 'initial');
+  const res = await request(app, as.admin, {
+    method: 'POST',
+    url: '/api/v1/git-repositories',
+    payload: { name, branch_name: 'main', git_account_id: accountId, ...fields },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return { id: res.json().id, remote, record: res.json() };
+}
+
+const act = (id: number, name: string, caller: Caller = as.admin) =>
+  request(app, caller, { method: 'POST', url: `/api/v1/git-repositories/${id}/actions/${name}` });
+const getRepo = async (id: number) => (await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
+const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+const chatter = async (id: number) =>
+  (await ctx.db.message.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id }, orderBy: { id: 'asc' } })).map((m) => m.body);
+
+/** The git host's side of a push: the event POSTed to the registered URL, signed with the hook's secret. */
+function deliverPush(repoName: string, body: object, secret?: string) {
+  const hook = [...host.hooks.values()].find((h) => h.repo === repoName)!;
+  const raw = JSON.stringify(body);
+  return app.inject({
+    method: 'POST',
+    url: new URL(hook.config.url).pathname,
+    headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': sign(secret ?? hook.config.secret, raw) },
+    payload: raw,
+  });
+}
+
+async function linked(fields: Record<string, unknown> = {}) {
+  const repo = await newRepository(fields);
+  const res = await act(repo.id, 'link_git_webhook');
+  expect(res.statusCode, res.body).toBe(200);
+  return { ...repo, record: res.json() };
+}
+
+/** The deployment rows of the repository's action log, oldest first. */
+const deployments = (id: number) =>
+  ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'deployment' }, orderBy: { id: 'asc' } });
+
+describe('git accounts', () => {
+  it('administrators only; access_token required, encrypted and write-only; the owner defaults to the caller', async () => {
+    expect((await request(app, as.operator, { method: 'GET', url: '/api/v1/git-accounts' })).statusCode).toBe(403);
+    const missing = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { name: 'no token' } });
+    expect(missing.statusCode).toBe(400);
+    const empty = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: '  ' } });
+    expect(empty.statusCode).toBe(400);
+
+    const account = await createAccount('ghp_other-token-value');
+    expect(account).toMatchObject({ access_token_set: true, git_provider: 'github', user_id: as.admin.userId });
+    expect(JSON.stringify(account)).not.toContain('ghp_other-token-value');
+    const row = await ctx.db.gitAccount.findUniqueOrThrow({ where: { id: account.id } });
+    expect(row.access_token).not.toContain('ghp_other-token-value');
+    expect(await ctx.box.decrypt(row.access_token)).toBe('ghp_other-token-value');
+    const listed = await request(app, as.admin, { method: 'GET', url: '/api/v1/git-accounts' });
+    expect(listed.body).not.toContain('ghp_other-token-value');
+    const badUser = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: 'x-token', user_id: 999_999 } });
+    expect(badUser.statusCode).toBe(400);
+  });
+
+  it('an account used by a repository cannot be deleted', async () => {
+    await newRepository();
+    const res = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-accounts/${accountId}` });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/used by/);
+  });
+});
+
+describe('git repositories', () => {
+  it('validates name, branch and deploy path; shows the default deploy path; starts as a draft', async () => {
+    const base = { branch_name: 'main', git_account_id: accountId };
+    for (const payload of [
+      { ...base, name: 'no-slash' },
+      { ...base, name: 'acme/../etc' },
+      { ...base, name: 'acme/x', branch_name: 'main; rm -rf /' },
+      { ...base, name: 'acme/x', deploy_path: 'relative/path' },
+      { ...base, name: 'acme/x', deploy_path: '/opt/../etc' },
+      { ...base, name: 'acme/x', git_account_id: 999_999 },
+      { ...base, name: 'acme/x', root_server_id: 999_999 },
+      { ...base, name: 'acme/x', state: 'active' },
+    ]) {
+      const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-repositories', payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const { record } = await newRepository();
+    expect(record).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null, last_commit_id: null, root_server_id: null });
+    expect(record.deploy_path).toBe(`${basePath}/custom-addons/${String(record.name).split('/')[1]}`);
+    expect((await request(app, as.operator, { method: 'GET', url: `/api/v1/git-repositories/${record.id}` })).statusCode).toBe(403);
+  });
+});
+
+describe('link_git_webhook and delete_git_webhook', () => {
+  it('refuses without an access token on the account (400 naming it), and registers nothing', async () => {
+    const account = await createAccount('to-be-emptied');
+    await ctx.db.gitAccount.update({ where: { id: account.id }, data: { access_token: '' } });
+    const { id } = await newRepository({ git_account_id: account.id });
+    const hooksBefore = host.hooks.size;
+    const res = await act(id, 'link_git_webhook');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/access_token/) });
+    expect(host.hooks.size).toBe(hooksBefore);
+    expect((await getRepo(id)).state).toBe('draft');
+  });
+
+  it('git host refusals are readable 400s and change nothing: bad token, unknown repository, rate limit', async () => {
+    const wrong = await createAccount('ghp_wrong-token');
+    const badToken = await newRepository({ git_account_id: wrong.id });
+    const res1 = await act(badToken.id, 'link_git_webhook');
+    expect(res1.statusCode).toBe(400);
+    expect(res1.json().error.message).toMatch(/refused the access token.*401.*Bad credentials/);
+
+    const created = await request(app, as.admin, {
+      method: 'POST',
+      url: '/api/v1/git-repositories',
+      payload: { name: 'acme/does-not-exist', branch_name: 'main', git_account_id: accountId },
+    });
+    const res2 = await act(created.json().id, 'link_git_webhook');
+    expect(res2.statusCode).toBe(400);
+    expect(res2.json().error.message).toMatch(/acme\/does-not-exist was not found at the git host/);
+
+    const limited = await newRepository();
+    host.rateLimited = true;
+    try {
+      const res3 = await act(limited.id, 'link_git_webhook');
+      expect(res3.statusCode).toBe(400);
+      expect(res3.json().error.message).toMatch(/rate limit is exhausted; it resets at 2033-05-18/);
+    } finally {
+      host.rateLimited = false;
+    }
+    for (const id of [badToken.id, created.json().id, limited.id]) expect((await getRepo(id)).state).toBe('draft');
+    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(await ctx.db.gitRepository.count({ where: { state: 'active' } }));
+    // Every call is in the action log, the token never.
+    const calls = await ctx.db.actionLog.findMany({ where: { action_type: 'api_call', model_name: 'svc.saas.git.repository' } });
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(JSON.stringify(calls)).not.toContain('ghp_wrong-token');
+  });
+
+  it('registers a signed push webhook at the git host, moves to active, and refuses deletion until unlinked', async () => {
+    const { id, record } = await linked();
+    const hook = [...host.hooks.values()].find((h) => h.repo === record.name)!;
+    expect(hook.events).toEqual(['push']);
+    expect(hook.config.content_type).toBe('json');
+    expect(hook.config.secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(record).toMatchObject({ state: 'active', webhook_id: String(hook.id), webhook_url: hook.config.url });
+    expect(hook.config.url).toMatch(/^http:\/\/svc\.test\/svc\/webhook\/[0-9a-f]{64}$/);
+    const registered = host.server.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/hooks')).at(-1)!;
+    expect(registered.headers.authorization).toBe(`token ${TOKEN}`);
+
+    const inbound = await ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
+    expect(inbound.trigger_action).toBe('action_receive_push');
+    expect(await ctx.box.decrypt(inbound.signing_secret!)).toBe(hook.config.secret);
+
+    expect((await act(id, 'link_git_webhook')).statusCode).toBe(409);
+    const del = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` });
+    expect(del.statusCode).toBe(400);
+    expect(del.json().error.message).toMatch(/unlink it first/);
+    const rename = await request(app, as.admin, { method: 'PATCH', url: `/api/v1/git-repositories/${id}`, payload: { name: 'acme/renamed' } });
+    expect(rename.statusCode).toBe(400);
+
+    const logs = JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText();
+    expect(logs).not.toContain(TOKEN);
+    expect(logs).not.toContain(hook.config.secret);
+  });
+
+  it('delete_git_webhook removes it at the host and here (its URL stops working), back to draft; then the repository can be deleted', async () => {
+    const { id, record } = await linked();
+    const hookId = Number(record.webhook_id);
+    const res = await act(id, 'delete_git_webhook');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null });
+    expect(host.hooks.has(hookId)).toBe(false);
+    expect(host.server.calls.some((c) => c.method === 'DELETE' && c.path.endsWith(`/hooks/${hookId}`))).toBe(true);
+    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository', rec_id: id } })).toBe(0);
+    const stale = await app.inject({ method: 'POST', url: new URL(String(record.webhook_url)).pathname, payload: {} });
+    expect(stale.statusCode).toBe(400);
+    expect((await act(id, 'delete_git_webhook')).statusCode).toBe(409);
+    expect((await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` })).statusCode).toBe(204);
+  });
+
+  it('a hook already gone at the host still unlinks', async () => {
+    const { id, record } = await linked();
+    host.hooks.delete(Number(record.webhook_id));
+    const res = await act(id, 'delete_git_webhook');
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await chatter(id)).at(-1)).toMatch(/already gone/);
+  });
+});
+
+describe('push events', () => {
+  it('a forged push (bad signature) is refused and records nothing; other branches and the ping change nothing', async () => {
+    const { id, record, remote } = await linked();
+    remote.commit({ 'a.py': 'x = 1\n' }, 'second');
+    const forged = await deliverPush(String(record.name), { ref: 'refs/heads/main' }, 'not-the-secret');
+    expect(forged.statusCode).toBe(400);
+    const other = await deliverPush(String(record.name), { ref: 'refs/heads/feature' });
+    expect(other.statusCode).toBe(200);
+    const ping = await deliverPush(String(record.name), { zen: 'Keep it simple.', hook_id: 1 });
+    expect(ping.statusCode).toBe(200);
+    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
+    expect((await getRepo(id)).last_commit_id).toBeNull();
+  });
+
+  it('a push to the tracked branch without a root server records the head as a commit and queues nothing', async () => {
+    const { id, record, remote } = await linked();
+    const sha = remote.commit({ 'a.py': 'x = 1\n' }, 'Add a.py\n\nlonger body');
+    const res = await deliverPush(String(record.name), { ref: 'refs/heads/main', after: sha });
+    expect(res.statusCode, res.body).toBe(200);
+    const commits = await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}/commits` });
+    expect(commits.json().items).toEqual([
+      expect.objectContaining({ commit_id: sha, commit_message: 'Add a.py\n\nlonger body', commit_by: 'Test Author', branch: 'main', repository_id: id }),
+    ]);
+    expect((await getRepo(id)).last_commit_id).toBe(commits.json().items[0].id);
+    expect((await chatter(id)).at(-1)).toMatch(new RegExp(`New head of main: ${sha.slice(0, 12)} by Test Author: Add a.py`));
+    // Delivered again (the host retries): the same commit, nothing new.
+    expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
+    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(1);
+    expect(await deployments(id)).toHaveLength(0);
+  });
+});
+
+describe('push_commit: validated deploys over SSH', () => {
+  it('deploys a good commit; a commit with syntax errors is refused and the live path only ever points at the good release', async () => {
+    const { id, record, remote } = await linked({ root_server_id: serverId });
+    const live = String(record.deploy_path);
+    const good = remote.commit(
+      { 'my_module/__init__.py': 'from . import models\n', 'my_module/models.py': 'X = 1\n', 'my_module/views/view.xml': '<odoo><record id="a"/></odoo>\n' },
+      'good',
+    );
+    expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
+    await expect.poll(async () => (await deployments(id)).length, { timeout: 30_000 }).toBe(1);
+    const [first] = await deployments(id);
+    expect(first).toMatchObject({ status: 'success' });
+    expect(first!.output_text).toMatch(new RegExp(`Deployed ${good.slice(0, 12)} .*\\(2 Python and 1 XML files checked\\)`));
+    const goodRelease = await readlink(live);
+    expect(await readFile(path.join(live, 'my_module', 'models.py'), 'utf8')).toBe('X = 1\n');
+
+    // The broken commit: a Python syntax error and a malformed XML file, beside good files.
+    remote.commit({ 'my_module/models.py': 'def broken(:\n    pass\n', 'my_module/views/view.xml': '<odoo><record id="a">\n' }, 'broken');
+    const samples = new Set<string>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.add(await readlink(live));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
+    await expect.poll(async () => (await deployments(id)).length, { timeout: 30_000 }).toBe(2);
+    sampling = false;
+    await sampler;
+    expect([...samples]).toEqual([goodRelease]);
+    expect(await readFile(path.join(live, 'my_module', 'models.py'), 'utf8')).toBe('X = 1\n');
+
+    const failed = (await deployments(id))[1]!;
+    expect(failed.status).toBe('failure');
+    expect(failed.output_text).toMatch(/my_module\/models\.py: SyntaxError at line 1/);
+    expect(failed.output_text).toMatch(/my_module\/views\/view\.xml: XML: /);
+    const job = await waitForJob(app, as.admin, failed.job_id!);
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(/my_module\/models\.py/);
+    expect(job.error).toMatch(/my_module\/views\/view\.xml/);
+    expect((await chatter(id)).at(-1)).toMatch(/refused: 2 file\(s\) failed validation[\s\S]*models\.py/);
+    // The refused release was removed; the good one stays.
+    const releases = await readdir(path.join(path.dirname(live), '.releases', path.basename(live)));
+    expect(releases.filter((r) => r.startsWith('r-'))).toEqual([path.basename(goodRelease)]);
+
+    // The SSH session is audited on the root server; the token is nowhere: action log, service log, server disk.
+    const ssh = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: serverId, action_type: 'ssh_command' } });
+    expect(ssh.some((r) => r.input_text.includes(`push_commit ${good}`))).toBe(true);
+    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(TOKEN);
+    const onDisk = await grepTree(path.dirname(live), TOKEN);
+    expect(onDisk).toEqual([]);
+  });
+
+  it('the push_commit action deploys the branch head (202 + job), e.g. after fixing a broken commit', async () => {
+    const { id, record, remote } = await newRepository({ root_server_id: serverId });
+    const sha = remote.commit({ 'm/x.py': 'Y = 2\n' }, 'fix');
+    expect((await act(id, 'push_commit', as.operator)).statusCode).toBe(403);
+    const res = await act(id, 'push_commit');
+    expect(res.statusCode, res.body).toBe(202);
+    const job = await waitForJob(app, as.admin, res.json().job_id, 30_000);
+    expect(job.state, job.error).toBe('completed');
+    expect(job.result).toMatchObject({ deployed: true, commit: sha, live_path: record.deploy_path, checked: { py: 1, xml: 0 } });
+    expect(await readFile(path.join(String(record.deploy_path), 'm', 'x.py'), 'utf8')).toBe('Y = 2\n');
+    expect((await stat(String(record.deploy_path))).isDirectory()).toBe(true);
+  });
+
+  it('a deploy without a root server, or to one that is not confirmed, is refused with a clear error', async () => {
+    const { id } = await newRepository();
+    const res = await act(id, 'push_commit');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/root_server_id/);
+
+    const draft = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh } });
+    const other = await newRepository({ root_server_id: draft.json().id });
+    const queued = await act(other.id, 'push_commit');
+    expect(queued.statusCode).toBe(202);
+    const job = await waitForJob(app, as.admin, queued.json().job_id);
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(/Confirm the root server first/);
+    expect((await deployments(other.id))[0]).toMatchObject({ status: 'failure' });
+  });
+});
+
+describe('the deploy script (run locally with bash)', () => {
+  it('a deploy queued earlier never replaces a newer one; old releases are pruned', async () => {
+    const { remote, record } = await newRepository();
+    const live = path.join(scratch, 'script-test', 'addons');
+    const cloneUrl = cloneUrlOf(host).replace('{name}', String(record.name));
+    const shas = [1, 2, 3, 4, 5, 6, 7].map((n) => remote.commit({ 'v.py': `V = ${n}\n` }, `v${n}`));
+    for (const [i, sha] of shas.entries()) {
+      const out = await bash(deployScript({ cloneUrl, sha, livePath: live, seq: 1000 + i }), `${TOKEN}\n`);
+      expect(readDeployOutput(out.stdout).deployedTo, out.stderr).toBeTruthy();
+    }
+    expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
+    const releases = (await readdir(releasesDir(live))).filter((r) => r.startsWith('r-'));
+    expect(releases).toHaveLength(KEPT_RELEASES);
+    expect(path.join(releasesDir(live), releases.sort().at(-1)!)).toBe(await readlink(live));
+
+    const late = await bash(deployScript({ cloneUrl, sha: shas[0]!, livePath: live, seq: 999 }), `${TOKEN}\n`);
+    expect(late.code).toBe(0);
+    expect(readDeployOutput(late.stdout)).toMatchObject({ superseded: true, deployedTo: null });
+    expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
+  });
+});
+
+/** Runs a script with bash (asynchronously: the git host answers from this process). */
+function bash(script: string, stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', script]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
+
+/** Files under `dir` containing `needle` (the git cache included). */
+async function grepTree(dir: string, needle: string): Promise<string[]> {
+  const hits: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    if ((await readFile(file)).includes(needle)) hits.push(file);
+  }
+  return hits;
+}
