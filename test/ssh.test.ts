@@ -5,7 +5,9 @@
 // host key check across a real host key change.
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectSsh, describeConnectError, SshError, usablePrivateKey, type SshConnection, type SshTarget } from '../src/core/ssh.js';
+import { connectSsh, describeConnectError, type SshConnection, type SshTarget } from '../src/core/ssh.js';
+import { SshError } from '../src/core/ssh-error.js';
+import { usablePrivateKey } from '../src/core/ssh-keys.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
