@@ -73,12 +73,12 @@ export function createGitRepositoryService(ctx: AppContext) {
 
   /** Records the branch head as a commit (once per sha) and makes it last_commit_id. */
   async function recordHead(tx: DbTx, repoId: number, branch: string, head: BranchHead, author: Author | null) {
-    const existing = await tx.gitCommit.findUnique({ where: { repository_id_commit_id: { repository_id: repoId, commit_id: head.sha } } });
-    const commit =
-      existing ??
-      (await tx.gitCommit.create({
-        data: { repository_id: repoId, commit_id: head.sha, commit_message: head.message, commit_by: head.author, branch },
-      }));
+    // ON CONFLICT DO NOTHING: two deliveries of one push at once record the commit once.
+    await tx.gitCommit.createMany({
+      data: [{ repository_id: repoId, commit_id: head.sha, commit_message: head.message, commit_by: head.author, branch }],
+      skipDuplicates: true,
+    });
+    const commit = await tx.gitCommit.findUniqueOrThrow({ where: { repository_id_commit_id: { repository_id: repoId, commit_id: head.sha } } });
     const before = await tx.gitRepository.findUniqueOrThrow({ where: { id: repoId }, select: { last_commit_id: true } });
     const changed = before.last_commit_id !== commit.id;
     if (changed) {
