@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { rootServerWebhookMethods } from '../src/servers/root-server-webhook-methods.js';
+import { runWebhookMethod } from '../src/webhooks/webhook-methods.js';
 import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
@@ -422,20 +423,30 @@ describe('webhook methods', () => {
     const server = await confirmedServer({ ...credentials.key(), cmd: 'echo from-webhook' });
 
     const queued = await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed');
-    await ctx.db.$transaction((tx) => methods.action_run_cmd!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
+    await runWebhookMethod(ctx.db, { method: methods.action_run_cmd!, recId: server.id, payload: undefined });
     await expect.poll(async () => (await getServer(server.id)).cmd_output, { timeout: 20_000 }).toBe('from-webhook\n[exit code 0]');
     expect(await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed')).toBeGreaterThan(queued);
 
-    await ctx.db.$transaction((tx) => methods.action_start_monitor!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
+    await runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined });
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
     expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toMatchObject({ every: 60_000 });
-    await ctx.db.$transaction((tx) => methods.action_stop_monitor!(server.id, { tx, payload: undefined, afterCommit: () => {} }));
+    await runWebhookMethod(ctx.db, { method: methods.action_stop_monitor!, recId: server.id, payload: undefined });
     expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
 
+    // Rolled back with the caller's transaction (e.g. its message failed): nothing is scheduled.
+    const failing = { after: async () => Promise.reject(new Error('posting the message failed')) };
+    await expect(runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined }, failing)).rejects.toThrow(
+      'posting the message failed',
+    );
+    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(false);
+    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
+
     // A draft server refuses, and the caller's transaction fails with it.
     const draft = await createServer(credentials.key());
-    await expect(ctx.db.$transaction((tx) => methods.action_setup_dir_structure!(draft.id, { tx, payload: undefined, afterCommit: () => {} }))).rejects.toThrow(/Confirm the root server first/);
+    await expect(runWebhookMethod(ctx.db, { method: methods.action_setup_dir_structure!, recId: draft.id, payload: undefined })).rejects.toThrow(
+      /Confirm the root server first/,
+    );
   });
 });
 

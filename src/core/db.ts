@@ -14,3 +14,9 @@ export function createDb(databaseUrl: string, poolSize = 10): Db {
 export function isUniqueViolation(err: unknown): boolean {
   return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
 }
+
+/** A caller's open transaction, and where to put work that must wait for its commit (queueing jobs). */
+export interface InTransaction {
+  tx: DbTx;
+  afterCommit(fn: () => Promise<unknown>): void;
+}

@@ -2,7 +2,7 @@
 // its monitor_update_interval. Schedulers live in Redis, so they survive restarts and each
 // interval produces exactly one poll job whichever worker process takes it.
 import type { AppContext } from '../context.js';
-import type { Db, DbTx } from '../core/db.js';
+import type { Db, DbTx, InTransaction } from '../core/db.js';
 import type { Author } from '../chatter/chatter-service.js';
 import { writeActionLog } from '../action-log/action-log-service.js';
 import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, updateRootServer } from '../servers/root-server-store.js';
@@ -49,7 +49,7 @@ export function createMonitorService(ctx: AppContext) {
     schedule,
     unschedule,
 
-    async start(id: number, author: Author | null, tx?: DbTx) {
+    async start(id: number, author: Author | null, call?: InTransaction) {
       const enable = async (t: DbTx) => {
         const server = await loadRootServer(t, id);
         requireConfirmed(server);
@@ -63,10 +63,10 @@ export function createMonitorService(ctx: AppContext) {
         });
         return after;
       };
-      // In the caller's transaction (webhooks): a first poll that runs before its commit skips.
-      if (tx) {
-        const after = await enable(tx);
-        await schedule(after);
+      // In the caller's transaction (webhooks): scheduled once it commits, not if it rolls back.
+      if (call) {
+        const after = await enable(call.tx);
+        call.afterCommit(() => schedule(after));
         return after;
       }
       // Otherwise schedule after the commit, so the first poll (due at once) sees monitoring on.
@@ -80,8 +80,8 @@ export function createMonitorService(ctx: AppContext) {
       return after;
     },
 
-    async stop(id: number, author: Author | null, tx?: DbTx) {
-      const after = await inTx(tx, async (t) => {
+    async stop(id: number, author: Author | null, call?: InTransaction) {
+      const after = await inTx(call?.tx, async (t) => {
         await loadRootServer(t, id);
         const updated = await updateRootServer(t, id, { monitoring_enabled: false, server_state: 'no_monitor', monitor_failures: 0 }, author);
         await writeActionLog(t, {
@@ -93,7 +93,8 @@ export function createMonitorService(ctx: AppContext) {
         });
         return updated;
       });
-      await unschedule(id);
+      if (call) call.afterCommit(() => unschedule(id));
+      else await unschedule(id);
       return after;
     },
 

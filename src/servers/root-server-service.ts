@@ -1,7 +1,7 @@
 // Root servers (spec §2.4, §3.3, §4.4): the REST resource with its rules, the state actions
 // (confirm answers when the SSH check is done), and the SSH operations queued as jobs.
 import type { AppContext } from '../context.js';
-import type { DbTx } from '../core/db.js';
+import type { DbTx, InTransaction } from '../core/db.js';
 import { ConflictError, UserError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import { SshError } from '../core/ssh-error.js';
@@ -157,13 +157,13 @@ export function createRootServerService(ctx: AppContext) {
     },
 
     /** action_start_monitor: schedules polls at monitor_update_interval. */
-    async startMonitor(id: number, author: Author | null, tx?: DbTx) {
-      return output(await monitor.start(id, author, tx));
+    async startMonitor(id: number, author: Author | null, call?: InTransaction) {
+      return output(await monitor.start(id, author, call));
     },
 
     /** action_stop_monitor: removes the schedule; server_state → no_monitor. */
-    async stopMonitor(id: number, author: Author | null, tx?: DbTx) {
-      return output(await monitor.stop(id, author, tx));
+    async stopMonitor(id: number, author: Author | null, call?: InTransaction) {
+      return output(await monitor.stop(id, author, call));
     },
 
     /** action_run_cmd: stores `cmd` when given, then queues the stored command. */

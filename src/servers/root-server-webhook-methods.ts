@@ -19,11 +19,11 @@ export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {
       action_setup_dir_structure: async (recId, { tx }) => {
         await service.enqueue('setup_dir_structure', recId, null, tx);
       },
-      action_start_monitor: async (recId, { tx }) => {
-        await service.startMonitor(recId, null, tx);
+      action_start_monitor: async (recId, call) => {
+        await service.startMonitor(recId, null, call);
       },
-      action_stop_monitor: async (recId, { tx }) => {
-        await service.stopMonitor(recId, null, tx);
+      action_stop_monitor: async (recId, call) => {
+        await service.stopMonitor(recId, null, call);
       },
     },
   };

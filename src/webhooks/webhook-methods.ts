@@ -3,19 +3,17 @@
 // is saved, and the endpoint never calls anything else. Each feature exports its own table
 // (`xxxWebhookMethods(ctx)`); they are composed here, in one place.
 import type { AppContext } from '../context.js';
-import type { Db, DbTx } from '../core/db.js';
+import type { Db, DbTx, InTransaction } from '../core/db.js';
 import { subscriptionWebhookMethods } from '../subscriptions/subscription-webhook-methods.js';
 import { trialRequestWebhookMethods } from '../trial/trial-request-webhook-methods.js';
 import { backupWebhookMethods } from '../backup/backup-state.js';
 import { rootServerWebhookMethods } from '../servers/root-server-webhook-methods.js';
 import { gitWebhookMethods } from '../git/git-webhook-methods.js';
 
-export interface WebhookInvocation {
-  tx: DbTx; // the transaction the message will be posted in
+/** A method runs in the transaction the message is posted in; `afterCommit` work runs once it commits. */
+export interface WebhookInvocation extends InTransaction {
   /** The JSON body of the call (e.g. a git host's push event); undefined when run from the API. */
   payload: unknown;
-  /** Work outside the database (queueing a job) that must see the transaction's rows: run once it commits. */
-  afterCommit(fn: () => Promise<unknown>): void;
 }
 export type WebhookMethod = (recId: number, call: WebhookInvocation) => Promise<void>;
 export type WebhookMethodTable = Record<string /* model_name */, Record<string /* method */, WebhookMethod>>;
