@@ -32,7 +32,7 @@ export function releasesDir(livePath: string): string {
 
 // Every .py through py_compile (what `python3 -m py_compile` does, in one process for the whole
 // tree instead of one interpreter per file) and every .xml through an XML parser.
-const VALIDATE_PY = String.raw`
+export const VALIDATE_PY = String.raw`
 import json, os, py_compile, shutil, sys, tempfile
 import xml.etree.ElementTree as ET
 root = sys.argv[1]
