@@ -358,6 +358,22 @@ describe('push_commit: validated deploys over SSH', () => {
     expect((await stat(String(record.deploy_path))).isDirectory()).toBe(true);
   });
 
+  it('deploys through sudo -S: the password line goes to sudo, the token line to the script', async () => {
+    const sudoServer = await request(app, as.operator, {
+      method: 'POST',
+      url: '/api/v1/root-servers',
+      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.sudoPassword.name, password: TEST_USERS.sudoPassword.password, sudo_user: true },
+    });
+    expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` })).statusCode).toBe(200);
+    const { id, record, remote } = await newRepository({ root_server_id: sudoServer.json().id, deploy_path: path.join(basePath, 'sudo-addons') });
+    remote.commit({ 'm/y.py': 'Z = 3\n' }, 'via sudo');
+    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    expect(job.state, job.error).toBe('completed');
+    const release = await stat(path.join(String(record.deploy_path), 'm', 'y.py'));
+    expect(release.uid).toBe(0); // written as root through sudo
+    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(TEST_USERS.sudoPassword.password);
+  });
+
   it('a deploy without a root server, or to one that is not confirmed, is refused with a clear error', async () => {
     const { id } = await newRepository();
     const res = await act(id, 'push_commit');

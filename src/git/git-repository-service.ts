@@ -95,8 +95,7 @@ export function createGitRepositoryService(ctx: AppContext) {
     return { commit, changed };
   }
 
-  async function enqueueDeploy(repo: { id: number; root_server_id: number | null }, commitId: number, author: Author | null) {
-    if (!repo.root_server_id) throw new UserError('Set root_server_id first: push_commit deploys to that root server');
+  function enqueueDeploy(repo: { id: number }, commitId: number, author: Author | null) {
     return ctx.queues.enqueue('git_push_commit', { repository_id: repo.id, commit_id: commitId, user_id: author?.id ?? null });
   }
 
