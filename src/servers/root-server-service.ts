@@ -86,6 +86,30 @@ export function createRootServerService(ctx: AppContext) {
     return server;
   }
 
+  /**
+   * action_run_cmd: stores `cmd` when given, and answers the queueing of the stored command, to
+   * run now (the API) or after the caller's transaction commits (webhooks).
+   */
+  async function prepareRunCmd(id: number, cmd: string | undefined, author: Author | null, tx?: DbTx): Promise<() => Promise<string>> {
+    const server = await confirmedServer(id, tx);
+    const command = cmd ?? server.cmd?.trim();
+    if (!command) throw new UserError('No command: send {"cmd": "..."} or set cmd on the root server');
+    if (cmd !== undefined && cmd !== server.cmd) {
+      if (tx) await updateRootServer(tx, id, { cmd }, author);
+      else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd }, author));
+    }
+    return () => ctx.queues.enqueue('root_server_run_cmd', { root_server_id: id, cmd: command, user_id: author?.id ?? null });
+  }
+
+  /** setup_dir_structure, install_code_server, remove_code_server: checked here, run by a job (queued by the answer). */
+  async function prepareJob(action: RootServerJobAction, id: number, author: Author | null, tx?: DbTx): Promise<() => Promise<string>> {
+    const server = await confirmedServer(id, tx);
+    if (action === 'install_code_server' && !server.code_server_password) {
+      throw new UserError('Set code_server_password first: the code editor is protected by it');
+    }
+    return () => ctx.queues.enqueue(ROOT_SERVER_JOBS[action], { root_server_id: id, user_id: author?.id ?? null });
+  }
+
   return {
     async list(query: { limit: number; offset: number } & Data) {
       const page = await records.list(query);
@@ -166,25 +190,17 @@ export function createRootServerService(ctx: AppContext) {
       return output(await monitor.stop(id, author, call));
     },
 
-    /** action_run_cmd: stores `cmd` when given, then queues the stored command. */
-    async runCmd(id: number, cmd: string | undefined, author: Author | null, tx?: DbTx) {
-      const server = await confirmedServer(id, tx);
-      const command = cmd ?? server.cmd?.trim();
-      if (!command) throw new UserError('No command: send {"cmd": "..."} or set cmd on the root server');
-      if (cmd !== undefined && cmd !== server.cmd) {
-        if (tx) await updateRootServer(tx, id, { cmd }, author);
-        else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd }, author));
-      }
-      return ctx.queues.enqueue('root_server_run_cmd', { root_server_id: id, cmd: command, user_id: author?.id ?? null });
+    prepareRunCmd,
+    prepareJob,
+
+    /** action_run_cmd from the API: answers the job id. */
+    async runCmd(id: number, cmd: string | undefined, author: Author | null) {
+      return (await prepareRunCmd(id, cmd, author))();
     },
 
-    /** setup_dir_structure, install_code_server, remove_code_server: checked here, run by a job. */
-    async enqueue(action: RootServerJobAction, id: number, author: Author | null, tx?: DbTx) {
-      const server = await confirmedServer(id, tx);
-      if (action === 'install_code_server' && !server.code_server_password) {
-        throw new UserError('Set code_server_password first: the code editor is protected by it');
-      }
-      return ctx.queues.enqueue(ROOT_SERVER_JOBS[action], { root_server_id: id, user_id: author?.id ?? null });
+    /** setup_dir_structure, install_code_server, remove_code_server from the API: answers the job id. */
+    async enqueue(action: RootServerJobAction, id: number, author: Author | null) {
+      return (await prepareJob(action, id, author))();
     },
 
     /** action_open_code_server: the editor's URL. */

@@ -11,13 +11,13 @@ export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {
   const service = createRootServerService(ctx);
   return {
     'svc.root.server': {
-      /** Runs the stored `cmd` (e.g. a restart script) as a job. */
-      action_run_cmd: async (recId, { tx }) => {
-        await service.runCmd(recId, undefined, null, tx);
+      /** Runs the stored `cmd` (e.g. a restart script) as a job, queued once the call commits. */
+      action_run_cmd: async (recId, { tx, afterCommit }) => {
+        afterCommit(await service.prepareRunCmd(recId, undefined, null, tx));
       },
       /** Creates the directory layout (idempotent: mkdir -p). */
-      action_setup_dir_structure: async (recId, { tx }) => {
-        await service.enqueue('setup_dir_structure', recId, null, tx);
+      action_setup_dir_structure: async (recId, { tx, afterCommit }) => {
+        afterCommit(await service.prepareJob('setup_dir_structure', recId, null, tx));
       },
       action_start_monitor: async (recId, call) => {
         await service.startMonitor(recId, null, call);
