@@ -1,7 +1,8 @@
 // npm run bench:git-deploy [-- --modules 40] [--deploys 5]
 // Deploys an Odoo-like addons repository (N modules of 12 .py and 4 .xml files each) with the
-// service's own push_commit job: over SSH to a local OpenSSH server, fetching over git's smart HTTP
-// from the local git host (test/helpers/git-host.ts) with the token, validating and switching.
+// service's own push_commit job: the service downloads the commit's tarball from the local git host
+// (test/helpers/git-host.ts: the API's 302 to its codeload server, a real `git archive`) and streams
+// it over SSH to a local OpenSSH server, which unpacks, validates and switches.
 // Prints the duration of each deploy (BullMQ processedOn → finishedOn) and, on the same tree, the
 // validation step two ways: one python3 process for the whole tree (what the deploy does) against
 // `python3 -m py_compile <file>` and an XML parse per file (an interpreter start per file).
@@ -20,8 +21,10 @@ import { startWorkers } from '../src/worker.js';
 import { createGitRepositoryService } from '../src/git/git-repository-service.js';
 import { VALIDATE_PY } from '../src/git/deploy-script.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
-import { cloneUrlOf, startFakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
+import { startFakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
+import { createAuthService } from '../src/auth/auth-service.js';
+import { findJob } from '../test/helpers/api.js';
 
 const run = promisify(execFile);
 // The interpreter a server's login shell finds (not a version manager's shim, which costs a shell per start).
@@ -57,7 +60,8 @@ function addonsTree(modules: number, version: number): Record<string, string> {
       ].join('\n');
     }
     for (let x = 0; x < 4; x++) {
-      files[`${dir}/views/view_${x}.xml`] = `<odoo>\n  <record id="view_${m}_${x}" model="ir.ui.view">\n    <field name="name">v${version}</field>\n    <field name="arch" type="xml"><form><field name="name"/></form></field>\n  </record>\n</odoo>\n`;
+      files[`${dir}/views/view_${x}.xml`] =
+        `<odoo>\n  <record id="view_${m}_${x}" model="ir.ui.view">\n    <field name="name">v${version}</field>\n    <field name="arch" type="xml"><form><field name="name"/></form></field>\n  </record>\n</odoo>\n`;
     }
   }
   return files;
@@ -76,7 +80,10 @@ async function timeValidation(dir: string) {
   await run(PYTHON, ['-c', VALIDATE_PY, dir]);
   const oneProcess = performance.now() - start;
   start = performance.now();
-  for (const f of py) await run(PYTHON, ['-m', 'py_compile', f], { env: { ...process.env, PYTHONPYCACHEPREFIX: path.join(os.tmpdir(), 'svc-bench-pycache') } });
+  for (const f of py)
+    await run(PYTHON, ['-m', 'py_compile', f], {
+      env: { ...process.env, PYTHONPYCACHEPREFIX: path.join(os.tmpdir(), 'svc-bench-pycache') },
+    });
   for (const f of xml) await run(PYTHON, ['-c', 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])', f]);
   const perFile = performance.now() - start;
   return { py: py.length, xml: xml.length, oneProcess, perFile };
@@ -99,18 +106,26 @@ async function main() {
     SVC_MASTER_KEY_FILE: `${os.tmpdir()}/${dbName}.key`,
     LOG_LEVEL: 'warn',
     GIT_API_URL: host.url,
-    GIT_CLONE_URL: cloneUrlOf(host),
     ODOO_BASE_PATH: path.join(scratch, 'opt', 'odoo'),
   });
   const ctx = await createContext(config);
   const workers = await startWorkers(ctx);
   try {
-    const user = await ctx.auth.createUser({ email: 'bench@svc.test', group: 'administrator' });
+    const user = await createAuthService(ctx).createUser({ email: 'bench@svc.test', group: 'administrator' });
     const server = await ctx.db.rootServer.create({
-      data: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: await ctx.box.encrypt(sshd.keys.ed25519Openssh), state: 'confirmed', host_key: sshd.hostKey },
+      data: {
+        ip: sshd.host,
+        port: sshd.port,
+        username: TEST_USERS.key.name,
+        key: await ctx.box.encrypt(sshd.keys.ed25519Openssh),
+        state: 'confirmed',
+        host_key: sshd.hostKey,
+      },
     });
     const account = await ctx.db.gitAccount.create({ data: { access_token: await ctx.box.encrypt(TOKEN), user_id: user.id } });
-    const repo = await ctx.db.gitRepository.create({ data: { name: 'acme/addons', branch_name: 'main', git_account_id: account.id, root_server_id: server.id } });
+    const repo = await ctx.db.gitRepository.create({
+      data: { name: 'acme/addons', branch_name: 'main', git_account_id: account.id, root_server_id: server.id },
+    });
     const remote: TestRepo = await host.repo('acme/addons');
     const service = createGitRepositoryService(ctx);
 
@@ -118,10 +133,10 @@ async function main() {
     for (let d = 1; d <= deploys; d++) {
       remote.commit(addonsTree(modules, d), `version ${d}`);
       const jobId = await service.pushCommit(repo.id, null);
-      let done = (await ctx.queues.find(jobId))!;
+      let done = (await findJob(ctx, jobId))!;
       while (!done.finishedOn) {
         await new Promise((r) => setTimeout(r, 50));
-        done = (await ctx.queues.find(jobId))!;
+        done = (await findJob(ctx, jobId))!;
       }
       if (done.failedReason) throw new Error(`deploy ${d} failed: ${done.failedReason}`);
       durations.push(done.finishedOn! - done.processedOn!);
@@ -130,7 +145,9 @@ async function main() {
     const live = path.join(config.ODOO_BASE_PATH, 'custom-addons', 'addons');
     const v = await timeValidation(await realpath(live));
     console.log(`\n# bench:git-deploy — ${modules} modules (${v.py} .py, ${v.xml} .xml), ${deploys} deploys, ${os.cpus().length} CPUs`);
-    console.log(`deploy (fetch + validate + switch, over SSH): first ${durations[0]} ms, median ${median(durations)} ms`);
+    console.log(
+      `deploy (download + stream + unpack + validate + switch, over SSH): first ${durations[0]} ms, median ${median(durations)} ms`,
+    );
     console.log(`validation, one python3 process:        ${Math.round(v.oneProcess)} ms`);
     console.log(`validation, one python3 start per file: ${Math.round(v.perFile)} ms`);
     console.log(`ratio per-file / one process: ${(v.perFile / v.oneProcess).toFixed(1)}×`);

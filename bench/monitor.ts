@@ -12,7 +12,8 @@ import type { Job } from 'bullmq';
 import { loadConfig } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
-import { createJobHandlers, startWorkers } from '../src/worker.js';
+import { startWorkers } from '../src/worker.js';
+import { withJobHandler } from '../test/helpers/features.js';
 import { createMonitorService } from '../src/monitoring/monitor-service.js';
 import type { PollResult } from '../src/monitoring/monitor-poll.js';
 import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
@@ -67,15 +68,19 @@ async function createServers(ctx: AppContext, sshd: Sshd, n: number): Promise<nu
 async function runSize(ctx: AppContext, sshd: Sshd, n: number, seconds: number) {
   const ids = await createServers(ctx, sshd, n);
   const polls: PollRecord[] = [];
-  const handlers = createJobHandlers(ctx);
-  const poll = handlers.monitor_poll;
-  handlers.monitor_poll = async (payload, job: Job) => {
+  const features = withJobHandler('monitor_poll', (poll) => async (payload, job: Job) => {
     const start = Date.now();
     const result = (await poll(payload, job)) as PollResult;
-    polls.push({ serverId: payload.root_server_id, due: Number(job.id!.split(':').at(-1)), start, end: Date.now(), outcome: result.outcome });
+    polls.push({
+      serverId: payload.root_server_id as number,
+      due: Number(job.id!.split(':').at(-1)),
+      start,
+      end: Date.now(),
+      outcome: result.outcome,
+    });
     return result;
-  };
-  const workers = await startWorkers(ctx, handlers);
+  });
+  const workers = await startWorkers(ctx, features);
   const monitor = createMonitorService(ctx);
 
   for (const id of ids) await monitor.schedule({ id, monitor_update_interval: '5s' });
@@ -113,15 +118,29 @@ async function runSize(ctx: AppContext, sshd: Sshd, n: number, seconds: number) 
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   const wallSeconds = (t1 - t0) / 1000;
 
-  console.log(`\nN = ${n} servers, every ${INTERVAL_MS / 1000} s, measured ${wallSeconds.toFixed(0)} s after a ${WARMUP_MS / 1000} s warm-up`);
-  console.log(`  polls due ${due}, done ${measured.length}, on time ${onTime.length} (${((onTime.length / due) * 100).toFixed(2)} %), failed ${failed.length}`);
+  console.log(
+    `\nN = ${n} servers, every ${INTERVAL_MS / 1000} s, measured ${wallSeconds.toFixed(0)} s after a ${WARMUP_MS / 1000} s warm-up`,
+  );
+  console.log(
+    `  polls due ${due}, done ${measured.length}, on time ${onTime.length} (${((onTime.length / due) * 100).toFixed(2)} %), failed ${failed.length}`,
+  );
   console.log(`  latency finish - due: p50 ${ms(pct(latency, 50))}, p99 ${ms(pct(latency, 99))}, max ${ms(Math.max(...latency))}`);
   console.log(`  poll duration:        p50 ${ms(pct(duration, 50))}, p99 ${ms(pct(duration, 99))}`);
   console.log(
     `  service CPU ${cpuSeconds.toFixed(2)} s (${((cpuSeconds / wallSeconds) * 100).toFixed(0)} % of one core) → ` +
       `${((cpuSeconds / Math.max(1, measured.length)) * 1000).toFixed(2)} CPU s per 1,000 polls`,
   );
-  console.log(`  warm-up: ${warm.length} polls, p99 latency ${ms(pct(warm.map((p) => p.end - p.due), 99))}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `  warm-up: ${warm.length} polls, p99 latency ${ms(
+      pct(
+        warm.map((p) => p.end - p.due),
+        99,
+      ),
+    )}; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
 
   await ctx.db.monitorLog.deleteMany({ where: { root_server_id: { in: ids } } });
   await ctx.db.rootServer.deleteMany({ where: { id: { in: ids } } });
@@ -133,9 +152,17 @@ async function main() {
   const url = databaseUrl(dbName);
   await applyMigrations(url);
   const sshd = await startSshd({ maxStartups: Math.max(...sizes) + 100, maxSessions: 10 });
-  const config = loadConfig({ DATABASE_URL: url, REDIS_URL, QUEUE_PREFIX: dbName, SVC_MASTER_KEY_FILE: `${os.tmpdir()}/${dbName}.key`, LOG_LEVEL: 'warn' });
+  const config = loadConfig({
+    DATABASE_URL: url,
+    REDIS_URL,
+    QUEUE_PREFIX: dbName,
+    SVC_MASTER_KEY_FILE: `${os.tmpdir()}/${dbName}.key`,
+    LOG_LEVEL: 'warn',
+  });
   const ctx = await createContext(config, pino({ level: 'warn' }));
-  console.log(`bench:monitor on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), MONITOR_CONCURRENCY=${config.MONITOR_CONCURRENCY}`);
+  console.log(
+    `bench:monitor on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), MONITOR_CONCURRENCY=${config.MONITOR_CONCURRENCY}`,
+  );
   try {
     for (const n of sizes) await runSize(ctx, sshd, n, seconds);
   } finally {

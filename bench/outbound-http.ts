@@ -53,7 +53,7 @@ await applyMigrations(benchUrl.toString());
 const db = createDb(benchUrl.toString());
 try {
   const http = createOutboundHttp({ db, config });
-  const target = { model_name: 'svc.saas.backup.server', rec_id: 1 };
+  const target = { model_name: 'svc.saas.backup.server' as const, rec_id: 1 };
   const headers = { 'X-API-Key': 'bench-key' };
   const bare = () => fetch(url, { headers, signal: AbortSignal.timeout(10_000) }).then((r) => r.json());
   const client = () => http.request(target, { url, headers }, { secrets: ['bench-key'], read: (r) => r.okJson() });

@@ -54,7 +54,14 @@ async function waitUntilUp(url: string, init: RequestInit) {
 }
 
 async function measure(url: string, body: string, seconds = SECONDS): Promise<Result> {
-  return autocannon({ url, connections: CONNECTIONS, duration: seconds, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
 }
 
 async function main() {
@@ -74,7 +81,10 @@ async function main() {
        INSERT INTO subscriptions (name, partner_id, updated_at) SELECT 'Bench', id, now() FROM p RETURNING id`,
     );
     const subscriptionId = rows[0]!.id;
-    await db.query(`INSERT INTO webhooks (token, model_name, rec_id, updated_at) VALUES ($1, 'svc.subscription', $2, now())`, [token, subscriptionId]);
+    await db.query(`INSERT INTO webhooks (token, model_name, rec_id, updated_at) VALUES ($1, 'svc.subscription', $2, now())`, [
+      token,
+      subscriptionId,
+    ]);
 
     const servicePort = await freePort();
     const emptyPort = await freePort();
@@ -95,10 +105,19 @@ async function main() {
     await waitUntilUp(hookUrl, { method: 'POST', body: '{}' });
     await waitUntilUp(emptyUrl, { method: 'POST', body: '{}' });
 
-    const withMessage = JSON.stringify({ message: 'Backup of acme_17 finished in 42 s', message_type: 'notification', subtype_xmlid: 'mail.mt_note' });
-    const countMessages = async () => Number((await db.query('SELECT count(*) FROM messages WHERE rec_id = $1', [subscriptionId])).rows[0].count);
+    const withMessage = JSON.stringify({
+      message: 'Backup of acme_17 finished in 42 s',
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_note',
+    });
+    const countMessages = async () =>
+      Number((await db.query('SELECT count(*) FROM messages WHERE rec_id = $1', [subscriptionId])).rows[0].count);
 
-    console.log(`# bench:webhook — ${CONNECTIONS} connections, ${SECONDS} s per case, ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, LOG_LEVEL=${LOG_LEVEL}`);
+    console.log(
+      `# bench:webhook — ${CONNECTIONS} connections, ${SECONDS} s per case, ${cpus().length} CPUs, load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}, LOG_LEVEL=${LOG_LEVEL}`,
+    );
     // Warm-up (JIT, pools), not counted.
     await measure(emptyUrl, withMessage, 2);
     await measure(hookUrl, withMessage, 2);
@@ -125,7 +144,9 @@ async function main() {
     console.log(`with message / empty route:    ${ratio(results.message, results.empty)}`);
     console.log(`without message / empty route: ${ratio(results.noMessage, results.empty)}`);
     // Calls still in flight when autocannon stops are stored but not counted as answered.
-    console.log(`messages answered 200: ${results.message['2xx']}, stored: ${stored} (lost: ${Math.max(0, results.message['2xx'] - stored)})`);
+    console.log(
+      `messages answered 200: ${results.message['2xx']}, stored: ${stored} (lost: ${Math.max(0, results.message['2xx'] - stored)})`,
+    );
     const targets = [
       [`with a message ≥ 2000 req/s`, results.message.requests.average >= 2000],
       [`with a message p99 < 50 ms`, results.message.latency.p99 < 50],

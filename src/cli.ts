@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './core/config.js';
 import { applyMigrations, writeMigration } from './core/migrate.js';
+import { UnreachableError, withPostgres } from './core/reachability.js';
 import { createDb } from './core/db.js';
 import { createAuthService } from './auth/auth-service.js';
 
@@ -24,7 +25,7 @@ async function run(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'migrate': {
-      const applied = await applyMigrations(config.DATABASE_URL);
+      const applied = await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
       console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'No pending migrations');
       return;
     }
@@ -37,14 +38,12 @@ async function run(argv: string[]): Promise<void> {
     case 'create-admin':
     case 'create-token': {
       if (!values.email) throw new UsageError(`${command} needs --email`);
-      await applyMigrations(config.DATABASE_URL);
+      await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
       const db = createDb(config.DATABASE_URL, 1);
       try {
-        const auth = createAuthService(db);
+        const auth = createAuthService({ db });
         const { user, token } =
-          command === 'create-admin'
-            ? await auth.createAdmin(values.email, values.name)
-            : await auth.createTokenForEmail(values.email);
+          command === 'create-admin' ? await auth.createAdmin(values.email, values.name) : await auth.createTokenForEmail(values.email);
         console.log(`User ${user.email} (${user.group}), id ${user.id}. API token (shown once):`);
         console.log(token);
       } finally {
@@ -63,7 +62,7 @@ run(process.argv.slice(2)).then(
   () => process.exit(0),
   (err) => {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof ConfigError) console.error(err.message);
+    else if (err instanceof ConfigError || err instanceof UnreachableError) console.error(err.message);
     else pino().error({ err }, 'command failed');
     process.exit(err instanceof UsageError ? 2 : 1);
   },

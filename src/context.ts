@@ -7,7 +7,6 @@ import { createSecretBox, loadOrCreateMasterKey, type SecretBox } from './core/c
 import { createQueues, createRedis, type Queues } from './core/queue.js';
 import { createMailer, type Mailer } from './core/mail.js';
 import { loggerOptions } from './core/logger.js';
-import { createAuthService, type AuthService } from './auth/auth-service.js';
 import { createSshPool, type SshPool } from './core/ssh-pool.js';
 
 export interface AppContext {
@@ -18,7 +17,6 @@ export interface AppContext {
   queues: Queues;
   box: SecretBox;
   mailer: Mailer;
-  auth: AuthService;
   /** SSH connections kept open between uses in this process (monitoring). */
   sshPool: SshPool;
   close(): Promise<void>;
@@ -39,7 +37,6 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
     queues,
     box,
     mailer,
-    auth: createAuthService(db),
     sshPool,
     async close() {
       sshPool.close();

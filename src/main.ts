@@ -4,6 +4,7 @@ import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { loggerOptions } from './core/logger.js';
 import { applyMigrations } from './core/migrate.js';
+import { checkRedis, UnreachableError, withPostgres } from './core/reachability.js';
 import { createContext } from './context.js';
 import { buildApp } from './app.js';
 import { startWorkers } from './worker.js';
@@ -23,7 +24,8 @@ function readConfig(): Config {
 async function main() {
   const config = readConfig();
   const log = pino(loggerOptions(config.LOG_LEVEL));
-  const applied = await applyMigrations(config.DATABASE_URL);
+  const applied = await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
+  await checkRedis(config.REDIS_URL);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
 
   const ctx = await createContext(config, log);
@@ -53,6 +55,7 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.error(err);
+  // A service that cannot be reached is said in one line; anything else is a bug: the stack helps.
+  console.error(err instanceof UnreachableError ? err.message : err);
   process.exit(1);
 });

@@ -1,36 +1,68 @@
-// The worker role: one BullMQ worker per queue of the job catalog, dispatching on the job name to
-// the handlers listed here, plus the recurring schedules. close() lets running jobs finish.
-import { Worker, type Job } from 'bullmq';
+// The worker role: one BullMQ worker per queue of the job catalog, dispatching each job to the
+// handler its feature gives (src/features.ts), and every feature's schedules. close() lets running
+// jobs finish. Crash recovery follows each queue's afterCrash (src/core/jobs.ts): a job whose
+// worker died is run again, or, if it changes a remote system, recorded as interrupted and failed.
+import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { AppContext } from './context.js';
-import { JOBS, QUEUE_NAMES, type JobName, type JobPayload, type QueueName } from './core/job-catalog.js';
-import { createSettingsJobs } from './settings/settings-jobs.js';
-import { createNotificationJobs } from './notifications/notification-jobs.js';
-import { createSubscriptionJobs } from './subscriptions/subscription-jobs.js';
-import { createTrialJobs } from './trial/trial-jobs.js';
-import { createWebhookJobs, scheduleWebhookJobs } from './webhooks/webhook-jobs.js';
-import { createRootServerJobs } from './servers/root-server-jobs.js';
-import { createMonitorJobs, registerMonitorSchedules } from './monitoring/monitor-jobs.js';
-import { createGitJobs } from './git/git-deploy-job.js';
+import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
+import { publicJobId } from './core/queue.js';
+import type { Feature, Registry } from './feature.js';
+import { composeFeatures, FEATURES } from './features.js';
+import { INTERRUPTED, recordInterruption } from './jobs/job-interruption.js';
 
-export type JobHandler<N extends JobName> = (payload: JobPayload<N>, job: Job) => Promise<unknown>;
-/** Every job of the catalog must have a handler: the compiler checks it here. */
-export type JobHandlers = { [N in JobName]: JobHandler<N> };
+/** Times a job of a `rerun` queue is taken up again after its worker died, before it is failed. */
+const RERUNS_AFTER_CRASH = 2;
 
-export function createJobHandlers(ctx: AppContext): JobHandlers {
+interface Runnable {
+  spec: JobSpec;
+  handler: JobHandler<JobSpec>;
+  interruption?: Interruption<JobSpec, AppContext>;
+}
+
+/** Every job's spec, handler and interruption, from the features' manifests. */
+function runnables(ctx: AppContext, registry: Registry, features: readonly Feature[]): Map<string, Runnable> {
+  const out = new Map<string, Runnable>();
+  for (const { jobs } of features) {
+    if (!jobs) continue;
+    const handlers = jobs.handlers(ctx, registry);
+    for (const [name, spec] of Object.entries(jobs.specs)) {
+      out.set(name, { spec, handler: handlers[name]!, interruption: jobs.interruptions[name] });
+    }
+  }
+  return out;
+}
+
+/**
+ * Stalled-job recovery of a queue. An `interrupt` queue gives a stalled job back once
+ * (maxStalledCount 1) so the dispatcher records the interruption instead of running it; if that
+ * too is cut short, BullMQ fails the job without handing it out again.
+ */
+function crashOptionsOf(
+  queue: string,
+  ctx: AppContext,
+  registry: Registry,
+): Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'> {
   return {
-    ...createSettingsJobs(ctx),
-    ...createNotificationJobs(ctx),
-    ...createTrialJobs(ctx),
-    ...createSubscriptionJobs(ctx),
-    ...createWebhookJobs(ctx),
-    ...createRootServerJobs(ctx),
-    ...createMonitorJobs(ctx),
-    ...createGitJobs(ctx),
+    lockDuration: ctx.config.JOB_LOCK_MS,
+    stalledInterval: ctx.config.JOB_STALLED_INTERVAL_MS,
+    maxStalledCount: registry.jobs.afterCrashOf(queue) === 'interrupt' ? 1 : RERUNS_AFTER_CRASH,
   };
 }
 
+/** Records the interruption (action log, chatter, record), then fails the job with INTERRUPTED. */
+async function failInterrupted(ctx: AppContext, job: Job, run: Runnable, payload: JobPayload<JobSpec>): Promise<never> {
+  ctx.log.warn({ job_id: job.id, queue: job.queueName, job: job.name }, 'job interrupted by a worker crash; not run again');
+  try {
+    const id = publicJobId(job.queueName, job.id!);
+    await recordInterruption(ctx, { name: job.name, id, payload }, run.interruption!);
+  } catch (err) {
+    throw new UnrecoverableError(`${INTERRUPTED} (recording it on the record failed: ${(err as Error).message})`);
+  }
+  throw new UnrecoverableError(INTERRUPTED);
+}
+
 /** Concurrency per queue; SSH-bound queues wait on the network, not the CPU. */
-function concurrencyOf(queue: QueueName, ctx: AppContext): number {
+function concurrencyOf(queue: string, ctx: AppContext): number {
   if (queue === 'monitor') return ctx.config.MONITOR_CONCURRENCY;
   return queue === 'maintenance' ? 1 : ctx.config.WORKER_CONCURRENCY;
 }
@@ -40,26 +72,31 @@ export interface Workers {
   close(): Promise<void>;
 }
 
-export async function startWorkers(ctx: AppContext, handlers: JobHandlers = createJobHandlers(ctx)): Promise<Workers> {
-  const workers = QUEUE_NAMES.map((queue) => {
+export async function startWorkers(ctx: AppContext, features: readonly Feature[] = FEATURES): Promise<Workers> {
+  const registry = composeFeatures(ctx, features);
+  const jobs = runnables(ctx, registry, features);
+  const queueNames = registry.jobs.queueNames();
+  const workers = queueNames.map((queue) => {
     const worker = new Worker(
       queue,
       async (job: Job) => {
-        const name = job.name as JobName;
-        if (!Object.hasOwn(JOBS, name)) throw new Error(`Unknown job ${job.name}`);
-        const payload = JOBS[name].payload.parse(job.data);
-        return (handlers[name] as JobHandler<typeof name>)(payload as JobPayload<typeof name>, job);
+        const run = jobs.get(job.name);
+        if (!run) throw new Error(`Unknown job ${job.name}`);
+        const payload = run.spec.payload.parse(job.data);
+        // Its worker died while it ran (BullMQ counted a stall): a job that changes a remote system
+        // is not run again, only recorded as interrupted.
+        if (job.stalledCounter > 0 && run.spec.afterCrash === 'interrupt') return failInterrupted(ctx, job, run, payload);
+        return run.handler(payload, job);
       },
-      { connection: ctx.redis, prefix: ctx.queues.prefix, concurrency: concurrencyOf(queue, ctx) },
+      { connection: ctx.redis, prefix: ctx.queues.prefix, concurrency: concurrencyOf(queue, ctx), ...crashOptionsOf(queue, ctx, registry) },
     );
     worker.on('failed', (job, err) => ctx.log.warn({ job_id: job?.id, queue, job: job?.name, err }, 'job failed'));
     worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
-  await scheduleWebhookJobs(ctx);
-  await registerMonitorSchedules(ctx);
-  ctx.log.info({ queues: QUEUE_NAMES }, 'workers started');
+  for (const feature of features) await feature.schedules?.(ctx);
+  ctx.log.info({ queues: queueNames }, 'workers started');
   return {
     workers,
     /** Stops taking jobs and waits for the running ones to finish. */

@@ -6,6 +6,7 @@ import { hashApiToken } from '../src/auth/api-token.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { runEntry } from './helpers/spawn.js';
+import { createAuthService } from '../src/auth/auth-service.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -33,12 +34,12 @@ describe('bearer authentication', () => {
   });
 
   it('401 for an expired token and for an inactive user', async () => {
-    const { token } = await ctx.auth.createToken(as.user.userId, 'old', new Date(Date.now() - 1000));
+    const { token } = await createAuthService(ctx).createToken(as.user.userId, 'old', new Date(Date.now() - 1000));
     const expired = await app.inject({ method: 'GET', url: '/api/v1/settings', headers: { authorization: `Bearer ${token}` } });
     expect(expired.statusCode).toBe(401);
 
-    const user = await ctx.auth.createUser({ email: 'gone@svc.test', group: 'administrator', active: false });
-    const { token: t2 } = await ctx.auth.createToken(user.id);
+    const user = await createAuthService(ctx).createUser({ email: 'gone@svc.test', group: 'administrator', active: false });
+    const { token: t2 } = await createAuthService(ctx).createToken(user.id);
     const inactive = await app.inject({ method: 'GET', url: '/api/v1/settings', headers: { authorization: `Bearer ${t2}` } });
     expect(inactive.statusCode).toBe(401);
   });
@@ -96,11 +97,15 @@ describe('users and API tokens (administrators)', () => {
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(body.error.code).toBe('validation_error');
-    expect(body.error.details.map((d: { field: string }) => d.field)).toEqual(expect.arrayContaining(['body.email', 'body.group']));
+    expect(body.error.details.fields.map((d: { field: string }) => d.field)).toEqual(expect.arrayContaining(['body.email', 'body.group']));
   });
 
   it('creates a token shown once, which then works, and deletes it', async () => {
-    const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/api-tokens', payload: { user_id: as.user.userId, name: 'ci' } });
+    const res = await request(app, as.admin, {
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      payload: { user_id: as.user.userId, name: 'ci' },
+    });
     expect(res.statusCode).toBe(201);
     const { token, id } = res.json();
     expect(token).toMatch(/^svc_/);

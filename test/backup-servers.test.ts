@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
-import { backupWebhookMethods } from '../src/backup/backup-state.js';
-import { findWebhookMethod } from '../src/webhooks/webhook-methods.js';
+import { backup as backupFeature } from '../src/backup/index.js';
+import { findWebhookMethod } from '../src/core/webhook-methods.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
@@ -46,7 +46,11 @@ beforeAll(async () => {
       case '/api/cloud-accounts':
         return sendJson(res, 200, remoteAccounts);
       case '/api/backups':
-        return sendJson(res, 200, remoteBackups.filter((b) => b.db_name === req.query.get('db_name')));
+        return sendJson(
+          res,
+          200,
+          remoteBackups.filter((b) => b.db_name === req.query.get('db_name')),
+        );
       default:
         return sendJson(res, 404, { error: 'no such route' });
     }
@@ -78,7 +82,7 @@ describe('backup server records', () => {
       delete payload[missing];
       const res = await request(app, operator, { method: 'POST', url: '/api/v1/backup-servers', payload });
       expect(res.statusCode).toBe(400);
-      expect(res.json().error.details.map((d: { field: string }) => d.field)).toContain(`body.${missing}`);
+      expect(res.json().error.details.fields.map((d: { field: string }) => d.field)).toContain(`body.${missing}`);
     }
     const created = await createServer({ name: 'bk1' });
     expect(created).toMatchObject({
@@ -98,7 +102,13 @@ describe('backup server records', () => {
 
   it('refuses bad URLs and paths, an emptied API key, and writes by users', async () => {
     const server = await createServer();
-    for (const payload of [{ url: 'ftp://x' }, { download_url: 'not a url' }, { backup_db_path: 'no-slash' }, { api_key: '' }, { api_key: null }]) {
+    for (const payload of [
+      { url: 'ftp://x' },
+      { download_url: 'not a url' },
+      { backup_db_path: 'no-slash' },
+      { api_key: '' },
+      { api_key: null },
+    ]) {
       const res = await request(app, operator, { method: 'PATCH', url: `/api/v1/backup-servers/${server.id}`, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
@@ -219,7 +229,9 @@ describe('sync_cloud_accounts', () => {
     await ctx.db.$executeRawUnsafe(`
       CREATE FUNCTION refuse_boom() RETURNS trigger AS $$
       BEGIN IF NEW.uuid = 'boom' THEN RAISE EXCEPTION 'refused by test trigger'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await ctx.db.$executeRawUnsafe(`CREATE TRIGGER refuse_boom BEFORE INSERT ON backup_cloud_accounts FOR EACH ROW EXECUTE FUNCTION refuse_boom()`);
+    await ctx.db.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_boom BEFORE INSERT ON backup_cloud_accounts FOR EACH ROW EXECUTE FUNCTION refuse_boom()`,
+    );
     try {
       remoteAccounts = [
         { id: 9, uuid: 'keep', provider: 'changed', name: 'K2' },
@@ -242,14 +254,23 @@ describe('sync_cloud_accounts', () => {
     const before = await accountsOf(server.id);
     for (const [accounts, message] of [
       [[{ id: 1, provider: 's3' }], /cloud account list from GET .*\/api\/cloud-accounts is not as expected \(0\.uuid: /],
-      [[{ id: 1, uuid: 'y', provider: 's3' }, { id: 2, uuid: 'y', provider: 's3' }], /cloud account list from GET .* is not as expected \(answer: uuid y is listed twice\)/],
+      [
+        [
+          { id: 1, uuid: 'y', provider: 's3' },
+          { id: 2, uuid: 'y', provider: 's3' },
+        ],
+        /cloud account list from GET .* is not as expected \(answer: uuid y is listed twice\)/,
+      ],
     ] as const) {
       remoteAccounts = accounts as unknown as RemoteAccount[];
       const res = await action(server.id, 'sync_cloud_accounts');
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(message);
       expect(await accountsOf(server.id)).toEqual(before);
-      const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id }, orderBy: { id: 'desc' } });
+      const log = await ctx.db.actionLog.findFirst({
+        where: { model_name: 'svc.saas.backup.server', rec_id: server.id },
+        orderBy: { id: 'desc' },
+      });
       expect(log!.status).toBe('failure');
     }
   });
@@ -265,7 +286,8 @@ describe('compute_backup_state', () => {
 
   const subscription = (data: { database_name?: string | null; backup_server_id?: number | null } = {}) =>
     ctx.db.subscription.create({ data: { name: `SUB${++seq}`, partner_id: partnerId, database_name: `db_${seq}`, ...data } });
-  const compute = (id: number) => request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/compute_backup_state` });
+  const compute = (id: number) =>
+    request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/compute_backup_state` });
   const backup = (db_name: string, state: string, id = Math.floor(Math.random() * 1e6)) => ({
     id,
     db_name,
@@ -359,11 +381,11 @@ describe('compute_backup_state', () => {
     expect((await compute(999999)).statusCode).toBe(404);
   });
 
-  it('backupWebhookMethods: _compute_backup_state runs in the caller transaction', async () => {
+  it("the backup feature's webhook method _compute_backup_state runs in the caller transaction", async () => {
     const server = await createServer();
     const sub = await subscription({ backup_server_id: server.id });
     remoteBackups = [backup(sub.database_name!, 'running')];
-    const compute = findWebhookMethod(backupWebhookMethods(ctx), 'svc.subscription', '_compute_backup_state')!;
+    const compute = findWebhookMethod(backupFeature.webhookMethods!(ctx), 'svc.subscription', '_compute_backup_state')!;
 
     // Rolled back with the caller's transaction...
     await expect(

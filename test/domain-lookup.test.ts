@@ -38,15 +38,18 @@ afterAll(async () => {
 
 const lookup = (domain: string, caller = operator) =>
   request(app, caller, { method: 'POST', url: '/api/v1/settings/actions/lookup_domain', payload: { domain } });
-const setResolver = (dns_resolver: string) =>
-  request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver } });
+const setResolver = (dns_resolver: string) => request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver } });
 
 describe('settings', () => {
   it('defaults: Keep Root Server Log Period 2, DNS Resolver cloudflare; readable by users, changed by administrators', async () => {
     const res = await request(app, user, { method: 'GET', url: '/api/v1/settings' });
     expect(res.json()).toMatchObject({ keep_root_server_log_period: 2, dns_resolver: 'cloudflare' });
-    expect((await request(app, operator, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver: 'google' } })).statusCode).toBe(403);
-    expect((await request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { keep_root_server_log_period: 0 } })).statusCode).toBe(400);
+    expect(
+      (await request(app, operator, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver: 'google' } })).statusCode,
+    ).toBe(403);
+    expect(
+      (await request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { keep_root_server_log_period: 0 } })).statusCode,
+    ).toBe(400);
   });
 });
 
@@ -60,9 +63,17 @@ describe('lookup_domain', () => {
       servers: [cloudflare.address],
       addresses: ['203.0.113.10', '203.0.113.11'],
     });
-    expect(cloudflare.queries).toEqual(expect.arrayContaining([{ name: 'shop.example.com', type: 1 }, { name: 'shop.example.com', type: 28 }]));
+    expect(cloudflare.queries).toEqual(
+      expect.arrayContaining([
+        { name: 'shop.example.com', type: 1 },
+        { name: 'shop.example.com', type: 28 },
+      ]),
+    );
     expect(google.queries).toEqual([]);
-    const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.settings', action_type: 'api_call' }, orderBy: { id: 'desc' } });
+    const log = await ctx.db.actionLog.findFirst({
+      where: { model_name: 'svc.settings', action_type: 'api_call' },
+      orderBy: { id: 'desc' },
+    });
     expect(log).toMatchObject({ status: 'success', user_id: operator.userId, output_text: '203.0.113.10\n203.0.113.11' });
     expect(log!.input_text).toBe(`DNS lookup of shop.example.com via cloudflare (${cloudflare.address})`);
   });

@@ -1,11 +1,13 @@
 // Git integration through the HTTP API and the real BullMQ workers. Real: PostgreSQL, Redis, an
-// OpenSSH server on loopback (test/helpers/sshd.ts) logging in a real user, git and python3 on that
+// OpenSSH server on loopback (test/helpers/sshd.ts) logging in a real user, tar and python3 on that
 // "server", and real git repositories. Stand-in: the git host (test/helpers/git-host.ts), a local
-// HTTP server implementing DESIGN §7's REST subset and serving the repositories over git's smart
-// HTTP with the real `git http-backend`, so deploys fetch with the account token as from GitHub.
+// HTTP server implementing DESIGN §7's REST subset, whose tarball endpoint redirects, as GitHub's
+// does, to a second server streaming a real `git archive` .tar.gz for a short-lived URL token.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createHmac } from 'node:crypto';
-import { chmod, mkdtemp, readFile, readlink, readdir, rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readlink, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,9 +18,12 @@ import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
-import { cloneUrlOf, startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
+import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
+import { gitJobs } from '../src/git/git-job-specs.js';
 
 const TOKEN = 'ghp_TestToken0123456789abcdefABCDEF';
+/** GIT_DEPLOY_MAX_BYTES of these tests. */
+const MAX_TREE = 256 * 1024;
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -37,7 +42,7 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-'));
   await chmod(scratch, 0o777);
   basePath = path.join(scratch, 'opt', 'odoo');
-  ctx = await createTestContext({ GIT_API_URL: host.url, GIT_CLONE_URL: cloneUrlOf(host), ODOO_BASE_PATH: basePath });
+  ctx = await createTestContext({ GIT_API_URL: host.url, ODOO_BASE_PATH: basePath, GIT_DEPLOY_MAX_BYTES: String(MAX_TREE) });
   app = await buildApp(ctx);
   workers = await startWorkers(ctx);
   as = await callers(ctx);
@@ -47,7 +52,9 @@ beforeAll(async () => {
     payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
   });
   serverId = server.json().id;
-  expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/confirm` })).statusCode).toBe(200);
+  expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/confirm` })).statusCode).toBe(
+    200,
+  );
   accountId = (await createAccount(TOKEN)).id;
 });
 
@@ -68,7 +75,9 @@ async function createAccount(token: string) {
 
 let repoSeq = 0;
 /** A repository at the git host (with one commit on main) and its record here. */
-async function newRepository(fields: Record<string, unknown> = {}): Promise<{ id: number; remote: TestRepo; record: Record<string, unknown> }> {
+async function newRepository(
+  fields: Record<string, unknown> = {},
+): Promise<{ id: number; remote: TestRepo; record: Record<string, unknown> }> {
   const name = `acme/addons-${++repoSeq}`;
   const remote = await host.repo(name);
   remote.commit({ 'README.md': 'addons\n' }, 'initial');
@@ -86,7 +95,9 @@ const act = (id: number, name: string, caller: Caller = as.admin) =>
 const getRepo = async (id: number) => (await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
 const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 const chatter = async (id: number) =>
-  (await ctx.db.message.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id }, orderBy: { id: 'asc' } })).map((m) => m.body);
+  (await ctx.db.message.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id }, orderBy: { id: 'asc' } })).map(
+    (m) => m.body,
+  );
 
 /** The git host's side of a push: the event POSTed to the registered URL, signed with the hook's secret. */
 function deliverPush(repoName: string, body: object, secret?: string) {
@@ -95,7 +106,11 @@ function deliverPush(repoName: string, body: object, secret?: string) {
   return app.inject({
     method: 'POST',
     url: new URL(hook.config.url).pathname,
-    headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': sign(secret ?? hook.config.secret, raw) },
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'push',
+      'x-hub-signature-256': sign(secret ?? hook.config.secret, raw),
+    },
     payload: raw,
   });
 }
@@ -109,7 +124,10 @@ async function linked(fields: Record<string, unknown> = {}) {
 
 /** The deployment rows of the repository's action log, oldest first. */
 const deployments = (id: number) =>
-  ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'deployment' }, orderBy: { id: 'asc' } });
+  ctx.db.actionLog.findMany({
+    where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'deployment' },
+    orderBy: { id: 'asc' },
+  });
 
 describe('git accounts', () => {
   it('administrators only; access_token required, encrypted and write-only; the owner defaults to the caller', async () => {
@@ -127,15 +145,19 @@ describe('git accounts', () => {
     expect(await ctx.box.decrypt(row.access_token)).toBe('ghp_other-token-value');
     const listed = await request(app, as.admin, { method: 'GET', url: '/api/v1/git-accounts' });
     expect(listed.body).not.toContain('ghp_other-token-value');
-    const badUser = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: 'x-token', user_id: 999_999 } });
+    const badUser = await request(app, as.admin, {
+      method: 'POST',
+      url: '/api/v1/git-accounts',
+      payload: { access_token: 'x-token', user_id: 999_999 },
+    });
     expect(badUser.statusCode).toBe(400);
   });
 
-  it('an account used by a repository cannot be deleted', async () => {
+  it('an account used by a repository cannot be deleted (409)', async () => {
     await newRepository();
     const res = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-accounts/${accountId}` });
-    expect(res.statusCode).toBe(400);
-    expect(res.json().error.message).toMatch(/used by/);
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.message).toMatch(/used by \d+ repositor(y|ies)/);
   });
 });
 
@@ -201,7 +223,9 @@ describe('link_git_webhook and delete_git_webhook', () => {
       host.rateLimited = false;
     }
     for (const id of [badToken.id, created.json().id, limited.id]) expect((await getRepo(id)).state).toBe('draft');
-    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(await ctx.db.gitRepository.count({ where: { state: 'active' } }));
+    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(
+      await ctx.db.gitRepository.count({ where: { state: 'active' } }),
+    );
     // Every call is in the action log, the token never.
     const calls = await ctx.db.actionLog.findMany({ where: { action_type: 'api_call', model_name: 'svc.saas.git.repository' } });
     expect(calls.length).toBeGreaterThanOrEqual(3);
@@ -227,7 +251,11 @@ describe('link_git_webhook and delete_git_webhook', () => {
     const del = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` });
     expect(del.statusCode).toBe(400);
     expect(del.json().error.message).toMatch(/unlink it first/);
-    const rename = await request(app, as.admin, { method: 'PATCH', url: `/api/v1/git-repositories/${id}`, payload: { name: 'acme/renamed' } });
+    const rename = await request(app, as.admin, {
+      method: 'PATCH',
+      url: `/api/v1/git-repositories/${id}`,
+      payload: { name: 'acme/renamed' },
+    });
     expect(rename.statusCode).toBe(400);
 
     const logs = JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText();
@@ -280,7 +308,13 @@ describe('push events', () => {
     expect(res.statusCode, res.body).toBe(200);
     const commits = await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}/commits` });
     expect(commits.json().items).toEqual([
-      expect.objectContaining({ commit_id: sha, commit_message: 'Add a.py\n\nlonger body', commit_by: 'Test Author', branch: 'main', repository_id: id }),
+      expect.objectContaining({
+        commit_id: sha,
+        commit_message: 'Add a.py\n\nlonger body',
+        commit_by: 'Test Author',
+        branch: 'main',
+        repository_id: id,
+      }),
     ]);
     expect((await getRepo(id)).last_commit_id).toBe(commits.json().items[0].id);
     expect((await chatter(id)).at(-1)).toMatch(new RegExp(`New head of main: ${sha.slice(0, 12)} by Test Author: Add a.py`));
@@ -296,7 +330,11 @@ describe('push_commit: validated deploys over SSH', () => {
     const { id, record, remote } = await linked({ root_server_id: serverId });
     const live = String(record.deploy_path);
     const good = remote.commit(
-      { 'my_module/__init__.py': 'from . import models\n', 'my_module/models.py': 'X = 1\n', 'my_module/views/view.xml': '<odoo><record id="a"/></odoo>\n' },
+      {
+        'my_module/__init__.py': 'from . import models\n',
+        'my_module/models.py': 'X = 1\n',
+        'my_module/views/view.xml': '<odoo><record id="a"/></odoo>\n',
+      },
       'good',
     );
     expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
@@ -345,6 +383,108 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(onDisk).toEqual([]);
   });
 
+  it('the tree comes from the API tarball through its redirect: the token goes to the API only, the URL token is never stored', async () => {
+    const { id, record, remote } = await newRepository({ root_server_id: serverId });
+    const sha = remote.commit({ 'm/t.py': 'T = 1\n' }, 'tarball');
+    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    expect(job.state, job.error).toBe('completed');
+    expect(await readFile(path.join(String(record.deploy_path), 'm', 't.py'), 'utf8')).toBe('T = 1\n');
+
+    const [api] = host.server.callsTo(`/repos/${record.name}/tarball/${sha}`);
+    expect(api!.headers.authorization).toBe(`token ${TOKEN}`);
+    const [archive] = host.codeload.callsTo(`/${record.name}/legacy.tar.gz/${sha}`);
+    expect(archive!.headers.authorization).toBeUndefined(); // codeload refuses it: the deploy would have failed
+    const urlToken = archive!.query.get('token')!;
+    expect(host.downloadTokens).toContain(urlToken);
+
+    // One api_call row for the download, with the redirect but without either token.
+    const rows = await ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'api_call', job_id: job.id },
+    });
+    const download = rows.find((r) => r.input_text.includes(`/tarball/${sha}`))!;
+    expect(download).toMatchObject({ status: 'success' });
+    expect(download.input_text).toMatch(/authorization: \[redacted\]/);
+    expect(download.output_text).toMatch(
+      new RegExp(`HTTP 302 → ${host.codeload.url}/${record.name}/legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]`),
+    );
+    expect(download.output_text).toMatch(/HTTP 200 application\/x-gzip\n\d+ bytes received/);
+    const everything = JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText() + JSON.stringify(job);
+    for (const secret of [TOKEN, ...host.downloadTokens]) expect(everything).not.toContain(secret);
+  });
+
+  it('a tree larger than GIT_DEPLOY_MAX_BYTES, downloaded or unpacked, is refused with a clear error; the live path stays', async () => {
+    const { id, record, remote } = await newRepository({ root_server_id: serverId });
+    remote.commit({ 'm/ok.py': 'OK = 1\n' }, 'small');
+    expect((await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000)).state).toBe('completed');
+    const live = String(record.deploy_path);
+    const before = await readlink(live);
+
+    // Hardly compressible: the download and what it unpacks to grow together; either bound may trip first.
+    const big = remote.commit({ 'm/blob.txt': randomBytes(MAX_TREE).toString('base64') }, 'big');
+    const tooBig = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    expect(tooBig.state).toBe('failed');
+    expect(tooBig.error).toMatch(
+      new RegExp(`^The tarball of ${big.slice(0, 12)} (is larger|unpacks to more) than ${MAX_TREE} bytes \\(GIT_DEPLOY_MAX_BYTES\\)$`),
+    );
+
+    // A download of a few kilobytes that unpacks past the bound (a gzip bomb, in small).
+    const bomb = remote.commit({ 'm/blob.txt': '', 'm/zeros.txt': '0'.repeat(MAX_TREE * 4) }, 'bomb');
+    const unpacked = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    expect(unpacked.state).toBe('failed');
+    expect(unpacked.error).toBe(`The tarball of ${bomb.slice(0, 12)} unpacks to more than ${MAX_TREE} bytes (GIT_DEPLOY_MAX_BYTES)`);
+    // The download itself was small and whole: the bound on what it unpacks to is what refused it.
+    const row = await ctx.db.actionLog.findFirstOrThrow({
+      where: { action_type: 'api_call', job_id: unpacked.id, input_text: { contains: '/tarball/' } },
+    });
+    expect(row.status).toBe('success');
+    expect(Number(/(\d+) bytes received/.exec(row.output_text)![1])).toBeLessThan(MAX_TREE / 20);
+
+    expect(await readlink(live)).toBe(before);
+    expect(await readFile(path.join(live, 'm', 'ok.py'), 'utf8')).toBe('OK = 1\n');
+    const rows = await deployments(id);
+    expect(rows.slice(-2).map((r) => r.status)).toEqual(['failure', 'failure']);
+    expect((await chatter(id)).at(-1)).toMatch(/unpacks to more than/);
+  });
+
+  it('a download cut off midway fails the deploy; the server never takes the cut tree for a whole one', async () => {
+    const { id, record, remote } = await newRepository({ root_server_id: serverId });
+    remote.commit({ 'm/ok.py': 'OK = 1\n' }, 'first');
+    expect((await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000)).state).toBe('completed');
+    const live = String(record.deploy_path);
+    const before = await readlink(live);
+    // Cut midway, and cut at once (the failure may then come before the SSH command starts).
+    for (const cut of [20_000, 100]) {
+      const files = Object.fromEntries(
+        Array.from({ length: 40 }, (_, i) => [`m/f${i}.py`, `F = "${randomBytes(1500).toString('hex')}"\n`]),
+      );
+      const sha = remote.commit(files, `many files, cut after ${cut} bytes`);
+      host.cutTarballAfter = cut;
+      let job;
+      try {
+        job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+      } finally {
+        host.cutTarballAfter = null;
+      }
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatch(new RegExp(`^The tarball of ${sha.slice(0, 12)}: GET .*legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]: `));
+      expect(await readlink(live)).toBe(before);
+      expect(existsSync(path.join(live, 'm', 'f0.py'))).toBe(false);
+    }
+  });
+
+  it('a commit the host does not have: the host’s refusal, and nothing runs on the server', async () => {
+    const { id, record } = await newRepository({ root_server_id: serverId });
+    const unknown = `${'c0ffee'.repeat(6)}c0ff`;
+    const commit = await ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: unknown, branch: 'main' } });
+    const jobId = await ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
+    const job = await waitForJob(app, as.admin, jobId, 30_000);
+    expect(job.state).toBe('failed');
+    expect(job.error).toBe(
+      `Downloading the tree of ${unknown.slice(0, 12)} failed: ${record.name} was not found at the git host, or the token cannot see it (HTTP 404: Not Found)`,
+    );
+    expect(await ctx.db.actionLog.count({ where: { action_type: 'ssh_command', job_id: jobId } })).toBe(0);
+  });
+
   it('the push_commit action deploys the branch head (202 + job), e.g. after fixing a broken commit', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     const sha = remote.commit({ 'm/x.py': 'Y = 2\n' }, 'fix');
@@ -358,14 +498,25 @@ describe('push_commit: validated deploys over SSH', () => {
     expect((await stat(String(record.deploy_path))).isDirectory()).toBe(true);
   });
 
-  it('deploys through sudo -S: the password line goes to sudo, the token line to the script', async () => {
+  it('deploys through sudo -S: the password line goes to sudo, then the tarball to the script', async () => {
     const sudoServer = await request(app, as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
-      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.sudoPassword.name, password: TEST_USERS.sudoPassword.password, sudo_user: true },
+      payload: {
+        ip: sshd.host,
+        port: sshd.port,
+        username: TEST_USERS.sudoPassword.name,
+        password: TEST_USERS.sudoPassword.password,
+        sudo_user: true,
+      },
     });
-    expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` })).statusCode).toBe(200);
-    const { id, record, remote } = await newRepository({ root_server_id: sudoServer.json().id, deploy_path: path.join(basePath, 'sudo-addons') });
+    expect(
+      (await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` })).statusCode,
+    ).toBe(200);
+    const { id, record, remote } = await newRepository({
+      root_server_id: sudoServer.json().id,
+      deploy_path: path.join(basePath, 'sudo-addons'),
+    });
     remote.commit({ 'm/y.py': 'Z = 3\n' }, 'via sudo');
     const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
     expect(job.state, job.error).toBe('completed');
@@ -380,7 +531,11 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/root_server_id/);
 
-    const draft = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh } });
+    const draft = await request(app, as.operator, {
+      method: 'POST',
+      url: '/api/v1/root-servers',
+      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
+    });
     const other = await newRepository({ root_server_id: draft.json().id });
     const queued = await act(other.id, 'push_commit');
     expect(queued.statusCode).toBe(202);
@@ -391,14 +546,141 @@ describe('push_commit: validated deploys over SSH', () => {
   });
 });
 
-describe('the deploy script (run locally with bash)', () => {
+describe('remote values are checked before they reach a command line', () => {
+  const hostile = (marker: string) => [`--upload-pack=touch ${marker}`, `$(touch ${marker})`, `${'a'.repeat(40)};touch ${marker}`];
+
+  it('a git host answering something else than a commit id for the head: a clear 400, nothing recorded, queued or run', async () => {
+    const { id, record } = await linked({ root_server_id: serverId });
+    const marker = path.join(scratch, 'pwned-head');
+    const tarballsBefore = host.server.calls.filter((c) => c.path.includes('/tarball/')).length;
+    try {
+      for (const sha of hostile(marker)) {
+        host.headSha = sha;
+        const res = await act(id, 'push_commit');
+        expect(res.statusCode, res.body).toBe(400);
+        expect(res.json().error.message).toBe(
+          `The head of main that the git host gave is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(sha)}. Nothing was recorded or run.`,
+        );
+        // The same through a push event: the method fails (500 to the host, spec §4.2), its call log says why.
+        const pushed = await deliverPush(String(record.name), { ref: 'refs/heads/main' });
+        expect(pushed.statusCode).toBe(500);
+      }
+      const hook = await ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
+      const calls = await request(app, as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` });
+      expect(calls.json().items.map((c: { error: string }) => c.error)).toEqual(
+        hostile(marker)
+          .map((sha) => expect.stringContaining(`is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(sha)}`))
+          .reverse(),
+      );
+    } finally {
+      host.headSha = null;
+    }
+    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
+    expect((await getRepo(id)).last_commit_id).toBeNull();
+    expect(await deployments(id)).toHaveLength(0);
+    expect(host.server.calls.filter((c) => c.path.includes('/tarball/')).length).toBe(tarballsBefore);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a commit recorded with an id that is not one (before ids were checked) is refused by the deploy: nothing is downloaded or run', async () => {
+    const { id } = await newRepository({ root_server_id: serverId });
+    const marker = path.join(scratch, 'pwned-recorded');
+    for (const bad of hostile(marker)) {
+      const commit = await ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: bad, branch: 'main' } });
+      const jobId = await ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
+      const job = await waitForJob(app, as.admin, jobId, 30_000);
+      expect(job.state).toBe('failed');
+      expect(job.error).toBe(
+        `Recorded commit ${commit.id} is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(bad)}. Nothing was recorded or run.`,
+      );
+      expect(await ctx.db.actionLog.count({ where: { job_id: jobId, action_type: { in: ['ssh_command', 'api_call'] } } })).toBe(0);
+    }
+    expect(host.server.calls.some((c) => c.path.includes('/tarball/') && !/\/tarball\/[0-9a-f]{40}$/.test(c.path))).toBe(false);
+    expect((await deployments(id)).map((r) => r.status)).toEqual(['failure', 'failure', 'failure']);
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe('an operator-controlled SSH server (the attacker test)', () => {
+  let evil: Sshd;
+  let recordings: string;
+
+  beforeAll(async () => {
+    // A real OpenSSH server whose key login runs a wrapper instead of the command: the wrapper
+    // records the command line and every byte received on stdin, then runs the command with it.
+    evil = await startSshd();
+    recordings = path.join(scratch, 'evil-recordings');
+    await mkdir(recordings, { mode: 0o777 });
+    await chmod(recordings, 0o777);
+    const wrapper = path.join(evil.dir, 'record-and-run');
+    await writeFile(
+      wrapper,
+      `#!/bin/sh\nn=$$-$(date +%s%N)\nprintf '%s' "$SSH_ORIGINAL_COMMAND" > ${recordings}/cmd-$n\ntee ${recordings}/stdin-$n | /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n`,
+      { mode: 0o755 },
+    );
+    const keys = path.join(evil.dir, 'authorized_keys', TEST_USERS.key.name);
+    const lines = (await readFile(keys, 'utf8')).trim().split('\n');
+    await writeFile(keys, `${lines.map((l) => `command="${wrapper}" ${l}`).join('\n')}\n`);
+  });
+  afterAll(async () => {
+    await evil.stop();
+  });
+
+  it('an administrator’s deploy to a server an operator pointed at their own SSH server carries no token, and still deploys', async () => {
+    // The operator's root server, first at the real server; the administrator deploys through it.
+    const created = await request(app, as.operator, {
+      method: 'POST',
+      url: '/api/v1/root-servers',
+      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
+    });
+    const opServer = created.json().id;
+    expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode).toBe(
+      200,
+    );
+    const livePath = path.join(scratch, 'operator-server', 'addons');
+    const { id, remote } = await newRepository({ root_server_id: opServer, deploy_path: livePath });
+
+    // The operator moves it to their own server (with credentials for it) and confirms it.
+    const moved = await request(app, as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/root-servers/${opServer}`,
+      payload: { port: evil.port, key: evil.keys.ed25519Openssh },
+    });
+    expect(moved.statusCode, moved.body).toBe(200);
+    if (moved.json().state === 'draft') {
+      expect(
+        (await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
+      ).toBe(200);
+    }
+
+    const sha = remote.commit({ 'shop/models.py': 'PRICE = 42\n' }, 'deploy to the operator’s server');
+    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    expect(job.state, job.error).toBe('completed');
+    expect(job.result).toMatchObject({ deployed: true, commit: sha });
+    expect(await readFile(path.join(livePath, 'shop', 'models.py'), 'utf8')).toBe('PRICE = 42\n');
+
+    // What the operator's server received: the deploy script and the tarball, never the token.
+    const files = await readdir(recordings);
+    const commands = await Promise.all(files.filter((f) => f.startsWith('cmd-')).map((f) => readFile(path.join(recordings, f))));
+    const inputs = await Promise.all(files.filter((f) => f.startsWith('stdin-')).map((f) => readFile(path.join(recordings, f))));
+    expect(commands.some((c) => c.includes('tar -xzf -'))).toBe(true);
+    expect(inputs.some((i) => i[0] === 0x1f && i[1] === 0x8b)).toBe(true); // the gzip stream, recorded
+    for (const recorded of [...commands, ...inputs]) {
+      expect(recorded.includes(TOKEN)).toBe(false);
+      for (const urlToken of host.downloadTokens) expect(recorded.includes(urlToken)).toBe(false);
+    }
+    // Nor anywhere the operator can read: the action log, the job, the service log.
+    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + JSON.stringify(job) + ctx.logText()).not.toContain(TOKEN);
+  });
+});
+
+describe('the deploy script (run locally with bash, the tarball on stdin)', () => {
   it('a deploy queued earlier never replaces a newer one; old releases are pruned', async () => {
     const { remote, record } = await newRepository();
     const live = path.join(scratch, 'script-test', 'addons');
-    const cloneUrl = cloneUrlOf(host).replace('{name}', String(record.name));
     const shas = [1, 2, 3, 4, 5, 6, 7].map((n) => remote.commit({ 'v.py': `V = ${n}\n` }, `v${n}`));
     for (const [i, sha] of shas.entries()) {
-      const out = await bash(deployScript({ cloneUrl, sha, livePath: live, seq: 1000 + i }), `${TOKEN}\n`);
+      const out = await bash(deployScript({ sha, livePath: live, seq: 1000 + i }), host.archive(String(record.name), sha));
       expect(readDeployOutput(out.stdout).deployedTo, out.stderr).toBeTruthy();
     }
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
@@ -406,15 +688,34 @@ describe('the deploy script (run locally with bash)', () => {
     expect(releases).toHaveLength(KEPT_RELEASES);
     expect(path.join(releasesDir(live), releases.sort().at(-1)!)).toBe(await readlink(live));
 
-    const late = await bash(deployScript({ cloneUrl, sha: shas[0]!, livePath: live, seq: 999 }), `${TOKEN}\n`);
+    const late = await bash(deployScript({ sha: shas[0]!, livePath: live, seq: 999 }), host.archive(String(record.name), shas[0]!));
     expect(late.code).toBe(0);
     expect(readDeployOutput(late.stdout)).toMatchObject({ superseded: true, deployedTo: null });
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
   });
+
+  it('a tarball that does not unpack removes its release and leaves the live path alone', async () => {
+    const { remote, record } = await newRepository();
+    const live = path.join(scratch, 'script-test', 'broken-tar');
+    const good = remote.commit({ 'v.py': 'V = 1\n' }, 'v1');
+    expect((await bash(deployScript({ sha: good, livePath: live, seq: 1 }), host.archive(String(record.name), good))).code).toBe(0);
+    const next = remote.commit({ 'v.py': 'V = 2\n' }, 'v2');
+    const whole = host.archive(String(record.name), next);
+    const cut = await bash(deployScript({ sha: next, livePath: live, seq: 2 }), whole.subarray(0, whole.length - 20));
+    expect(cut.code).not.toBe(0);
+    expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 1\n');
+    expect((await readdir(releasesDir(live))).filter((r) => r.startsWith('r-'))).toEqual([path.basename(await readlink(live))]);
+  });
+
+  it('refuses to build a script for anything but a commit id', () => {
+    for (const sha of ['--upload-pack=touch /tmp/x', '$(id)', 'ABCDEF'.repeat(7), 'a'.repeat(39), `${'a'.repeat(40)}\n`]) {
+      expect(() => deployScript({ sha, livePath: '/opt/odoo/custom-addons/x', seq: 1 })).toThrow(/is not a commit id/);
+    }
+  });
 });
 
-/** Runs a script with bash (asynchronously: the git host answers from this process). */
-function bash(script: string, stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs a script with bash, feeding it stdin. */
+function bash(script: string, stdin: Buffer): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn('bash', ['-c', script]);
     let stdout = '';
@@ -422,11 +723,12 @@ function bash(script: string, stdin: string): Promise<{ code: number | null; std
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.on('error', () => {}); // a script that ends without reading it all
     child.stdin.end(stdin);
   });
 }
 
-/** Files under `dir` containing `needle` (the git cache included). */
+/** Files under `dir` containing `needle`. */
 async function grepTree(dir: string, needle: string): Promise<string[]> {
   const hits: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {

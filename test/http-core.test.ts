@@ -2,7 +2,9 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
 import { buildApp } from '../src/app.js';
+import { loggerOptions } from '../src/core/logger.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { createCaller, request, type Caller } from './helpers/api.js';
 
@@ -55,19 +57,27 @@ describe('errors', () => {
 });
 
 describe('OpenAPI', () => {
-  it('GET /api/v1/openapi.json is a valid OpenAPI 3 document of the REST API', async () => {
+  it('GET /api/v1/openapi.json is a valid OpenAPI 3 document of the REST API and the public routes', async () => {
     const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toMatch(/^3\./);
     await SwaggerParser.validate(structuredClone(doc));
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/v1/users', '/api/v1/settings', '/api/v1/jobs/{id}']));
-    expect(Object.keys(doc.paths).every((p) => p.startsWith('/api/v1/'))).toBe(true);
-    // Every operation is bearer-protected and documents the error shape.
-    for (const path of Object.values(doc.paths) as Record<string, { security?: unknown; responses: Record<string, unknown> }>[]) {
-      for (const op of Object.values(path)) {
-        expect(op.security).toEqual([{ bearer: [] }]);
-        expect(op.responses.default).toBeDefined();
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    // Every API operation is bearer-protected (the document's default) and documents the error
+    // shape; the public routes say they need no token.
+    for (const [path, item] of Object.entries(doc.paths) as [
+      string,
+      Record<string, { security?: unknown; responses: Record<string, unknown> }>,
+    ][]) {
+      for (const op of Object.values(item)) {
+        if (path.startsWith('/api/v1/')) {
+          expect(op.security, path).toBeUndefined();
+          expect(op.responses.default, path).toBeDefined();
+        } else {
+          expect(op.security, path).toEqual([]);
+        }
       }
     }
   });
@@ -88,6 +98,26 @@ describe('logs', () => {
     expect(logs).toContain('/svc/webhook/[redacted]');
     expect(logs).not.toContain(webhookToken);
     expect(logs).not.toContain(admin.token);
+  });
+
+  it('redact webhook tokens whatever the letter case and slashes, and log query parameters without values', async () => {
+    const tokens = ['cd'.repeat(32), 'ef'.repeat(32), '12'.repeat(32)];
+    await app.inject({ method: 'POST', url: `/SVC/Webhook/${tokens[0]}`, payload: {} });
+    await app.inject({ method: 'POST', url: `//svc//webhook//${tokens[1]}`, payload: {} });
+    await app.inject({ method: 'POST', url: `/svc/webhook/${tokens[2]}/extra`, payload: {} });
+    await request(app, admin, { method: 'GET', url: '/api/v1/action-logs?model_name=q-secret-value&limit=5' });
+    const logs = ctx.logText();
+    for (const token of tokens) expect(logs).not.toContain(token);
+    expect(logs).not.toContain('q-secret-value');
+    expect(logs).toContain('/api/v1/action-logs?model_name=&limit=');
+  });
+
+  it('keep error codes readable: a field named code is not a secret', () => {
+    const lines: string[] = [];
+    const log = pino(loggerOptions('info'), { write: (line: string) => void lines.push(line) });
+    log.error({ err: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), code: 40101 }, 'failed');
+    expect(lines.join('')).toContain('"code":"ECONNREFUSED"');
+    expect(lines.join('')).toContain('"code":40101');
   });
 });
 

@@ -3,9 +3,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
-import { createJobHandlers, startWorkers } from '../src/worker.js';
+import { startWorkers } from '../src/worker.js';
+import { settingsJobs } from '../src/settings/settings-job-specs.js';
+import { withJobHandler } from './helpers/features.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
-import { createCaller, request, waitForJob, type Caller } from './helpers/api.js';
+import { createCaller, findJob, request, waitForJob, type Caller } from './helpers/api.js';
+import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
+import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -25,11 +29,19 @@ afterAll(async () => {
 
 describe('GET /api/v1/jobs/{id}', () => {
   it('shows a waiting job, then its completion with progress and result', async () => {
-    await ctx.db.$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await ctx.box.encrypt('pw')}, now())`;
-    const jobId = await ctx.queues.enqueue('rotate_encryption_key', { user_id: admin.userId });
+    await ctx.db
+      .$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await ctx.box.encrypt('pw')}, now())`;
+    const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: admin.userId });
     const waiting = await request(app, user, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
     expect(waiting.statusCode).toBe(200);
-    expect(waiting.json()).toMatchObject({ id: jobId, queue: 'maintenance', name: 'rotate_encryption_key', state: 'waiting', finished_at: null });
+    expect(waiting.json()).toMatchObject({
+      id: jobId,
+      queue: 'maintenance',
+      name: 'rotate_encryption_key',
+      state: 'waiting',
+      progress: null, // nothing reported yet
+      finished_at: null,
+    });
 
     const workers = await startWorkers(ctx);
     try {
@@ -47,7 +59,7 @@ describe('GET /api/v1/jobs/{id}', () => {
     await ctx.db.$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('2.2.2.2', 'v999:AAAA', now())`;
     const workers = await startWorkers(ctx);
     try {
-      const jobId = await ctx.queues.enqueue('rotate_encryption_key', { user_id: null }, { attempts: 1 });
+      const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null }, { attempts: 1 });
       const failed = await waitForJob(app, user, jobId);
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/Encryption key v999 is missing/);
@@ -57,37 +69,78 @@ describe('GET /api/v1/jobs/{id}', () => {
     }
   });
 
-  it('404 for an unknown job id', async () => {
-    for (const id of ['maintenance-999999', 'nope-1', 'garbage']) {
+  it('404 for an unknown job id, 400 for something that is no job id', async () => {
+    for (const id of ['maintenance-999999', 'nope-1']) {
       const res = await request(app, user, { method: 'GET', url: `/api/v1/jobs/${id}` });
       expect(res.statusCode).toBe(404);
     }
+    // Not the shape of a job id at all: bad input.
+    expect((await request(app, user, { method: 'GET', url: '/api/v1/jobs/garbage' })).statusCode).toBe(400);
   });
 
   it('a deduplicated job returns the id of the one already waiting', async () => {
-    const a = await ctx.queues.enqueue('rotate_encryption_key', { user_id: null });
-    const b = await ctx.queues.enqueue('rotate_encryption_key', { user_id: null });
+    const a = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+    const b = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
     expect(b).toBe(a);
-    await (await ctx.queues.find(a))!.remove();
+    await (await findJob(ctx, a))!.remove();
   });
 });
 
 describe('graceful shutdown', () => {
+  it('GET /api/v1/jobs lists newest first, filters by state, queue and name, pages; an unknown filter value is a 400', async () => {
+    await ctx.queues.queue('maintenance').obliterate({ force: true });
+    const older = await ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+    const newer = await ctx.queues.enqueue(monitorJobs.monitor_log_retention, {}, { delay: 60_000 });
+    const list = async (query: string) => (await request(app, user, { method: 'GET', url: `/api/v1/jobs?${query}` })).json();
+    const all = await list('queue=maintenance');
+    expect(all.items.map((j: { id: string }) => j.id)).toEqual([newer, older]);
+    expect(all).toMatchObject({ total: 2, limit: 50, offset: 0 });
+    expect((await list('queue=maintenance&state=delayed')).items.map((j: { id: string }) => j.id)).toEqual([newer]);
+    expect((await list('name=prune_webhook_calls')).items.map((j: { id: string }) => j.id)).toEqual([older]);
+    expect(await list('queue=maintenance&limit=1&offset=1')).toMatchObject({ items: [{ id: older }], total: 2 });
+    for (const query of ['state=finished', 'queue=nope', 'name=rm_rf', 'colour=red']) {
+      expect((await request(app, user, { method: 'GET', url: `/api/v1/jobs?${query}` })).statusCode, query).toBe(400);
+    }
+  });
+
+  it('cancel removes a waiting or delayed job (it never runs); a finished one is a 409; users may not cancel', async () => {
+    const delayed = await ctx.queues.enqueue(
+      webhookJobs.prune_webhook_calls,
+      {},
+      { delay: 60_000, deduplication: undefined, jobId: 'cancel-me' },
+    );
+    expect((await request(app, user, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` })).statusCode).toBe(403);
+    const cancelled = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` });
+    expect(cancelled.statusCode).toBe(200);
+    expect(cancelled.json()).toMatchObject({ id: delayed, state: 'cancelled' });
+    expect((await request(app, user, { method: 'GET', url: `/api/v1/jobs/${delayed}` })).statusCode).toBe(404);
+
+    const workers = await startWorkers(ctx);
+    try {
+      const ran = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+      await waitForJob(app, user, ran);
+      const late = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/${ran}/actions/cancel` });
+      expect(late.statusCode).toBe(409);
+      expect(late.json().error).toMatchObject({ code: 'conflict', details: { state: 'completed' } });
+    } finally {
+      await workers.close();
+    }
+  });
+
   it('close() waits for the running job to finish', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
-    const real = createJobHandlers(ctx);
-    const workers = await startWorkers(ctx, {
-      ...real,
-      async rotate_encryption_key(payload, job) {
+    const workers = await startWorkers(
+      ctx,
+      withJobHandler('rotate_encryption_key', (real) => async (payload, job) => {
         started();
         await gate;
-        return real.rotate_encryption_key(payload, job);
-      },
-    });
-    const jobId = await ctx.queues.enqueue('rotate_encryption_key', { user_id: null });
+        return real(payload, job);
+      }),
+    );
+    const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
     await running;
     let closed = false;
     const closing = workers.close().then(() => (closed = true));

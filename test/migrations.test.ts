@@ -40,7 +40,15 @@ describe('migrations', () => {
     const tables = (await query<{ tablename: string }>(db, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).map(
       (r) => r.tablename,
     );
-    for (const table of ['trial_requests', 'trial_verifications', 'webhooks', 'root_servers', 'action_logs', 'encryption_keys', 'messages']) {
+    for (const table of [
+      'trial_requests',
+      'trial_verifications',
+      'webhooks',
+      'root_servers',
+      'action_logs',
+      'encryption_keys',
+      'messages',
+    ]) {
       expect(tables).toContain(table);
     }
     const recorded = await query<{ migration_name: string; finished_at: Date | null }>(db, 'SELECT * FROM _prisma_migrations');

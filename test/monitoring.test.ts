@@ -18,6 +18,7 @@ import { serverStateOf, type Metrics } from '../src/monitoring/proc-metrics.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -46,7 +47,11 @@ const act = (id: number, name: string) => request(app, as.operator, { method: 'P
 const patch = (id: number, payload: object) => request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${id}`, payload });
 const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
 const rowCount = (id: number) => ctx.db.monitorLog.count({ where: { root_server_id: id } });
-const logins = (user: string) => sshd.logText().split('\n').filter((l) => l.includes(`Accepted`) && l.includes(` for ${user} from`)).length;
+const logins = (user: string) =>
+  sshd
+    .logText()
+    .split('\n')
+    .filter((l) => l.includes(`Accepted`) && l.includes(` for ${user} from`)).length;
 const scheduler = (id: number) => ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(id));
 
 async function confirmedServer(body: Record<string, unknown>) {
@@ -69,13 +74,18 @@ describe('start_monitor → polls → stop_monitor', () => {
     const good = await confirmedServer(passwordLogin);
     const dead = await confirmedServer(keyLogin());
     const closedPort = await freePort();
-    expect((await patch(dead.id, { port: closedPort })).json()).toMatchObject({ port: closedPort, host_key: null });
+    // The move sends the key again: without it the credentials would be cleared (DESIGN §3).
+    expect((await patch(dead.id, { port: closedPort, ...keyLogin() })).json()).toMatchObject({
+      port: closedPort,
+      host_key: null,
+      key_set: true,
+    });
     // A server that accepts TCP but never answers: each poll of it waits for its timeout.
     const silent = createServer(() => {});
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const silentPort = (silent.address() as { port: number }).port;
     const hanging = await confirmedServer(keyLogin());
-    await patch(hanging.id, { port: silentPort });
+    await patch(hanging.id, { port: silentPort, ...keyLogin() });
     const loginsBefore = logins(TEST_USERS.password.name);
 
     expect((await act(good.id, 'start_monitor')).json()).toMatchObject({ monitoring_enabled: true, server_state: 'no_monitor' });
@@ -143,8 +153,15 @@ describe('monitor-logs', () => {
   it('raw rows oldest first, and per-bucket averages', async () => {
     const server = await confirmedServer(keyLogin());
     const now = Date.now();
-    for (const [minutesAgo, cpu] of [[50, 10], [49, 20], [20, 40], [19, 60], [18, 80]] as const) {
-      await ctx.db.$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes,
+    for (const [minutesAgo, cpu] of [
+      [50, 10],
+      [49, 20],
+      [20, 40],
+      [19, 60],
+      [18, 80],
+    ] as const) {
+      await ctx.db
+        .$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes,
         ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
         VALUES (${server.id}, ${new Date(now - minutesAgo * 60_000)}, ${cpu}, 100, 200, 50, 300, 600, 50, 1, 2, 0.1, 0.2, 0.3)`;
     }
@@ -163,7 +180,9 @@ describe('monitor-logs', () => {
     const avg = (buckets.items as { cpu_percent: number; samples: number }[]).map((b) => [b.samples, b.cpu_percent]);
     // 50 and 49 minutes ago share a 15-minute bucket unless a boundary falls between them.
     expect(avg.flat().every((v) => Number.isFinite(v))).toBe(true);
-    expect(buckets.items.reduce((s: number, b: { cpu_percent: number; samples: number }) => s + b.cpu_percent * b.samples, 0)).toBeCloseTo(210);
+    expect(buckets.items.reduce((s: number, b: { cpu_percent: number; samples: number }) => s + b.cpu_percent * b.samples, 0)).toBeCloseTo(
+      210,
+    );
 
     const window = (await request(app, as.user, { method: 'GET', url: `${url}?from=${new Date(now - 30 * 60_000).toISOString()}` })).json();
     expect(window.total).toBe(3);
@@ -178,7 +197,7 @@ describe('monitor-logs', () => {
 describe('failures, backoff and reconnection (the poll handler called directly)', () => {
   it('offline after exactly 3 failed polls, then retries with a growing delay', async () => {
     const server = await confirmedServer(keyLogin());
-    await patch(server.id, { port: await freePort() });
+    await patch(server.id, { port: await freePort(), ...keyLogin() });
     // Monitoring on, without a schedule: this test drives the polls itself.
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
     const poll = createMonitorPoller(ctx);
@@ -186,7 +205,9 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 2, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 3, server_state: 'offline' });
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'backoff' });
-    expect((await messages(server.id)).map((m) => m.body)).toEqual([expect.stringMatching(/^Server state: online → offline\. 3 failed polls in a row; last error: Connection refused/)]);
+    expect((await messages(server.id)).map((m) => m.body)).toEqual([
+      expect.stringMatching(/^Server state: online → offline\. 3 failed polls in a row; last error: Connection refused/),
+    ]);
     // A poll for a server whose monitoring is off does nothing.
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
@@ -236,13 +257,16 @@ describe('schedules', () => {
     const server = await confirmedServer(keyLogin());
     const stray = await confirmedServer(keyLogin());
     await act(server.id, 'start_monitor');
-    await ctx.queues.unschedule('monitor_poll', monitorSchedulerId(server.id)); // as if Redis lost it
+    await ctx.queues.unschedule(monitorJobs.monitor_poll, monitorSchedulerId(server.id)); // as if Redis lost it
     // As if a start_monitor transaction had rolled back after scheduling.
-    await ctx.queues.schedule(monitorSchedulerId(stray.id), { every: 5000 }, 'monitor_poll', { root_server_id: stray.id });
+    await ctx.queues.schedule(monitorSchedulerId(stray.id), { every: 5000 }, monitorJobs.monitor_poll, { root_server_id: stray.id });
     await registerMonitorSchedules(ctx);
     expect(await scheduler(server.id)).toMatchObject({ every: 5000 });
     expect(await scheduler(stray.id)).toBeUndefined();
-    expect(await ctx.queues.queue('maintenance').getJobScheduler('monitor-log-retention')).toMatchObject({ pattern: '17 3 * * *', tz: 'UTC' });
+    expect(await ctx.queues.queue('maintenance').getJobScheduler('monitor-log-retention')).toMatchObject({
+      pattern: '17 3 * * *',
+      tz: 'UTC',
+    });
     await act(server.id, 'stop_monitor');
   });
 });
@@ -298,7 +322,7 @@ describe('retention', () => {
     for (let i = 0; i < 2; i++) await insert(60_000);
 
     // The daily job with the default period (2 days).
-    const jobId = await ctx.queues.enqueue('monitor_log_retention', {});
+    const jobId = await ctx.queues.enqueue(monitorJobs.monitor_log_retention, {});
     const job = await waitForJob(app, as.user, jobId);
     expect(job).toMatchObject({ state: 'completed', result: { deleted: 5, days: 2 }, progress: { deleted: 5 } });
     expect(await rowCount(server.id)).toBe(5);

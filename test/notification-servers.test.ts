@@ -60,7 +60,8 @@ function ntfyHandler(req: RecordedRequest, res: import('node:http').ServerRespon
 function fcmHandler(req: RecordedRequest, res: import('node:http').ServerResponse) {
   if (req.method === 'POST' && req.path === '/token') {
     const form = new URLSearchParams(req.body);
-    if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return sendJson(res, 400, { error: 'unsupported_grant_type' });
+    if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+      return sendJson(res, 400, { error: 'unsupported_grant_type' });
     const jwt = form.get('assertion') ?? '';
     assertions.push(jwt);
     const [h, c, sig] = jwt.split('.');
@@ -85,7 +86,9 @@ function fcmHandler(req: RecordedRequest, res: import('node:http').ServerRespons
   if (req.method === 'POST' && send) {
     const bearer = req.headers.authorization?.replace(/^Bearer /, '');
     if (!bearer || !issuedAccessTokens.includes(bearer)) {
-      return sendJson(res, 401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } });
+      return sendJson(res, 401, {
+        error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' },
+      });
     }
     return sendJson(res, 200, { name: `projects/${send[1]}/messages/${fcm.calls.length}` });
   }
@@ -138,7 +141,8 @@ afterAll(async () => {
 });
 
 const post = (payload: object) => request(app, operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
-const patch = (id: number, payload: object) => request(app, operator, { method: 'PATCH', url: `/api/v1/notification-servers/${id}`, payload });
+const patch = (id: number, payload: object) =>
+  request(app, operator, { method: 'PATCH', url: `/api/v1/notification-servers/${id}`, payload });
 const act = (id: number, name: string, payload?: object) =>
   request(app, operator, { method: 'POST', url: `/api/v1/notification-servers/${id}/actions/${name}`, ...(payload ? { payload } : {}) });
 
@@ -153,24 +157,112 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
   const badSa = (patchSa: Record<string, unknown>) => JSON.stringify({ ...wellFormed, ...patchSa });
   const rows: [string, object, string, RegExp][] = [
     ['self-hosted without url', { provider: 'selfhosted_push' }, 'url', /url is required/],
-    ['self-hosted url not http(s)', { provider: 'selfhosted_push', url: 'ftp://push.example.com' }, 'url', /url must start with http:\/\/ or https:\/\//],
+    [
+      'self-hosted url not http(s)',
+      { provider: 'selfhosted_push', url: 'ftp://push.example.com' },
+      'url',
+      /url must start with http:\/\/ or https:\/\//,
+    ],
     ['self-hosted url without scheme', { provider: 'selfhosted_push', url: 'push.example.com' }, 'url', /must start with/],
-    ['cloud with none of the three', { provider: 'cloud_push' }, 'fcm_project_id', /fcm_server_key, fcm_project_id or fcm_service_account_json/],
-    ['service account not JSON', { provider: 'cloud_push', fcm_service_account_json: '{not json' }, 'fcm_service_account_json', /is not valid JSON/],
-    ['service account not an object', { provider: 'cloud_push', fcm_service_account_json: '[1,2]' }, 'fcm_service_account_json', /must be a JSON object/],
-    ['service account without private_key', { provider: 'cloud_push', fcm_service_account_json: badSa({ private_key: undefined }) }, 'fcm_service_account_json', /lacks "private_key"/],
-    ['service account without client_email', { provider: 'cloud_push', fcm_service_account_json: badSa({ client_email: '' }) }, 'fcm_service_account_json', /lacks "client_email"/],
-    ['service account with a broken key', { provider: 'cloud_push', fcm_service_account_json: badSa({ private_key: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' }) }, 'fcm_service_account_json', /not a PEM private key/],
-    ['service account token_uri not a URL', { provider: 'cloud_push', fcm_service_account_json: badSa({ token_uri: 'oauth2' }) }, 'fcm_service_account_json', /token_uri/],
-    ['service account of another type', { provider: 'cloud_push', fcm_service_account_json: badSa({ type: 'authorized_user' }) }, 'fcm_service_account_json', /"type" other than "service_account"/],
-    ['auto tokens without admin username', { provider: 'selfhosted_push', url: 'http://p', auto_generate_tokens: true, password: 'x' }, 'username', /auto_generate_tokens needs the admin username/],
-    ['auto tokens without admin password', { provider: 'selfhosted_push', url: 'http://p', auto_generate_tokens: true, username: 'admin' }, 'password', /auto_generate_tokens needs the admin password/],
-    ['auth without auth_method', { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true }, 'auth_method', /auth_method \(password or token\) is required/],
-    ['password method without username', { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'password', password: 'x' }, 'username', /needs a username/],
-    ['password method without password', { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'password', username: 'u' }, 'password', /needs a password/],
-    ['token method without token', { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'token', username: 'u', password: 'p' }, 'auth_token', /needs an auth_token/],
-    ['token_expiry_days 0', { provider: 'selfhosted_push', url: 'http://p', token_expiry_days: 0 }, 'token_expiry_days', /between 1 and 3650/],
-    ['token_expiry_days 3651', { provider: 'selfhosted_push', url: 'http://p', token_expiry_days: 3651 }, 'token_expiry_days', /between 1 and 3650/],
+    [
+      'cloud with none of the three',
+      { provider: 'cloud_push' },
+      'fcm_project_id',
+      /fcm_server_key, fcm_project_id or fcm_service_account_json/,
+    ],
+    [
+      'service account not JSON',
+      { provider: 'cloud_push', fcm_service_account_json: '{not json' },
+      'fcm_service_account_json',
+      /is not valid JSON/,
+    ],
+    [
+      'service account not an object',
+      { provider: 'cloud_push', fcm_service_account_json: '[1,2]' },
+      'fcm_service_account_json',
+      /must be a JSON object/,
+    ],
+    [
+      'service account without private_key',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ private_key: undefined }) },
+      'fcm_service_account_json',
+      /lacks "private_key"/,
+    ],
+    [
+      'service account without client_email',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ client_email: '' }) },
+      'fcm_service_account_json',
+      /lacks "client_email"/,
+    ],
+    [
+      'service account with a broken key',
+      {
+        provider: 'cloud_push',
+        fcm_service_account_json: badSa({ private_key: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' }),
+      },
+      'fcm_service_account_json',
+      /not a PEM private key/,
+    ],
+    [
+      'service account token_uri not a URL',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ token_uri: 'oauth2' }) },
+      'fcm_service_account_json',
+      /token_uri/,
+    ],
+    [
+      'service account of another type',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ type: 'authorized_user' }) },
+      'fcm_service_account_json',
+      /"type" other than "service_account"/,
+    ],
+    [
+      'auto tokens without admin username',
+      { provider: 'selfhosted_push', url: 'http://p', auto_generate_tokens: true, password: 'x' },
+      'username',
+      /auto_generate_tokens needs the admin username/,
+    ],
+    [
+      'auto tokens without admin password',
+      { provider: 'selfhosted_push', url: 'http://p', auto_generate_tokens: true, username: 'admin' },
+      'password',
+      /auto_generate_tokens needs the admin password/,
+    ],
+    [
+      'auth without auth_method',
+      { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true },
+      'auth_method',
+      /auth_method \(password or token\) is required/,
+    ],
+    [
+      'password method without username',
+      { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'password', password: 'x' },
+      'username',
+      /needs a username/,
+    ],
+    [
+      'password method without password',
+      { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'password', username: 'u' },
+      'password',
+      /needs a password/,
+    ],
+    [
+      'token method without token',
+      { provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'token', username: 'u', password: 'p' },
+      'auth_token',
+      /needs an auth_token/,
+    ],
+    [
+      'token_expiry_days 0',
+      { provider: 'selfhosted_push', url: 'http://p', token_expiry_days: 0 },
+      'token_expiry_days',
+      /between 1 and 3650/,
+    ],
+    [
+      'token_expiry_days 3651',
+      { provider: 'selfhosted_push', url: 'http://p', token_expiry_days: 3651 },
+      'token_expiry_days',
+      /between 1 and 3650/,
+    ],
   ];
 
   for (const [title, payload, field, message] of rows) {
@@ -182,7 +274,7 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
       expect(error.code).toBe('validation_error');
       expect(error.message).toMatch(message);
       expect(error.message).toContain(field);
-      expect(error.details).toEqual([{ field, message: error.message }]);
+      expect(error.details).toEqual({ fields: [{ field, message: error.message }] });
       expect(await ctx.db.notificationServer.count()).toBe(before);
     });
   }
@@ -201,7 +293,14 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
   });
 
   it('a change is checked against the record as it will be stored', async () => {
-    const server = await create({ provider: 'selfhosted_push', url: 'http://p', auth_enabled: true, auth_method: 'password', username: 'u', password: 'p' });
+    const server = await create({
+      provider: 'selfhosted_push',
+      url: 'http://p',
+      auth_enabled: true,
+      auth_method: 'password',
+      username: 'u',
+      password: 'p',
+    });
     for (const [payload, field] of [
       [{ password: '' }, 'password'],
       [{ username: null }, 'username'],
@@ -212,7 +311,7 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
     ] as const) {
       const res = await patch(server.id, payload);
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
-      expect(res.json().error.details[0].field).toBe(field);
+      expect(res.json().error.details.fields[0].field).toBe(field);
     }
     const stored = await ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } });
     expect(stored).toMatchObject({ provider: 'selfhosted_push', url: 'http://p', username: 'u', auth_method: 'password' });
@@ -229,7 +328,11 @@ describe('one default per company (a database constraint)', () => {
     expect(first.is_default).toBe(true);
     const second = await post({ provider: 'selfhosted_push', url: 'http://b', is_default: true });
     expect(second.statusCode).toBe(409);
-    expect(second.json().error).toMatchObject({ code: 'conflict', message: 'Company 1 already has a default notification server' });
+    expect(second.json().error).toMatchObject({
+      code: 'conflict',
+      message: 'Company 1 already has a default notification server',
+      details: { fields: [{ field: 'is_default' }], existing_id: first.id },
+    });
 
     const plain = await create({ provider: 'selfhosted_push', url: 'http://c', is_default: false });
     expect(plain.is_default).toBe(false);
@@ -244,7 +347,8 @@ describe('one default per company (a database constraint)', () => {
     expect((await patch(plain.id, { is_default: true })).json().is_default).toBe(true);
     // The rule is the database's own: a raw second default is refused there too.
     await expect(
-      ctx.db.$executeRaw`INSERT INTO notification_servers (provider, url, is_default, company_id, updated_at) VALUES ('selfhosted_push', 'http://e', true, 1, now())`,
+      ctx.db
+        .$executeRaw`INSERT INTO notification_servers (provider, url, is_default, company_id, updated_at) VALUES ('selfhosted_push', 'http://e', true, 1, now())`,
     ).rejects.toThrow(/notification_servers_company_id_is_default_key/);
   });
 });
@@ -261,8 +365,16 @@ describe('secrets', () => {
       password: 'admin-pw-zz',
       auth_token: 'auth-token-zz',
     });
-    expect(server).toMatchObject({ password_set: true, auth_token_set: true, fcm_server_key_set: true, fcm_service_account_json_set: true });
-    const out = JSON.stringify([server, (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}` })).json()]);
+    expect(server).toMatchObject({
+      password_set: true,
+      auth_token_set: true,
+      fcm_server_key_set: true,
+      fcm_service_account_json_set: true,
+    });
+    const out = JSON.stringify([
+      server,
+      (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}` })).json(),
+    ]);
     for (const secret of ['server-key-zz', 'admin-pw-zz', 'auth-token-zz', 'PRIVATE KEY']) expect(out).not.toContain(secret);
     const [raw] = await ctx.db.$queryRaw<Record<string, string>[]>`
       SELECT password, auth_token, fcm_server_key, fcm_service_account_json FROM notification_servers WHERE id = ${server.id}`;
@@ -271,7 +383,11 @@ describe('secrets', () => {
   });
 
   it('users read, operators write', async () => {
-    const res = await request(app, user, { method: 'POST', url: '/api/v1/notification-servers', payload: { provider: 'cloud_push', fcm_project_id: 'p' } });
+    const res = await request(app, user, {
+      method: 'POST',
+      url: '/api/v1/notification-servers',
+      payload: { provider: 'cloud_push', fcm_project_id: 'p' },
+    });
     expect(res.statusCode).toBe(403);
   });
 });
@@ -305,13 +421,27 @@ describe('self-hosted push (ntfy)', () => {
     const noCreds = await create({ provider: 'selfhosted_push', url: ntfy.url });
     expect((await act(noCreds.id, 'test_admin_credentials')).json().error.message).toBe('Set the admin username and password first');
     const cloud = await create({ provider: 'cloud_push', fcm_project_id: 'p' });
-    expect((await act(cloud.id, 'test_admin_credentials')).json().error.message).toBe('This operation is for the self-hosted push provider');
+    expect((await act(cloud.id, 'test_admin_credentials')).json().error.message).toBe(
+      'This operation is for the self-hosted push provider',
+    );
   });
 
   it('send_notification publishes JSON with no auth, Basic auth or Bearer auth as configured', async () => {
     const open = await create({ provider: 'selfhosted_push', url: ntfy.url });
-    const withPassword = await create({ provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'password', ...ADMIN });
-    const withToken = await create({ provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'token', auth_token: STATIC_TOKEN });
+    const withPassword = await create({
+      provider: 'selfhosted_push',
+      url: ntfy.url,
+      auth_enabled: true,
+      auth_method: 'password',
+      ...ADMIN,
+    });
+    const withToken = await create({
+      provider: 'selfhosted_push',
+      url: ntfy.url,
+      auth_enabled: true,
+      auth_method: 'token',
+      auth_token: STATIC_TOKEN,
+    });
     const expected: [number, string | undefined][] = [
       [open.id, undefined],
       [withPassword.id, basic(ADMIN.username, ADMIN.password)],
@@ -343,11 +473,21 @@ describe('cloud push (FCM)', () => {
 
   it('HTTP v1: JWT verified by the token endpoint, access token cached, legacy key unused', async () => {
     const sa = serviceAccount('cached');
-    const server = await create({ provider: 'cloud_push', fcm_project_id: 'proj-a', fcm_service_account_json: sa.json, fcm_server_key: LEGACY_KEY });
+    const server = await create({
+      provider: 'cloud_push',
+      fcm_project_id: 'proj-a',
+      fcm_service_account_json: sa.json,
+      fcm_server_key: LEGACY_KEY,
+    });
     const tokenCalls = () => fcm.callsTo('/token').length;
     const before = tokenCalls();
 
-    const first = await act(server.id, 'send_notification', { title: 'Hi', message: 'to a device', token: 'device-reg-token-1', priority: 5 });
+    const first = await act(server.id, 'send_notification', {
+      title: 'Hi',
+      message: 'to a device',
+      token: 'device-reg-token-1',
+      priority: 5,
+    });
     expect(first.statusCode, first.body).toBe(200);
     expect(first.json()).toMatchObject({ provider: 'cloud_push', api: 'v1', id: expect.stringMatching(/^projects\/proj-a\/messages\//) });
     const second = await act(server.id, 'send_notification', { title: 'Hi', message: 'to the topic' });
@@ -387,10 +527,17 @@ describe('cloud push (FCM)', () => {
     expect(res.json()).toEqual({ ok: true, provider: 'cloud_push', api: 'v1' });
     expect(JSON.parse(v1Sends().at(-1)!.body)).toMatchObject({ validate_only: true, message: { topic: 'svc-connection-test' } });
 
-    const stranger = await create({ provider: 'cloud_push', fcm_project_id: 'proj-b', fcm_service_account_json: serviceAccount('stranger', { known: false }).json });
+    const stranger = await create({
+      provider: 'cloud_push',
+      fcm_project_id: 'proj-b',
+      fcm_service_account_json: serviceAccount('stranger', { known: false }).json,
+    });
     const refused = await act(stranger.id, 'test_connection');
     expect(refused.statusCode).toBe(400);
-    expect(refused.json().error).toMatchObject({ code: 'user_error', message: expect.stringMatching(/OAuth2 token.*answered HTTP 400: .*invalid_grant/) });
+    expect(refused.json().error).toMatchObject({
+      code: 'user_error',
+      message: expect.stringMatching(/OAuth2 token.*answered HTTP 400: .*invalid_grant/),
+    });
 
     const noCreds = await create({ provider: 'cloud_push', fcm_project_id: 'proj-b' });
     expect((await act(noCreds.id, 'test_connection')).json().error.message).toMatch(/No cloud push credentials/);
@@ -422,16 +569,28 @@ describe('per-user tokens (auto_generate_tokens)', () => {
   it('saving such a server queues a job that gives every active user a token valid token_expiry_days', async () => {
     const activeUsers = await ctx.db.user.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
     const before = ntfy.callsTo('/v1/account/token').length;
-    const server = await create({ provider: 'selfhosted_push', url: ntfy.url, auto_generate_tokens: true, token_expiry_days: 30, ...ADMIN });
+    const server = await create({
+      provider: 'selfhosted_push',
+      url: ntfy.url,
+      auto_generate_tokens: true,
+      token_expiry_days: 30,
+      ...ADMIN,
+    });
     const jobs = await ctx.queues.queue('notifications').getJobs(['waiting', 'active', 'completed', 'failed']);
     const job = jobs.find((j) => j.data.notification_server_id === server.id)!;
     expect(job).toBeDefined();
     const done = await waitForJob(app, operator, `notifications-${job.id}`);
-    expect(done, JSON.stringify(done)).toMatchObject({ state: 'completed', result: { users: activeUsers.length, created: activeUsers.length, renewed: 0, kept: 0 } });
+    expect(done, JSON.stringify(done)).toMatchObject({
+      state: 'completed',
+      result: { users: activeUsers.length, created: activeUsers.length, renewed: 0, kept: 0 },
+    });
 
     const calls = ntfy.callsTo('/v1/account/token').slice(before);
     expect(calls).toHaveLength(activeUsers.length);
-    const tokens = await ctx.db.notificationUserToken.findMany({ where: { notification_server_id: server.id }, orderBy: { user_id: 'asc' } });
+    const tokens = await ctx.db.notificationUserToken.findMany({
+      where: { notification_server_id: server.id },
+      orderBy: { user_id: 'asc' },
+    });
     expect(tokens.map((t) => t.user_id)).toEqual(activeUsers.map((u) => u.id));
     for (const [i, call] of calls.entries()) {
       expect(call.headers.authorization).toBe(basic(ADMIN.username, ADMIN.password));
@@ -457,16 +616,27 @@ describe('per-user tokens (auto_generate_tokens)', () => {
     const second = await waitForJob(app, operator, again.json().job_id);
     expect(second.result).toEqual({ users: activeUsers.length, created: 0, renewed: 1, kept: activeUsers.length - 1 });
     const messages = (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/messages` })).json();
-    expect(messages.items[0].body).toBe(`User tokens: 0 created, 1 renewed, ${activeUsers.length - 1} still valid, of ${activeUsers.length} active users.`);
+    expect(messages.items[0].body).toBe(
+      `User tokens: 0 created, 1 renewed, ${activeUsers.length - 1} still valid, of ${activeUsers.length} active users.`,
+    );
   });
 
   it('wrong admin credentials fail the job visibly; servers without the option refuse the action', async () => {
-    const server = await create({ provider: 'selfhosted_push', url: ntfy.url, auto_generate_tokens: true, username: 'admin', password: 'not-it' });
+    const server = await create({
+      provider: 'selfhosted_push',
+      url: ntfy.url,
+      auto_generate_tokens: true,
+      username: 'admin',
+      password: 'not-it',
+    });
     const res = await act(server.id, 'generate_user_tokens');
     const job = await waitForJob(app, operator, res.json().job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/^User tokens: 0 created.*Stopped: The push server refused the credentials/);
-    const message = await ctx.db.message.findFirst({ where: { model_name: 'svc.ntfy.server', rec_id: server.id }, orderBy: { id: 'desc' } });
+    const message = await ctx.db.message.findFirst({
+      where: { model_name: 'svc.ntfy.server', rec_id: server.id },
+      orderBy: { id: 'desc' },
+    });
     expect(message!.body).toBe(job.error);
 
     const off = await create({ provider: 'selfhosted_push', url: ntfy.url });
@@ -480,7 +650,16 @@ describe('action log', () => {
     expect(logs.length).toBeGreaterThan(20);
     expect(logs.every((l) => l.action_type === 'api_call')).toBe(true);
     const text = JSON.stringify(logs);
-    const secrets = [ADMIN.password, STATIC_TOKEN, LEGACY_KEY, 'wrong-legacy-key', 'tk_revoked', ...issuedNtfyTokens, ...issuedAccessTokens, ...assertions];
+    const secrets = [
+      ADMIN.password,
+      STATIC_TOKEN,
+      LEGACY_KEY,
+      'wrong-legacy-key',
+      'tk_revoked',
+      ...issuedNtfyTokens,
+      ...issuedAccessTokens,
+      ...assertions,
+    ];
     for (const secret of secrets) expect(text).not.toContain(secret);
     expect(text).not.toContain('PRIVATE KEY');
     expect(text).toContain('authorization: [redacted]');

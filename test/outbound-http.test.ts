@@ -11,7 +11,7 @@ let ctx: TestContext;
 let http: OutboundHttp;
 let remote: RecordingServer;
 let recId = 0;
-const target = () => ({ model_name: 'svc.saas.backup.server', rec_id: ++recId });
+const target = () => ({ model_name: 'svc.saas.backup.server' as const, rec_id: ++recId });
 const logsOf = (rec_id: number) => ctx.db.actionLog.findMany({ where: { rec_id, model_name: 'svc.saas.backup.server' } });
 
 beforeAll(async () => {
@@ -53,7 +53,12 @@ describe('request', () => {
     const t = target();
     const res = await http.request(
       t,
-      { method: 'POST', url: `${remote.url}/echo`, headers: { 'X-API-Key': 'key-abc-123' }, json: { db_name: 'shop', password: 'pw-xyz-789' } },
+      {
+        method: 'POST',
+        url: `${remote.url}/echo`,
+        headers: { 'X-API-Key': 'key-abc-123' },
+        json: { db_name: 'shop', password: 'pw-xyz-789' },
+      },
       { secrets: ['key-abc-123'] },
     );
     expect(res.status).toBe(200);
@@ -120,7 +125,7 @@ describe('request', () => {
     expect(err).toMatchObject({ reason: 'not_json' });
     const [log] = await logsOf(t2.rec_id);
     expect(log!.status).toBe('failure');
-    expect(log!.output_text).toMatch(/^HTTP 200\n<html>[^]*\n\nGET .* with something that is not JSON/);
+    expect(log!.output_text).toMatch(/^HTTP 200\n<html>[\s\S]*\n\nGET .* with something that is not JSON/);
     expect((await logsOf(t.rec_id))[0]!.status).toBe('success');
   });
 
@@ -163,5 +168,114 @@ describe('fetchFor (fetch-compatible, for Octokit)', () => {
   it('rejects with OutboundError when there is no answer', async () => {
     const fetchFn = http.fetchFor(target());
     await expect(fetchFn(`${remote.url}/hang`)).rejects.toMatchObject({ reason: 'timeout' });
+  });
+});
+
+describe('download (a large answer as a stream)', () => {
+  let files: RecordingServer;
+  let api: RecordingServer;
+  const drain = async (body: NodeJS.ReadableStream) => {
+    let bytes = 0;
+    for await (const chunk of body) bytes += (chunk as Buffer).length;
+    return bytes;
+  };
+
+  beforeAll(async () => {
+    // A file host that refuses credentials, and an API that redirects to it with a URL token.
+    files = await startRecordingServer((req, res) => {
+      if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) {
+        res.writeHead(400);
+        return res.end('no credentials here');
+      }
+      if (req.path === '/slow') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        return res.write('x'.repeat(100)); // and never more
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const size = Number(req.query.get('size') ?? 1000);
+      for (let sent = 0; sent < size; sent += 500) res.write('z'.repeat(Math.min(500, size - sent)));
+      res.end();
+    });
+    api = await startRecordingServer((req, res) => {
+      if (req.path === '/archive') {
+        res.writeHead(302, { location: `${files.url}/blob?size=${req.query.get('size') ?? 1000}&token=url-secret-123` });
+        return res.end();
+      }
+      if (req.path === '/to-ftp') {
+        res.writeHead(302, { location: 'ftp://127.0.0.1/blob' });
+        return res.end();
+      }
+      return sendJson(res, 404, { message: 'Not Found', token: 'tk_in_answer' });
+    });
+  });
+  afterAll(async () => {
+    await files.close();
+    await api.close();
+  });
+
+  it('follows the redirect without the credential, streams the body, and logs one row without either secret', async () => {
+    const t = target();
+    const dl = await http.download(
+      t,
+      { url: `${api.url}/archive?size=1800`, headers: { authorization: 'token ghp_dl_secret' } },
+      { secrets: ['ghp_dl_secret'], maxRedirects: 1 },
+    );
+    expect(dl.status).toBe(200);
+    expect(await drain(dl.body)).toBe(1800);
+    await dl.logged;
+    expect(api.calls.at(-1)!.headers.authorization).toBe('token ghp_dl_secret');
+    expect(files.calls.at(-1)!.headers.authorization).toBeUndefined();
+    const [log] = await logsOf(t.rec_id);
+    expect(log).toMatchObject({ action_type: 'api_call', status: 'success' });
+    expect(log!.input_text).toContain('authorization: [redacted]');
+    expect(log!.output_text).toBe(`HTTP 302 → ${files.url}/blob?[redacted]\nHTTP 200 application/octet-stream\n1800 bytes received`);
+    expect(log!.input_text + log!.output_text).not.toMatch(/ghp_dl_secret|url-secret-123/);
+  });
+
+  it('without maxRedirects a redirect is a refusal; a redirect to another scheme is refused', async () => {
+    const t = target();
+    await expect(http.download(t, { url: `${api.url}/archive` })).rejects.toMatchObject({ reason: 'http_status' });
+    await expect(http.download(target(), { url: `${api.url}/to-ftp` }, { maxRedirects: 3 })).rejects.toMatchObject({
+      reason: 'bad_url',
+      message: `GET ${api.url}/to-ftp redirected to an unusable location (ftp://127.0.0.1/blob)`,
+    });
+    expect((await logsOf(t.rec_id))[0]!.status).toBe('failure');
+  });
+
+  it('a non-2xx answer fails with the caller’s error, its body read and redacted in the row', async () => {
+    const t = target();
+    const err = await http
+      .download(t, { url: `${api.url}/missing` }, { refused: (res) => new Error(`refused with ${res.status}: ${res.excerpt()}`) })
+      .catch((e) => e);
+    expect(err.message).toBe('refused with 404: {"message":"Not Found","token":"[redacted]"}');
+    const [log] = await logsOf(t.rec_id);
+    expect(log!.output_text).toMatch(/^HTTP 404\n\{"message":"Not Found","token":"\[redacted\]"\}/);
+  });
+
+  it('a body beyond the bound fails as it streams; one that stalls fails at the deadline; a dropped one says so', async () => {
+    const big = await http.download(target(), { url: `${api.url}/archive?size=5000` }, { maxRedirects: 1, maxResponseBytes: 2000 });
+    await expect(drain(big.body)).rejects.toMatchObject({ reason: 'too_large' });
+    await big.logged;
+
+    const t = target();
+    const slow = await http.download(t, { url: `${files.url}/slow` });
+    await expect(drain(slow.body)).rejects.toMatchObject({
+      reason: 'timeout',
+      message: `GET ${files.url}/slow: the answer did not arrive in full within 300 ms (100 bytes received)`,
+    });
+    await slow.logged;
+    expect((await logsOf(t.rec_id))[0]).toMatchObject({
+      status: 'failure',
+      output_text: expect.stringContaining('did not arrive in full'),
+    });
+
+    const t2 = target();
+    const dropped = await http.download(t2, { url: `${api.url}/archive?size=1000` }, { maxRedirects: 1 });
+    dropped.body.destroy();
+    await dropped.logged;
+    expect((await logsOf(t2.rec_id))[0]).toMatchObject({
+      status: 'failure',
+      output_text: expect.stringMatching(/stopped by the receiver after \d+ bytes$/),
+    });
   });
 });

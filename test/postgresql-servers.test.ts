@@ -75,7 +75,13 @@ describe('test_connection', () => {
 
   it('TLS path: a server that only accepts TLS is reached over TLS with the stored password', async () => {
     // The cluster really refuses plain sessions, so a success below can only be over TLS.
-    const plain = new pg.Client({ host: '127.0.0.1', port: tlsCluster.port, user: tlsCluster.user, password: tlsCluster.password, database: 'postgres' });
+    const plain = new pg.Client({
+      host: '127.0.0.1',
+      port: tlsCluster.port,
+      user: tlsCluster.user,
+      password: tlsCluster.password,
+      database: 'postgres',
+    });
     await expect(plain.connect()).rejects.toThrow(/no encryption/);
     await plain.end().catch(() => {});
 

@@ -8,6 +8,8 @@ import { startWorkers, type Workers } from '../src/worker.js';
 import { createRecordService } from '../src/core/records.js';
 import { keyVersionOf } from '../src/core/crypto.js';
 import { rotateEncryptionKey } from '../src/settings/key-rotation.js';
+import { composeFeatures } from '../src/features.js';
+import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { createCaller, request, waitForJob, type Caller } from './helpers/api.js';
 
@@ -28,7 +30,8 @@ afterAll(async () => {
   await ctx.cleanup();
 });
 
-const pgServers = () => createRecordService(ctx.db, ctx.box, { modelName: 'svc.postgresql.server', secrets: ['password'] });
+const secretColumns = () => composeFeatures(ctx).models.secretColumns();
+const pgServers = () => createRecordService(ctx, postgresqlServerModel);
 
 async function rawPasswords(): Promise<{ id: number; password: string | null }[]> {
   return ctx.db.$queryRaw`SELECT id, password FROM postgresql_servers ORDER BY id`;
@@ -108,7 +111,7 @@ describe('key rotation', () => {
 
     let batches = 0;
     await expect(
-      rotateEncryptionKey(ctx.db, ctx.box, {
+      rotateEncryptionKey(ctx, secretColumns(), {
         batchSize: 2,
         afterBatch: () => {
           if (++batches === 1) throw new Error('simulated crash');
@@ -121,7 +124,7 @@ describe('key rotation', () => {
     expect(new Set(mid.filter((r) => r.password).map((r) => keyVersionOf(r.password!))).size).toBe(2);
     for (const [i, row] of mid.entries()) if (row.password) expect(await ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
 
-    const rerun = await rotateEncryptionKey(ctx.db, ctx.box);
+    const rerun = await rotateEncryptionKey(ctx, secretColumns());
     const end = await rawPasswords();
     for (const [i, row] of end.entries()) {
       if (!row.password) continue;

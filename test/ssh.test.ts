@@ -1,9 +1,14 @@
 // The SSH client (src/core/ssh.ts) against a real OpenSSH server started by the test on loopback
 // (test/helpers/sshd.ts) with real system users and sudoers entries: password and key logins in
 // every supported format, readable connection errors (wrong credentials, closed port, silent port,
-// unknown host), exit codes, stderr, output cap, command timeout, sudo -n and sudo -S, and the
-// host key check across a real host key change.
+// unknown host), exit codes, stderr, output cap, command timeout, stdin as text or as a stream
+// (backpressure, failure), sudo -n and sudo -S, and the host key check across a real host key change.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSsh, describeConnectError, type SshConnection, type SshTarget } from '../src/core/ssh.js';
 import { SshError } from '../src/core/ssh-error.js';
@@ -73,7 +78,9 @@ describe('login', () => {
   it('refuses a wrong password, readably', async () => {
     const err = await connectError(target({ password: 'wrong-password' }));
     expect(err.reason).toBe('auth');
-    expect(err.message).toBe(`Authentication failed for ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}: the server refused the password`);
+    expect(err.message).toBe(
+      `Authentication failed for ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}: the server refused the password`,
+    );
   });
 
   it('refuses a key the server does not authorize', async () => {
@@ -118,7 +125,12 @@ describe('connection errors', () => {
   it('unreachable host (the errno the kernel gives)', () => {
     const errno = Object.assign(new Error('connect EHOSTUNREACH 10.9.9.9:22'), { code: 'EHOSTUNREACH' });
     const err = describeConnectError(errno, target({ host: '10.9.9.9', port: 22 }), 15_000);
-    expect(err).toMatchObject({ reason: 'unreachable', message: 'Host 10.9.9.9 is unreachable (EHOSTUNREACH)', statusCode: 400, code: 'user_error' });
+    expect(err).toMatchObject({
+      reason: 'unreachable',
+      message: 'Host 10.9.9.9 is unreachable (EHOSTUNREACH)',
+      statusCode: 400,
+      code: 'user_error',
+    });
   });
 
   it('neither password nor key', async () => {
@@ -181,6 +193,66 @@ describe('commands', () => {
     expect((await conn.exec('cat', { stdin: 'from stdin' })).stdout).toBe('from stdin');
   });
 
+  it('feeds stdin from a stream, whole and in order', async () => {
+    const data = randomBytes(4 * 1024 * 1024);
+    const chunks = Array.from({ length: 64 }, (_, i) => data.subarray(i * 65536, (i + 1) * 65536));
+    const res = await conn.exec('sha256sum', { stdin: Readable.from(chunks) });
+    expect(res.stdout.split(' ')[0]).toBe(createHash('sha256').update(data).digest('hex'));
+  });
+
+  it('pipes a stream at the pace the command reads it, and stops it when the command ends', async () => {
+    let produced = 0;
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const endless = new Readable({
+      read() {
+        produced += chunk.length;
+        this.push(chunk);
+      },
+    });
+    // Reads 1 MiB, then stops reading for a second before it ends: without backpressure the
+    // stream would be drained into memory meanwhile.
+    const res = await conn.exec('head -c 1048576 > /dev/null; sleep 1; echo read', { stdin: endless });
+    expect(res).toMatchObject({ exitCode: 0, stdout: 'read\n' });
+    expect(produced).toBeGreaterThanOrEqual(1024 * 1024);
+    expect(produced).toBeLessThan(16 * 1024 * 1024); // channel window and pipe buffers, not more
+    expect(endless.destroyed).toBe(true);
+  });
+
+  it('a stream that fails kills the command, which never sees a clean end of its input', async () => {
+    const marker = path.join(tmpdir(), `svc-ssh-stdin-${randomBytes(4).toString('hex')}`);
+    let sent = false;
+    const failing = new Readable({
+      read() {
+        if (!sent) {
+          sent = true;
+          this.push(Buffer.alloc(1024, 1));
+        } else setTimeout(() => this.destroy(new Error('download cut off')), 100);
+      },
+    });
+    await expect(conn.exec(`cat > /dev/null && touch ${marker}`, { stdin: failing })).rejects.toThrow('download cut off');
+    // Had the command seen an end of input, it would have gone on to create the marker.
+    expect((await conn.exec(`sleep 0.5; test -e ${marker} && echo exists || echo absent`)).stdout).toBe('absent\n');
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a stream that failed before the command could start: nothing runs', async () => {
+    const marker = path.join(tmpdir(), `svc-ssh-stdin-${randomBytes(4).toString('hex')}`);
+    const failed = new Readable({ read() {} }).on('error', () => {});
+    failed.destroy(new Error('download failed early'));
+    await expect(conn.exec(`touch ${marker}`, { stdin: failed })).rejects.toThrow('download failed early');
+    const dropped = new Readable({ read() {} });
+    dropped.destroy();
+    await expect(conn.exec(`touch ${marker}`, { stdin: dropped })).rejects.toMatchObject({ reason: 'closed' });
+    expect((await conn.exec(`test -e ${marker} && echo exists || echo absent`)).stdout).toBe('absent\n');
+  });
+
+  it('a stream still unread when the command times out is stopped too', async () => {
+    const endless = new Readable({ read() {} });
+    const res = await conn.exec('sleep 30', { stdin: endless, timeoutMs: 500 });
+    expect(res.timedOut).toBe(true);
+    expect(endless.destroyed).toBe(true);
+  });
+
   it('runs commands in parallel on one connection', async () => {
     const results = await Promise.all([1, 2, 3, 4].map((n) => conn.exec(`echo ${n}`)));
     expect(results.map((r) => r.stdout)).toEqual(['1\n', '2\n', '3\n', '4\n']);
@@ -208,6 +280,16 @@ describe('sudo', () => {
       const ps = await c.exec('ps -eo args');
       expect(ps.stdout).toContain('sudo -S -k -p  -- sh -c ps -eo args');
       expect(ps.stdout).not.toContain(user.password);
+    });
+  });
+
+  it('sudo -S with a streamed stdin: the password line first, then the stream, byte for byte', async () => {
+    const user = TEST_USERS.sudoPassword;
+    const t = target({ username: user.name, password: user.password, sudo: 'password' });
+    const data = randomBytes(1024 * 1024);
+    await withConnection(t, async (c) => {
+      const res = await c.exec('id -un; sha256sum', { stdin: Readable.from([data.subarray(0, 1000), data.subarray(1000)]) });
+      expect(res.stdout).toBe(`root\n${createHash('sha256').update(data).digest('hex')}  -\n`);
     });
   });
 

@@ -68,6 +68,7 @@ describe('trial signup in a browser', () => {
       await page.getByLabel('Verification code').fill(otherCode(code));
       await page.getByRole('button', { name: 'Confirm' }).click();
       await expect.poll(() => page.locator('#code-error').textContent()).toContain('4 attempts left');
+      expect((await page.locator('main').textContent())!.match(/attempts? left/g)).toHaveLength(1);
 
       await page.getByLabel('Verification code').fill(code);
       await page.getByRole('button', { name: 'Confirm' }).click();
@@ -75,7 +76,15 @@ describe('trial signup in a browser', () => {
       expect(await page.locator('main').textContent()).toContain('Odoo Starter');
 
       const request = await ctx.db.trialRequest.findFirstOrThrow({ where: { email: 'jane.browser@example.com' } });
-      expect(request).toMatchObject({ name: 'Jane Doe', company_name: 'Acme Browser GmbH', company_size: 's11_30', trial_package_id: pkg.id, state: 'new' });
+      expect(request).toMatchObject({
+        name: 'Jane Doe',
+        company_name: 'Acme Browser GmbH',
+        company_size: 's11_30',
+        trial_package_id: pkg.id,
+        state: 'new',
+      });
+      // The layout's style block is allowed by the page's Content-Security-Policy (its hash).
+      expect(await page.evaluate('getComputedStyle(document.querySelector("main")).backgroundColor')).toBe('rgb(255, 255, 255)');
       // The page fits a phone screen: no horizontal scrolling.
       const overflow = await page.evaluate('document.documentElement.scrollWidth > window.innerWidth');
       expect(overflow).toBe(false);

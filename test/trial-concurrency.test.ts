@@ -53,7 +53,10 @@ async function start(address: string, ip: string) {
 }
 
 const statuses = (pages: { status: number }[]) =>
-  pages.reduce<Record<number, number>>((acc, p) => ({ ...acc, [p.status]: (acc[p.status] ?? 0) + 1 }), {});
+  pages.reduce<Record<number, number>>((acc, p) => {
+    acc[p.status] = (acc[p.status] ?? 0) + 1;
+    return acc;
+  }, {});
 
 describe('under concurrency', () => {
   it('50 simultaneous wrong guesses count at most 5: four 400, one 429 that cancels, the rest 410', async () => {
@@ -86,7 +89,9 @@ describe('under concurrency', () => {
     const address = 'burst@example.com';
     const s = await session('198.51.100.4');
     const pages = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => s.via(i).post('/saas/trial/submit', signupFields(address, pkgId), { headers: { 'x-forwarded-for': `203.0.113.${i + 1}` } })),
+      Array.from({ length: 10 }, (_, i) =>
+        s.via(i).post('/saas/trial/submit', signupFields(address, pkgId), { headers: { 'x-forwarded-for': `203.0.113.${i + 1}` } }),
+      ),
     );
     expect(statuses(pages)).toEqual({ 200: 3, 429: 7 });
     expect(await ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
@@ -96,7 +101,9 @@ describe('under concurrency', () => {
     const ip = '198.51.100.5';
     const s = await session(ip);
     const pages = await Promise.all(
-      Array.from({ length: 15 }, (_, i) => s.via(i).post('/saas/trial/submit', signupFields(`ip-${i}@example.com`, pkgId), { headers: { 'x-forwarded-for': ip } })),
+      Array.from({ length: 15 }, (_, i) =>
+        s.via(i).post('/saas/trial/submit', signupFields(`ip-${i}@example.com`, pkgId), { headers: { 'x-forwarded-for': ip } }),
+      ),
     );
     expect(statuses(pages)).toEqual({ 200: 10, 429: 5 });
     expect(await ctx.db.trialVerification.count({ where: { ip_address: ip } })).toBe(10);

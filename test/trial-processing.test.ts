@@ -83,7 +83,12 @@ async function databaseExists(name: string) {
 async function messagesOf(resource: string, id: number) {
   const res = await request(app, user, { method: 'GET', url: `/api/v1/${resource}/${id}/messages?limit=200` });
   expect(res.statusCode).toBe(200);
-  return res.json().items as { body: string; message_type: string; subtype_xmlid: string; tracking_values: { field: string; old_value: string | null; new_value: string | null }[] }[];
+  return res.json().items as {
+    body: string;
+    message_type: string;
+    subtype_xmlid: string;
+    tracking_values: { field: string; old_value: string | null; new_value: string | null }[];
+  }[];
 }
 
 describe('REST resources and groups', () => {
@@ -95,17 +100,29 @@ describe('REST resources and groups', () => {
     const pkgBody = { name: 'P', url_string: `p-${++n}` };
     expect((await request(app, user, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(403);
     expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(201);
-    expect((await request(app, user, { method: 'POST', url: '/api/v1/partners', payload: { name: 'X', email: 'x@example.com' } })).statusCode).toBe(403);
+    expect(
+      (await request(app, user, { method: 'POST', url: '/api/v1/partners', payload: { name: 'X', email: 'x@example.com' } })).statusCode,
+    ).toBe(403);
     expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-verifications', payload: {} })).statusCode).toBe(404);
   });
 
   it('trial packages: url_string unique (409) and validated (400)', async () => {
-    const body = { name: 'CRM', url_string: `crm-${++n}`, packages: ['crm'], auto_run_subscription: true, model_limits: { 'res.partner': 100 } };
+    const body = {
+      name: 'CRM',
+      url_string: `crm-${++n}`,
+      packages: ['crm'],
+      auto_run_subscription: true,
+      model_limits: { 'res.partner': 100 },
+    };
     const created = await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body });
     expect(created.statusCode).toBe(201);
     expect(created.json()).toMatchObject({ ...body, active: true, trial_duration_days: 14, database_template_id: null });
     expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body })).statusCode).toBe(409);
-    const bad = await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: { name: 'x', url_string: 'Not A Slug' } });
+    const bad = await request(app, operator, {
+      method: 'POST',
+      url: '/api/v1/trial-packages',
+      payload: { name: 'x', url_string: 'Not A Slug' },
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.code).toBe('validation_error');
   });
@@ -129,7 +146,11 @@ describe('REST resources and groups', () => {
     const a = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Ann', email: 'Ann@Example.com' } });
     expect(a.statusCode).toBe(201);
     expect(a.json().email).toBe('ann@example.com');
-    const b = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Ann 2', email: 'ANN@example.com' } });
+    const b = await request(app, operator, {
+      method: 'POST',
+      url: '/api/v1/partners',
+      payload: { name: 'Ann 2', email: 'ANN@example.com' },
+    });
     expect(b.statusCode).toBe(409);
   });
 });
@@ -138,11 +159,23 @@ describe('trial requests', () => {
   it('(email, trial package) is unique in the database: 409, whatever the case of the e-mail', async () => {
     const pkg = await createTrialPackage(ctx);
     const first = await createRequest(pkg.id, { email: 'Dup@Example.com' });
-    expect(first).toMatchObject({ email: 'dup@example.com', state: 'new', company_size: '11-30', links: { partner: null, subscription: null } });
+    expect(first).toMatchObject({
+      email: 'dup@example.com',
+      state: 'new',
+      company_size: '11-30',
+      links: { partner: null, subscription: null },
+    });
     const again = await request(app, operator, {
       method: 'POST',
       url: '/api/v1/trial-requests',
-      payload: { name: 'J', company_name: 'C', email: 'DUP@example.com', mobile: '+1 555 0100', company_size: '1-5', trial_package_id: pkg.id },
+      payload: {
+        name: 'J',
+        company_name: 'C',
+        email: 'DUP@example.com',
+        mobile: '+1 555 0100',
+        company_size: '1-5',
+        trial_package_id: pkg.id,
+      },
     });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('conflict');
@@ -173,7 +206,11 @@ describe('trial requests', () => {
   it('PATCH records tracked fields in the chatter; state is not writable', async () => {
     const pkg = await createTrialPackage(ctx);
     const req = await createRequest(pkg.id);
-    const res = await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { mobile: '+33 6 12 34 56 78', company_size: '100+', notes: 'VIP' } });
+    const res = await request(app, operator, {
+      method: 'PATCH',
+      url: `/api/v1/trial-requests/${req.id}`,
+      payload: { mobile: '+33 6 12 34 56 78', company_size: '100+', notes: 'VIP' },
+    });
     expect(res.statusCode).toBe(200);
     const [latest] = await messagesOf('trial-requests', req.id);
     expect(latest!.tracking_values).toEqual(
@@ -182,7 +219,9 @@ describe('trial requests', () => {
         { field: 'company_size', old_value: '11-30', new_value: '100+' },
       ]),
     );
-    expect((await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { state: 'done' } })).statusCode).toBe(400);
+    expect(
+      (await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { state: 'done' } })).statusCode,
+    ).toBe(400);
   });
 });
 
@@ -205,7 +244,11 @@ describe('processing and deployment', () => {
     const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
     expect(res.statusCode).toBe(200);
     const result = res.json();
-    expect(result).toMatchObject({ partner_created: true, trial_request: { state: 'done' }, deployment_job_id: expect.stringMatching(/^deployments-/) });
+    expect(result).toMatchObject({
+      partner_created: true,
+      trial_request: { state: 'done' },
+      deployment_job_id: expect.stringMatching(/^deployments-/),
+    });
     expect(result.trial_request.links).toEqual({
       partner: `/api/v1/partners/${result.partner_id}`,
       subscription: `/api/v1/subscriptions/${result.subscription_id}`,
@@ -245,11 +288,23 @@ describe('processing and deployment', () => {
 
     const log = await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
     expect(log.json().items).toEqual([
-      expect.objectContaining({ action_type: 'deployment', status: 'success', input_text: expect.stringContaining(`TEMPLATE "${templateDb}"`) }),
+      expect.objectContaining({
+        action_type: 'deployment',
+        status: 'success',
+        input_text: expect.stringContaining(`TEMPLATE "${templateDb}"`),
+      }),
     ]);
-    const subStates = (await messagesOf('subscriptions', sub.id)).flatMap((m) => m.tracking_values).filter((t) => t.field === 'state').map((t) => t.new_value).reverse();
+    const subStates = (await messagesOf('subscriptions', sub.id))
+      .flatMap((m) => m.tracking_values)
+      .filter((t) => t.field === 'state')
+      .map((t) => t.new_value)
+      .reverse();
     expect(subStates).toEqual(['draft', 'confirmed', 'deploying', 'running']);
-    const reqStates = (await messagesOf('trial-requests', req.id)).flatMap((m) => m.tracking_values).filter((t) => t.field === 'state').map((t) => t.new_value).reverse();
+    const reqStates = (await messagesOf('trial-requests', req.id))
+      .flatMap((m) => m.tracking_values)
+      .filter((t) => t.field === 'state')
+      .map((t) => t.new_value)
+      .reverse();
     expect(reqStates).toEqual(['new', 'processing', 'done']);
 
     // A request that has a subscription: 409.
@@ -258,7 +313,11 @@ describe('processing and deployment', () => {
   });
 
   it('reuses the partner with the same e-mail, whatever its case', async () => {
-    const existing = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Existing', email: 'reuse@example.com' } });
+    const existing = await request(app, operator, {
+      method: 'POST',
+      url: '/api/v1/partners',
+      payload: { name: 'Existing', email: 'reuse@example.com' },
+    });
     const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id, { email: 'ReUse@Example.COM' });
     const partners = await ctx.db.partner.count();
@@ -295,13 +354,24 @@ describe('processing and deployment', () => {
     const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/has a database template/);
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({ state: 'new', subscription_id: null, partner_id: null });
+    expect((await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({
+      state: 'new',
+      subscription_id: null,
+      partner_id: null,
+    });
     expect(await ctx.db.partner.count({ where: { email: 'nofail@example.com' } })).toBe(0);
     const [latest] = await messagesOf('trial-requests', req.id);
-    expect(latest).toMatchObject({ body: expect.stringMatching(/^Processing failed: .*database template/), subtype_xmlid: 'mail.mt_alert' });
+    expect(latest).toMatchObject({
+      body: expect.stringMatching(/^Processing failed: .*database template/),
+      subtype_xmlid: 'mail.mt_alert',
+    });
 
     // The request's own template overrides the package's: processing now succeeds.
-    await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { database_template_id: templateId } });
+    await request(app, operator, {
+      method: 'PATCH',
+      url: `/api/v1/trial-requests/${req.id}`,
+      payload: { database_template_id: templateId },
+    });
     const ok = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
     expect(ok.statusCode).toBe(200);
     await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
@@ -311,7 +381,9 @@ describe('processing and deployment', () => {
     const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id);
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` })),
+      Array.from({ length: 5 }, () =>
+        request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` }),
+      ),
     );
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
     expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
@@ -319,9 +391,11 @@ describe('processing and deployment', () => {
     await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
   });
 
-  it('a failed deployment: subscription failed, error in its chatter and the request\'s, action log; deploy again once fixed', async () => {
+  it("a failed deployment: subscription failed, error in its chatter and the request's, action log; deploy again once fixed", async () => {
     const [server] = await ctx.db.$queryRaw<{ id: number }[]>`SELECT id FROM postgresql_servers LIMIT 1`;
-    const missing = await ctx.db.databaseTemplate.create({ data: { name: 'broken', postgresql_server_id: server!.id, template_db_name: `${ctx.dbName}_missing` } });
+    const missing = await ctx.db.databaseTemplate.create({
+      data: { name: 'broken', postgresql_server_id: server!.id, template_db_name: `${ctx.dbName}_missing` },
+    });
     const pkg = await createTrialPackage(ctx, { database_template_id: missing.id });
     const req = await createRequest(pkg.id);
     const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
@@ -332,8 +406,14 @@ describe('processing and deployment', () => {
     expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
     expect((await messagesOf('subscriptions', subId))[0]!.body).toMatch(/^Deployment failed: .*does not exist/);
     expect((await messagesOf('trial-requests', req.id))[0]!.body).toMatch(new RegExp(`^Deployment of subscription ${subId} failed`));
-    const log = (await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${subId}` })).json();
-    expect(log.items[0]).toMatchObject({ action_type: 'deployment', status: 'failure', output_text: expect.stringMatching(/does not exist/) });
+    const log = (
+      await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${subId}` })
+    ).json();
+    expect(log.items[0]).toMatchObject({
+      action_type: 'deployment',
+      status: 'failure',
+      output_text: expect.stringMatching(/does not exist/),
+    });
 
     await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${subId}`, payload: { database_template_id: templateId } });
     const redeploy = await request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/deploy` });
@@ -347,8 +427,14 @@ describe('processing and deployment', () => {
 
 describe('subscription state methods', () => {
   it('confirm, cancel, reset_to_draft; wrong states 409; deploy needs confirmed or failed', async () => {
-    const partner = (await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'S', email: `s-${++n}@example.com` } })).json();
-    const created = await request(app, operator, { method: 'POST', url: '/api/v1/subscriptions', payload: { name: 'Manual', partner_id: partner.id } });
+    const partner = (
+      await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'S', email: `s-${++n}@example.com` } })
+    ).json();
+    const created = await request(app, operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'Manual', partner_id: partner.id },
+    });
     expect(created.statusCode).toBe(201);
     const id = created.json().id;
     const act = (name: string) => request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
@@ -361,6 +447,8 @@ describe('subscription state methods', () => {
     expect((await act('reset_to_draft')).json().state).toBe('draft');
     expect((await request(app, user, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/confirm` })).statusCode).toBe(403);
     expect((await request(app, operator, { method: 'POST', url: '/api/v1/subscriptions/999999/actions/confirm' })).statusCode).toBe(404);
-    expect((await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } })).statusCode).toBe(400);
+    expect(
+      (await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } })).statusCode,
+    ).toBe(400);
   });
 });

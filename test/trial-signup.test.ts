@@ -12,7 +12,7 @@ import { createTrialCsrf } from '../src/trial/trial-csrf.js';
 import { createTrialVerificationService } from '../src/trial/trial-verification-service.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
-import { createTrialPackage, injectTransport, otherCode, Visitor } from './helpers/trial.js';
+import { createTrialPackage, signupFields, injectTransport, otherCode, Visitor } from './helpers/trial.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -70,6 +70,27 @@ describe('form pages', () => {
     expect(res.body).toMatch(/name="_csrf" value="\d+\.[A-Za-z0-9_-]{43}"/);
   });
 
+  it('every page, error pages included, carries the security headers: no script, no framing, no sniffing', async () => {
+    for (const [url, status] of [
+      ['/saas/trial', 200],
+      ['/saas/trial/no-such-package', 404],
+      ['/saas/trial/%00', 400],
+    ] as const) {
+      const res = await app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(status);
+      expect(res.headers['content-security-policy']).toMatch(
+        /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]{44}'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/,
+      );
+      expect(res.headers).toMatchObject({
+        'x-frame-options': 'DENY',
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'same-origin',
+      });
+    }
+    const posted = await visitor().post('/saas/trial/verify', { token: 'f'.repeat(64), code: '123456' });
+    expect(posted.headers['x-frame-options']).toBe('DENY');
+  });
+
   it('GET /saas/trial/<url_string> fixes the package; unknown or inactive → 404 page', async () => {
     const ok = await app.inject({ method: 'GET', url: `/saas/trial/${pkg.url_string}` });
     expect(ok.statusCode).toBe(200);
@@ -109,6 +130,11 @@ describe('form pages', () => {
     expect(page.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(await ctx.db.trialVerification.count({ where: { email: 'not-an-address' } })).toBe(0);
     expect(smtp.messages.length).toBe(mails);
+
+    // A number too short is told what the minimum is.
+    const short = await v.post('/saas/trial/submit', { ...signupFields(email('short'), pkg.id), mobile: '123' });
+    expect(short.status).toBe(400);
+    expect(short.html).toContain('<p class="error" id="mobile-error">Enter at least 5 characters: digits, spaces and + ( ) . / -</p>');
   });
 });
 
@@ -120,7 +146,18 @@ describe('CSRF', () => {
     const other = visitor();
     await other.open();
     for (const csrf of [null, other.csrf!, `${Math.floor(Date.now() / 1000) + 3600}.${'A'.repeat(43)}`]) {
-      const page = await v.post('/saas/trial/submit', { contact_name: 'J', company_name: 'C', email: address, mobile: '+1 555 0100', company_size: '1-5', trial_package_id: String(pkg.id) }, { csrf });
+      const page = await v.post(
+        '/saas/trial/submit',
+        {
+          contact_name: 'J',
+          company_name: 'C',
+          email: address,
+          mobile: '+1 555 0100',
+          company_size: '1-5',
+          trial_package_id: String(pkg.id),
+        },
+        { csrf },
+      );
       expect(page.status).toBe(403);
       expect(page.html).toContain('Please reload the form');
     }
@@ -162,7 +199,15 @@ describe('CSRF', () => {
         url: '/saas/trial/submit',
         remoteAddress: '10.9.9.9',
         headers: { cookie: v.cookie!, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ _csrf: v.csrf!, contact_name: 'J', company_name: 'C', email: address, mobile: '+1 555 0100', company_size: '1-5', trial_package_id: String(pkg.id) }).toString(),
+        payload: new URLSearchParams({
+          _csrf: v.csrf!,
+          contact_name: 'J',
+          company_name: 'C',
+          email: address,
+          mobile: '+1 555 0100',
+          company_size: '1-5',
+          trial_package_id: String(pkg.id),
+        }).toString(),
       });
       expect(res.statusCode).toBe(200);
     } finally {
@@ -188,8 +233,18 @@ describe('submit and verify', () => {
     expect(mail.raw).toContain('Odoo CRM');
 
     const row = await verification(token);
-    expect(row).toMatchObject({ state: 'pending', codes_sent: 1, failed_attempts: 0, email: address, ip_address: expect.stringMatching(/^10\.0\./) });
-    expect(row.code_hash).toBe(createHash('sha256').update(token + code).digest('hex'));
+    expect(row).toMatchObject({
+      state: 'pending',
+      codes_sent: 1,
+      failed_attempts: 0,
+      email: address,
+      ip_address: expect.stringMatching(/^10\.0\./),
+    });
+    expect(row.code_hash).toBe(
+      createHash('sha256')
+        .update(token + code)
+        .digest('hex'),
+    );
     expect(JSON.stringify(row)).not.toContain(`"${code}"`);
     const validity = await ctx.db.$queryRaw<{ minutes: number }[]>`
       SELECT round(extract(epoch FROM code_expiry - created_at) / 60)::int AS minutes FROM trial_verifications WHERE id = ${row.id}`;
@@ -199,15 +254,28 @@ describe('submit and verify', () => {
     const done = await v.verify(token, code);
     expect(done.status).toBe(200);
     expect(done.html).toContain('Thank you!');
-    const request = await ctx.db.trialRequest.findUniqueOrThrow({ where: { email_trial_package_id: { email: address, trial_package_id: pkg.id } } });
-    expect(request).toMatchObject({ name: 'Jane Doe', company_name: 'Acme GmbH', mobile: '+49 170 1234567', company_size: 's6_10', state: 'new' });
+    const request = await ctx.db.trialRequest.findUniqueOrThrow({
+      where: { email_trial_package_id: { email: address, trial_package_id: pkg.id } },
+    });
+    expect(request).toMatchObject({
+      name: 'Jane Doe',
+      company_name: 'Acme GmbH',
+      mobile: '+49 170 1234567',
+      company_size: 's6_10',
+      state: 'new',
+    });
     expect(await verification(token)).toMatchObject({ state: 'verified', trial_request_id: request.id });
     const tracking = await ctx.db.message.findFirst({
       where: { model_name: 'svc.subscription.trial.request', rec_id: request.id, message_type: 'tracking' },
       include: { tracking_values: true },
     });
     expect(tracking!.tracking_values.map((t) => [t.field, t.new_value])).toEqual(
-      expect.arrayContaining([['email', address], ['company_size', '6-10'], ['state', 'new'], ['name', 'Jane Doe']]),
+      expect.arrayContaining([
+        ['email', address],
+        ['company_size', '6-10'],
+        ['state', 'new'],
+        ['name', 'Jane Doe'],
+      ]),
     );
 
     // The same token again: the verification is no longer pending.
@@ -225,6 +293,8 @@ describe('submit and verify', () => {
     for (let i = 1; i <= 4; i++) {
       const page = await v.verify(token, otherCode(code));
       expect(page.status).toBe(400);
+      // Said once, in the error next to the field.
+      expect(page.html.match(/attempts? left/g)).toHaveLength(1);
       expect(page.html).toContain(`${5 - i} ${5 - i === 1 ? 'attempt' : 'attempts'} left`);
       expect(page.token).toBe(token);
     }
@@ -313,7 +383,8 @@ describe('resend', () => {
     expect(tooSoon.html).toContain('Please wait');
     expect(tooSoon.token).toBe(token); // the code can still be entered
 
-    const backdate = () => ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
+    const backdate = () =>
+      ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
     await backdate();
     const second = await v.resend(token);
     expect(second.status).toBe(200);
@@ -343,10 +414,14 @@ describe('resend', () => {
 describe('limits per e-mail and per IP (one hour)', () => {
   it('3 verifications per e-mail per hour, whatever the case of the address; the window slides', async () => {
     const address = email('limit');
-    for (let i = 0; i < 3; i++) expect((await visitor().submit(i === 1 ? address.toUpperCase() : address, i % 2 ? pkg.id : pkg2.id)).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await visitor().submit(i === 1 ? address.toUpperCase() : address, i % 2 ? pkg.id : pkg2.id)).status).toBe(200);
     const fourth = await visitor().submit(address, pkg.id);
     expect(fourth.status).toBe(429);
     expect(Number(fourth.headers['retry-after'])).toBeGreaterThan(3000);
+    // The page says when to come back, and offers no "Start again" that would meet the same limit.
+    expect(fourth.html).toMatch(/Please come back in (5\d|60) minutes\./);
+    expect(fourth.html).not.toContain('Start again');
     expect(await ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
 
     await ctx.db.$executeRaw`UPDATE trial_verifications SET created_at = created_at - interval '61 minutes' WHERE email = ${address}`;
@@ -386,10 +461,20 @@ describe('mail delivery failure', () => {
     const closed = await startSmtpServer();
     const url = closed.url;
     await closed.close();
-    const service = createTrialVerificationService({ ...ctx, mailer: createMailer(url, 'svc <no-reply@localhost>', pino({ level: 'silent' })) });
+    const service = createTrialVerificationService({
+      ...ctx,
+      mailer: createMailer(url, 'svc <no-reply@localhost>', pino({ level: 'silent' })),
+    });
     const address = email('nolistener');
     const outcome = await service.submit(
-      { contact_name: 'J', company_name: 'C', email: address, mobile: '+1 555 0100', company_size: '1-5', trial_package_id: String(pkg.id) },
+      {
+        contact_name: 'J',
+        company_name: 'C',
+        email: address,
+        mobile: '+1 555 0100',
+        company_size: '1-5',
+        trial_package_id: String(pkg.id),
+      },
       '10.200.0.1',
     );
     expect(outcome).toEqual({ kind: 'mail_failed' });
@@ -412,7 +497,18 @@ describe('client IP', () => {
   const submitWith = async (target: FastifyInstance, address: string, headers: Record<string, string>) => {
     const v = new Visitor(injectTransport(target, '127.0.0.1'));
     await v.open();
-    const page = await v.post('/saas/trial/submit', { contact_name: 'J', company_name: 'C', email: address, mobile: '+1 555 0100', company_size: '1-5', trial_package_id: String(pkg.id) }, { headers });
+    const page = await v.post(
+      '/saas/trial/submit',
+      {
+        contact_name: 'J',
+        company_name: 'C',
+        email: address,
+        mobile: '+1 555 0100',
+        company_size: '1-5',
+        trial_package_id: String(pkg.id),
+      },
+      { headers },
+    );
     expect(page.status).toBe(200);
     return (await verification(page.token!)).ip_address;
   };

@@ -81,9 +81,14 @@ describe('a backup server callback', () => {
     expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
     const asked = backupApi.callsTo('/api/backups').at(-1)!;
     expect(asked.query.get('db_name')).toBe(sub.database_name);
-    const messages = await ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id }, include: { tracking_values: true } });
+    const messages = await ctx.db.message.findMany({
+      where: { model_name: 'svc.subscription', rec_id: sub.id },
+      include: { tracking_values: true },
+    });
     expect(messages.map((m) => m.body)).toContain('Backup of acme finished');
-    expect(messages.flatMap((m) => m.tracking_values)).toContainEqual(expect.objectContaining({ field: 'backup_state', old_value: 'none', new_value: 'ok' }));
+    expect(messages.flatMap((m) => m.tracking_values)).toContainEqual(
+      expect.objectContaining({ field: 'backup_state', old_value: 'none', new_value: 'ok' }),
+    );
 
     // The backup API failing: 500 with the spec's body, the state unchanged, no message posted.
     failing = true;

@@ -1,11 +1,12 @@
+// GET /api/v1/action-logs: the audit log of remote actions (spec §2.12), newest first.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { idParams, listOf, listQuery, timestamp } from '../core/http/schemas.js';
-import { jsonSafe, listPage } from '../core/records.js';
-import { NotFoundError } from '../core/errors.js';
+import { operationId } from '../core/http/actions.js';
+import { idParams, listOf, listQuery, queryId, timestamp } from '../core/http/schemas.js';
 import { ActionStatus, ActionType } from '../generated/prisma/enums.js';
+import { createActionLogService } from './action-log-service.js';
 
 const actionLog = z.object({
   id: z.number(),
@@ -22,34 +23,38 @@ const actionLog = z.object({
 
 export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
+  const service = createActionLogService(ctx);
   const tags = ['action-logs'];
 
   app.get('/api/v1/action-logs', {
     config: { group: 'user' },
     schema: {
       tags,
+      operationId: operationId('/action-logs', 'list'),
+      summary: 'List action-log rows',
       querystring: listQuery.extend({
         model_name: z.string().optional(),
-        rec_id: z.coerce.number().int().optional(),
+        rec_id: queryId.optional(),
         action_type: z.enum(ActionType).optional(),
         status: z.enum(ActionStatus).optional(),
-        job_id: z.string().optional(),
+        job_id: z.string().max(200).optional(),
+        from: z.iso.datetime({ offset: true }).optional().describe('Rows created at or after this time (ISO 8601)'),
+        to: z.iso.datetime({ offset: true }).optional().describe('Rows created before this time (ISO 8601)'),
       }),
       response: { 200: listOf(actionLog) },
     },
-    handler: async (req) => {
-      const { limit, offset, ...where } = req.query;
-      return listPage(ctx.db.actionLog, where, { limit, offset }, { orderBy: { id: 'desc' } });
-    },
+    handler: (req) => service.list(req.query),
   });
 
   app.get('/api/v1/action-logs/:id', {
     config: { group: 'user' },
-    schema: { tags, params: idParams, response: { 200: actionLog } },
-    handler: async (req) => {
-      const row = await ctx.db.actionLog.findUnique({ where: { id: req.params.id } });
-      if (!row) throw new NotFoundError('Action log');
-      return jsonSafe(row);
+    schema: {
+      tags,
+      operationId: operationId('/action-logs', 'get'),
+      summary: 'Get an action-log row',
+      params: idParams,
+      response: { 200: actionLog },
     },
+    handler: (req) => service.get(req.params.id),
   });
 }

@@ -1,25 +1,22 @@
 // Users and API tokens (DESIGN §3).
-import type { Db } from '../core/db.js';
+import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UnauthenticatedError } from '../core/errors.js';
-import type { UserGroup } from './groups.js';
+import type { UserGroup } from '../core/groups.js';
+import type { AuthUser } from '../core/http/auth.js';
+import { jsonSafe, listPage } from '../core/records.js';
 import { hashApiToken, newApiToken } from './api-token.js';
-
-export interface AuthUser {
-  id: number;
-  email: string;
-  group: UserGroup;
-}
 
 // last_used_at is refreshed at most this often, so reads do not turn into writes.
 const TOUCH_INTERVAL_MS = 60_000;
 
-export function createAuthService(db: Db) {
+export function createAuthService(ctx: Pick<AppContext, 'db'>) {
+  const { db } = ctx;
   return {
     /** The active user owning this bearer token, or UnauthenticatedError. */
     async authenticate(token: string): Promise<AuthUser> {
       const row = await db.apiToken.findUnique({ where: { token_hash: hashApiToken(token) }, include: { user: true } });
       const now = Date.now();
-      if (!row || !row.user.active || (row.expires_at && row.expires_at.getTime() <= now)) {
+      if (!row?.user.active || (row.expires_at && row.expires_at.getTime() <= now)) {
         throw new UnauthenticatedError();
       }
       if (!row.last_used_at || now - row.last_used_at.getTime() > TOUCH_INTERVAL_MS) {
@@ -56,10 +53,32 @@ export function createAuthService(db: Db) {
 
     async createUser(data: { email: string; name?: string; group?: UserGroup; active?: boolean }) {
       const email = data.email.toLowerCase();
-      if (await db.user.findUnique({ where: { email } })) throw new ConflictError(`User ${email} already exists`);
+      const existing = await db.user.findUnique({ where: { email } });
+      if (existing) {
+        throw new ConflictError(`User ${email} already exists (user ${existing.id})`, {
+          fields: [{ field: 'email', message: 'already used by another user' }],
+          existing_id: existing.id,
+        });
+      }
       return db.user.create({ data: { ...data, email } });
+    },
+
+    /** The tokens of every user or of one; the answer schema leaves the hashes out. */
+    listTokens(query: { limit: number; offset: number; user_id?: number }) {
+      const { limit, offset, user_id } = query;
+      return listPage(db.apiToken, { user_id }, { limit, offset });
+    },
+
+    /** POST /api-tokens: a token for a user (default: the caller), shown once. */
+    async issueToken(input: { user_id?: number; name: string; expires_at: string | null }, caller: AuthUser) {
+      const userId = input.user_id ?? caller.id;
+      if (!(await db.user.findUnique({ where: { id: userId } }))) throw new NotFoundError('User');
+      return jsonSafe(await this.createToken(userId, input.name, input.expires_at ? new Date(input.expires_at) : null));
+    },
+
+    async revokeToken(id: number) {
+      const { count } = await db.apiToken.deleteMany({ where: { id } });
+      if (count === 0) throw new NotFoundError('API token');
     },
   };
 }
-
-export type AuthService = ReturnType<typeof createAuthService>;

@@ -2,14 +2,17 @@
 // API key in X-API-Key, answers checked against the contract before anyone uses them.
 import { z } from 'zod';
 import type { SecretBox } from '../core/crypto.js';
-import { readJson, type OutboundHttp, type OutboundTarget } from '../core/outbound-http.js';
+import { UserError } from '../core/errors.js';
+import { readJson, type OutboundHttp, type OutboundResponse, type OutboundTarget } from '../core/outbound-http.js';
 
 export interface BackupServerRecord {
   url: string;
-  api_key: string; // ciphertext
+  api_key: string | null; // ciphertext; null after the url changed until the key is set again
+  backup_db_path: string;
+  restore_db_path: string;
 }
 
-export const remoteCloudAccount = z.object({
+const remoteCloudAccount = z.object({
   id: z.union([z.string(), z.number()]).transform(String),
   uuid: z.string().min(1),
   provider: z.string(),
@@ -24,7 +27,7 @@ const cloudAccountList = z.array(remoteCloudAccount).superRefine((accounts, chec
   }
 });
 
-export const remoteBackup = z.object({
+const remoteBackup = z.object({
   id: z.union([z.string(), z.number()]),
   db_name: z.string(),
   state: z.string(),
@@ -33,28 +36,77 @@ export const remoteBackup = z.object({
 });
 export type RemoteBackup = z.output<typeof remoteBackup>;
 
+/** What a backup or restore request answers: any JSON object (or nothing), maybe with the backup's id and state. */
+const remoteOperation = z.looseObject({
+  id: z.union([z.string(), z.number()]).nullable().optional(),
+  state: z.string().nullable().optional(),
+});
+export type RemoteOperation = z.output<typeof remoteOperation>;
+
+type Reader<T> = (res: OutboundResponse) => T;
+
+/** Like readJson, but an empty 2xx answer is an answer too (`{}`). */
+function readOperation(what: string): Reader<RemoteOperation> {
+  const json = readJson(remoteOperation, { refused: 'The backup server refused the API key', what });
+  return (res) => (res.ok && res.body.byteLength === 0 ? {} : json(res));
+}
+
 export function createBackupApi(http: OutboundHttp, box: SecretBox) {
-  async function get<T extends z.ZodType>(server: BackupServerRecord, target: OutboundTarget, path: string, schema: T, what: string) {
-    const apiKey = await box.decrypt(server.api_key);
+  async function call<T>(
+    server: Pick<BackupServerRecord, 'url' | 'api_key'>,
+    target: OutboundTarget,
+    req: { method?: string; path: string; json?: unknown },
+    read: Reader<T>,
+  ) {
+    const apiKey = await box.reveal(server.api_key);
+    if (!apiKey) throw new UserError('The backup server has no api_key (it is cleared when the url changes): set it again');
     return http.request(
       target,
-      { url: `${server.url.replace(/\/+$/, '')}${path}`, headers: { 'X-API-Key': apiKey } },
-      { secrets: [apiKey], read: readJson(schema, { refused: 'The backup server refused the API key', what }) },
+      { method: req.method, url: `${server.url.replace(/\/+$/, '')}${req.path}`, headers: { 'X-API-Key': apiKey }, json: req.json },
+      { secrets: [apiKey], read },
     );
   }
 
+  const get = <T extends z.ZodType>(
+    server: Pick<BackupServerRecord, 'url' | 'api_key'>,
+    target: OutboundTarget,
+    path: string,
+    schema: T,
+    what: string,
+  ) => call(server, target, { path }, readJson(schema, { refused: 'The backup server refused the API key', what }));
+
   return {
+    /** POST {backup_db_path} {"db_name"}: the server starts a backup; its answer may carry the backup's id and state. */
+    requestBackup(server: BackupServerRecord, target: OutboundTarget, dbName: string): Promise<RemoteOperation> {
+      return call(
+        server,
+        target,
+        { method: 'POST', path: server.backup_db_path, json: { db_name: dbName } },
+        readOperation('The backup request'),
+      );
+    },
+
+    /** POST {restore_db_path} {"db_name","backup_id"}: the server restores that backup into the database. */
+    restore(server: BackupServerRecord, target: OutboundTarget, dbName: string, backupId: string | number): Promise<RemoteOperation> {
+      return call(
+        server,
+        target,
+        { method: 'POST', path: server.restore_db_path, json: { db_name: dbName, backup_id: backupId } },
+        readOperation('The restore request'),
+      );
+    },
+
     /** GET /api/ping: 200 with a JSON body from a reachable server that accepts the key. */
-    async ping(server: BackupServerRecord, target: OutboundTarget): Promise<void> {
+    async ping(server: Pick<BackupServerRecord, 'url' | 'api_key'>, target: OutboundTarget): Promise<void> {
       await get(server, target, '/api/ping', z.unknown(), 'The ping answer');
     },
 
-    async cloudAccounts(server: BackupServerRecord, target: OutboundTarget): Promise<RemoteCloudAccount[]> {
+    async cloudAccounts(server: Pick<BackupServerRecord, 'url' | 'api_key'>, target: OutboundTarget): Promise<RemoteCloudAccount[]> {
       return get(server, target, '/api/cloud-accounts', cloudAccountList, 'The cloud account list');
     },
 
     /** The server's backups of one database, latest first. */
-    async backups(server: BackupServerRecord, target: OutboundTarget, dbName: string): Promise<RemoteBackup[]> {
+    async backups(server: Pick<BackupServerRecord, 'url' | 'api_key'>, target: OutboundTarget, dbName: string): Promise<RemoteBackup[]> {
       const path = `/api/backups?${new URLSearchParams({ db_name: dbName })}`;
       return get(server, target, path, z.array(remoteBackup), 'The backup list');
     },

@@ -4,18 +4,24 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { authorOf, registerCrud } from '../core/http/crud.js';
-import { idParams, listOf, listQuery, timestamp } from '../core/http/schemas.js';
+import { action, operationId, registerActions } from '../core/http/actions.js';
+import { registerCrud } from '../core/http/crud.js';
+import { idParams, listOf, listQuery, patchOf, timestamp } from '../core/http/schemas.js';
 import { BackupState } from '../generated/prisma/enums.js';
 import { createBackupServerService } from './backup-service.js';
 import { createBackupStateService } from './backup-state.js';
+import { backupServerModel } from './backup-models.js';
 
 const httpUrl = z
   .string()
   .trim()
   .max(2000)
   .refine((v) => /^https?:\/\/[^/\s]+/i.test(v) && URL.canParse(v), 'must be an http:// or https:// URL');
-const apiPath = z.string().trim().max(500).regex(/^\/\S*$/, 'must be a path starting with /');
+const apiPath = z
+  .string()
+  .trim()
+  .max(500)
+  .regex(/^\/\S*$/, 'must be a path starting with /');
 
 const backupServer = z.object({
   id: z.number(),
@@ -54,8 +60,16 @@ const backupServerCreate = z
     enable_local_backup: true,
     enable_cloud_backup: true,
   })
-  .strict();
-const backupServerUpdate = z.object(backupServerFields).partial().strict();
+  .strict()
+  .meta({
+    example: {
+      name: 'backup-1',
+      url: 'https://backup.example.com',
+      download_url: 'https://downloads.example.com',
+      api_key: 'bk_live_3c1f0e',
+    },
+  });
+const backupServerUpdate = patchOf(z.object(backupServerFields), { enable_cloud_backup: true });
 
 const cloudAccount = z.object({
   id: z.number(),
@@ -88,10 +102,11 @@ const backupStateResult = z.object({
 export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
   const servers = createBackupServerService(ctx);
   const states = createBackupStateService(ctx);
-  const tags = ['backup-servers'];
+  const tag = 'backup-servers';
   registerCrud(parent, {
     path: '/backup-servers',
-    tag: 'backup-servers',
+    model: backupServerModel,
+    tag,
     service: servers,
     output: backupServer,
     create: backupServerCreate,
@@ -100,12 +115,12 @@ export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
     write: 'operator',
   });
 
-  const app = parent.withTypeProvider<ZodTypeProvider>();
-
-  app.get('/api/v1/backup-servers/:id/cloud-accounts', {
+  parent.withTypeProvider<ZodTypeProvider>().get('/api/v1/backup-servers/:id/cloud-accounts', {
     config: { group: 'user' },
     schema: {
-      tags,
+      tags: [tag],
+      operationId: operationId('/backup-servers', 'listCloudAccounts'),
+      summary: 'List the cloud accounts of a backup server',
       description: 'Cloud accounts as last synced from the backup server (read-only; see sync_cloud_accounts).',
       params: idParams,
       querystring: listQuery,
@@ -114,39 +129,40 @@ export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
     handler: (req) => servers.listCloudAccounts(req.params.id, req.query),
   });
 
-  app.post('/api/v1/backup-servers/:id/actions/test_connection', {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description:
-        'GET {url}/api/ping with the API key. Refused connection, rejected key, timeout, another status or a non-JSON answer: 400 user_error carrying the reason.',
-      params: idParams,
-      response: { 200: z.object({ ok: z.literal(true) }) },
+  registerActions(parent, {
+    path: '/backup-servers',
+    tag,
+    group: 'operator',
+    actions: {
+      test_connection: action({
+        summary: 'Test a backup server connection',
+        description:
+          'GET {url}/api/ping with the API key. Refused connection, rejected key, timeout, another status or a non-JSON answer: 400 user_error carrying the reason.',
+        response: z.object({ ok: z.literal(true) }),
+        run: ({ id, user }) => servers.testConnection(id, user.id),
+      }),
+      sync_cloud_accounts: action({
+        summary: 'Sync the cloud accounts of a backup server',
+        description:
+          'Fetches GET {url}/api/cloud-accounts and, in one transaction, creates and updates local accounts by uuid and deletes those the server no longer lists.',
+        response: syncResult,
+        run: ({ id, author }) => servers.syncCloudAccounts(id, author),
+      }),
     },
-    handler: (req) => servers.testConnection(req.params.id, req.user!.id),
   });
 
-  app.post('/api/v1/backup-servers/:id/actions/sync_cloud_accounts', {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description:
-        'Fetches GET {url}/api/cloud-accounts and, in one transaction, creates and updates local accounts by uuid and deletes those the server no longer lists.',
-      params: idParams,
-      response: { 200: syncResult },
+  registerActions(parent, {
+    path: '/subscriptions',
+    tag: 'subscriptions',
+    group: 'operator',
+    actions: {
+      compute_backup_state: action({
+        summary: 'Compute the backup state of a subscription',
+        description:
+          "Asks the subscription's backup server (its backup_server_id, or the only one) for the latest backup of its database and stores backup_state: done/ok → ok, pending/running → running, failed/error → failed, none → none.",
+        response: backupStateResult,
+        run: ({ id, author }) => states.computeBackupState(id, { author }),
+      }),
     },
-    handler: (req) => servers.syncCloudAccounts(req.params.id, authorOf(req.user)),
-  });
-
-  app.post('/api/v1/subscriptions/:id/actions/compute_backup_state', {
-    config: { group: 'operator' },
-    schema: {
-      tags: ['subscriptions'],
-      description:
-        "Asks the subscription's backup server (its backup_server_id, or the only one) for the latest backup of its database and stores backup_state: done/ok → ok, pending/running → running, failed/error → failed, none → none.",
-      params: idParams,
-      response: { 200: backupStateResult },
-    },
-    handler: (req) => states.computeBackupState(req.params.id, { author: authorOf(req.user) }),
   });
 }

@@ -5,10 +5,9 @@ import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import { createRecordService, listPage } from '../core/records.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
-import { postMessage, type Author } from '../chatter/chatter-service.js';
+import { postMessage, type Author } from '../core/chatter.js';
 import { createBackupApi } from './backup-api.js';
-
-export const BACKUP_SERVER_MODEL = 'svc.saas.backup.server';
+import { backupServerModel } from './backup-models.js';
 
 export interface SyncResult {
   created: number;
@@ -17,23 +16,10 @@ export interface SyncResult {
   unchanged: number;
 }
 
-export function createBackupServerService(ctx: AppContext) {
+export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
   const { db, box } = ctx;
   const api = createBackupApi(createOutboundHttp(ctx), box);
-  const records = createRecordService(db, box, {
-    modelName: BACKUP_SERVER_MODEL,
-    secrets: ['api_key'],
-    tracked: [
-      'name',
-      'url',
-      'download_url',
-      'drop_db_path',
-      'backup_db_path',
-      'restore_db_path',
-      'enable_local_backup',
-      'enable_cloud_backup',
-    ],
-  });
+  const records = createRecordService(ctx, backupServerModel);
 
   async function getServer(id: number) {
     const server = await db.backupServer.findUnique({ where: { id } });
@@ -75,47 +61,50 @@ export function createBackupServerService(ctx: AppContext) {
     /** The remote ping; a refusal, a wrong key, a timeout or a non-JSON answer is a UserError. */
     async testConnection(id: number, userId: number | null): Promise<{ ok: true }> {
       const server = await getServer(id);
-      await api.ping(server, { model_name: BACKUP_SERVER_MODEL, rec_id: id, user_id: userId });
+      await api.ping(server, { model_name: 'svc.saas.backup.server', rec_id: id, user_id: userId });
       return { ok: true };
     },
 
     async syncCloudAccounts(id: number, author: Author | null): Promise<SyncResult> {
       const server = await getServer(id);
-      const remote = await api.cloudAccounts(server, { model_name: BACKUP_SERVER_MODEL, rec_id: id, user_id: author?.id ?? null });
+      const remote = await api.cloudAccounts(server, { model_name: 'svc.saas.backup.server', rec_id: id, user_id: author?.id ?? null });
       const byUuid = new Map(remote.map((account) => [account.uuid, account])); // uuids are unique (checked by the API client)
 
-      return db.$transaction(async (tx) => {
-        // One sync per server at a time: a second one waits here and then sees the first's rows.
-        const locked = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM backup_servers WHERE id = ${id} FOR UPDATE`;
-        if (locked.length === 0) throw new NotFoundError('Backup server');
-        const local = await tx.backupCloudAccount.findMany({ where: { backup_server_id: id } });
-        const result: SyncResult = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
+      return db.$transaction(
+        async (tx) => {
+          // One sync per server at a time: a second one waits here and then sees the first's rows.
+          const locked = await tx.$queryRaw<{ id: number }[]>`SELECT id FROM backup_servers WHERE id = ${id} FOR UPDATE`;
+          if (locked.length === 0) throw new NotFoundError('Backup server');
+          const local = await tx.backupCloudAccount.findMany({ where: { backup_server_id: id } });
+          const result: SyncResult = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
 
-        for (const account of byUuid.values()) {
-          const data = { remote_id: account.id, provider: account.provider, name: account.name ?? null };
-          const existing = local.find((l) => l.uuid === account.uuid);
-          if (!existing) {
-            await tx.backupCloudAccount.create({ data: { ...data, uuid: account.uuid, backup_server_id: id } });
-            result.created++;
-          } else if (existing.remote_id !== data.remote_id || existing.provider !== data.provider || existing.name !== data.name) {
-            await tx.backupCloudAccount.update({ where: { id: existing.id }, data });
-            result.updated++;
-          } else {
-            result.unchanged++;
+          for (const account of byUuid.values()) {
+            const data = { remote_id: account.id, provider: account.provider, name: account.name ?? null };
+            const existing = local.find((l) => l.uuid === account.uuid);
+            if (!existing) {
+              await tx.backupCloudAccount.create({ data: { ...data, uuid: account.uuid, backup_server_id: id } });
+              result.created++;
+            } else if (existing.remote_id !== data.remote_id || existing.provider !== data.provider || existing.name !== data.name) {
+              await tx.backupCloudAccount.update({ where: { id: existing.id }, data });
+              result.updated++;
+            } else {
+              result.unchanged++;
+            }
           }
-        }
-        const gone = local.filter((l) => !byUuid.has(l.uuid)).map((l) => l.id);
-        if (gone.length > 0) result.deleted = (await tx.backupCloudAccount.deleteMany({ where: { id: { in: gone } } })).count;
+          const gone = local.filter((l) => !byUuid.has(l.uuid)).map((l) => l.id);
+          if (gone.length > 0) result.deleted = (await tx.backupCloudAccount.deleteMany({ where: { id: { in: gone } } })).count;
 
-        await postMessage(tx, {
-          model_name: BACKUP_SERVER_MODEL,
-          rec_id: id,
-          body: `Cloud accounts synced: ${result.created} created, ${result.updated} updated, ${result.deleted} removed, ${result.unchanged} unchanged.`,
-          message_type: 'notification',
-          author,
-        });
-        return result;
-      }, { timeout: 30_000 });
+          await postMessage(tx, {
+            model_name: 'svc.saas.backup.server',
+            rec_id: id,
+            body: `Cloud accounts synced: ${result.created} created, ${result.updated} updated, ${result.deleted} removed, ${result.unchanged} unchanged.`,
+            message_type: 'notification',
+            author,
+          });
+          return result;
+        },
+        { timeout: 30_000 },
+      );
     },
   };
 }

@@ -3,17 +3,15 @@
 // none. The server is the subscription's backup_server_id, or the only backup server there is.
 // Also callable by inbound webhooks (a backup server's callback) as `_compute_backup_state`.
 import type { AppContext } from '../context.js';
-import type { DbTx } from '../core/db.js';
+import type { Db, DbTx } from '../core/db.js';
 import { NotFoundError, UserError } from '../core/errors.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
-import { trackChanges, type Author } from '../chatter/chatter-service.js';
+import { trackChanges, type Author } from '../core/chatter.js';
 import type { BackupState } from '../generated/prisma/enums.js';
-import type { WebhookMethodTable } from '../webhooks/webhook-methods.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
 
-export const SUBSCRIPTION_MODEL = 'svc.subscription';
-
-const REMOTE_STATES: Record<string, BackupState> = {
+/** The backup server's states of a backup (DESIGN §8), as backup_state. */
+export const REMOTE_STATES: Record<string, BackupState> = {
   done: 'ok',
   ok: 'ok',
   pending: 'running',
@@ -29,29 +27,27 @@ export interface BackupStateResult {
   latest_backup: RemoteBackup | null;
 }
 
-export function createBackupStateService(ctx: AppContext) {
-  const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
+/** A subscription's backup server: its backup_server_id, or the only backup server there is. */
+export async function backupServerFor(db: Db | DbTx, backupServerId: number | null) {
+  if (backupServerId !== null) return db.backupServer.findUniqueOrThrow({ where: { id: backupServerId } });
+  const servers = await db.backupServer.findMany({ take: 2 });
+  if (servers.length === 1) return servers[0]!;
+  throw new UserError(
+    servers.length === 0
+      ? 'There is no backup server'
+      : 'The subscription has no backup server and there are several: set its backup_server_id',
+  );
+}
 
-  async function serverFor(tx: DbTx, backupServerId: number | null) {
-    if (backupServerId !== null) return tx.backupServer.findUniqueOrThrow({ where: { id: backupServerId } });
-    const servers = await tx.backupServer.findMany({ take: 2 });
-    if (servers.length === 1) return servers[0]!;
-    throw new UserError(
-      servers.length === 0
-        ? 'There is no backup server to ask for the backup state'
-        : 'The subscription has no backup server and there are several: set its backup_server_id',
-    );
-  }
+export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+  const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
 
   /**
    * Asks the backup server and stores the mapped state (tracked in the subscription's chatter).
    * `tx` lets a caller (the inbound webhook) make the update part of its own transaction; the
    * api_call action-log row is written outside it, so a failure stays visible.
    */
-  async function computeBackupState(
-    subscriptionId: number,
-    opts: { tx?: DbTx; author?: Author | null } = {},
-  ): Promise<BackupStateResult> {
+  async function computeBackupState(subscriptionId: number, opts: { tx?: DbTx; author?: Author | null } = {}): Promise<BackupStateResult> {
     const run = async (tx: DbTx) => {
       const before = await tx.subscription.findUnique({ where: { id: subscriptionId } });
       if (!before) throw new NotFoundError('Subscription');
@@ -60,9 +56,9 @@ export function createBackupStateService(ctx: AppContext) {
       let latest: RemoteBackup | null = null;
       let serverId: number | null = before.backup_server_id;
       if (before.database_name) {
-        const server = await serverFor(tx, before.backup_server_id);
+        const server = await backupServerFor(tx, before.backup_server_id);
         serverId = server.id;
-        const target = { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId, user_id: opts.author?.id ?? null };
+        const target = { model_name: 'svc.subscription' as const, rec_id: subscriptionId, user_id: opts.author?.id ?? null };
         const backups = await api.backups(server, target, before.database_name);
         latest = backups.find((b) => b.db_name === before.database_name) ?? null;
         if (latest) {
@@ -74,7 +70,14 @@ export function createBackupStateService(ctx: AppContext) {
 
       if (state !== before.backup_state) {
         const after = await tx.subscription.update({ where: { id: subscriptionId }, data: { backup_state: state } });
-        await trackChanges(tx, { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId }, ['backup_state'], before, after, opts.author ?? null);
+        await trackChanges(
+          tx,
+          { model_name: 'svc.subscription', rec_id: subscriptionId },
+          ['backup_state'],
+          before,
+          after,
+          opts.author ?? null,
+        );
       }
       return { subscription_id: subscriptionId, backup_server_id: serverId, backup_state: state, latest_backup: latest };
     };
@@ -82,16 +85,4 @@ export function createBackupStateService(ctx: AppContext) {
   }
 
   return { computeBackupState };
-}
-
-/** The methods inbound webhooks may call on subscriptions (the registry of DESIGN §3). */
-export function backupWebhookMethods(ctx: AppContext): WebhookMethodTable {
-  const service = createBackupStateService(ctx);
-  return {
-    'svc.subscription': {
-      _compute_backup_state: async (recId, { tx }) => {
-        await service.computeBackupState(recId, { tx });
-      },
-    },
-  };
 }

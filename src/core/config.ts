@@ -1,4 +1,8 @@
-// The one place that reads process.env (DESIGN §2). A bad value stops start-up naming the variable.
+// The one place that reads process.env and .env (DESIGN §2). A bad value stops start-up naming the
+// variable.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { z } from 'zod';
 
 const optionalString = z
@@ -7,18 +11,26 @@ const optionalString = z
   .transform((v) => (v === '' ? undefined : v));
 
 const url = (protocols: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return protocols.includes(new URL(v).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a URL (${protocols.join(' or ')})`);
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL (${protocols.join(' or ')})`,
+  );
 
 // Comma-separated IPv4 addresses, each optionally with :port (node's dns setServers format).
 const dnsServers = z
   .string()
-  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?$/, 'IPv4 addresses, optionally with :port')).min(1));
 
 const envSchema = z.object({
@@ -35,16 +47,17 @@ const envSchema = z.object({
   GIT_API_URL: url(['http:', 'https:'])
     .default('https://api.github.com')
     .transform((v) => v.replace(/\/+$/, '')),
-  // Where push_commit fetches a repository from ({name} = owner/repo); HTTPS uses the account's token.
-  GIT_CLONE_URL: z
-    .string()
-    .refine((v) => v.includes('{name}'), 'must contain {name}')
-    .refine((v) => /^(https?|file):\/\/\S+$/.test(v), 'must be an https://, http:// or file:// URL')
-    .default('https://github.com/{name}.git'),
   SVC_ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed; unset = socket address.
-  TRUST_PROXY: optionalString.transform((v) => (v === undefined ? false : v.split(',').map((s) => s.trim()).filter(Boolean))),
+  TRUST_PROXY: optionalString.transform((v) =>
+    v === undefined
+      ? false
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+  ),
   FCM_API_URL: url(['http:', 'https:'])
     .default('https://fcm.googleapis.com')
     .transform((v) => v.replace(/\/+$/, '')),
@@ -55,15 +68,52 @@ const envSchema = z.object({
     .regex(/^\/[A-Za-z0-9._/-]*$/, 'an absolute path (letters, digits and . _ - / only)')
     .default('/opt/odoo')
     .transform((v) => (v.length > 1 ? v.replace(/\/+$/, '') : v)),
+  // Address of a customer's instance (DESIGN §9): {database_name} is replaced by the subscription's.
+  SUBSCRIPTION_URL: z
+    .string()
+    .default('http://{database_name}.localhost:8069')
+    .refine((v) => v.includes('{database_name}'), 'must contain {database_name}')
+    .refine((v) => {
+      try {
+        return ['http:', 'https:'].includes(new URL(v.replaceAll('{database_name}', 'db')).protocol);
+      } catch {
+        return false;
+      }
+    }, 'must be an http:// or https:// URL once {database_name} is replaced'),
   // Beyond DESIGN §2: tuning knobs with safe defaults.
   // Redis key prefix of the job queues: services sharing one Redis keep their jobs apart.
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only').default('svc'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
+    .default('svc'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
   MONITOR_CONCURRENCY: z.coerce.number().int().min(1).max(5000).default(200),
+  // Crash detection of jobs (BullMQ lockDuration and stalledInterval): a running job's lock lasts
+  // this long and is renewed at half of it; every interval, jobs whose lock expired are taken as
+  // stalled (their worker died). Lower finds a dead worker sooner; too low, and a busy worker's
+  // jobs are taken as stalled too.
+  JOB_LOCK_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  JOB_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
   // Every outbound call (HTTP APIs, DNS lookups) gives up after this long.
   OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   // Longest answer body read from a remote HTTP API; a longer one fails the call.
-  OUTBOUND_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(1024 ** 2),
+  OUTBOUND_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .default(1024 ** 2),
+  // How long a backup job waits for the backup server to report the backup done or failed, and
+  // how soon it first asks (the interval then doubles, up to 30 s).
+  BACKUP_WAIT_MS: z.coerce.number().int().min(100).max(86_400_000).default(3_600_000),
+  BACKUP_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(2_000),
+  // Largest commit tree push_commit deploys, as downloaded and as unpacked (a gzip bomb stops here).
+  GIT_DEPLOY_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 ** 3)
+    .default(1024 ** 3),
   // Name servers of the DNS Resolver setting's `cloudflare` and `google` choices (host or host:port).
   DNS_CLOUDFLARE_SERVERS: dnsServers.default(['1.1.1.1', '1.0.0.1']),
   DNS_GOOGLE_SERVERS: dnsServers.default(['8.8.8.8', '8.8.4.4']),
@@ -75,8 +125,22 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses the environment; throws ConfigError whose message names every bad variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/**
+ * The process's environment with the `.env` file of `dir` under it: a variable already set in the
+ * environment wins over the file (DESIGN §2). No file, no change.
+ */
+export function environment(dir = process.cwd(), env: NodeJS.ProcessEnv = process.env): Record<string, string | undefined> {
+  const file = path.join(dir, '.env');
+  if (!existsSync(file)) return env;
+  try {
+    return { ...parseEnv(readFileSync(file, 'utf8')), ...env };
+  } catch (err) {
+    throw new ConfigError(`Cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Parses the environment (with .env); throws ConfigError whose message names every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = environment()): Config {
   const result = envSchema.safeParse(env);
   if (!result.success) {
     const lines = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);

@@ -12,10 +12,16 @@ export class AppError extends Error {
   }
 }
 
-/** Bad input; the spec's ValidationError. */
+/** What is wrong with one field of the input. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** Bad input; the spec's ValidationError. Its details always name the fields (DESIGN §11). */
 export class ValidationError extends AppError {
-  constructor(message: string, details?: unknown) {
-    super(400, 'validation_error', message, details);
+  constructor(message: string, fields: string | readonly FieldError[] = [], extra: Record<string, unknown> = {}) {
+    super(400, 'validation_error', message, { fields: typeof fields === 'string' ? [{ field: fields, message }] : fields, ...extra });
   }
 }
 
@@ -44,9 +50,12 @@ export class NotFoundError extends AppError {
   }
 }
 
-/** A uniqueness rule of the spec, or a state that forbids the operation. */
+/**
+ * A uniqueness rule of the spec (details name the fields and, when known, the existing record),
+ * or a state that forbids the operation.
+ */
 export class ConflictError extends AppError {
-  constructor(message: string, details?: unknown) {
+  constructor(message: string, details?: { fields?: readonly FieldError[]; existing_id?: number; state?: string }) {
     super(409, 'conflict', message, details);
   }
 }

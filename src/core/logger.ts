@@ -13,14 +13,26 @@ export const SECRET_FIELD_NAMES = [
   'fcm_service_account_json',
   'signing_secret',
   'token',
-  'code',
 ];
 
-const WEBHOOK_PATH = /\/svc\/webhook\/[^/?#\s]*/g;
+// Any letter case and repeated slashes reach the same route, so they are redacted alike.
+const WEBHOOK_PATH = /\/+svc\/+webhook\/+[^/?#\s]*/gi;
 
 /** Replaces the secret part of inbound webhook URLs: `/svc/webhook/<token>` → `/svc/webhook/[redacted]`. */
 export function redactUrl(url: string): string {
   return url.replace(WEBHOOK_PATH, '/svc/webhook/[redacted]');
+}
+
+/** A request URL as logged: webhook tokens redacted, query parameters named but without values. */
+function loggedUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return redactUrl(url);
+  const names = url
+    .slice(at + 1)
+    .split('&')
+    .filter(Boolean)
+    .map((pair) => `${pair.split('=')[0]}=`);
+  return `${redactUrl(url.slice(0, at))}?${names.join('&')}`;
 }
 
 export function loggerOptions(level: string): LoggerOptions {
@@ -38,7 +50,7 @@ export function loggerOptions(level: string): LoggerOptions {
     serializers: {
       req: (req: { method: string; url: string; ip?: string }) => ({
         method: req.method,
-        url: redactUrl(req.url),
+        url: loggedUrl(req.url),
         ip: req.ip,
       }),
       err: (err: Error & { code?: string }) => ({

@@ -1,6 +1,17 @@
 // Outgoing mail over SMTP (nodemailer). Without SMTP_URL mail goes to the log only (development).
+// Mails are eta templates in views/mail/: a plain-text and an HTML part each.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Eta } from 'eta';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
+
+const eta = new Eta({ views: path.resolve(fileURLToPath(new URL('../../views', import.meta.url))), cache: true });
+
+/** The text and HTML parts of the mail `name` (views/mail/<name>_text.eta and <name>_html.eta). */
+export function renderMail(name: string, data: object): { text: string; html: string } {
+  return { text: eta.render(`mail/${name}_text`, data), html: eta.render(`mail/${name}_html`, data) };
+}
 
 export interface MailMessage {
   to: string;

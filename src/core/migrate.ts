@@ -53,11 +53,7 @@ async function withEngine<T>(databaseUrl: string, run: (engine: SchemaEngine) =>
   // Discrete fields, not a connectionString: the adapter's shadow database overrides `database`,
   // which a connectionString would silently win over.
   const factory = new MigrationPrismaPg(poolConfig(databaseUrl));
-  const engine = await SchemaEngine.new(
-    { datamodels: [[SCHEMA_FILE, schema]] },
-    () => {},
-    bindMigrationAwareSqlAdapterFactory(factory),
-  );
+  const engine = await SchemaEngine.new({ datamodels: [[SCHEMA_FILE, schema]] }, () => {}, bindMigrationAwareSqlAdapterFactory(factory));
   try {
     return await run(engine);
   } finally {
@@ -178,7 +174,7 @@ async function migrationList(): Promise<MigrationList> {
 }
 
 /** Creates the database named in the URL when it does not exist yet. */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   url.pathname = '/postgres';
@@ -225,9 +221,7 @@ export async function pendingSchemaSql(databaseUrl: string): Promise<string> {
   const schema = await readFile(SCHEMA_FILE, 'utf8');
   return withEngine(databaseUrl, async (engine) => {
     const from =
-      migrationsList.migrationDirectories.length > 0
-        ? { tag: 'migrations' as const, ...migrationsList }
-        : { tag: 'empty' as const };
+      migrationsList.migrationDirectories.length > 0 ? { tag: 'migrations' as const, ...migrationsList } : { tag: 'empty' as const };
     const result = await engine.diff({
       from,
       to: { tag: 'schemaDatamodel', files: [{ path: SCHEMA_FILE, content: schema }] },

@@ -1,46 +1,84 @@
-// The record families of the service: the spec's model name, the REST resource, the Prisma
-// delegate and the table. Chatter, activities, the action log and inbound webhooks address records
-// through it.
-import type { UserGroup } from '../auth/groups.js';
+// The record families of the service. Each feature defines its models with defineModel() and lists
+// them in its manifest; the registry composed from them serves the chatter, inbound webhooks,
+// the record services and key rotation. A model name is checked by the compiler: the feature that
+// defines a model adds its name to ModelNames (declaration merging, next to the definition).
 import type { Db, DbTx } from './db.js';
+import type { UserGroup } from './groups.js';
+
+/** Every model name of the service, added by the features: `interface ModelNames { 'res.partner': true }`. */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in the features
+export interface ModelNames {}
+export type ModelName = keyof ModelNames & string;
 
 export interface ModelInfo {
-  resource: string;
+  name: ModelName;
+  /** Prisma delegate, e.g. `rootServer`. */
   delegate: string;
-  /** PostgreSQL table, for the few raw-SQL paths (the webhook endpoint's message insert). */
+  /** PostgreSQL table, for the few raw-SQL paths (key rotation, the webhook endpoint). */
   table: string;
+  /** REST resource under /api/v1 (`root-servers`); records of a model without one have no chatter routes. */
+  resource?: string;
   /** Minimum group that may read the record and its chatter. */
   readGroup: UserGroup;
+  /** Naming fields `?q=` searches (case-insensitive substring): name, ip, e-mail... */
+  search?: readonly string[];
+  /** Fields `?sort=` accepts besides id and created_at (default: name, when searched). */
+  sortable?: readonly string[];
+  /** Fields whose changes are written to the chatter. */
+  tracked?: readonly string[];
+  /**
+   * Secret columns: encrypted at rest, write-only in the API (`<field>_set`), re-encrypted by key
+   * rotation. This is the one list; a test compares it with what the database holds.
+   */
+  secrets?: readonly string[];
+  /** Where the secrets are sent (DESIGN §3): changing one of these clears them. */
+  destinations?: readonly string[];
+  /** Reset too when a destination changes (e.g. a recorded host key). */
+  forgetOnMove?: Readonly<Record<string, unknown>>;
 }
 
-export const MODELS = {
-  'res.users': { resource: 'users', delegate: 'user', table: 'users', readGroup: 'administrator' },
-  'svc.subscription.trial.package': { resource: 'trial-packages', delegate: 'trialPackage', table: 'trial_packages', readGroup: 'user' },
-  'svc.subscription.trial.request': { resource: 'trial-requests', delegate: 'trialRequest', table: 'trial_requests', readGroup: 'user' },
-  'svc.subscription.trial.otp': { resource: 'trial-verifications', delegate: 'trialVerification', table: 'trial_verifications', readGroup: 'user' },
-  'res.partner': { resource: 'partners', delegate: 'partner', table: 'partners', readGroup: 'user' },
-  'svc.subscription': { resource: 'subscriptions', delegate: 'subscription', table: 'subscriptions', readGroup: 'user' },
-  'svc.database.template': { resource: 'database-templates', delegate: 'databaseTemplate', table: 'database_templates', readGroup: 'user' },
-  'svc.saas.webhook': { resource: 'webhooks', delegate: 'webhook', table: 'webhooks', readGroup: 'administrator' },
-  'svc.root.server': { resource: 'root-servers', delegate: 'rootServer', table: 'root_servers', readGroup: 'user' },
-  'svc.postgresql.server': { resource: 'postgresql-servers', delegate: 'postgresqlServer', table: 'postgresql_servers', readGroup: 'user' },
-  'svc.saas.backup.server': { resource: 'backup-servers', delegate: 'backupServer', table: 'backup_servers', readGroup: 'user' },
-  'svc.ntfy.server': { resource: 'notification-servers', delegate: 'notificationServer', table: 'notification_servers', readGroup: 'user' },
-  'svc.saas.git.account': { resource: 'git-accounts', delegate: 'gitAccount', table: 'git_accounts', readGroup: 'administrator' },
-  'svc.saas.git.repository': { resource: 'git-repositories', delegate: 'gitRepository', table: 'git_repositories', readGroup: 'administrator' },
-  'svc.saas.git.commit': { resource: 'git-commits', delegate: 'gitCommit', table: 'git_commits', readGroup: 'administrator' },
-} as const satisfies Record<string, ModelInfo>;
-
-export type ModelName = keyof typeof MODELS;
-
-export function isModelName(name: string): name is ModelName {
-  return Object.hasOwn(MODELS, name);
+/** A model definition, keeping its literal field lists for the schemas built from it. */
+export function defineModel<const M extends ModelInfo>(model: M): M {
+  return model;
 }
 
+/** "root server" for "root-servers": how messages name a record of the model. */
+export function labelOf(model: ModelInfo): string {
+  return (model.resource ?? model.table).replace(/[-_]/g, ' ').replace(/s$/, '');
+}
 
-/** Whether the record exists (model names outside the registry never do). */
-export async function recordExists(client: Db | DbTx, modelName: string, id: number): Promise<boolean> {
-  if (!isModelName(modelName)) return false;
-  const delegate = (client as unknown as Record<string, { count(args: object): Promise<number> }>)[MODELS[modelName].delegate]!;
-  return (await delegate.count({ where: { id } })) > 0;
+/** What `?sort=` accepts for a model's list. */
+export function sortFieldsOf(model: ModelInfo): string[] {
+  return ['id', 'created_at', ...(model.sortable ?? (model.search?.includes('name') ? ['name'] : []))];
+}
+
+export type ModelRegistry = ReturnType<typeof createModelRegistry>;
+
+/** Every feature's models, by name; a name defined twice is a programming error. */
+export function createModelRegistry(models: readonly ModelInfo[]) {
+  const byName = new Map<string, ModelInfo>();
+  for (const model of models) {
+    if (byName.has(model.name)) throw new Error(`Model ${model.name} is defined twice`);
+    byName.set(model.name, model);
+  }
+
+  return {
+    all: models,
+    /** The model of that name, or null (names come from requests too: a Map, no prototype lookups). */
+    find: (name: string): ModelInfo | null => byName.get(name) ?? null,
+    names: (): string[] => [...byName.keys()].sort(),
+
+    /** Whether the record exists; a name outside the registry never has records. */
+    async recordExists(client: Db | DbTx, name: string, id: number): Promise<boolean> {
+      const model = byName.get(name);
+      if (!model) return false;
+      const delegate = (client as unknown as Record<string, { count(args: object): Promise<number> }>)[model.delegate]!;
+      return (await delegate.count({ where: { id } })) > 0;
+    },
+
+    /** Every secret column by table, for key rotation. */
+    secretColumns(): Record<string, readonly string[]> {
+      return Object.fromEntries(models.filter((m) => m.secrets?.length).map((m) => [m.table, m.secrets!]));
+    },
+  };
 }

@@ -3,16 +3,19 @@
 // row of type api_call naming the record it was made for. The row never holds secrets: sensitive
 // headers are written as [redacted], secret fields of JSON and form bodies (request and response)
 // are redacted by name, and the caller's `secrets` values are masked wherever they appear.
+// download() streams a large answer (a git tarball) instead of reading it, with the same bounds.
+import { Readable } from 'node:stream';
 import type { z } from 'zod';
 import type { Db } from './db.js';
 import type { Config } from './config.js';
 import { UserError } from './errors.js';
 import { SECRET_FIELD_NAMES } from './logger.js';
-import { maskSecrets, writeActionLog } from '../action-log/action-log-service.js';
+import { maskSecrets, writeActionLog } from './action-log.js';
+import type { ModelName } from './models.js';
 
 /** The record a call is made for, as the action log names it. */
 export interface OutboundTarget {
-  model_name: string;
+  model_name: ModelName;
   rec_id: number;
   user_id?: number | null;
   job_id?: string | null;
@@ -43,6 +46,23 @@ export interface OutboundRequest {
   json?: unknown;
   /** Sent as application/x-www-form-urlencoded. */
   form?: Record<string, string>;
+}
+
+export interface DownloadOptions extends OutboundOptions {
+  /** Redirects to follow (default 0). Never from https to http; the secret headers are not sent on. */
+  maxRedirects?: number;
+  /** The error for a final answer that is not 2xx (default: http_status with an excerpt). */
+  refused?: (res: OutboundResponse) => Error;
+}
+
+/** A 2xx answer whose body is read at its consumer's pace. */
+export interface Download {
+  status: number;
+  headers: Headers;
+  /** Fails with OutboundError too_large, timeout or network; destroy it to stop the transfer. */
+  body: Readable;
+  /** The action-log row, written once the body ended, failed or was dropped. */
+  logged: Promise<unknown>;
 }
 
 export type OutboundFailure =
@@ -163,7 +183,7 @@ function redactValue(value: unknown): unknown {
 }
 
 /** A body as it may be stored: secret fields of JSON or form bodies redacted, length bounded. */
-export function redactBody(text: string, contentType = ''): string {
+function redactBody(text: string, contentType = ''): string {
   let out = text;
   if (/json/i.test(contentType) || /^\s*[[{]/.test(text)) {
     try {
@@ -194,6 +214,15 @@ function redactUrl(raw: string): string {
   }
 }
 
+/** A redirect target as it may be stored: its query may hold a credential of its own, so none of it is. */
+function describeLocation(url: URL): string {
+  return `${url.origin}${url.pathname}${url.search ? '?[redacted]' : ''}`;
+}
+
+function isRedirect(status: number): boolean {
+  return [301, 302, 303, 307, 308].includes(status);
+}
+
 /** new Request(), with a message that never repeats credentials written into the URL. */
 function buildRequest(input: string | URL | Request, init?: RequestInit): Request {
   try {
@@ -207,7 +236,7 @@ function buildRequest(input: string | URL | Request, init?: RequestInit): Reques
 
 function describeRequest(method: string, url: string, headers: Headers, body: string): string {
   const lines = [`${method} ${redactUrl(url)}`];
-  headers.forEach((value, name) => lines.push(`${name}: ${SECRET_HEADER.test(name) ? '[redacted]' : value}`));
+  for (const [name, value] of headers) lines.push(`${name}: ${SECRET_HEADER.test(name) ? '[redacted]' : value}`);
   if (body) lines.push('', redactBody(body, headers.get('content-type') ?? ''));
   return lines.join('\n');
 }
@@ -304,7 +333,151 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
     return result as T;
   }
 
+  /**
+   * The body of a 2xx answer as a Node stream: pulled from the network only as fast as it is read
+   * (backpressure), at most `maxBytes`, and within the deadline of the whole download.
+   */
+  function streamBody(res: Response, o: { label: string; maxBytes: number; timeoutMs: number }) {
+    const reader = res.body!.getReader();
+    let received = 0;
+    const body = new Readable({
+      async read() {
+        try {
+          const { done, value } = await reader.read();
+          if (done) return void this.push(null);
+          received += value.byteLength;
+          if (received > o.maxBytes) {
+            throw new OutboundError('too_large', `${o.label}: the answer exceeds the limit of ${o.maxBytes} bytes`);
+          }
+          this.push(value);
+        } catch (err) {
+          const e = err as Error;
+          this.destroy(
+            e.name === 'TimeoutError' || e.name === 'AbortError'
+              ? new OutboundError(
+                  'timeout',
+                  `${o.label}: the answer did not arrive in full within ${o.timeoutMs} ms (${received} bytes received)`,
+                )
+              : failureOf(err, o.label, o.timeoutMs),
+          );
+        }
+      },
+      destroy(err, done) {
+        reader.cancel().catch(() => {});
+        done(err);
+      },
+    });
+    return { body, received: () => received };
+  }
+
   return {
+    /**
+     * A download too large to hold in memory (GET): answers once a 2xx answer's headers arrived,
+     * with the body as a stream; any other final status fails (`refused`). Redirects are followed
+     * up to `maxRedirects`, without the request's secret headers (a credential stays with the host
+     * it was given for) and never from https to http; a redirect URL's query is never stored.
+     * `timeoutMs` covers the whole download, body included. One action-log row, written when the
+     * body is done, says how it ended and how many bytes came.
+     */
+    async download(
+      target: OutboundTarget,
+      req: { url: string; headers?: Record<string, string> },
+      opts: DownloadOptions = {},
+    ): Promise<Download> {
+      const timeoutMs = opts.timeoutMs ?? config.OUTBOUND_TIMEOUT_MS;
+      const maxBytes = opts.maxResponseBytes ?? config.OUTBOUND_MAX_RESPONSE_BYTES;
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const secrets = [...(opts.secrets ?? [])];
+      const headers = new Headers(req.headers);
+      const inputText = describeRequest('GET', req.url, headers, '');
+      const trail: string[] = [];
+      const log = (ok: boolean, outcome: string) =>
+        writeActionLog(db, {
+          model_name: target.model_name,
+          rec_id: target.rec_id,
+          user_id: target.user_id ?? null,
+          job_id: target.job_id ?? null,
+          action_type: 'api_call',
+          status: ok ? 'success' : 'failure',
+          input_text: inputText,
+          output_text: [...trail, outcome].join('\n'),
+          secrets,
+        });
+      const fail = async (err: Error, answer = ''): Promise<never> => {
+        const masked = err instanceof OutboundError ? new OutboundError(err.reason, maskSecrets(err.message, secrets)) : err;
+        await log(false, [answer, masked.message].filter(Boolean).join('\n\n'));
+        throw masked;
+      };
+
+      let url = new URL(req.url);
+      let label = `GET ${redactUrl(req.url)}`;
+      let res: Response;
+      for (let hops = 0; ; hops++) {
+        try {
+          res = await fetch(buildRequest(url, { headers, redirect: 'manual', signal: deadline }));
+        } catch (err) {
+          return fail(failureOf(err, label, timeoutMs));
+        }
+        if (!isRedirect(res.status) || hops >= (opts.maxRedirects ?? 0)) break;
+        await res.body?.cancel();
+        let next: URL | null = null;
+        try {
+          next = new URL(res.headers.get('location') ?? '', url);
+        } catch {
+          // refused below
+        }
+        if (!next || !['http:', 'https:'].includes(next.protocol) || (url.protocol === 'https:' && next.protocol === 'http:')) {
+          return fail(
+            new OutboundError('bad_url', `${label} redirected to an unusable location (${next ? describeLocation(next) : 'none'})`),
+          );
+        }
+        for (const [name, value] of next.searchParams) if (SECRET_BODY_FIELDS.has(name.toLowerCase())) secrets.push(value);
+        for (const name of [...headers.keys()]) if (SECRET_HEADER.test(name)) headers.delete(name);
+        trail.push(`HTTP ${res.status} → ${describeLocation(next)}`);
+        url = next;
+        label = `GET ${describeLocation(next)}`;
+      }
+
+      if (!res.ok || !res.body) {
+        let answer: OutboundResponse;
+        try {
+          answer = new OutboundResponse(
+            label,
+            res.status,
+            res.headers,
+            await readBounded(res, config.OUTBOUND_MAX_RESPONSE_BYTES, label),
+            secrets,
+          );
+        } catch (err) {
+          return fail(failureOf(err, label, timeoutMs));
+        }
+        const text = `HTTP ${res.status}\n${redactBody(answer.text(), res.headers.get('content-type') ?? '')}`;
+        return fail(
+          opts.refused?.(answer) ?? new OutboundError('http_status', `${label} answered HTTP ${res.status}: ${answer.excerpt()}`),
+          text,
+        );
+      }
+      const declared = Number(res.headers.get('content-length') ?? NaN);
+      if (declared > maxBytes) {
+        await res.body.cancel();
+        return fail(new OutboundError('too_large', `${label}: answer of ${declared} bytes exceeds the limit of ${maxBytes} bytes`));
+      }
+
+      const { body, received } = streamBody(res, { label, maxBytes, timeoutMs });
+      const answered = `HTTP ${res.status} ${res.headers.get('content-type') ?? ''}`.trim();
+      const logged = new Promise((resolve, reject) => {
+        body.once('close', () => {
+          const written = body.readableEnded
+            ? log(true, `${answered}\n${received()} bytes received`)
+            : body.errored
+              ? log(false, `${answered}\n${maskSecrets(body.errored.message, secrets)}`)
+              : log(false, `${answered}\nstopped by the receiver after ${received()} bytes`);
+          written.then(resolve, reject);
+        });
+      });
+      return { status: res.status, headers: res.headers, body, logged };
+    },
+
     /**
      * A request described as data; answers the response, or what `opts.read` makes of it.
      * Redirects are not followed, so credentials stay with the host they were meant for.

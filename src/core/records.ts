@@ -1,11 +1,11 @@
 // Generic record operations shared by the REST resources: paging, secret fields (encrypted on the
 // way in, `<field>_set` on the way out), tracked fields written to the chatter, JSON-safe output.
 // Feature services start from this and add their rules and actions.
-import type { Db } from './db.js';
+import { indexColumns, violatedIndexOf, type Db } from './db.js';
 import type { SecretBox } from './crypto.js';
-import { NotFoundError } from './errors.js';
-import { MODELS, type ModelName } from './models.js';
-import { trackChanges, type Author } from '../chatter/chatter-service.js';
+import { ConflictError, NotFoundError } from './errors.js';
+import { labelOf, type ModelInfo } from './models.js';
+import { trackChanges, type Author } from './chatter.js';
 
 type Row = Record<string, unknown> & { id: number };
 type Data = Record<string, unknown>;
@@ -22,9 +22,6 @@ interface Delegate {
 }
 
 export interface RecordServiceOptions {
-  modelName: ModelName;
-  secrets?: readonly string[];
-  tracked?: readonly string[];
   orderBy?: object;
 }
 
@@ -39,6 +36,31 @@ export function jsonSafe<T extends object>(row: T): JsonSafe<T> {
     out[k] = v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v;
   }
   return out as JsonSafe<T>;
+}
+
+/** The list parameters every resource shares (DESIGN §11), besides its exact filters. */
+export interface ListParams {
+  limit: number;
+  offset: number;
+  /** `name` or `-name` (descending). */
+  sort?: string;
+  /** Case-insensitive substring of any naming field. */
+  q?: string;
+}
+
+/** `?q=` as a Prisma filter over `fields`; LIKE's wildcards in the text are matched literally. */
+export function searchWhere(fields: readonly string[] = [], q: string | undefined): object {
+  if (!q || fields.length === 0) return {};
+  const contains = q.replace(/[\\%_]/g, (c) => `\\${c}`);
+  return { OR: fields.map((f) => ({ [f]: { contains, mode: 'insensitive' } })) };
+}
+
+/** `?sort=-created_at` as a Prisma orderBy; id breaks ties so pages never overlap. */
+export function sortOrder(sort: string | undefined, fallback: object | object[] = { id: 'asc' }): object[] {
+  if (!sort) return Array.isArray(fallback) ? fallback : [fallback];
+  const desc = sort.startsWith('-');
+  const field = desc ? sort.slice(1) : sort;
+  return field === 'id' ? [{ id: desc ? 'desc' : 'asc' }] : [{ [field]: desc ? 'desc' : 'asc' }, { id: 'asc' }];
 }
 
 /** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
@@ -66,12 +88,41 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   return { items: rows.map(view), total, limit: page.limit, offset: page.offset };
 }
 
-export type RecordService = ReturnType<typeof createRecordService>;
+/**
+ * A unique violation as the API answers it (DESIGN §11): a 409 naming the fields of the violated
+ * index and, when `values` hold them, the id of the record that already has them. Null when `err`
+ * is no unique violation.
+ */
+export async function uniqueConflict(db: Db, model: ModelInfo, err: unknown, values: Data): Promise<ConflictError | null> {
+  const index = violatedIndexOf(err);
+  if (!index) return null;
+  const fields = await indexColumns(db, index);
+  const label = labelOf(model);
+  let existing: number | undefined;
+  if (fields.length > 0 && fields.every((f) => values[f] !== undefined)) {
+    const delegate = (db as unknown as Record<string, Delegate>)[model.delegate]!;
+    const [row] = await delegate.findMany({ where: Object.fromEntries(fields.map((f) => [f, values[f]])), take: 1 } as object);
+    existing = row?.id;
+  }
+  const what = fields.length ? ` with this ${fields.join(' and ')}` : '';
+  return new ConflictError(`A ${label}${what} already exists${existing ? ` (${label} ${existing})` : ''}`, {
+    fields: fields.map((field) => ({ field, message: 'already used by another record' })),
+    ...(existing ? { existing_id: existing } : {}),
+  });
+}
 
-export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceOptions) {
-  const { modelName, secrets = [], tracked = [], orderBy = { id: 'asc' } } = opts;
-  const delegate = (db as unknown as Record<string, Delegate>)[MODELS[modelName].delegate]!;
-  const label = MODELS[modelName].resource.replace(/-/g, ' ').replace(/s$/, '');
+/**
+ * The REST resource of a model: secrets, tracked fields and destinations come from its definition
+ * (src/core/models.ts), so every service handles them the one way.
+ */
+export function createRecordService(deps: { db: Db; box: SecretBox }, model: ModelInfo, opts: RecordServiceOptions = {}) {
+  const { db, box } = deps;
+  const { secrets = [], tracked = [], destinations = [], forgetOnMove = {} } = model;
+  const { orderBy = { id: 'asc' } } = opts;
+  const modelName = model.name;
+  const delegate = (db as unknown as Record<string, Delegate>)[model.delegate]!;
+  const label = labelOf(model);
+  const notFound = () => new NotFoundError(label.charAt(0).toUpperCase() + label.slice(1));
 
   function toOutput(row: Row): Data {
     const out: Data = jsonSafe(row);
@@ -93,9 +144,27 @@ export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceO
     return out;
   }
 
+  /** The destination fields `data` changes on `before` (empty when it moves nothing). */
+  function movedFields(before: Data, data: Data): string[] {
+    return destinations.filter((f) => data[f] !== undefined && String(data[f]) !== String(before[f]));
+  }
+
+  /**
+   * The update as it will be written: when it moves the record to another destination, the
+   * secrets it does not set again are cleared, so a stored secret never follows the record to a
+   * host of the caller's choosing.
+   */
+  function bindSecrets(before: Data, data: Data): Data {
+    if (movedFields(before, data).length === 0) return data;
+    const out = { ...data };
+    for (const field of secrets) if (out[field] === undefined) out[field] = null;
+    for (const [field, value] of Object.entries(forgetOnMove)) if (out[field] === undefined) out[field] = value;
+    return out;
+  }
+
   async function getRow(id: number): Promise<Row> {
     const row = await delegate.findUnique({ where: { id } });
-    if (!row) throw new NotFoundError(label.charAt(0).toUpperCase() + label.slice(1));
+    if (!row) throw notFound();
     return row;
   }
 
@@ -104,10 +173,13 @@ export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceO
     toOutput,
     sealSecrets,
     getRow,
+    movedFields,
+    bindSecrets,
 
-    async list(query: { limit: number; offset: number } & Data) {
-      const { limit, offset, ...where } = query;
-      return listPage(delegate, where, { limit, offset }, { orderBy, view: toOutput });
+    async list(query: ListParams & Data) {
+      const { limit, offset, sort, q, ...filters } = query;
+      const where = { ...filters, ...searchWhere(model.search, q) };
+      return listPage(delegate, where, { limit, offset }, { orderBy: sortOrder(sort, orderBy), view: toOutput });
     },
 
     async get(id: number) {
@@ -115,26 +187,35 @@ export function createRecordService(db: Db, box: SecretBox, opts: RecordServiceO
     },
 
     async create(data: Data, author: Author | null = null) {
-      const row = await db.$transaction(async (tx) => {
-        const created = await (tx as unknown as Record<string, Delegate>)[MODELS[modelName].delegate]!.create({
-          data: await sealSecrets(data),
+      try {
+        const row = await db.$transaction(async (tx) => {
+          const created = await (tx as unknown as Record<string, Delegate>)[model.delegate]!.create({
+            data: await sealSecrets(data),
+          });
+          await trackChanges(tx, { model_name: modelName, rec_id: created.id }, tracked, null, created, author);
+          return created;
         });
-        await trackChanges(tx, { model_name: modelName, rec_id: created.id }, tracked, null, created, author);
-        return created;
-      });
-      return toOutput(row);
+        return toOutput(row);
+      } catch (err) {
+        throw (await uniqueConflict(db, model, err, data)) ?? err;
+      }
     },
 
     async update(id: number, data: Data, author: Author | null = null) {
-      const row = await db.$transaction(async (tx) => {
-        const txDelegate = (tx as unknown as Record<string, Delegate>)[MODELS[modelName].delegate]!;
-        const before = await txDelegate.findUnique({ where: { id } });
-        if (!before) throw new NotFoundError(label);
-        const after = await txDelegate.update({ where: { id }, data: await sealSecrets(data) });
-        await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
-        return after;
-      });
-      return toOutput(row);
+      let before: Row | null = null;
+      try {
+        const row = await db.$transaction(async (tx) => {
+          const txDelegate = (tx as unknown as Record<string, Delegate>)[model.delegate]!;
+          before = await txDelegate.findUnique({ where: { id } });
+          if (!before) throw notFound();
+          const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, data)) });
+          await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
+          return after;
+        });
+        return toOutput(row);
+      } catch (err) {
+        throw (await uniqueConflict(db, model, err, { ...(before ?? {}), ...data })) ?? err;
+      }
     },
 
     async remove(id: number) {

@@ -27,7 +27,10 @@ function ed25519ToOpenssh(seed: Buffer, pub: Buffer): string {
     sshString(publicBlob),
     sshString(secret),
   ]);
-  const lines = body.toString('base64').match(/.{1,70}/g)!.join('\n');
+  const lines = body
+    .toString('base64')
+    .match(/.{1,70}/g)!
+    .join('\n');
   return `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines}\n-----END OPENSSH PRIVATE KEY-----\n`;
 }
 

@@ -2,13 +2,13 @@
 // PEM; RSA, Ed25519, ECDSA), checks the host key (trust on first use: a changed key is refused),
 // and runs commands with a timeout, capped output, exit code and stderr, wrapped in sudo when the
 // target asks for it. The sudo password goes to `sudo -S` on stdin, never on the command line.
-// Root servers connect through connectRootServer(), which decrypts the record's credentials and
-// records the host key seen at first connect.
+// A command's stdin may be a stream (a deploy's tarball): piped with backpressure after the sudo
+// password line, destroyed when the command ends without reading it all, and a stream that fails
+// kills the command.
 import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 // ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
 import ssh2, { type ClientChannel } from 'ssh2';
-import type { Db } from './db.js';
-import type { SecretBox } from './crypto.js';
 import { SshError } from './ssh-error.js';
 import { usablePrivateKey } from './ssh-keys.js';
 
@@ -38,8 +38,14 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Cap per stream (stdout, stderr); the rest is dropped and `truncated` set. */
   maxOutputBytes?: number;
-  /** Written to the command's standard input (after the sudo password, if any). */
-  stdin?: string;
+  /**
+   * Written to the command's standard input (after the sudo password, if any). A stream is piped
+   * at the pace the command reads it; when it fails, the command is killed (it never sees an end
+   * of its input) and exec rejects with the stream's error.
+   */
+  stdin?: string | Readable;
+  /** Sees the output as it comes (stdout and stderr interleaved), e.g. to show progress. */
+  onOutput?: (chunk: Buffer) => void;
 }
 
 export interface ExecResult {
@@ -60,9 +66,9 @@ export interface SshConnection {
   close(): void;
 }
 
-export const SSH_CONNECT_TIMEOUT_MS = 15_000;
-export const SSH_COMMAND_TIMEOUT_MS = 10 * 60_000;
-export const SSH_MAX_OUTPUT_BYTES = 1024 * 1024;
+const SSH_CONNECT_TIMEOUT_MS = 15_000;
+const SSH_COMMAND_TIMEOUT_MS = 10 * 60_000;
+const SSH_MAX_OUTPUT_BYTES = 1024 * 1024;
 
 /** Single-quotes a string for a POSIX shell. */
 export function shellQuote(value: string): string {
@@ -103,7 +109,8 @@ export function describeConnectError(err: Error & { code?: string; level?: strin
   return new SshError('protocol', `SSH connection to ${where} failed: ${err.message}`);
 }
 
-function hostKeyChanged(target: SshTarget, presented: string): SshError {
+/** The refusal of a presented host key that differs from the recorded one. */
+export function hostKeyChanged(target: SshTarget, presented: string): SshError {
   return new SshError(
     'host_key_changed',
     `Host key of ${target.host}:${target.port} has changed: recorded ${target.knownHostKey}, presented ${presented}. ` +
@@ -167,16 +174,36 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
     if (mode === 'password' && !target.password) {
       return Promise.reject(new SshError('sudo', 'sudo needs the password of the user, but the root server has none'));
     }
-    const stdin = mode === 'password' ? `${target.password}\n${o.stdin ?? ''}` : o.stdin;
+    const passwordLine = mode === 'password' ? `${target.password}\n` : '';
+    const source = typeof o.stdin === 'object' ? o.stdin : null;
     const cap = o.maxOutputBytes ?? SSH_MAX_OUTPUT_BYTES;
     const timeoutMs = o.timeoutMs ?? SSH_COMMAND_TIMEOUT_MS;
-    if (closed) return Promise.reject(new SshError('closed', `Connection to ${target.host}:${target.port} closed`));
+    // A stream that failed (or was dropped) before the command could start: nothing runs.
+    if (source?.errored) return Promise.reject(source.errored);
+    if (source?.destroyed) return Promise.reject(new SshError('closed', 'The input of the command ended before the command started'));
+    if (closed) {
+      source?.destroy();
+      return Promise.reject(new SshError('closed', `Connection to ${target.host}:${target.port} closed`));
+    }
 
-    return new Promise((resolve, reject) => {
+    return new Promise<ExecResult>((resolve, reject) => {
       pending.add(reject);
       let channel: ClientChannel | null = null;
       let timedOut = false;
+      let sourceError: Error | null = null;
       let finish = () => {};
+      // A failing stream kills the command: it must not take a cut-off input for a whole one.
+      const killForSource = (ch: ClientChannel) => {
+        source!.unpipe(ch);
+        ch.signal('KILL');
+        ch.close();
+      };
+      const stopOnSourceError = (err: Error) => {
+        if (sourceError) return;
+        sourceError = err;
+        if (channel) killForSource(channel); // else the channel, when it opens, sees sourceError
+      };
+      source?.on('error', stopOnSourceError);
       // Runs from the request on: a connection that stopped answering gets no channel at all.
       const timer = setTimeout(() => {
         timedOut = true;
@@ -206,8 +233,12 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
         let exitCode: number | null = null;
         let signal: string | null = null;
         const keep = (chunks: Buffer[], key: 'out' | 'err') => (data: Buffer) => {
+          o.onOutput?.(data);
           const room = cap - size[key];
-          if (room <= 0) return void (truncated = true);
+          if (room <= 0) {
+            truncated = true;
+            return;
+          }
           const part = data.length > room ? data.subarray(0, room) : data;
           if (part !== data) truncated = true;
           chunks.push(part);
@@ -222,6 +253,7 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
         finish = () => {
           clearTimeout(timer);
           pending.delete(reject);
+          if (sourceError) return reject(sourceError);
           resolve({
             exitCode,
             signal,
@@ -232,8 +264,16 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           });
         };
         ch.on('close', finish);
-        ch.end(stdin);
+        if (!source) return void ch.end(passwordLine + (typeof o.stdin === 'string' ? o.stdin : ''));
+        // Writes racing the command's end fail here; the outcome is the exit status and 'close'.
+        ch.on('error', () => {});
+        if (sourceError) return void killForSource(ch);
+        if (passwordLine) ch.write(passwordLine);
+        source.pipe(ch);
       });
+    }).finally(() => {
+      // The command ended (or failed) before reading everything: stop producing (a download ends).
+      if (source && !source.readableEnded) source.destroy();
     });
   }
 
@@ -249,58 +289,7 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
   };
 }
 
-/** The fields of a root server record that connecting needs (secrets as stored, encrypted). */
-export interface RootServerSshRecord {
-  id: number;
-  ip: string;
-  port: number;
-  username: string;
-  password: string | null;
-  key: string | null;
-  sudo_user: boolean;
-  sudo_user_no_password: boolean;
-  host_key: string | null;
-}
-
-export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): Promise<SshTarget> {
-  return {
-    host: server.ip,
-    port: server.port,
-    username: server.username,
-    password: await box.reveal(server.password),
-    privateKey: await box.reveal(server.key),
-    // root needs no sudo (and `sudo -S` would leave the password on the command's stdin).
-    sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
-    knownHostKey: server.host_key,
-  };
-}
-
 /** Values that must be masked wherever command text or output is stored. */
 export function secretsOf(target: SshTarget): string[] {
   return [target.password, target.privateKey].filter((s): s is string => !!s);
-}
-
-/**
- * Connects to a root server with its stored credentials. The first connection records the host
- * key (trust on first use); later ones refuse a different key.
- */
-export async function connectRootServer(
-  deps: { db: Db; box: SecretBox },
-  server: RootServerSshRecord,
-  opts: ConnectOptions = {},
-): Promise<SshConnection> {
-  const target = await sshTargetOf(deps.box, server);
-  const conn = await connectSsh(target, opts);
-  if (server.host_key === null) {
-    const { count } = await deps.db.rootServer.updateMany({ where: { id: server.id, host_key: null }, data: { host_key: conn.hostKey } });
-    if (count === 0) {
-      // Another connection recorded a key meanwhile: it must be this one.
-      const stored = await deps.db.rootServer.findUnique({ where: { id: server.id }, select: { host_key: true } });
-      if (stored?.host_key && stored.host_key !== conn.hostKey) {
-        conn.close();
-        throw hostKeyChanged({ ...target, knownHostKey: stored.host_key }, conn.hostKey);
-      }
-    }
-  }
-  return conn;
 }

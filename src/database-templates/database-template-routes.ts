@@ -4,10 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
-import { timestamp } from '../core/http/schemas.js';
+import { patchOf, queryId, refId, timestamp } from '../core/http/schemas.js';
 import { createRecordService } from '../core/records.js';
-
-export const DATABASE_TEMPLATE_MODEL = 'svc.database.template';
+import { databaseTemplateModel } from './database-template-models.js';
 
 const databaseTemplate = z.object({
   id: z.number(),
@@ -21,21 +20,23 @@ const databaseTemplate = z.object({
 const databaseTemplateCreate = z
   .object({
     name: z.string().trim().min(1).max(200),
-    postgresql_server_id: z.number().int().positive(),
+    postgresql_server_id: refId,
     // PostgreSQL identifiers are at most 63 bytes.
     template_db_name: z.string().min(1).max(63),
   })
-  .strict();
+  .strict()
+  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template' } });
 
 export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppContext) {
   registerCrud(app, {
     path: '/database-templates',
+    model: databaseTemplateModel,
     tag: 'database-templates',
-    service: createRecordService(ctx.db, ctx.box, { modelName: DATABASE_TEMPLATE_MODEL, tracked: ['name', 'postgresql_server_id', 'template_db_name'] }),
+    service: createRecordService(ctx, databaseTemplateModel),
     output: databaseTemplate,
     create: databaseTemplateCreate,
-    update: databaseTemplateCreate.partial().strict(),
-    filters: z.object({ postgresql_server_id: z.coerce.number().int().optional() }),
+    update: patchOf(databaseTemplateCreate),
+    filters: z.object({ postgresql_server_id: queryId.optional() }),
     read: 'user',
     write: 'operator',
   });

@@ -7,20 +7,19 @@ import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
 import { createRecordService, listPage } from '../core/records.js';
-import { postMessage, type Author } from '../chatter/chatter-service.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { postMessage, type Author } from '../core/chatter.js';
+import { writeActionLog } from '../core/action-log.js';
 import { newWebhookToken, webhookUrl } from '../webhooks/webhook-token.js';
-import type { WebhookInvocation } from '../webhooks/webhook-methods.js';
+import type { WebhookInvocation } from '../core/webhook-methods.js';
 import { createGitHost, type BranchHead } from './git-host.js';
 import type { GitRepositoryOut } from './git-schemas.js';
+import { gitJobs } from './git-job-specs.js';
+import { gitRepositoryModel } from './git-models.js';
 
-export const GIT_REPOSITORY_MODEL = 'svc.saas.git.repository';
 /** The method the repository's inbound webhook calls on a push (src/git/git-webhook-methods.ts). */
 export const PUSH_METHOD = 'action_receive_push';
-const TRACKED = ['name', 'branch_name', 'git_account_id', 'root_server_id', 'deploy_path', 'state', 'webhook_id', 'last_commit_id'] as const;
 
 type Data = Record<string, unknown>;
-type Row = Data & { id: number };
 
 /** Where push_commit deploys: deploy_path, or <ODOO_BASE_PATH>/custom-addons/<repo>. */
 export function effectiveDeployPath(repo: { name: string; deploy_path: string | null }, basePath: string): string {
@@ -33,13 +32,15 @@ async function loadRepository(client: Db | DbTx, id: number) {
   return repo;
 }
 
-export type GitRepositoryService = ReturnType<typeof createGitRepositoryService>;
-
-export function createGitRepositoryService(ctx: AppContext) {
+export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 'config' | 'queues'>) {
   const { db, box, config } = ctx;
   const host = createGitHost(ctx);
-  const records = createRecordService(db, box, { modelName: GIT_REPOSITORY_MODEL, tracked: TRACKED });
-  const target = (id: number, author: Author | null) => ({ model_name: GIT_REPOSITORY_MODEL, rec_id: id, user_id: author?.id ?? null });
+  const records = createRecordService(ctx, gitRepositoryModel);
+  const target = (id: number, author: Author | null) => ({
+    model_name: 'svc.saas.git.repository' as const,
+    rec_id: id,
+    user_id: author?.id ?? null,
+  });
 
   /** The representation: the stored fields plus the effective deploy_path and the registered webhook's URL. */
   async function present(rows: Data[]) {
@@ -58,16 +59,16 @@ export function createGitRepositoryService(ctx: AppContext) {
 
   async function accessToken(account: { access_token: string }): Promise<string> {
     const token = account.access_token ? await box.decrypt(account.access_token) : '';
-    if (!token) throw new ValidationError('The git account has no access_token', { field: 'git_account_id' });
+    if (!token) throw new ValidationError('The git account has no access_token', 'git_account_id');
     return token;
   }
 
   async function checkReferences(data: Data) {
     if (typeof data.git_account_id === 'number' && !(await db.gitAccount.count({ where: { id: data.git_account_id } }))) {
-      throw new ValidationError(`Git account ${data.git_account_id} does not exist`, { field: 'git_account_id' });
+      throw new ValidationError(`Git account ${data.git_account_id} does not exist`, 'git_account_id');
     }
     if (typeof data.root_server_id === 'number' && !(await db.rootServer.count({ where: { id: data.root_server_id } }))) {
-      throw new ValidationError(`Root server ${data.root_server_id} does not exist`, { field: 'root_server_id' });
+      throw new ValidationError(`Root server ${data.root_server_id} does not exist`, 'root_server_id');
     }
   }
 
@@ -78,14 +79,16 @@ export function createGitRepositoryService(ctx: AppContext) {
       data: [{ repository_id: repoId, commit_id: head.sha, commit_message: head.message, commit_by: head.author, branch }],
       skipDuplicates: true,
     });
-    const commit = await tx.gitCommit.findUniqueOrThrow({ where: { repository_id_commit_id: { repository_id: repoId, commit_id: head.sha } } });
+    const commit = await tx.gitCommit.findUniqueOrThrow({
+      where: { repository_id_commit_id: { repository_id: repoId, commit_id: head.sha } },
+    });
     const before = await tx.gitRepository.findUniqueOrThrow({ where: { id: repoId }, select: { last_commit_id: true } });
     const changed = before.last_commit_id !== commit.id;
     if (changed) {
       await tx.gitRepository.update({ where: { id: repoId }, data: { last_commit_id: commit.id } });
       const subject = head.message.split('\n')[0];
       await postMessage(tx, {
-        model_name: GIT_REPOSITORY_MODEL,
+        model_name: 'svc.saas.git.repository',
         rec_id: repoId,
         body: `New head of ${branch}: ${head.sha.slice(0, 12)} by ${head.author || 'unknown'}: ${subject}`,
         message_type: 'notification',
@@ -96,7 +99,7 @@ export function createGitRepositoryService(ctx: AppContext) {
   }
 
   function enqueueDeploy(repo: { id: number }, commitId: number, author: Author | null) {
-    return ctx.queues.enqueue('git_push_commit', { repository_id: repo.id, commit_id: commitId, user_id: author?.id ?? null });
+    return ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: repo.id, commit_id: commitId, user_id: author?.id ?? null });
   }
 
   return {
@@ -115,7 +118,10 @@ export function createGitRepositoryService(ctx: AppContext) {
       const repo = await loadRepository(db, id);
       const moves = (['name', 'git_account_id'] as const).filter((f) => f in data && data[f] !== repo[f]);
       if (repo.webhook_id && moves.length > 0) {
-        throw new ValidationError(`Unlink the git webhook first (actions/delete_git_webhook): ${moves.join(', ')} cannot change while it is registered`);
+        throw new ValidationError(
+          `Unlink the git webhook first (actions/delete_git_webhook): ${moves.join(', ')} cannot change while it is registered`,
+          moves.map((field) => ({ field, message: 'cannot change while the webhook is registered' })),
+        );
       }
       await checkReferences(data);
       return one(await records.update(id, data, author));
@@ -145,8 +151,11 @@ export function createGitRepositoryService(ctx: AppContext) {
     async linkGitWebhook(id: number, author: Author | null) {
       const repo = await loadRepository(db, id);
       if (repo.state !== 'draft') throw new ConflictError(`The repository is ${repo.state}; only a draft can be linked`);
-      const missing = [!repo.name?.trim() && 'name', !repo.branch_name?.trim() && 'branch_name'].filter(Boolean);
-      if (missing.length) throw new ValidationError(`The repository needs ${missing.join(' and ')} to register a webhook`, { fields: missing });
+      const missing = (['name', 'branch_name'] as const).filter((f) => !repo[f]?.trim());
+      if (missing.length) {
+        const fields = missing.map((field) => ({ field, message: 'required to register a webhook' }));
+        throw new ValidationError(`The repository needs ${missing.join(' and ')} to register a webhook`, fields);
+      }
       const token = await accessToken(repo.git_account);
 
       const hookToken = newWebhookToken();
@@ -159,7 +168,7 @@ export function createGitRepositoryService(ctx: AppContext) {
           const inbound = await tx.webhook.create({
             data: {
               token: hookToken,
-              model_name: GIT_REPOSITORY_MODEL,
+              model_name: 'svc.saas.git.repository',
               rec_id: id,
               trigger_action: PUSH_METHOD,
               message_type: 'notification',
@@ -173,13 +182,18 @@ export function createGitRepositoryService(ctx: AppContext) {
           });
           if (moved.count === 0) throw new ConflictError('The repository was linked meanwhile');
           await postMessage(tx, {
-            model_name: GIT_REPOSITORY_MODEL,
+            model_name: 'svc.saas.git.repository',
             rec_id: id,
             body: `Push webhook ${hookId} registered at the git host for ${repo.name}; state: draft → active.`,
             message_type: 'notification',
             author,
           });
-          await writeActionLog(tx, { ...target(id, author), action_type: 'git', input_text: 'link_git_webhook', output_text: `webhook_id: ${hookId}` });
+          await writeActionLog(tx, {
+            ...target(id, author),
+            action_type: 'git',
+            input_text: 'link_git_webhook',
+            output_text: `webhook_id: ${hookId}`,
+          });
         });
       } catch (err) {
         // Nothing local refers to the hook: remove it at the host again.
@@ -200,7 +214,7 @@ export function createGitRepositoryService(ctx: AppContext) {
         if (repo.inbound_webhook_id) await tx.webhook.deleteMany({ where: { id: repo.inbound_webhook_id } });
         const how = outcome === 'gone' ? 'was already gone at the git host' : 'deleted at the git host';
         await postMessage(tx, {
-          model_name: GIT_REPOSITORY_MODEL,
+          model_name: 'svc.saas.git.repository',
           rec_id: id,
           body: `Push webhook ${repo.webhook_id} ${how}; state: active → draft.`,
           message_type: 'notification',
@@ -230,7 +244,10 @@ export function createGitRepositoryService(ctx: AppContext) {
       const ref = (payload as { ref?: unknown } | undefined)?.ref;
       if (typeof ref === 'string' && ref !== `refs/heads/${repo.branch_name}`) return;
       if ((payload as { zen?: unknown } | undefined)?.zen !== undefined) return; // the ping sent when a hook is created
-      const head = await host.branchHead(await accessToken(repo.git_account), repo.name, repo.branch_name, { model_name: GIT_REPOSITORY_MODEL, rec_id: id });
+      const head = await host.branchHead(await accessToken(repo.git_account), repo.name, repo.branch_name, {
+        model_name: 'svc.saas.git.repository',
+        rec_id: id,
+      });
       const { commit, changed } = await recordHead(tx, id, repo.branch_name, head, null);
       // The job reads the commit: it is queued once the commit row is committed.
       if (changed && repo.state === 'active' && repo.root_server_id) afterCommit(() => enqueueDeploy(repo, commit.id, null));

@@ -26,16 +26,17 @@ export function registerHealthRoutes(parent: FastifyInstance, ctx: AppContext) {
   parent.withTypeProvider<ZodTypeProvider>().get('/healthz', {
     config: { group: 'public' },
     schema: {
+      tags: ['health'],
+      operationId: 'health.check',
+      summary: 'Check the service',
+      description: 'Whether the process is up and reaches PostgreSQL and Redis; 503 when either is down.',
       response: {
         200: z.object({ status: z.literal('ok'), database: status, redis: status }),
         503: z.object({ status: z.literal('degraded'), database: status, redis: status }),
       },
     },
     handler: async (_req, reply) => {
-      const [database, redis] = await Promise.all([
-        check(() => ctx.db.$queryRaw`SELECT 1`),
-        check(() => ctx.redis.ping()),
-      ]);
+      const [database, redis] = await Promise.all([check(() => ctx.db.$queryRaw`SELECT 1`), check(() => ctx.redis.ping())]);
       if (database === 'up' && redis === 'up') return { status: 'ok' as const, database, redis };
       return reply.status(503).send({ status: 'degraded' as const, database, redis });
     },

@@ -1,30 +1,35 @@
 // Monitoring jobs: the per-server poll (created by each server's job scheduler) and the daily
 // retention of monitor logs; registerMonitorSchedules() runs at worker start.
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
+import { featureJobs } from '../feature.js';
+import { monitorJobs } from './monitor-job-specs.js';
 import { createMonitorPoller } from './monitor-poll.js';
 import { createMonitorService } from './monitor-service.js';
 import { deleteOldMonitorLogs } from './monitor-log-service.js';
 
 /** Daily at 03:17 (UTC): outside business hours in most places, and off the top of the hour. */
-export const RETENTION_PATTERN = '17 3 * * *';
+const RETENTION_PATTERN = '17 3 * * *';
 
-export function createMonitorJobs(ctx: AppContext): Pick<JobHandlers, 'monitor_poll' | 'monitor_log_retention'> {
-  const poll = createMonitorPoller(ctx);
-  return {
-    monitor_poll: (payload) => poll(payload.root_server_id),
+export const monitorJobHandlers = featureJobs(
+  monitorJobs,
+  (ctx) => {
+    const poll = createMonitorPoller(ctx);
+    return {
+      monitor_poll: (payload) => poll(payload.root_server_id),
 
-    async monitor_log_retention(_payload, job) {
-      const { keep_root_server_log_period: days } = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
-      const result = await deleteOldMonitorLogs(ctx.db, days, { afterBatch: (deleted) => job.updateProgress({ deleted }) });
-      return { ...result, days };
-    },
-  };
-}
+      async monitor_log_retention(_payload, job) {
+        const { keep_root_server_log_period: days } = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
+        const result = await deleteOldMonitorLogs(ctx.db, days, { afterBatch: (deleted) => job.updateProgress({ deleted }) });
+        return { ...result, days };
+      },
+    };
+  },
+  {},
+);
 
 /** The retention schedule and a poll schedule for every monitored server (idempotent). */
 export async function registerMonitorSchedules(ctx: AppContext) {
-  await ctx.queues.schedule('monitor-log-retention', { pattern: RETENTION_PATTERN, tz: 'UTC' }, 'monitor_log_retention', {});
+  await ctx.queues.schedule('monitor-log-retention', { pattern: RETENTION_PATTERN, tz: 'UTC' }, monitorJobs.monitor_log_retention, {});
   const monitored = await createMonitorService(ctx).reconcile();
   ctx.log.info({ monitored }, 'monitoring schedules in place');
 }

@@ -4,6 +4,8 @@
 import type { Db } from '../core/db.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { jsonSafe } from '../core/records.js';
+import { ValidationError } from '../core/errors.js';
+import { loadRootServer } from '../servers/root-server-store.js';
 
 type MetricRow = {
   root_server_id: number;
@@ -56,7 +58,7 @@ export interface MonitorLogQuery {
 }
 
 /** Rows (or bucket averages) of one server in [from, to), oldest first: the order charts draw. */
-export async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
+async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
   const range = Prisma.sql`root_server_id = ${serverId} AND created_at >= ${q.from} AND created_at < ${q.to}`;
   if (!q.bucketSeconds) {
     const [rows, [count]] = await Promise.all([
@@ -110,4 +112,25 @@ export async function deleteOldMonitorLogs(
     if (n < batchSize) break;
   }
   return { deleted, cutoff: cutoff.toISOString() };
+}
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+const HOUR_MS = 3600_000;
+
+/**
+ * The monitor log of an existing root server as the API asks for it: [from, to) as ISO strings
+ * (default: the last hour), and an optional bucket width such as `30s`, `5m`, `1h`, `1d`.
+ */
+export async function readMonitorLogs(
+  db: Db,
+  serverId: number,
+  q: { from?: string; to?: string; bucket?: string; limit: number; offset: number },
+) {
+  await loadRootServer(db, serverId);
+  const end = q.to ? new Date(q.to) : new Date();
+  const start = q.from ? new Date(q.from) : new Date(end.getTime() - HOUR_MS);
+  if (start >= end) throw new ValidationError('from must be before to');
+  const unit = q.bucket?.slice(-1) as keyof typeof UNIT_SECONDS | undefined;
+  const bucketSeconds = q.bucket && unit ? Number(q.bucket.slice(0, -1)) * UNIT_SECONDS[unit] : undefined;
+  return queryMonitorLogs(db, serverId, { from: start, to: end, bucketSeconds, limit: q.limit, offset: q.offset });
 }

@@ -6,14 +6,21 @@
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { connectRootServer } from '../core/ssh.js';
-import { postMessage } from '../chatter/chatter-service.js';
+import { connectRootServer } from '../servers/root-server-ssh.js';
+import { postMessage } from '../core/chatter.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { ROOT_SERVER_MODEL } from '../servers/root-server-store.js';
-import { computeMetrics, parseSamples, SAMPLE_COMMAND, serverStateOf, TWO_SAMPLES_COMMAND, type Metrics, type ProcSample } from './proc-metrics.js';
+import {
+  computeMetrics,
+  parseSamples,
+  SAMPLE_COMMAND,
+  serverStateOf,
+  TWO_SAMPLES_COMMAND,
+  type Metrics,
+  type ProcSample,
+} from './proc-metrics.js';
 import { intervalMs, sampleKey } from './monitor-service.js';
 
-export const OFFLINE_AFTER_FAILURES = 3;
+const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;
 const KEEPALIVE_MS = 60_000;
 
@@ -23,7 +30,7 @@ export type PollResult =
   | { outcome: 'skipped'; reason: string };
 
 /** A poll must end before the next one is due: 80 % of the interval, between 4 and 30 seconds. */
-export function pollTimeoutMs(interval: number): number {
+function pollTimeoutMs(interval: number): number {
   return Math.min(30_000, Math.max(4_000, Math.floor(interval * 0.8)));
 }
 
@@ -33,12 +40,12 @@ function connectionSignature(s: RootServer): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64');
 }
 
-export function createMonitorPoller(ctx: AppContext) {
+export function createMonitorPoller(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'sshPool'>) {
   const prefix = ctx.queues.prefix;
 
   async function stateChanged(server: RootServer, to: string, why: string) {
     await postMessage(ctx.db, {
-      model_name: ROOT_SERVER_MODEL,
+      model_name: 'svc.root.server',
       rec_id: server.id,
       body: `Server state: ${server.server_state} → ${to}. ${why}`,
       message_type: 'notification',
@@ -79,7 +86,7 @@ export function createMonitorPoller(ctx: AppContext) {
     const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
     // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
     // do. stop_monitor removes the schedule; worker start removes any left behind.
-    if (!server || !server.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
     const interval = intervalMs(server.monitor_update_interval);
     if (server.monitor_failures >= OFFLINE_AFTER_FAILURES && server.last_monitor_at) {
       const wait = Math.min(MAX_BACKOFF_MS, interval * 2 ** (server.monitor_failures - OFFLINE_AFTER_FAILURES));
@@ -108,7 +115,10 @@ export function createMonitorPoller(ctx: AppContext) {
       const state = serverStateOf(metrics);
       if (!(await recordSuccess(server, metrics, state))) return { outcome: 'skipped', reason: 'monitoring stopped' };
       if (state !== server.server_state) {
-        const why = state === 'warning' ? `CPU ${metrics.cpu_percent} %, RAM ${metrics.ram_percent} %, disk ${metrics.disk_percent} % (warning at 90 %).` : '';
+        const why =
+          state === 'warning'
+            ? `CPU ${metrics.cpu_percent} %, RAM ${metrics.ram_percent} %, disk ${metrics.disk_percent} % (warning at 90 %).`
+            : '';
         await stateChanged(server, state, why);
       }
       return { outcome: 'ok', server_state: state, metrics };

@@ -3,9 +3,10 @@
 // interval produces exactly one poll job whichever worker process takes it.
 import type { AppContext } from '../context.js';
 import type { Db, DbTx, InTransaction } from '../core/db.js';
-import type { Author } from '../chatter/chatter-service.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
-import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, updateRootServer } from '../servers/root-server-store.js';
+import type { Author } from '../core/chatter.js';
+import { writeActionLog } from '../core/action-log.js';
+import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
+import { monitorJobs } from './monitor-job-specs.js';
 import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-schemas.js';
 
 const SCHEDULER_PREFIX = 'monitor-root-server-';
@@ -23,9 +24,7 @@ export function intervalMs(interval: string): number {
   return INTERVAL_MS[(MONITOR_INTERVALS as readonly string[]).includes(interval) ? (interval as MonitorInterval) : '1m'];
 }
 
-export type MonitorService = ReturnType<typeof createMonitorService>;
-
-export function createMonitorService(ctx: AppContext) {
+export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 'redis'>) {
   /** Runs `fn` in the caller's transaction, or in a new one. */
   const inTx = <T>(tx: DbTx | undefined, fn: (tx: DbTx) => Promise<T>) => (tx ? fn(tx) : ctx.db.$transaction(fn));
 
@@ -33,7 +32,7 @@ export function createMonitorService(ctx: AppContext) {
     await ctx.queues.schedule(
       monitorSchedulerId(server.id),
       { every: intervalMs(server.monitor_update_interval) },
-      'monitor_poll',
+      monitorJobs.monitor_poll,
       { root_server_id: server.id },
       // A poll's outcome is on the server and in its monitor log; keep Redis small.
       { removeOnComplete: true, removeOnFail: { count: 1000 } },
@@ -41,7 +40,7 @@ export function createMonitorService(ctx: AppContext) {
   }
 
   async function unschedule(serverId: number) {
-    await ctx.queues.unschedule('monitor_poll', monitorSchedulerId(serverId));
+    await ctx.queues.unschedule(monitorJobs.monitor_poll, monitorSchedulerId(serverId));
     await ctx.redis.del(sampleKey(ctx.queues.prefix, serverId));
   }
 
@@ -55,7 +54,7 @@ export function createMonitorService(ctx: AppContext) {
         requireConfirmed(server);
         const after = await updateRootServer(t, id, { monitoring_enabled: true }, author);
         await writeActionLog(t, {
-          model_name: ROOT_SERVER_MODEL,
+          model_name: 'svc.root.server',
           rec_id: id,
           action_type: 'server_action',
           input_text: `start_monitor (every ${after.monitor_update_interval})`,
@@ -83,9 +82,14 @@ export function createMonitorService(ctx: AppContext) {
     async stop(id: number, author: Author | null, call?: InTransaction) {
       const after = await inTx(call?.tx, async (t) => {
         await loadRootServer(t, id);
-        const updated = await updateRootServer(t, id, { monitoring_enabled: false, server_state: 'no_monitor', monitor_failures: 0 }, author);
+        const updated = await updateRootServer(
+          t,
+          id,
+          { monitoring_enabled: false, server_state: 'no_monitor', monitor_failures: 0 },
+          author,
+        );
         await writeActionLog(t, {
-          model_name: ROOT_SERVER_MODEL,
+          model_name: 'svc.root.server',
           rec_id: id,
           action_type: 'server_action',
           input_text: 'stop_monitor',
@@ -112,7 +116,7 @@ export function createMonitorService(ctx: AppContext) {
       const wanted = new Set(monitored.map((s) => monitorSchedulerId(s.id)));
       const existing = await ctx.queues.queue('monitor').getJobSchedulers(0, -1);
       for (const { key } of existing) {
-        if (key.startsWith(SCHEDULER_PREFIX) && !wanted.has(key)) await ctx.queues.unschedule('monitor_poll', key);
+        if (key.startsWith(SCHEDULER_PREFIX) && !wanted.has(key)) await ctx.queues.unschedule(monitorJobs.monitor_poll, key);
       }
       return monitored.length;
     },

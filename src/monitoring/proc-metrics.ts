@@ -14,7 +14,7 @@ export const SAMPLE_COMMAND = `echo @@sample; ${SAMPLE_AWK}`;
 /** Two samples a second apart: the first poll of a server, when no previous sample exists. */
 export const TWO_SAMPLES_COMMAND = `${SAMPLE_COMMAND}; sleep 1; ${SAMPLE_COMMAND}`;
 
-export const WARNING_PERCENT = 90;
+const WARNING_PERCENT = 90;
 
 export interface ProcSample {
   /** Seconds since boot (/proc/uptime). */
@@ -53,7 +53,8 @@ export class MetricsParseError extends Error {
 
 function num(value: string | undefined, what: string): number {
   const n = Number(value);
-  if (value === undefined || value === '' || !Number.isFinite(n)) throw new MetricsParseError(`Unreadable ${what}: ${value ?? '(missing)'}`);
+  if (value === undefined || value === '' || !Number.isFinite(n))
+    throw new MetricsParseError(`Unreadable ${what}: ${value ?? '(missing)'}`);
   return n;
 }
 
@@ -61,8 +62,10 @@ function sections(text: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
   let current: string[] | null = null;
   for (const line of text.split('\n')) {
-    if (line.startsWith('@')) out.set(line.slice(1).trim(), (current = []));
-    else if (current && line.trim()) current.push(line);
+    if (line.startsWith('@')) {
+      current = [];
+      out.set(line.slice(1).trim(), current);
+    } else if (current && line.trim()) current.push(line);
   }
   return out;
 }
@@ -78,7 +81,11 @@ export function parseSample(text: string): ProcSample {
 
   const uptime = num(need('/proc/uptime')[0]!.trim().split(/\s+/)[0], 'uptime');
 
-  const cpu = need('/proc/stat')[0]!.trim().split(/\s+/).slice(1).map((v) => num(v, 'cpu counter'));
+  const cpu = need('/proc/stat')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map((v) => num(v, 'cpu counter'));
   if (cpu.length < 4) throw new MetricsParseError('Unreadable cpu line of /proc/stat');
   // user nice system idle iowait irq softirq steal (guest time is already counted in user).
   const cpuTotal = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
@@ -102,7 +109,10 @@ export function parseSample(text: string): ProcSample {
     if (colon < 0) continue; // the two header lines
     const name = line.slice(0, colon).trim();
     if (name === 'lo') continue;
-    const fields = line.slice(colon + 1).trim().split(/\s+/);
+    const fields = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/);
     netRx += num(fields[0], `${name} rx bytes`);
     netTx += num(fields[8], `${name} tx bytes`);
   }

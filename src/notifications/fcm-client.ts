@@ -58,7 +58,12 @@ export function createFcmClient(http: OutboundHttp, apiUrl: string) {
     return project;
   }
 
-  async function sendV1(creds: FcmCredentials & { service_account_json: string }, msg: FcmMessage, target: OutboundTarget, validateOnly: boolean) {
+  async function sendV1(
+    creds: FcmCredentials & { service_account_json: string },
+    msg: FcmMessage,
+    target: OutboundTarget,
+    validateOnly: boolean,
+  ) {
     const project = projectOf(creds);
     const { token, cacheKey } = await accessToken(creds.service_account_json, target);
     const body = {
@@ -121,7 +126,12 @@ export function createFcmClient(http: OutboundHttp, apiUrl: string) {
   }
 
   /** Sends (or, with validateOnly, only validates) through v1 when a service account is set, else legacy. */
-  async function send(creds: FcmCredentials, msg: FcmMessage, target: OutboundTarget, validateOnly = false): Promise<{ id: string; api: 'v1' | 'legacy' }> {
+  async function send(
+    creds: FcmCredentials,
+    msg: FcmMessage,
+    target: OutboundTarget,
+    validateOnly = false,
+  ): Promise<{ id: string; api: 'v1' | 'legacy' }> {
     if (creds.service_account_json) {
       return { ...(await sendV1({ ...creds, service_account_json: creds.service_account_json }, msg, target, validateOnly)), api: 'v1' };
     }

@@ -3,10 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { action, operationId, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
-import { idParams, jobAccepted, timestamp } from '../core/http/schemas.js';
+import { idParams, int32, patchOf, refId, timestamp } from '../core/http/schemas.js';
 import { NotificationAuthMethod, NotificationProvider } from '../generated/prisma/enums.js';
 import { createNotificationService } from './notification-service.js';
+import { notificationServerModel } from './notification-models.js';
 
 const notificationServer = z.object({
   id: z.number(),
@@ -32,12 +34,12 @@ const notificationServer = z.object({
 const secret = z.string().max(20_000).nullable();
 const fields = {
   name: z.string().max(200).nullable(),
-  company_id: z.number().int().positive(),
+  company_id: refId,
   provider: z.enum(NotificationProvider),
   url: z.string().max(2000).nullable().describe('Required for selfhosted_push; http:// or https://'),
   is_default: z.boolean().describe('One default per company'),
   auto_generate_tokens: z.boolean(),
-  token_expiry_days: z.number().int().describe('1 to 3650'),
+  token_expiry_days: int32.describe('1 to 3650'),
   auth_enabled: z.boolean(),
   auth_method: z.enum(NotificationAuthMethod).nullable(),
   username: z.string().max(200).nullable(),
@@ -49,18 +51,37 @@ const fields = {
     .union([secret, z.record(z.string(), z.unknown()).transform((o) => JSON.stringify(o))])
     .describe('Write-only; the service-account JSON, as a string or an object'),
 };
-const notificationServerCreate = z.object(fields).partial().required({ provider: true }).strict();
-const notificationServerUpdate = z.object(fields).partial().strict();
+const notificationServerCreate = z
+  .object(fields)
+  .partial()
+  .required({ provider: true })
+  .strict()
+  .meta({
+    example: {
+      name: 'ntfy',
+      provider: 'selfhosted_push',
+      url: 'https://ntfy.example.com',
+      auth_enabled: true,
+      auth_method: 'token',
+      auth_token: 'tk_publish_token',
+    },
+  });
+const notificationServerUpdate = patchOf(z.object(fields), { is_default: true });
 
 const sendInput = z
   .object({
     title: z.string().min(1).max(500),
     message: z.string().min(1).max(4000),
-    topic: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)').optional().describe('Default "svc"'),
+    topic: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)')
+      .optional()
+      .describe('Default "svc"'),
     priority: z.number().int().min(1).max(5).optional().describe('1 (min) to 5 (max), default 3; FCM: 4 and 5 are high'),
     token: z.string().min(1).max(4096).optional().describe('Cloud push only: a device registration token (else the topic)'),
   })
-  .strict();
+  .strict()
+  .meta({ example: { title: 'Backup done', message: 'acme_prod was backed up', topic: 'ops', priority: 3 } });
 
 const userToken = z.object({ user_id: z.number(), token_set: z.boolean(), expires_at: timestamp, created_at: timestamp });
 
@@ -69,6 +90,7 @@ export function registerNotificationRoutes(parent: FastifyInstance, ctx: AppCont
   const tags = ['notification-servers'];
   registerCrud(parent, {
     path: '/notification-servers',
+    model: notificationServerModel,
     tag: 'notification-servers',
     service,
     output: notificationServer,
@@ -78,65 +100,51 @@ export function registerNotificationRoutes(parent: FastifyInstance, ctx: AppCont
     write: 'operator',
   });
 
-  const app = parent.withTypeProvider<ZodTypeProvider>();
-  const base = '/api/v1/notification-servers/:id';
-
-  app.post(`${base}/actions/test_connection`, {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description:
-        'Self-hosted: GET {url}/v1/health. Cloud: an OAuth2 token from the service account and a validate_only message (or a legacy dry_run). Failures: 400 user_error carrying the remote error.',
-      params: idParams,
-      response: { 200: z.object({ ok: z.literal(true), provider: z.enum(NotificationProvider), api: z.enum(['ntfy', 'v1', 'legacy']) }) },
+  registerActions(parent, {
+    path: '/notification-servers',
+    tag: tags[0]!,
+    group: 'operator',
+    actions: {
+      test_connection: action({
+        summary: 'Test a notification server connection',
+        description:
+          'Self-hosted: GET {url}/v1/health. Cloud: an OAuth2 token from the service account and a validate_only message (or a legacy dry_run). Failures: 400 user_error carrying the remote error.',
+        response: z.object({ ok: z.literal(true), provider: z.enum(NotificationProvider), api: z.enum(['ntfy', 'v1', 'legacy']) }),
+        run: ({ id, user }) => service.testConnection(id, user.id),
+      }),
+      test_admin_credentials: action({
+        summary: 'Test the admin credentials of a notification server',
+        description: 'Self-hosted only: GET {url}/v1/account with the admin username and password (Basic auth).',
+        response: z.object({ ok: z.literal(true), username: z.string(), role: z.string().nullable() }),
+        run: ({ id, user }) => service.testAdminCredentials(id, user.id),
+      }),
+      send_notification: action({
+        summary: 'Send a notification',
+        description: 'Self-hosted: publishes to topic (default "svc"). Cloud: FCM HTTP v1 (or legacy) to token, else to topic.',
+        body: sendInput,
+        response: z.object({ provider: z.enum(NotificationProvider), api: z.enum(['ntfy', 'v1', 'legacy']), id: z.string() }),
+        run: ({ id, body, user }) => service.sendNotification(id, body, user.id),
+      }),
+      generate_user_tokens: action({
+        summary: 'Generate per-user tokens',
+        description:
+          'Self-hosted with auto_generate_tokens: creates (or renews when within a day of expiry) a token for every active user, valid token_expiry_days. Runs as a job; also queued whenever such a server is saved.',
+        response: 'job',
+        run: ({ id, user }) => service.requestUserTokens(id, user.id),
+      }),
     },
-    handler: (req) => service.testConnection(req.params.id, req.user!.id),
   });
 
-  app.post(`${base}/actions/test_admin_credentials`, {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description: 'Self-hosted only: GET {url}/v1/account with the admin username and password (Basic auth).',
-      params: idParams,
-      response: { 200: z.object({ ok: z.literal(true), username: z.string(), role: z.string().nullable() }) },
-    },
-    handler: (req) => service.testAdminCredentials(req.params.id, req.user!.id),
-  });
-
-  app.post(`${base}/actions/send_notification`, {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description: 'Self-hosted: publishes to topic (default "svc"). Cloud: FCM HTTP v1 (or legacy) to token, else to topic.',
-      params: idParams,
-      body: sendInput,
-      response: { 200: z.object({ provider: z.enum(NotificationProvider), api: z.enum(['ntfy', 'v1', 'legacy']), id: z.string() }) },
-    },
-    handler: (req) => service.sendNotification(req.params.id, req.body, req.user!.id),
-  });
-
-  app.post(`${base}/actions/generate_user_tokens`, {
-    config: { group: 'operator' },
-    schema: {
-      tags,
-      description:
-        'Self-hosted with auto_generate_tokens: creates (or renews when within a day of expiry) a token for every active user, valid token_expiry_days. Runs as a job; also queued whenever such a server is saved.',
-      params: idParams,
-      response: { 202: jobAccepted },
-    },
-    handler: async (req, reply) => reply.status(202).send({ job_id: await service.requestUserTokens(req.params.id, req.user!.id) }),
-  });
-
-  app.get(`${base}/user-tokens`, {
+  parent.withTypeProvider<ZodTypeProvider>().get('/api/v1/notification-servers/:id/user-tokens', {
     config: { group: 'user' },
-    schema: { tags, description: 'Per-user tokens (write-only: only whether each is set).', params: idParams, response: { 200: z.object({ items: z.array(userToken) }) } },
-    handler: async (req) => {
-      await service.get(req.params.id);
-      const rows = await service.listUserTokens(req.params.id);
-      return {
-        items: rows.map((t) => ({ user_id: t.user_id, token_set: t.token !== '', expires_at: t.expires_at.toISOString(), created_at: t.created_at.toISOString() })),
-      };
+    schema: {
+      tags,
+      operationId: operationId('/notification-servers', 'listUserTokens'),
+      summary: 'List the per-user tokens of a notification server',
+      description: 'Per-user tokens (write-only: only whether each is set).',
+      params: idParams,
+      response: { 200: z.object({ items: z.array(userToken) }) },
     },
+    handler: (req) => service.listUserTokens(req.params.id),
   });
 }

@@ -2,18 +2,17 @@
 // default per company (a database constraint → 409), and the operations test_connection,
 // test_admin_credentials, send_notification and per-user token generation.
 import type { AppContext } from '../context.js';
-import { isUniqueViolation } from '../core/db.js';
-import { ConflictError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
+import { ConflictError, type FieldError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { createRecordService } from '../core/records.js';
-import { postMessage, type Author } from '../chatter/chatter-service.js';
+import { postMessage, type Author } from '../core/chatter.js';
 import type { NotificationServer } from '../generated/prisma/client.js';
 import { createFcmClient } from './fcm-client.js';
 import { createNtfyClient, type NtfyAuth } from './ntfy-client.js';
+import { notificationJobs } from './notification-job-specs.js';
+import { notificationServerModel } from './notification-models.js';
 import { validateNotificationServer, type NotificationServerState } from './notification-validation.js';
 
-export const NOTIFICATION_MODEL = 'svc.ntfy.server';
-export const NOTIFICATION_SECRETS = ['password', 'auth_token', 'fcm_server_key', 'fcm_service_account_json'] as const;
 const DEFAULT_TOPIC = 'svc';
 /** Per-user tokens are renewed once they are this close to expiry. */
 const RENEW_BEFORE_MS = 24 * 3600 * 1000;
@@ -59,22 +58,17 @@ function stateOf(before: NotificationServer | null, data: Data): NotificationSer
       fcm_server_key: willBeSet('fcm_server_key', before, data),
       fcm_service_account_json: willBeSet('fcm_service_account_json', before, data),
     },
-    new_service_account_json: typeof data.fcm_service_account_json === 'string' && data.fcm_service_account_json !== ''
-      ? data.fcm_service_account_json
-      : undefined,
+    new_service_account_json:
+      typeof data.fcm_service_account_json === 'string' && data.fcm_service_account_json !== '' ? data.fcm_service_account_json : undefined,
   };
 }
 
-export function createNotificationService(ctx: AppContext) {
+export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | 'config' | 'queues'>) {
   const { db, box } = ctx;
   const http = createOutboundHttp(ctx);
   const ntfy = createNtfyClient(http);
   const fcm = createFcmClient(http, ctx.config.FCM_API_URL);
-  const records = createRecordService(db, box, {
-    modelName: NOTIFICATION_MODEL,
-    secrets: NOTIFICATION_SECRETS,
-    tracked: ['name', 'provider', 'url', 'is_default', 'auto_generate_tokens', 'token_expiry_days', 'auth_enabled', 'auth_method', 'username', 'fcm_project_id'],
-  });
+  const records = createRecordService(ctx, notificationServerModel);
 
   /** is_default is stored true or NULL (so the unique index allows one default per company). */
   const output = (row: Data) => ({ ...row, is_default: row.is_default === true });
@@ -89,18 +83,27 @@ export function createNotificationService(ctx: AppContext) {
     return server;
   }
 
+  /** The one unique rule of this resource (one default per company), said in its own words. */
   async function writeChecked(write: () => Promise<Data>, companyId: unknown): Promise<Data> {
     try {
       return await write();
     } catch (err) {
-      if (isUniqueViolation(err)) throw new ConflictError(`Company ${companyId ?? 1} already has a default notification server`);
-      throw err;
+      if (!(err instanceof ConflictError)) throw err;
+      const company = typeof companyId === 'number' ? companyId : 1;
+      const existing = await db.notificationServer.findFirst({ where: { company_id: company, is_default: true }, select: { id: true } });
+      throw new ConflictError(`Company ${company} already has a default notification server`, {
+        fields: [{ field: 'is_default', message: 'another notification server is the default of this company' }],
+        ...(existing ? { existing_id: existing.id } : {}),
+      });
     }
   }
 
   async function afterSave(row: Data, author: Author | null) {
     if (row.auto_generate_tokens && row.provider === 'selfhosted_push') {
-      await ctx.queues.enqueue('generate_notification_tokens', { notification_server_id: row.id as number, user_id: author?.id ?? null });
+      await ctx.queues.enqueue(notificationJobs.generate_notification_tokens, {
+        notification_server_id: row.id as number,
+        user_id: author?.id ?? null,
+      });
     }
     return output(row);
   }
@@ -147,14 +150,29 @@ export function createNotificationService(ctx: AppContext) {
 
     async update(id: number, data: Data, author: Author | null) {
       const before = await getServer(id);
-      validateNotificationServer(stateOf(before, data));
-      const row = await writeChecked(() => records.update(id, toStored(data), author), data.company_id ?? before.company_id);
+      const moved = records.movedFields(before, data);
+      const patch = records.bindSecrets(before, data);
+      try {
+        validateNotificationServer(stateOf(before, patch));
+      } catch (err) {
+        if (moved.length === 0 || !(err instanceof ValidationError)) throw err;
+        throw new ValidationError(
+          `${err.message} (changing ${moved.join(' and ')} clears the stored secrets: send them again in the same request)`,
+          (err.details as { fields: FieldError[] }).fields,
+        );
+      }
+      const row = await writeChecked(async () => {
+        const updated = await records.update(id, toStored(patch), author);
+        // Tokens made on the old server are of no use on another one.
+        if (moved.length > 0) await db.notificationUserToken.deleteMany({ where: { notification_server_id: id } });
+        return updated;
+      }, data.company_id ?? before.company_id);
       return afterSave(row, author);
     },
 
     async testConnection(id: number, userId: number | null) {
       const server = await getServer(id);
-      const target = { model_name: NOTIFICATION_MODEL, rec_id: id, user_id: userId };
+      const target = { model_name: 'svc.ntfy.server' as const, rec_id: id, user_id: userId };
       if (server.provider === 'selfhosted_push') {
         await ntfy.health(selfHostedUrl(server), target);
         return { ok: true as const, provider: server.provider, api: 'ntfy' as const };
@@ -169,7 +187,7 @@ export function createNotificationService(ctx: AppContext) {
       const server = await getServer(id);
       const url = selfHostedUrl(server);
       const account = await ntfy.account(url, adminAuth(server, await box.reveal(server.password)), {
-        model_name: NOTIFICATION_MODEL,
+        model_name: 'svc.ntfy.server',
         rec_id: id,
         user_id: userId,
       });
@@ -178,10 +196,13 @@ export function createNotificationService(ctx: AppContext) {
 
     async sendNotification(id: number, input: SendInput, userId: number | null) {
       const server = await getServer(id);
-      const target = { model_name: NOTIFICATION_MODEL, rec_id: id, user_id: userId };
+      const target = { model_name: 'svc.ntfy.server' as const, rec_id: id, user_id: userId };
       const msg = { title: input.title, message: input.message, topic: input.topic ?? DEFAULT_TOPIC, priority: input.priority ?? 3 };
       if (server.provider === 'selfhosted_push') {
-        if (input.token) throw new ValidationError('token is for the cloud push provider; the self-hosted provider publishes to a topic', [{ field: 'token', message: 'not used by ntfy' }]);
+        if (input.token)
+          throw new ValidationError('token is for the cloud push provider; the self-hosted provider publishes to a topic', [
+            { field: 'token', message: 'not used by ntfy' },
+          ]);
         const { id: messageId } = await ntfy.publish(selfHostedUrl(server), await publishAuth(server), msg, target);
         return { provider: server.provider, api: 'ntfy' as const, id: messageId };
       }
@@ -193,11 +214,21 @@ export function createNotificationService(ctx: AppContext) {
       const server = await getServer(id);
       selfHostedUrl(server);
       if (!server.auto_generate_tokens) throw new UserError('auto_generate_tokens is off for this server');
-      return ctx.queues.enqueue('generate_notification_tokens', { notification_server_id: id, user_id: userId });
+      return ctx.queues.enqueue(notificationJobs.generate_notification_tokens, { notification_server_id: id, user_id: userId });
     },
 
-    listUserTokens(id: number) {
-      return db.notificationUserToken.findMany({ where: { notification_server_id: id }, orderBy: { user_id: 'asc' } });
+    /** The server's per-user tokens: only whether each is set (they are write-only). */
+    async listUserTokens(id: number) {
+      await getServer(id);
+      const rows = await db.notificationUserToken.findMany({ where: { notification_server_id: id }, orderBy: { user_id: 'asc' } });
+      return {
+        items: rows.map((t) => ({
+          user_id: t.user_id,
+          token_set: t.token !== '',
+          expires_at: t.expires_at.toISOString(),
+          created_at: t.created_at.toISOString(),
+        })),
+      };
     },
 
     /**
@@ -210,11 +241,14 @@ export function createNotificationService(ctx: AppContext) {
       const url = selfHostedUrl(server);
       if (!server.auto_generate_tokens) throw new UserError('auto_generate_tokens is off for this server');
       const auth = adminAuth(server, await box.reveal(server.password));
-      const target = { model_name: NOTIFICATION_MODEL, rec_id: id, user_id: run.userId, job_id: run.jobId };
+      const target = { model_name: 'svc.ntfy.server' as const, rec_id: id, user_id: run.userId, job_id: run.jobId };
       const users = await db.user.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
-      const existing = new Map((await db.notificationUserToken.findMany({ where: { notification_server_id: id } })).map((t) => [t.user_id, t]));
+      const existing = new Map(
+        (await db.notificationUserToken.findMany({ where: { notification_server_id: id } })).map((t) => [t.user_id, t]),
+      );
       const result: TokenRunResult = { users: users.length, created: 0, renewed: 0, kept: 0 };
-      const summary = () => `User tokens: ${result.created} created, ${result.renewed} renewed, ${result.kept} still valid, of ${result.users} active users.`;
+      const summary = () =>
+        `User tokens: ${result.created} created, ${result.renewed} renewed, ${result.kept} still valid, of ${result.users} active users.`;
 
       try {
         for (const user of users) {
@@ -235,10 +269,10 @@ export function createNotificationService(ctx: AppContext) {
         }
       } catch (err) {
         const message = `${summary()} Stopped: ${(err as Error).message}`;
-        await postMessage(db, { model_name: NOTIFICATION_MODEL, rec_id: id, body: message, message_type: 'notification' });
+        await postMessage(db, { model_name: 'svc.ntfy.server', rec_id: id, body: message, message_type: 'notification' });
         throw new UserError(message);
       }
-      await postMessage(db, { model_name: NOTIFICATION_MODEL, rec_id: id, body: summary(), message_type: 'notification' });
+      await postMessage(db, { model_name: 'svc.ntfy.server', rec_id: id, body: summary(), message_type: 'notification' });
       return result;
     },
   };

@@ -29,7 +29,11 @@ export function createNtfyClient(http: OutboundHttp) {
 
   return {
     async health(base: string, target: OutboundTarget): Promise<void> {
-      const answer = await http.request(target, { url: url(base, '/v1/health') }, { read: reader(z.object({ healthy: z.boolean() }), 'The health answer') });
+      const answer = await http.request(
+        target,
+        { url: url(base, '/v1/health') },
+        { read: reader(z.object({ healthy: z.boolean() }), 'The health answer') },
+      );
       if (!answer.healthy) throw new UserError(`The push server at ${base} reports that it is not healthy`);
     },
 

@@ -2,7 +2,7 @@
 // the signed JWT (RS256) exchanged at its token_uri for an OAuth2 access token.
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 
-export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
+const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
 
 export interface ServiceAccount {
   client_email: string;
@@ -26,7 +26,8 @@ export function parseServiceAccount(json: string): ServiceAccount {
   for (const field of ['client_email', 'private_key', 'token_uri'] as const) {
     if (typeof o[field] !== 'string' || o[field] === '') throw new Error(`lacks "${field}"`);
   }
-  if (!/^https?:\/\//i.test(o.token_uri as string) || !URL.canParse(o.token_uri as string)) throw new Error('has a "token_uri" that is not an http(s) URL');
+  if (!/^https?:\/\//i.test(o.token_uri as string) || !URL.canParse(o.token_uri as string))
+    throw new Error('has a "token_uri" that is not an http(s) URL');
   let key: KeyObject;
   try {
     key = createPrivateKey(o.private_key as string);

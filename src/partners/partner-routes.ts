@@ -3,8 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
-import { timestamp } from '../core/http/schemas.js';
+import { patchOf, timestamp } from '../core/http/schemas.js';
 import { createPartnerService } from './partner-service.js';
+import { partnerModel } from './partner-models.js';
 
 const partner = z.object({
   id: z.number(),
@@ -23,16 +24,18 @@ const partnerCreate = z
     email: z.email().max(254),
     mobile: z.string().trim().max(50).nullable().optional(),
   })
-  .strict();
+  .strict()
+  .meta({ example: { name: 'Jane Doe', company_name: 'Acme GmbH', email: 'jane@acme.example', mobile: '+49 170 1234567' } });
 
 export function registerPartnerRoutes(app: FastifyInstance, ctx: AppContext) {
   registerCrud(app, {
     path: '/partners',
+    model: partnerModel,
     tag: 'partners',
-    service: createPartnerService(ctx.db, ctx.box),
+    service: createPartnerService(ctx),
     output: partner,
     create: partnerCreate,
-    update: partnerCreate.partial().strict(),
+    update: patchOf(partnerCreate),
     filters: z.object({ email: z.string().trim().toLowerCase().optional() }),
     read: 'user',
     write: 'operator',

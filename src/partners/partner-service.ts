@@ -1,13 +1,12 @@
 // Partners (res.partner): the customers trial requests turn into. The e-mail is stored lower-cased
 // and unique, so a partner is found again by e-mail whatever its case (DESIGN §6).
-import type { Db, DbTx } from '../core/db.js';
-import type { SecretBox } from '../core/crypto.js';
+import type { AppContext } from '../context.js';
+import type { DbTx } from '../core/db.js';
 import { createRecordService } from '../core/records.js';
-import type { Author } from '../chatter/chatter-service.js';
+import type { Author } from '../core/chatter.js';
+import { partnerModel } from './partner-models.js';
 
 type Data = Record<string, unknown>;
-
-export const PARTNER_MODEL = 'res.partner';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -17,10 +16,8 @@ function normalized(data: Data): Data {
   return typeof data.email === 'string' ? { ...data, email: normalizeEmail(data.email) } : data;
 }
 
-export type PartnerService = ReturnType<typeof createPartnerService>;
-
-export function createPartnerService(db: Db, box: SecretBox) {
-  const records = createRecordService(db, box, { modelName: PARTNER_MODEL });
+export function createPartnerService(ctx: Pick<AppContext, 'db' | 'box'>) {
+  const records = createRecordService(ctx, partnerModel);
   return {
     ...records,
     create: (data: Data, author: Author | null = null) => records.create(normalized(data), author),

@@ -1,13 +1,19 @@
 // PostgreSQL servers: REST resource (operators write, everyone reads) and test_connection.
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { action, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
-import { idParams, timestamp } from '../core/http/schemas.js';
+import { patchOf, timestamp } from '../core/http/schemas.js';
 import { createPostgresqlService } from './postgresql-service.js';
+import { postgresqlServerModel } from './postgresql-models.js';
 
-const host = z.string().trim().min(1).max(253).regex(/^[A-Za-z0-9.:_-]+$/, 'a host name or an IP address');
+const host = z
+  .string()
+  .trim()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9.:_-]+$/, 'a host name or an IP address');
 
 const postgresqlServer = z.object({
   id: z.number(),
@@ -28,9 +34,10 @@ const postgresqlServerCreate = z
     password: z.string().max(1000).nullable().optional().describe('Write-only; "" or null clears it'),
     port: z.number().int().min(1).max(65535).default(5432),
   })
-  .strict();
+  .strict()
+  .meta({ example: { name: 'db1', ip: '10.0.0.5', port: 5432, username: 'odoo', password: 's3cret' } });
 
-const postgresqlServerUpdate = postgresqlServerCreate.extend({ port: z.number().int().min(1).max(65535) }).partial().strict();
+const postgresqlServerUpdate = patchOf(postgresqlServerCreate);
 
 const connectionReport = z.object({
   ok: z.literal(true),
@@ -40,10 +47,11 @@ const connectionReport = z.object({
   tls_version: z.string().nullable(),
 });
 
-export function registerPostgresqlRoutes(parent: FastifyInstance, ctx: AppContext) {
-  const service = createPostgresqlService(ctx.db, ctx.box);
-  registerCrud(parent, {
+export function registerPostgresqlRoutes(app: FastifyInstance, ctx: AppContext) {
+  const service = createPostgresqlService(ctx);
+  registerCrud(app, {
     path: '/postgresql-servers',
+    model: postgresqlServerModel,
     tag: 'postgresql-servers',
     service,
     output: postgresqlServer,
@@ -51,17 +59,21 @@ export function registerPostgresqlRoutes(parent: FastifyInstance, ctx: AppContex
     update: postgresqlServerUpdate,
     read: 'user',
     write: 'operator',
+    noun: { one: 'PostgreSQL server', many: 'PostgreSQL servers' },
   });
 
-  parent.withTypeProvider<ZodTypeProvider>().post('/api/v1/postgresql-servers/:id/actions/test_connection', {
-    config: { group: 'operator' },
-    schema: {
-      tags: ['postgresql-servers'],
-      description:
-        'Connects to the server (TLS when it offers it, as sslmode=prefer) and reports its version. A failed connection answers 400 user_error carrying the error.',
-      params: idParams,
-      response: { 200: connectionReport },
+  registerActions(app, {
+    path: '/postgresql-servers',
+    tag: 'postgresql-servers',
+    group: 'operator',
+    actions: {
+      test_connection: action({
+        summary: 'Test a PostgreSQL server connection',
+        description:
+          'Connects to the server (TLS when it offers it, as sslmode=prefer) and reports its version. A failed connection answers 400 user_error carrying the error.',
+        response: connectionReport,
+        run: ({ id, user }) => service.testConnection(id, user.id),
+      }),
     },
-    handler: (req) => service.testConnection(req.params.id, req.user!.id),
   });
 }

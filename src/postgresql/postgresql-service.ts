@@ -1,13 +1,11 @@
 // PostgreSQL servers (spec §2.5): connection settings with a write-only password, and
 // test_connection, which really connects (TLS when the server offers it) and reports the version.
-import type { Db } from '../core/db.js';
-import type { SecretBox } from '../core/crypto.js';
+import type { AppContext } from '../context.js';
 import { NotFoundError, UserError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { writeActionLog } from '../core/action-log.js';
 import { connectPostgresqlServer } from './postgresql-connection.js';
-
-export const POSTGRESQL_MODEL = 'svc.postgresql.server';
+import { postgresqlServerModel } from './postgresql-models.js';
 
 export interface ConnectionReport {
   ok: true;
@@ -17,12 +15,9 @@ export interface ConnectionReport {
   tls_version: string | null;
 }
 
-export function createPostgresqlService(db: Db, box: SecretBox) {
-  const records = createRecordService(db, box, {
-    modelName: POSTGRESQL_MODEL,
-    secrets: ['password'],
-    tracked: ['name', 'ip', 'username', 'port'],
-  });
+export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'box'>) {
+  const { db, box } = ctx;
+  const records = createRecordService(ctx, postgresqlServerModel);
 
   return {
     ...records,
@@ -31,7 +26,13 @@ export function createPostgresqlService(db: Db, box: SecretBox) {
       const server = await db.postgresqlServer.findUnique({ where: { id } });
       if (!server) throw new NotFoundError('PostgreSQL server');
       const where = `${server.username ?? 'postgres'}@${server.ip}:${server.port}`;
-      const log = { model_name: POSTGRESQL_MODEL, rec_id: id, action_type: 'database' as const, input_text: `test_connection ${where}`, user_id: userId };
+      const log = {
+        model_name: 'svc.postgresql.server' as const,
+        rec_id: id,
+        action_type: 'database' as const,
+        input_text: `test_connection ${where}`,
+        user_id: userId,
+      };
       let report: ConnectionReport;
       try {
         const { client, tls } = await connectPostgresqlServer(box, server);

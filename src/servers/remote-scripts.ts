@@ -3,12 +3,13 @@
 import { shellQuote } from '../core/ssh.js';
 
 /** DESIGN §7: the standard Odoo layout under the base path (ODOO_BASE_PATH, default /opt/odoo). */
-export const ODOO_DIRECTORIES = ['addons', 'custom-addons', 'config', 'data', 'logs', 'backups'] as const;
+const ODOO_DIRECTORIES = ['addons', 'custom-addons', 'config', 'data', 'logs', 'backups'] as const;
 
+/** One directory after the other, stopping at the first that fails (one message, not one per directory). */
 export function setupDirStructureScript(basePath: string): string {
   const dirs = ODOO_DIRECTORIES.map((d) => shellQuote(`${basePath}/${d}`)).join(' ');
   return (
-    `set -e; mkdir -p ${dirs}; for d in ${dirs}; do ` +
+    `set -e; for d in ${dirs}; do mkdir -p -- "$d"; ` +
     `if [ -d "$d" ] && [ -w "$d" ]; then echo "$d"; else echo "$d is not a writable directory" >&2; exit 1; fi; done`
   );
 }
@@ -45,7 +46,7 @@ export const START_CODE_SERVER = [
   `  nohup "$CS" --config ${CONFIG_DIR}/config.yaml > ${STATE_DIR}/log 2>&1 < /dev/null &`,
   `  echo $! > ${STATE_DIR}/pid`,
   `  sleep 2; kill -0 "$(cat ${STATE_DIR}/pid)" || { echo 'code-server exited:' >&2; tail -n 20 ${STATE_DIR}/log >&2; exit 1; }`,
-  '  echo "running as pid $(cat ' + STATE_DIR + '/pid)"',
+  `  echo "running as pid $(cat ${STATE_DIR}/pid)"`,
   'fi',
 ].join('\n');
 

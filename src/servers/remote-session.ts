@@ -1,10 +1,11 @@
 // An SSH session on a root server whose every command and output goes to the action log, with the
-// server's secrets masked (spec §2.12: the audit log of SSH commands).
+// server's secrets masked (spec §2.12: the audit log of SSH commands). A command's row is written
+// `running` before it starts and completed when it ends.
 import type { AppContext } from '../context.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { connectRootServer, secretsOf, sshTargetOf, type ExecOptions, type ExecResult } from '../core/ssh.js';
-import { maskSecrets, writeActionLog } from '../action-log/action-log-service.js';
-import { ROOT_SERVER_MODEL } from './root-server-store.js';
+import { secretsOf, type ExecOptions, type ExecResult } from '../core/ssh.js';
+import { connectRootServer, sshTargetOf } from './root-server-ssh.js';
+import { maskSecrets, startActionLog, writeActionLog } from '../core/action-log.js';
 
 export interface Audit {
   user_id: number | null;
@@ -21,54 +22,56 @@ export interface RemoteSession {
   close(): void;
 }
 
-/** Output as stored in cmd_output and the action log: stdout, then stderr, then how it ended. */
-export function formatResult(res: ExecResult, timeoutMs?: number): string {
+/**
+ * Output as stored in the action log: stdout, then stderr, then how it ended. Without the exit
+ * code line (`exitCode: false`) for cmd_output, which has its own field for it.
+ */
+export function formatResult(res: ExecResult, timeoutMs?: number, opts: { exitCode?: boolean } = {}): string {
   const parts = [res.stdout.replace(/\n$/, '')];
   if (res.stderr) parts.push(`[stderr]\n${res.stderr.replace(/\n$/, '')}`);
   if (res.truncated) parts.push('[output truncated]');
   if (res.timedOut) parts.push(`[timed out${timeoutMs ? ` after ${Math.round(timeoutMs / 1000)} s` : ''}; command killed]`);
-  else parts.push(res.exitCode === null ? `[ended by signal ${res.signal ?? 'unknown'}]` : `[exit code ${res.exitCode}]`);
+  else if (res.exitCode === null) parts.push(`[ended by signal ${res.signal ?? 'unknown'}]`);
+  else if (opts.exitCode !== false) parts.push(`[exit code ${res.exitCode}]`);
   return parts.filter(Boolean).join('\n');
 }
 
-export async function openRemoteSession(ctx: AppContext, server: RootServer, audit: Audit): Promise<RemoteSession> {
+export async function openRemoteSession(ctx: Pick<AppContext, 'db' | 'box'>, server: RootServer, audit: Audit): Promise<RemoteSession> {
   const target = await sshTargetOf(ctx.box, server);
   const secrets = [...secretsOf(target), await ctx.box.reveal(server.code_server_password), ...(audit.secrets ?? [])];
   const mask = (text: string) => maskSecrets(text, secrets);
-  const log = (input_text: string, output_text: string, ok: boolean) =>
-    writeActionLog(ctx.db, {
-      model_name: ROOT_SERVER_MODEL,
-      rec_id: server.id,
-      action_type: 'ssh_command',
-      status: ok ? 'success' : 'failure',
-      input_text,
-      output_text,
-      user_id: audit.user_id,
-      job_id: audit.job_id ?? null,
-      secrets,
-    });
+  const row = {
+    model_name: 'svc.root.server',
+    rec_id: server.id,
+    action_type: 'ssh_command',
+    user_id: audit.user_id,
+    job_id: audit.job_id ?? null,
+    secrets,
+  } as const;
 
   const where = `${server.username}@${server.ip}:${server.port}`;
   let conn;
   try {
     conn = await connectRootServer(ctx, server);
   } catch (err) {
-    await log(`ssh ${where}`, (err as Error).message, false);
+    await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: `ssh ${where}`, output_text: (err as Error).message });
     throw err;
   }
   const connection = conn;
 
   return {
     async run(command, opts = {}) {
-      const input = opts.label ?? command;
+      // Written before the command starts: if the worker dies meanwhile, the row is still there.
+      const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
+      let res: ExecResult;
       try {
-        const res = await connection.exec(command, opts);
-        await log(input, formatResult(res, opts.timeoutMs), res.exitCode === 0 && !res.timedOut);
-        return res;
+        res = await connection.exec(command, opts);
       } catch (err) {
-        await log(input, (err as Error).message, false);
+        await step.finish('failure', (err as Error).message);
         throw err;
       }
+      await step.finish(res.exitCode === 0 && !res.timedOut ? 'success' : 'failure', formatResult(res, opts.timeoutMs));
+      return res;
     },
     mask,
     close: () => connection.close(),

@@ -3,12 +3,16 @@
 // outcome. A failure fails the job with a readable message and leaves the record's states true.
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
 import { UserError } from '../core/errors.js';
+import type { Interruptions, JobHandlers } from '../core/jobs.js';
 import { publicJobId } from '../core/queue.js';
-import { postMessage } from '../chatter/chatter-service.js';
+import { authorOfUser, postMessage, type RecordRef } from '../core/chatter.js';
+import { featureJobs } from '../feature.js';
+import { rootServerJobs } from './root-server-job-specs.js';
+import { MASK } from '../core/action-log.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, updateRootServer } from './root-server-store.js';
+import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
+import { outputTail } from './output-tail.js';
 import { formatResult, openRemoteSession, type RemoteSession } from './remote-session.js';
 import {
   codeServerConfig,
@@ -26,13 +30,29 @@ const SERVICE_TIMEOUT_MS = 2 * 60_000;
 
 type Payload = { root_server_id: number; user_id: number | null };
 
-export function createRootServerJobs(
-  ctx: AppContext,
-): Pick<JobHandlers, 'root_server_run_cmd' | 'root_server_setup_dir_structure' | 'root_server_install_code_server' | 'root_server_remove_code_server'> {
+const onServer = (p: { root_server_id: number }): RecordRef => ({ model_name: 'svc.root.server', rec_id: p.root_server_id });
+
+/** After a crash none of these runs again (they change the server); run_cmd says so in cmd_output. */
+const interruptions: Interruptions<typeof rootServerJobs> = {
+  root_server_run_cmd: {
+    record: onServer,
+    action_type: 'ssh_command',
+    async onInterrupted(tx, payload, jobId) {
+      const cmd_output =
+        `[interrupted] The worker stopped while the command ran (job ${jobId}); the command was not run again ` +
+        'because it changes the server. Its output is lost: check the server before running it again.';
+      await tx.rootServer.updateMany({ where: { id: payload.root_server_id }, data: { cmd_output } });
+    },
+  },
+  root_server_setup_dir_structure: { record: onServer, action_type: 'ssh_command' },
+  root_server_install_code_server: { record: onServer, action_type: 'ssh_command' },
+  root_server_remove_code_server: { record: onServer, action_type: 'ssh_command' },
+};
+
+function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootServerJobs> {
   /** Changes tracked fields; the chatter names the user who asked for the job. */
   async function setFields(id: number, data: Parameters<typeof updateRootServer>[2], userId: number | null) {
-    const user = userId ? await ctx.db.user.findUnique({ where: { id: userId }, select: { id: true, email: true } }) : null;
-    const author = user ? { id: user.id, name: user.email } : null;
+    const author = await authorOfUser(ctx.db, userId);
     return ctx.db.$transaction((tx) => updateRootServer(tx, id, data, author));
   }
 
@@ -49,13 +69,19 @@ export function createRootServerJobs(
   }
 
   /** A failed step: the job fails with the step's (masked) output as its error. */
-  function stepFailed(session: RemoteSession, what: string, res: Parameters<typeof formatResult>[0]): never {
-    throw new UserError(session.mask(`${what}: ${formatResult(res).slice(-2000)}`));
+  /** A failed step: the job fails with the step's (masked) output; `exitCode: false` when its exit code misleads. */
+  function stepFailed(
+    session: RemoteSession,
+    what: string,
+    res: Parameters<typeof formatResult>[0],
+    opts: { exitCode?: boolean } = {},
+  ): never {
+    throw new UserError(session.mask(`${what}: ${formatResult(res, undefined, opts).slice(-2000)}`));
   }
 
   async function noteFailure(serverId: number, action: string, err: unknown) {
     await postMessage(ctx.db, {
-      model_name: ROOT_SERVER_MODEL,
+      model_name: 'svc.root.server',
       rec_id: serverId,
       body: `${action} failed: ${(err as Error).message}`,
       message_type: 'notification',
@@ -68,13 +94,23 @@ export function createRootServerJobs(
       const id = payload.root_server_id;
       try {
         return await withSession(payload, job, async (session) => {
-          const res = await session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS });
-          await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: session.mask(formatResult(res, RUN_CMD_TIMEOUT_MS)) } });
+          const jobId = publicJobId(job.queueName, job.id!);
+          await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: `[running as job ${jobId}]`, cmd_exit_code: null } });
+          // While it runs, the job's progress shows the output so far.
+          const tail = outputTail((progress) => job.updateProgress(progress), session.mask);
+          const res = await session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS, onOutput: tail.add });
+          await tail.end();
+          await ctx.db.rootServer.update({
+            where: { id },
+            data: { cmd_output: session.mask(formatResult(res, RUN_CMD_TIMEOUT_MS, { exitCode: false })), cmd_exit_code: res.exitCode },
+          });
           return { exit_code: res.exitCode, timed_out: res.timedOut, truncated: res.truncated };
         });
       } catch (err) {
         // No output to show: say why on the record.
-        await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: `[not run] ${(err as Error).message}` } }).catch(() => {});
+        await ctx.db.rootServer
+          .update({ where: { id }, data: { cmd_output: `[not run] ${(err as Error).message}`, cmd_exit_code: null } })
+          .catch(() => {});
         throw err;
       }
     },
@@ -102,7 +138,10 @@ export function createRootServerJobs(
           // `curl ... | sh` exits 0 even when curl fails (no internet): what counts is the binary.
           const found = await session.run(FIND_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
           if (found.exitCode !== 0) {
-            stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install);
+            // The install command's exit status says nothing here (`curl | sh` is 0): only its output.
+            stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install, {
+              exitCode: false,
+            });
           }
           await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
 
@@ -112,7 +151,8 @@ export function createRootServerJobs(
           const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
             stdin: config,
             timeoutMs: SERVICE_TIMEOUT_MS,
-            label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${config}EOF`,
+            // The audit shows the file as written, built with the mask in place of the password.
+            label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${codeServerConfig(server.code_server_port, MASK)}EOF`,
           });
           if (written.exitCode !== 0) stepFailed(session, 'Writing the code-server config failed', written);
 
@@ -144,3 +184,5 @@ export function createRootServerJobs(
     },
   };
 }
+
+export const rootServerJobHandlers = featureJobs(rootServerJobs, createRootServerJobHandlers, interruptions);

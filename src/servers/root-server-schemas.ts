@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { nullableTimestamp, secretFlags, timestamp } from '../core/http/schemas.js';
 import { MONITOR_INTERVALS, monitorLogOut } from '../monitoring/monitor-schemas.js';
-
-export const ROOT_SERVER_SECRETS = ['password', 'key', 'code_server_password'] as const;
+import { CodeServerState, RootServerState, ServerState } from '../generated/prisma/enums.js';
+import { rootServerModel } from './root-server-models.js';
 
 const host = z
   .string()
@@ -47,7 +47,12 @@ const editable = {
   monitor_update_interval: z.enum(MONITOR_INTERVALS),
   code_server_port: port,
   code_server_password: password.describe('Write-only password of the web code editor'),
-  code_server_domain: z.string().trim().max(253).nullable().describe('Domain or URL of the code editor; unset: http://<ip>:<code_server_port>'),
+  code_server_domain: z
+    .string()
+    .trim()
+    .max(253)
+    .nullable()
+    .describe('Domain or URL of the code editor; unset: http://<ip>:<code_server_port>'),
   cmd: z.string().max(10_000).nullable().describe('Command run by run_cmd'),
 };
 
@@ -58,7 +63,17 @@ export const rootServerCreate = z
   })
   .partial()
   .required({ ip: true })
-  .strict();
+  .strict()
+  .meta({
+    example: {
+      name: 'web-1',
+      ip: '203.0.113.10',
+      username: 'odoo',
+      password: 'ssh-password',
+      sudo_user: true,
+      monitor_update_interval: '1m',
+    },
+  });
 
 export const rootServerUpdate = z
   .object({
@@ -68,7 +83,8 @@ export const rootServerUpdate = z
       .describe('The SSH host key to expect; null trusts the key presented at the next connection (see README)'),
   })
   .partial()
-  .strict();
+  .strict()
+  .meta({ example: { name: 'web-1 (Frankfurt)', monitor_update_interval: '30s' } });
 
 export const rootServerOut = z
   .object({
@@ -77,38 +93,44 @@ export const rootServerOut = z
     ip: z.string(),
     username: z.string(),
     port: z.number().int(),
-    state: z.enum(['draft', 'confirmed', 'cancel']),
+    state: z.enum(RootServerState),
     sudo_user: z.boolean(),
     sudo_user_no_password: z.boolean(),
     uuid: z.string(),
     host_key: z.string().nullable().describe('Host key recorded at the first connection (trust on first use)'),
     monitoring_enabled: z.boolean(),
     monitor_update_interval: z.enum(MONITOR_INTERVALS),
-    server_state: z.enum(['no_monitor', 'online', 'warning', 'offline']),
+    server_state: z.enum(ServerState),
     monitor_failures: z.number().int().describe('Failed polls in a row'),
     last_monitor_at: nullableTimestamp,
     code_server_port: z.number().int(),
     code_server_domain: z.string().nullable(),
-    code_server_state: z.enum(['not_installed', 'installed', 'running']),
+    code_server_state: z.enum(CodeServerState),
     dir_init_done: z.boolean(),
     cmd: z.string().nullable(),
-    cmd_output: z.string().nullable(),
+    cmd_output: z.string().nullable().describe('Output of the last run_cmd (stdout, then [stderr]); its progress while it runs'),
+    cmd_exit_code: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Exit code of the last run_cmd; null while it runs, if it was not run, timed out or was killed'),
     created_at: timestamp,
     updated_at: timestamp,
     latest_metrics: monitorLogOut.omit({ root_server_id: true }).nullable().describe('The newest monitor log row'),
   })
-  .extend(secretFlags(ROOT_SERVER_SECRETS).shape);
+  .extend(secretFlags(rootServerModel.secrets).shape);
 
 export type RootServerOut = z.infer<typeof rootServerOut>;
 
 export const rootServerFilters = z.object({
-  state: z.enum(['draft', 'confirmed', 'cancel']).optional(),
-  server_state: z.enum(['no_monitor', 'online', 'warning', 'offline']).optional(),
+  state: z.enum(RootServerState).optional(),
+  server_state: z.enum(ServerState).optional(),
   ip: z.string().optional(),
 });
 
 export const runCmdBody = z
-  .object({ cmd: z.string().trim().min(1).max(10_000).optional() })
+  .object({ cmd: z.string().trim().min(1).max(10_000).optional().describe('Stored into cmd first; without it the stored cmd runs') })
   .strict()
+  .meta({ example: { cmd: 'systemctl status odoo' } })
   .nullable()
   .optional();

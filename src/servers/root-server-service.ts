@@ -6,29 +6,31 @@ import { ConflictError, UserError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import { SshError } from '../core/ssh-error.js';
 import { usablePrivateKey } from '../core/ssh-keys.js';
-import type { Author } from '../chatter/chatter-service.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import type { Author } from '../core/chatter.js';
+import { writeActionLog } from '../core/action-log.js';
 import { createMonitorService } from '../monitoring/monitor-service.js';
 import { latestMetrics } from '../monitoring/monitor-log-service.js';
-import { loadRootServer, requireConfirmed, ROOT_SERVER_MODEL, ROOT_SERVER_TRACKED, updateRootServer } from './root-server-store.js';
-import { ROOT_SERVER_SECRETS, type RootServerOut } from './root-server-schemas.js';
+import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
+import type { RootServerOut } from './root-server-schemas.js';
+import { rootServerJobs } from './root-server-job-specs.js';
+import { rootServerModel } from './root-server-models.js';
 import { formatResult, openRemoteSession } from './remote-session.js';
 
 type Data = Record<string, unknown>;
 type Row = Data & { id: number };
 
 /** The SSH operations that run as jobs (202 + job id). */
-export const ROOT_SERVER_JOBS = {
-  setup_dir_structure: 'root_server_setup_dir_structure',
-  install_code_server: 'root_server_install_code_server',
-  remove_code_server: 'root_server_remove_code_server',
+const ROOT_SERVER_JOBS = {
+  setup_dir_structure: rootServerJobs.root_server_setup_dir_structure,
+  install_code_server: rootServerJobs.root_server_install_code_server,
+  remove_code_server: rootServerJobs.root_server_remove_code_server,
 } as const;
 export type RootServerJobAction = keyof typeof ROOT_SERVER_JOBS;
 
 const CONFIRM_COMMAND_TIMEOUT_MS = 30_000;
 
 /** The URL of the web code editor: code_server_domain (https:// unless it names a scheme) or http://<ip>:<port>. */
-export function codeServerUrl(server: { ip: string; code_server_port: number; code_server_domain: string | null }): string {
+function codeServerUrl(server: { ip: string; code_server_port: number; code_server_domain: string | null }): string {
   const domain = server.code_server_domain?.trim();
   if (domain) return /^https?:\/\//i.test(domain) ? domain : `https://${domain}`;
   const host = server.ip.includes(':') ? `[${server.ip}]` : server.ip;
@@ -40,23 +42,20 @@ function checkKey(data: Data) {
   try {
     usablePrivateKey(data.key);
   } catch (err) {
-    if (err instanceof SshError) throw new ValidationError(err.message, { field: 'key' });
+    if (err instanceof SshError) throw new ValidationError(err.message, 'key');
     throw err;
   }
 }
 
-export type RootServerService = ReturnType<typeof createRootServerService>;
-
-export function createRootServerService(ctx: AppContext) {
-  const records = createRecordService(ctx.db, ctx.box, {
-    modelName: ROOT_SERVER_MODEL,
-    secrets: ROOT_SERVER_SECRETS,
-    tracked: ROOT_SERVER_TRACKED,
-  });
+export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'redis'>) {
+  const records = createRecordService(ctx, rootServerModel);
   const monitor = createMonitorService(ctx);
 
   async function withMetrics(rows: Data[]): Promise<RootServerOut[]> {
-    const latest = await latestMetrics(ctx.db, rows.map((r) => r.id as number));
+    const latest = await latestMetrics(
+      ctx.db,
+      rows.map((r) => r.id as number),
+    );
     return rows.map((r) => ({ ...r, latest_metrics: latest.get(r.id as number) ?? null }) as unknown as RootServerOut);
   }
 
@@ -68,7 +67,7 @@ export function createRootServerService(ctx: AppContext) {
     return ctx.db.$transaction(async (tx) => {
       const after = await updateRootServer(tx, id, data, author);
       await writeActionLog(tx, {
-        model_name: ROOT_SERVER_MODEL,
+        model_name: 'svc.root.server',
         rec_id: id,
         action_type: 'server_action',
         input_text: action,
@@ -98,7 +97,7 @@ export function createRootServerService(ctx: AppContext) {
       if (tx) await updateRootServer(tx, id, { cmd }, author);
       else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd }, author));
     }
-    return () => ctx.queues.enqueue('root_server_run_cmd', { root_server_id: id, cmd: command, user_id: author?.id ?? null });
+    return () => ctx.queues.enqueue(rootServerJobs.root_server_run_cmd, { root_server_id: id, cmd: command, user_id: author?.id ?? null });
   }
 
   /** setup_dir_structure, install_code_server, remove_code_server: checked here, run by a job (queued by the answer). */
@@ -128,11 +127,7 @@ export function createRootServerService(ctx: AppContext) {
     async update(id: number, data: Data, author: Author | null) {
       checkKey(data);
       const before = await loadRootServer(ctx.db, id);
-      const patch = { ...data };
-      // Another address is another host: its key is learnt again at the next connection.
-      const moved = (data.ip !== undefined && data.ip !== before.ip) || (data.port !== undefined && data.port !== before.port);
-      if (moved && !('host_key' in data)) patch.host_key = null;
-      const after = await records.update(id, patch, author);
+      const after = await records.update(id, data, author);
       if (after.monitoring_enabled && after.monitor_update_interval !== before.monitor_update_interval) {
         await monitor.schedule({ id, monitor_update_interval: after.monitor_update_interval as string });
       }
@@ -207,7 +202,8 @@ export function createRootServerService(ctx: AppContext) {
     async openCodeServer(id: number) {
       const server = await loadRootServer(ctx.db, id);
       requireConfirmed(server);
-      if (server.code_server_state === 'not_installed') throw new ConflictError('The code editor is not installed (actions/install_code_server)');
+      if (server.code_server_state === 'not_installed')
+        throw new ConflictError('The code editor is not installed (actions/install_code_server)');
       return { url: codeServerUrl(server), code_server_state: server.code_server_state as 'installed' | 'running' };
     },
   };

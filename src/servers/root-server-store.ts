@@ -3,29 +3,8 @@
 import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { Prisma, RootServer } from '../generated/prisma/client.js';
-import { trackChanges, type Author } from '../chatter/chatter-service.js';
-
-export const ROOT_SERVER_MODEL = 'svc.root.server';
-
-/** Fields whose changes are written to the chatter (the spec marks none; an operator wants these). */
-export const ROOT_SERVER_TRACKED = [
-  'name',
-  'ip',
-  'username',
-  'port',
-  'state',
-  'sudo_user',
-  'sudo_user_no_password',
-  'host_key',
-  'monitoring_enabled',
-  'monitor_update_interval',
-  'server_state',
-  'code_server_port',
-  'code_server_domain',
-  'code_server_state',
-  'dir_init_done',
-  'cmd',
-] as const;
+import { trackChanges, type Author } from '../core/chatter.js';
+import { rootServerModel } from './root-server-models.js';
 
 export async function loadRootServer(db: Db | DbTx, id: number): Promise<RootServer> {
   const server = await db.rootServer.findUnique({ where: { id } });
@@ -37,7 +16,7 @@ export async function loadRootServer(db: Db | DbTx, id: number): Promise<RootSer
 export async function updateRootServer(tx: DbTx, id: number, data: Prisma.RootServerUpdateInput, author: Author | null = null) {
   const before = await loadRootServer(tx, id);
   const after = await tx.rootServer.update({ where: { id }, data });
-  await trackChanges(tx, { model_name: ROOT_SERVER_MODEL, rec_id: id }, ROOT_SERVER_TRACKED, before, after, author);
+  await trackChanges(tx, { model_name: 'svc.root.server', rec_id: id }, rootServerModel.tracked, before, after, author);
   return after;
 }
 

@@ -4,7 +4,7 @@
 // and cancel (they change the server's life cycle), install/remove_code_server (long, destructive
 // or download from the internet), open_code_server (answers a URL nobody would read).
 import type { AppContext } from '../context.js';
-import type { WebhookMethodTable } from '../webhooks/webhook-methods.js';
+import type { WebhookMethodTable } from '../core/webhook-methods.js';
 import { createRootServerService } from './root-server-service.js';
 
 export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {

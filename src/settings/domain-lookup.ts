@@ -8,9 +8,8 @@ import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.js';
 import { UserError, ValidationError } from '../core/errors.js';
 import { OutboundError, type OutboundTarget } from '../core/outbound-http.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { writeActionLog } from '../core/action-log.js';
 import type { DnsResolver } from '../generated/prisma/enums.js';
-import { SETTINGS_MODEL } from './settings-service.js';
 
 export interface DomainLookupResult {
   domain: string;
@@ -24,7 +23,7 @@ export interface DomainLookupResult {
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 /** The domain in ASCII (IDN converted), or a ValidationError. */
-export function normalizeDomain(input: string): string {
+function normalizeDomain(input: string): string {
   const ascii = domainToASCII(input.trim().replace(/\.$/, '')).toLowerCase();
   if (!ascii || ascii.length > 253 || !ascii.split('.').every((l) => LABEL.test(l))) {
     throw new ValidationError(`"${input}" is not a domain name`, [{ field: 'domain', message: 'not a domain name' }]);
@@ -64,7 +63,9 @@ export function createDomainLookup(ctx: Pick<AppContext, 'db' | 'config'>) {
     }
     const r = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
     r.setServers(servers);
-    const [v4, v6] = await withTimeout(Promise.all([records(r.resolve4(domain)), records(r.resolve6(domain))]), timeoutMs, () => r.cancel());
+    const [v4, v6] = await withTimeout(Promise.all([records(r.resolve4(domain)), records(r.resolve6(domain))]), timeoutMs, () =>
+      r.cancel(),
+    );
     return [...v4, ...v6];
   }
 
@@ -81,10 +82,11 @@ export function createDomainLookup(ctx: Pick<AppContext, 'db' | 'config'>) {
     async lookup(input: string, target: Partial<OutboundTarget> = {}): Promise<DomainLookupResult> {
       const domain = normalizeDomain(input);
       const { dns_resolver: resolver } = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
-      const servers = resolver === 'cloudflare' ? config.DNS_CLOUDFLARE_SERVERS : resolver === 'google' ? config.DNS_GOOGLE_SERVERS : ['system'];
+      const servers =
+        resolver === 'cloudflare' ? config.DNS_CLOUDFLARE_SERVERS : resolver === 'google' ? config.DNS_GOOGLE_SERVERS : ['system'];
       const what = `DNS lookup of ${domain} via ${resolver} (${servers.join(', ')})`;
       const log = {
-        model_name: target.model_name ?? SETTINGS_MODEL,
+        model_name: target.model_name ?? 'svc.settings',
         rec_id: target.rec_id ?? 1,
         user_id: target.user_id ?? null,
         job_id: target.job_id ?? null,

@@ -6,13 +6,15 @@
 // (the next rotation moves it on).
 import type { Db } from '../core/db.js';
 import type { SecretBox } from '../core/crypto.js';
-import { SECRET_COLUMNS } from '../core/secret-fields.js';
 
 export interface RotationResult {
   key_version: number;
   reencrypted: number;
   retired_versions: number[];
 }
+
+/** Secret columns by table: the models' `secrets` (registry.models.secretColumns()). */
+export type SecretColumns = Record<string, readonly string[]>;
 
 export interface RotationOptions {
   batchSize?: number;
@@ -21,15 +23,16 @@ export interface RotationOptions {
 }
 
 export async function rotateEncryptionKey(
-  db: Db,
-  box: SecretBox,
+  deps: { db: Db; box: SecretBox },
+  secretColumns: SecretColumns,
   { batchSize = 200, afterBatch }: RotationOptions = {},
 ): Promise<RotationResult> {
+  const { db, box } = deps;
   const version = await box.createKey();
   const prefix = `v${version}:`;
   let reencrypted = 0;
 
-  for (const [table, columns] of Object.entries(SECRET_COLUMNS)) {
+  for (const [table, columns] of Object.entries(secretColumns)) {
     for (const column of columns) {
       for (;;) {
         const rows = await db.$queryRawUnsafe<{ id: number; value: string }[]>(
@@ -53,13 +56,13 @@ export async function rotateEncryptionKey(
     }
   }
 
-  return { key_version: version, reencrypted, retired_versions: await retireUnusedKeys(db, version) };
+  return { key_version: version, reencrypted, retired_versions: await retireUnusedKeys(db, secretColumns, version) };
 }
 
 /** Retires every key older than `current` that no stored ciphertext names any more. */
-async function retireUnusedKeys(db: Db, current: number): Promise<number[]> {
+async function retireUnusedKeys(db: Db, secretColumns: SecretColumns, current: number): Promise<number[]> {
   const inUse = new Set<number>([current]);
-  for (const [table, columns] of Object.entries(SECRET_COLUMNS)) {
+  for (const [table, columns] of Object.entries(secretColumns)) {
     for (const column of columns) {
       const rows = await db.$queryRawUnsafe<{ value: string }[]>(
         `SELECT DISTINCT split_part("${column}", ':', 1) AS value FROM "${table}" WHERE "${column}" IS NOT NULL`,

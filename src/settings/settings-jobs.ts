@@ -1,25 +1,29 @@
+// Settings jobs: key rotation (spec §2.13), an idempotent maintenance job run again after a crash.
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { writeActionLog } from '../core/action-log.js';
+import { publicJobId } from '../core/queue.js';
+import { featureJobs, type Registry } from '../feature.js';
 import { rotateEncryptionKey } from './key-rotation.js';
-import { SETTINGS_MODEL } from './settings-service.js';
+import { settingsJobs } from './settings-job-specs.js';
 
-export function createSettingsJobs(ctx: AppContext): Pick<JobHandlers, 'rotate_encryption_key'> {
-  return {
+export const settingsJobHandlers = featureJobs(
+  settingsJobs,
+  (ctx: AppContext, registry: Registry) => ({
     async rotate_encryption_key(payload, job) {
-      const result = await rotateEncryptionKey(ctx.db, ctx.box, {
+      const result = await rotateEncryptionKey(ctx, registry.models.secretColumns(), {
         afterBatch: (reencrypted) => job.updateProgress({ reencrypted }),
       });
       await writeActionLog(ctx.db, {
-        model_name: SETTINGS_MODEL,
+        model_name: 'svc.settings',
         rec_id: 1,
         action_type: 'settings',
         input_text: 'rotate_encryption_key',
         output_text: JSON.stringify(result),
         user_id: payload.user_id,
-        job_id: `${job.queueName}-${job.id}`,
+        job_id: publicJobId(job.queueName, job.id!),
       });
       return result;
     },
-  };
-}
+  }),
+  {},
+);

@@ -1,12 +1,11 @@
 // Settings singleton (spec §2.13, row id 1 created by the first migration).
-import type { Db } from '../core/db.js';
+import type { AppContext } from '../context.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { trackChanges, type Author } from '../chatter/chatter-service.js';
+import { trackChanges, type Author } from '../core/chatter.js';
+import { settingsModel } from './settings-models.js';
 
-export const SETTINGS_MODEL = 'svc.settings';
-const TRACKED = ['keep_root_server_log_period', 'dns_resolver', 'webhook_call_log_days'] as const;
-
-export function createSettingsService(db: Db) {
+export function createSettingsService(ctx: Pick<AppContext, 'db'>) {
+  const { db } = ctx;
   return {
     get() {
       return db.settings.findUniqueOrThrow({ where: { id: 1 } });
@@ -15,7 +14,7 @@ export function createSettingsService(db: Db) {
       return db.$transaction(async (tx) => {
         const before = await tx.settings.findUniqueOrThrow({ where: { id: 1 } });
         const after = await tx.settings.update({ where: { id: 1 }, data });
-        await trackChanges(tx, { model_name: SETTINGS_MODEL, rec_id: 1 }, TRACKED, before, after, author);
+        await trackChanges(tx, { model_name: settingsModel.name, rec_id: 1 }, settingsModel.tracked, before, after, author);
         return after;
       });
     },

@@ -2,18 +2,16 @@
 // PostgreSQL server with CREATE DATABASE <database_name> TEMPLATE <template_db_name>. The state
 // goes deploying → running, or failed with the error in the chatter; both outcomes are written
 // to the action log, and a failure is also posted on the trial request(s) the subscription came from.
+// A trial that is running for the first time gets its trial_ready mail at once (and again from the
+// lifecycle run if the delivery failed).
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
-import { authorOfUser, postMessage } from '../chatter/chatter-service.js';
+import type { DbTx } from '../core/db.js';
+import { startActionLog, writeActionLog, type ActionLogStep } from '../core/action-log.js';
+import { authorOfUser, postMessage, type Author, type RecordRef } from '../core/chatter.js';
 import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
-import {
-  assertState,
-  DEPLOYABLE_STATES,
-  lockSubscription,
-  setSubscriptionState,
-  SUBSCRIPTION_MODEL,
-} from './subscription-service.js';
+import { createLifecycleMail } from './subscription-mail.js';
+import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState } from './subscription-service.js';
 
 export interface DeploymentResult {
   subscription_id: number;
@@ -22,16 +20,15 @@ export interface DeploymentResult {
   postgresql_server_id: number;
 }
 
-const TRIAL_REQUEST_MODEL = 'svc.subscription.trial.request';
 const CREATE_DATABASE_TIMEOUT = '15min';
 
 export async function deploySubscription(
-  ctx: Pick<AppContext, 'db' | 'box'>,
+  ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>,
   subscriptionId: number,
   who: { userId: number | null; jobId: string | null },
 ): Promise<DeploymentResult> {
   const author = await authorOfUser(ctx.db, who.userId);
-  const ref = { model_name: SUBSCRIPTION_MODEL, rec_id: subscriptionId };
+  const ref: RecordRef = { model_name: 'svc.subscription', rec_id: subscriptionId };
 
   // Claim: only one deployment at a time, and only from a deployable state.
   const sub = await ctx.db.$transaction(async (tx) => {
@@ -43,6 +40,7 @@ export async function deploySubscription(
   });
   const databaseName = sub.database_name!;
   let statement = `CREATE DATABASE ${quoteIdent(databaseName)}`;
+  let step: ActionLogStep | null = null;
 
   try {
     const template = sub.database_template_id
@@ -52,6 +50,14 @@ export async function deploySubscription(
     const server = template.postgresql_server;
     statement = `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)}`;
 
+    // Written before the statement runs, so a worker that dies during the copy leaves a trace.
+    step = await startActionLog(ctx.db, {
+      ...ref,
+      action_type: 'deployment',
+      input_text: `${statement} -- on ${server.ip}:${server.port}`,
+      user_id: who.userId,
+      job_id: who.jobId,
+    });
     const { client } = await connectPostgresqlServer(ctx.box, server);
     try {
       // Copying a large template takes longer than an ordinary statement may.
@@ -68,48 +74,69 @@ export async function deploySubscription(
       postgresql_server_id: server.id,
     };
     await ctx.db.$transaction(async (tx) => {
-      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author);
+      // A database made again (after a drop) starts open and unsuspended.
+      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author, {
+        database_dropped_at: null,
+        suspended_at: null,
+        suspend_reason: null,
+      });
       await postMessage(tx, {
         ...ref,
         body: `Database ${databaseName} created from template ${template.template_db_name} on ${server.ip}:${server.port}.`,
         message_type: 'notification',
         author,
       });
-      await writeActionLog(tx, {
-        ...ref,
-        action_type: 'deployment',
-        input_text: `${statement} -- on ${server.ip}:${server.port}`,
-        output_text: 'Database created',
-        user_id: who.userId,
-        job_id: who.jobId,
-      });
+      await step!.finish('success', 'Database created', tx);
     });
+    // The deployment is done whatever the mail does (a failure is in the chatter, and retried).
+    await createLifecycleMail(ctx)
+      .sendDue({ subscriptionId: sub.id, mails: ['trial_ready'] })
+      .catch((err) => ctx.log.warn({ err, subscription_id: sub.id }, 'trial_ready mail not sent'));
     return result;
   } catch (err) {
     const message = (err as Error).message;
     await ctx.db.$transaction(async (tx) => {
-      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'failed', author);
-      await postMessage(tx, { ...ref, body: `Deployment failed: ${message}`, message_type: 'notification', subtype_xmlid: 'mail.mt_alert', author });
-      await writeActionLog(tx, {
+      await markDeploymentFailed(tx, sub.id, message, author);
+      await postMessage(tx, {
         ...ref,
-        action_type: 'deployment',
-        status: 'failure',
-        input_text: statement,
-        output_text: message,
-        user_id: who.userId,
-        job_id: who.jobId,
+        body: `Deployment failed: ${message}`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+        author,
       });
-      const requests = await tx.trialRequest.findMany({ where: { subscription_id: sub.id }, select: { id: true } });
-      for (const r of requests) {
-        await postMessage(tx, {
-          model_name: TRIAL_REQUEST_MODEL,
-          rec_id: r.id,
-          body: `Deployment of subscription ${sub.id} failed: ${message}`,
-          message_type: 'notification',
-          subtype_xmlid: 'mail.mt_alert',
+      if (step) await step.finish('failure', message, tx);
+      else {
+        await writeActionLog(tx, {
+          ...ref,
+          action_type: 'deployment',
+          status: 'failure',
+          input_text: statement,
+          output_text: message,
+          user_id: who.userId,
+          job_id: who.jobId,
         });
       }
     });
     throw err;
+  }
+}
+
+/**
+ * A deployment that did not end: the subscription goes `failed` (from `deploying` only) and the
+ * trial request(s) it came from are told. Used on an error and when the job was interrupted.
+ */
+export async function markDeploymentFailed(tx: DbTx, subscriptionId: number, message: string, author: Author | null) {
+  const sub = await lockSubscription(tx, subscriptionId);
+  if (sub.state !== 'deploying') return;
+  await setSubscriptionState(tx, sub, 'failed', author);
+  const requests = await tx.trialRequest.findMany({ where: { subscription_id: sub.id }, select: { id: true } });
+  for (const r of requests) {
+    await postMessage(tx, {
+      model_name: 'svc.subscription.trial.request',
+      rec_id: r.id,
+      body: `Deployment of subscription ${sub.id} failed: ${message}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+    });
   }
 }

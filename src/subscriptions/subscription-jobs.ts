@@ -1,10 +1,56 @@
+// Subscription jobs: the deployment of the customer database, its backups, restores and drop, and
+// the trial lifecycle run (every 5 minutes, a BullMQ job scheduler: one run per interval across
+// every worker process).
+import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
-import { deploySubscription } from './subscription-deployment.js';
+import type { DbTx } from '../core/db.js';
+import { publicJobId } from '../core/queue.js';
+import { featureJobs } from '../feature.js';
+import { INTERRUPTED } from '../jobs/job-interruption.js';
+import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
+import { subscriptionJobs } from './subscription-job-specs.js';
+import { runTrialLifecycle } from './subscription-lifecycle.js';
+import { createDatabaseOperations } from './subscription-operations.js';
 
-export function createSubscriptionJobs(ctx: AppContext): Pick<JobHandlers, 'deploy_subscription'> {
-  return {
-    deploy_subscription: (payload, job) =>
-      deploySubscription(ctx, payload.subscription_id, { userId: payload.user_id, jobId: `${job.queueName}-${job.id}` }),
-  };
+export const TRIAL_LIFECYCLE_EVERY_MS = 5 * 60_000;
+
+const who = (payload: { user_id: number | null }, job: Job) => ({ userId: payload.user_id, jobId: publicJobId(job.queueName, job.id!) });
+const onSubscription = (p: { subscription_id: number }) => ({ model_name: 'svc.subscription' as const, rec_id: p.subscription_id });
+const releaseOperation = (tx: DbTx, p: { subscription_id: number }, jobId: string, ctx: AppContext) =>
+  createDatabaseOperations(ctx).interrupted.operation(tx, p.subscription_id, jobId);
+
+export const subscriptionJobHandlers = featureJobs(
+  subscriptionJobs,
+  (ctx) => {
+    const operations = createDatabaseOperations(ctx);
+    return {
+      deploy_subscription: (payload, job) => deploySubscription(ctx, payload.subscription_id, who(payload, job)),
+      backup_subscription: (payload, job) => operations.backup(payload.subscription_id, who(payload, job)),
+      restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, who(payload, job)),
+      drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, who(payload, job)),
+      trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, who(payload, job)),
+    };
+  },
+  {
+    // Not run again (the database may exist): the subscription goes failed, as a failed deployment does.
+    deploy_subscription: {
+      record: onSubscription,
+      action_type: 'deployment',
+      onInterrupted: (tx, payload) => markDeploymentFailed(tx, payload.subscription_id, INTERRUPTED, null),
+    },
+    // Not run again (a backup or restore may be under way on the backup server): the claim ends.
+    backup_subscription: { record: onSubscription, action_type: 'database', onInterrupted: releaseOperation },
+    restore_subscription: { record: onSubscription, action_type: 'database', onInterrupted: releaseOperation },
+    // PostgreSQL is asked whether the database is still there: cancelled if it is gone, unchanged if not.
+    drop_subscription_database: {
+      record: onSubscription,
+      action_type: 'database',
+      onInterrupted: (tx, payload, jobId, ctx) => createDatabaseOperations(ctx).interrupted.drop(tx, payload.subscription_id, jobId),
+    },
+  },
+);
+
+/** The lifecycle run every 5 minutes (idempotent: upserting the scheduler at every worker start is safe). */
+export async function registerSubscriptionSchedules(ctx: AppContext) {
+  await ctx.queues.schedule('trial-lifecycle', { every: TRIAL_LIFECYCLE_EVERY_MS }, subscriptionJobs.trial_lifecycle, { user_id: null });
 }

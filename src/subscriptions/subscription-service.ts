@@ -1,33 +1,25 @@
-// Subscriptions (svc.subscription, DESIGN §6): the REST resource and the state methods.
-// States: draft → confirmed → deploying → running, with failed and cancelled. A state method
-// locks the row, checks the state it starts from and records the change in the chatter, so two
-// concurrent calls cannot both move the same subscription.
+// Subscriptions (svc.subscription, DESIGN §6, §9): the REST resource and the state methods.
+// States: draft → confirmed → deploying → running ⇄ suspended, with failed and cancelled. A state
+// method locks the row, checks the state it starts from and records the change in the chatter, so
+// two concurrent calls cannot both move the same subscription. While a remote operation (backup,
+// restore, drop_database) holds a subscription (`operation`), its state does not change.
 import type { AppContext } from '../context.js';
+import type { Config } from '../core/config.js';
 import type { DbTx } from '../core/db.js';
-import { ConflictError, NotFoundError } from '../core/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
-import { trackChanges, type Author } from '../chatter/chatter-service.js';
+import { trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription, TrialPackage } from '../generated/prisma/client.js';
 import type { SubscriptionState } from '../generated/prisma/enums.js';
+import { subscriptionJobs } from './subscription-job-specs.js';
+import { subscriptionModel } from './subscription-models.js';
 
 type Data = Record<string, unknown>;
 
-export const SUBSCRIPTION_MODEL = 'svc.subscription';
-export const SUBSCRIPTION_TRACKED = [
-  'name',
-  'partner_id',
-  'state',
-  'database_name',
-  'database_template_id',
-  'backup_server_id',
-  'trial_end_date',
-  'grace_end_date',
-] as const;
-
 /** The state methods and the states each may start from. */
-export const SUBSCRIPTION_TRANSITIONS = {
+const SUBSCRIPTION_TRANSITIONS = {
   confirm: { from: ['draft'], to: 'confirmed' },
-  cancel: { from: ['draft', 'confirmed', 'running', 'failed'], to: 'cancelled' },
+  cancel: { from: ['draft', 'confirmed', 'running', 'suspended', 'failed'], to: 'cancelled' },
   reset_to_draft: { from: ['cancelled', 'failed'], to: 'draft' },
 } as const satisfies Record<string, { from: readonly SubscriptionState[]; to: SubscriptionState }>;
 export type SubscriptionTransition = keyof typeof SUBSCRIPTION_TRANSITIONS;
@@ -50,10 +42,34 @@ export function assertState(sub: Subscription, allowed: readonly SubscriptionSta
   }
 }
 
+/** No other remote operation may start, and the state may not change, while one holds the subscription. */
+export function assertIdle(sub: Subscription, action: string) {
+  if (sub.operation) {
+    throw new ConflictError(
+      `Subscription ${sub.id} is ${sub.state} with ${sub.operation} running (job ${sub.operation_job_id}); ${action} must wait until it ends`,
+    );
+  }
+}
+
+/** The address of the customer's instance (SUBSCRIPTION_URL); null without a database. */
+export function subscriptionUrl(
+  config: Pick<Config, 'SUBSCRIPTION_URL'>,
+  sub: { database_name: string | null; database_dropped_at: unknown },
+) {
+  if (!sub.database_name || sub.database_dropped_at) return null;
+  return config.SUBSCRIPTION_URL.replaceAll('{database_name}', sub.database_name);
+}
+
 /** Moves a subscription to a new state inside `tx`, tracked in its chatter. */
-export async function setSubscriptionState(tx: DbTx, before: Subscription, state: SubscriptionState, author: Author | null, extra: Data = {}) {
+export async function setSubscriptionState(
+  tx: DbTx,
+  before: Subscription,
+  state: SubscriptionState,
+  author: Author | null,
+  extra: Data = {},
+) {
   const after = await tx.subscription.update({ where: { id: before.id }, data: { ...extra, state } });
-  await trackChanges(tx, { model_name: SUBSCRIPTION_MODEL, rec_id: before.id }, SUBSCRIPTION_TRACKED, before, after, author);
+  await trackChanges(tx, { model_name: 'svc.subscription', rec_id: before.id }, subscriptionModel.tracked, before, after, author);
   return after;
 }
 
@@ -62,11 +78,12 @@ export async function transitionSubscription(tx: DbTx, id: number, action: Subsc
   const { from, to } = SUBSCRIPTION_TRANSITIONS[action];
   const before = await lockSubscription(tx, id);
   assertState(before, from, action);
+  assertIdle(before, action);
   return setSubscriptionState(tx, before, to, author);
 }
 
 /** A database name PostgreSQL accepts unquoted: company slug and subscription id. */
-export function databaseNameFor(companyName: string, id: number): string {
+function databaseNameFor(companyName: string, id: number): string {
   const slug = companyName
     .normalize('NFKD')
     .toLowerCase()
@@ -111,29 +128,57 @@ export async function createTrialSubscription(
     where: { id: created.id },
     data: { database_name: databaseNameFor(input.companyName, created.id) },
   });
-  await trackChanges(tx, { model_name: SUBSCRIPTION_MODEL, rec_id: created.id }, SUBSCRIPTION_TRACKED, null, named, input.author);
+  await trackChanges(tx, { model_name: 'svc.subscription', rec_id: created.id }, subscriptionModel.tracked, null, named, input.author);
   return setSubscriptionState(tx, named, 'confirmed', input.author);
 }
 
-export type SubscriptionService = ReturnType<typeof createSubscriptionService>;
+/** A date as stored (Date) or as sent (ISO string), in milliseconds; null when unset. */
+const time = (v: unknown) => (v === null || v === undefined ? null : v instanceof Date ? v.getTime() : Date.parse(String(v)));
 
-export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues'>) {
-  const records = createRecordService(ctx.db, ctx.box, { modelName: SUBSCRIPTION_MODEL, tracked: SUBSCRIPTION_TRACKED });
+export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'config'>) {
+  const records = createRecordService(ctx, subscriptionModel);
+  /** The answer: the row and the instance's address. */
+  const withUrl = (out: Data) => ({
+    ...out,
+    url: subscriptionUrl(ctx.config, out as { database_name: string | null; database_dropped_at: unknown }),
+  });
+  const view = (row: Subscription) => withUrl(records.toOutput(row));
 
   const run = (id: number, action: SubscriptionTransition, author: Author | null) =>
-    ctx.db.$transaction((tx) => transitionSubscription(tx, id, action, author)).then(records.toOutput);
+    ctx.db.$transaction((tx) => transitionSubscription(tx, id, action, author)).then(view);
 
   return {
     ...records,
+    view,
+    async list(query: Parameters<typeof records.list>[0]) {
+      const page = await records.list(query);
+      return { ...page, items: page.items.map(withUrl) };
+    },
+    get: async (id: number) => withUrl(await records.get(id)),
+    create: async (data: Data, author: Author | null) => withUrl(await records.create(data, author)),
 
+    /** PATCH under the row lock: the lifecycle claims rows with conditional updates meanwhile. */
     async update(id: number, data: Data, author: Author | null = null) {
-      if ('database_name' in data) {
-        const current = await records.getRow(id);
-        if (current.database_name !== data.database_name && DATABASE_BOUND_STATES.includes(current.state as SubscriptionState)) {
-          throw new ConflictError(`The database name cannot change while the subscription is ${String(current.state)}`);
+      const row = await ctx.db.$transaction(async (tx) => {
+        const before = await lockSubscription(tx, id);
+        if ('database_name' in data && before.database_name !== data.database_name && DATABASE_BOUND_STATES.includes(before.state)) {
+          throw new ConflictError(`The database name cannot change while the subscription is ${before.state}`);
         }
-      }
-      return records.update(id, data, author);
+        const next: Data = { ...data };
+        // A new trial end gets its own reminder.
+        if ('trial_end_date' in data && time(before.trial_end_date) !== time(data.trial_end_date)) next.trial_reminder_sent_at = null;
+        const trialEnd = time('trial_end_date' in data ? data.trial_end_date : before.trial_end_date);
+        const graceEnd = time('grace_end_date' in data ? data.grace_end_date : before.grace_end_date);
+        if (trialEnd !== null && graceEnd !== null && graceEnd < trialEnd) {
+          throw new ValidationError('grace_end_date cannot be before trial_end_date', [
+            { field: 'grace_end_date', message: 'must not be before trial_end_date' },
+          ]);
+        }
+        const after = await tx.subscription.update({ where: { id }, data: next });
+        await trackChanges(tx, { model_name: 'svc.subscription', rec_id: id }, subscriptionModel.tracked, before, after, author);
+        return after;
+      });
+      return view(row);
     },
 
     confirm: (id: number, author: Author | null) => run(id, 'confirm', author),
@@ -145,7 +190,7 @@ export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | '
       const sub = await ctx.db.subscription.findUnique({ where: { id } });
       if (!sub) throw new NotFoundError('Subscription');
       assertState(sub, DEPLOYABLE_STATES, 'deploy');
-      return ctx.queues.enqueue('deploy_subscription', { subscription_id: id, user_id: userId });
+      return ctx.queues.enqueue(subscriptionJobs.deploy_subscription, { subscription_id: id, user_id: userId });
     },
   };
 }

@@ -8,12 +8,10 @@
 // is derived from the master key file with HKDF, which every process shares.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const CSRF_COOKIE = 'svc_trial_csrf';
+const CSRF_COOKIE = 'svc_trial_csrf';
 export const CSRF_FIELD = '_csrf';
 const TOKEN_TTL_SECONDS = 2 * 3600;
 const NONCE = /^[A-Za-z0-9_-]{43}$/;
-
-export type TrialCsrf = ReturnType<typeof createTrialCsrf>;
 
 export function createTrialCsrf(key: Buffer, opts: { secureCookie: boolean; path: string }) {
   const mac = (nonce: string, expiry: number) => createHmac('sha256', key).update(`${nonce}.${expiry}`).digest();

@@ -1,11 +1,13 @@
-import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
+// Trial jobs: the processing of a trial request (Auto Run Subscription).
+import { authorOfUser } from '../core/chatter.js';
 import { ConflictError } from '../core/errors.js';
-import { authorOfUser } from '../chatter/chatter-service.js';
+import { featureJobs } from '../feature.js';
+import { trialJobs } from './trial-job-specs.js';
 import { processTrialRequest } from './trial-processing.js';
 
-export function createTrialJobs(ctx: AppContext): Pick<JobHandlers, 'process_trial_request'> {
-  return {
+export const trialJobHandlers = featureJobs(
+  trialJobs,
+  (ctx) => ({
     async process_trial_request(payload) {
       try {
         return await processTrialRequest(ctx, payload.trial_request_id, await authorOfUser(ctx.db, payload.user_id));
@@ -15,5 +17,6 @@ export function createTrialJobs(ctx: AppContext): Pick<JobHandlers, 'process_tri
         throw err;
       }
     },
-  };
-}
+  }),
+  {},
+);

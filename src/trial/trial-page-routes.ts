@@ -7,11 +7,37 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { AppContext } from '../context.js';
 import { clientIp } from '../core/http/client-ip.js';
+import { registerPageSecurityHeaders } from '../core/http/page-headers.js';
+import type { RouteDocs } from '../core/http/openapi.js';
+import { z } from 'zod';
 import { createTrialCsrf, CSRF_FIELD } from './trial-csrf.js';
 import { createTrialVerificationService, type CodeEntry, type SignupField } from './trial-verification-service.js';
 
 const VIEWS = path.resolve(fileURLToPath(new URL('../../views', import.meta.url)));
 const FORM_PATH = '/saas/trial';
+
+/** The trial form as a browser posts it (for the API docs; the service validates it). */
+const signupFormDocs = z
+  .object({
+    _csrf: z.string().describe('The hidden field of the form page'),
+    contact_name: z.string(),
+    company_name: z.string(),
+    email: z.email(),
+    mobile: z.string(),
+    company_size: z.enum(['1-5', '6-10', '11-30', '30-100', '100+']),
+    trial_package_id: z.string().describe('A trial package id'),
+  })
+  .meta({
+    example: {
+      _csrf: '<from the form page>',
+      contact_name: 'Jane Doe',
+      company_name: 'Acme GmbH',
+      email: 'jane@acme.example',
+      mobile: '+49 170 1234567',
+      company_size: '6-10',
+      trial_package_id: '1',
+    },
+  });
 
 type Body = Record<string, unknown>;
 
@@ -31,6 +57,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
 
   await parent.register(async (app) => {
     await app.register(view, { engine: { eta: new Eta() }, root: VIEWS, layout: 'layout.eta', production: true });
+    registerPageSecurityHeaders(app, path.join(VIEWS, 'layout.eta'));
 
     /** The visitor's CSRF nonce, set as a cookie on first sight. */
     function nonceFor(req: FastifyRequest, reply: FastifyReply): string {
@@ -54,12 +81,13 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
         startAgain: page.startAgain === false ? null : (page.startAgain ?? FORM_PATH),
       });
 
-    const codePage = (req: FastifyRequest, reply: FastifyReply, status: number, entry: CodeEntry, extra: { error?: string; notice?: string } = {}) =>
-      render(req, reply, status, 'code', { title: 'Enter your code', ...entry, ...extra });
-
-    async function activePackages() {
-      return ctx.db.trialPackage.findMany({ where: { active: true }, orderBy: { name: 'asc' }, select: { id: true, name: true } });
-    }
+    const codePage = (
+      req: FastifyRequest,
+      reply: FastifyReply,
+      status: number,
+      entry: CodeEntry,
+      extra: { error?: string; notice?: string } = {},
+    ) => render(req, reply, status, 'code', { title: 'Enter your code', ...entry, ...extra });
 
     /** POSTs must carry the hidden field that matches the cookie; otherwise nothing is done. */
     async function csrfRefused(req: FastifyRequest, reply: FastifyReply): Promise<boolean> {
@@ -81,14 +109,29 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       });
     });
 
-    const config = { group: 'public' as const };
+    /** A public page's route options: its OpenAPI (the form is validated by the service, not a schema). */
+    const page = (name: string, summary: string, docs: RouteDocs) => ({
+      schema: { tags: ['trial pages'], operationId: `trialPages.${name}`, summary },
+      config: { group: 'public' as const, openapi: { produces: 'text/html', ...docs } },
+    });
+    const FORM = 'application/x-www-form-urlencoded';
 
-    app.get(FORM_PATH, { config }, async (req, reply) =>
-      render(req, reply, 200, 'form', { title: 'Start your free trial', heading: 'Start your free trial', packages: await activePackages() }),
+    app.get(
+      FORM_PATH,
+      page('form', 'The trial form', { responses: { 200: 'The form, with every active trial package' } }),
+      async (req, reply) =>
+        render(req, reply, 200, 'form', {
+          title: 'Start your free trial',
+          heading: 'Start your free trial',
+          packages: await service.activePackages(),
+        }),
     );
 
-    app.get<{ Params: { url_string: string } }>(`${FORM_PATH}/:url_string`, { config }, async (req, reply) => {
-      const pkg = await ctx.db.trialPackage.findFirst({ where: { url_string: req.params.url_string, active: true } });
+    const packageForm = page('packageForm', 'The trial form of one package', {
+      responses: { 200: 'The form of the package whose url_string this is', 404: 'No active package at this address' },
+    });
+    app.get<{ Params: { url_string: string } }>(`${FORM_PATH}/:url_string`, packageForm, async (req, reply) => {
+      const pkg = await service.packageAt(req.params.url_string);
       if (!pkg) return message(req, reply, 404, { title: 'Trial not found', message: 'There is no trial at this address.' });
       return render(req, reply, 200, 'form', {
         title: `Start your ${pkg.name} trial`,
@@ -98,7 +141,18 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       });
     });
 
-    app.post(`${FORM_PATH}/submit`, { config }, async (req, reply) => {
+    const submitDocs = page('submit', 'Submit the trial form', {
+      body: signupFormDocs,
+      consumes: FORM,
+      responses: {
+        200: 'The code entry page: a 6-digit code was e-mailed',
+        400: 'The form again, with a message next to each wrong field',
+        403: 'The form was not sent from this site (CSRF field missing or stale)',
+        429: 'Too many codes for this address or network; try again in an hour',
+        502: 'The code could not be e-mailed',
+      },
+    });
+    app.post(`${FORM_PATH}/submit`, submitDocs, async (req, reply) => {
       if (await csrfRefused(req, reply)) return reply;
       const body = (req.body ?? {}) as Body;
       const outcome = await service.submit(body, clientIp(req));
@@ -106,7 +160,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
         case 'code_sent':
           return codePage(req, reply, 200, outcome);
         case 'invalid': {
-          const packages = await activePackages();
+          const packages = await service.activePackages();
           const fixed = body.package_fixed === '1' ? packages.find((p) => String(p.id) === String(body.trial_package_id)) : undefined;
           const values = Object.fromEntries(
             (['contact_name', 'company_name', 'email', 'mobile', 'company_size', 'trial_package_id'] satisfies SignupField[]).map((f) => [
@@ -123,15 +177,20 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
             values,
           });
         }
-        case 'rate_limited':
+        case 'rate_limited': {
           reply.header('Retry-After', String(outcome.retryAfterSeconds));
+          // Starting again now would only meet the same limit: say when it lifts instead.
+          const minutes = Math.max(1, Math.ceil(outcome.retryAfterSeconds / 60));
+          const when = `Please come back in ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}.`;
           return message(req, reply, 429, {
             title: 'Too many requests',
             message:
               outcome.reason === 'email'
-                ? 'Too many codes were requested for this e-mail address. Please try again in an hour.'
-                : 'Too many trial requests came from your network. Please try again in an hour.',
+                ? `Too many codes were requested for this e-mail address. ${when}`
+                : `Too many trial requests came from your network. ${when}`,
+            startAgain: false,
           });
+        }
         case 'mail_failed':
           return message(req, reply, 502, {
             title: 'The code could not be sent',
@@ -140,14 +199,36 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       }
     });
 
-    app.post(`${FORM_PATH}/verify`, { config }, async (req, reply) => {
+    const verifyDocs = page('verify', 'Enter the e-mailed code', {
+      body: z
+        .object({ _csrf: z.string(), token: z.string().describe('From the code entry page'), code: z.string().describe('6 digits') })
+        .meta({ example: { _csrf: '<from the page>', token: '<from the code entry page>', code: '123456' } }),
+      consumes: FORM,
+      responses: {
+        200: 'Confirmation: the trial request is created',
+        400: 'Wrong code (attempts left on the page) or not 6 digits',
+        404: 'No such verification',
+        409: 'This e-mail already has a trial of this package',
+        410: 'The code expired (resend offered) or the verification ended',
+        429: 'Too many wrong codes: the verification is cancelled',
+      },
+    });
+    app.post(`${FORM_PATH}/verify`, verifyDocs, async (req, reply) => {
       if (await csrfRefused(req, reply)) return reply;
       const outcome = await service.verify((req.body ?? {}) as Body);
       switch (outcome.kind) {
         case 'verified':
-          return render(req, reply, 200, 'confirmed', { title: 'Request received', packageName: outcome.packageName });
+          return render(req, reply, 200, 'confirmed', {
+            title: 'Request received',
+            packageName: outcome.packageName,
+            autoRun: outcome.autoRun,
+            maskedEmail: outcome.maskedEmail,
+          });
         case 'not_found':
-          return message(req, reply, 404, { title: 'Request not found', message: 'This verification does not exist. Please fill in the trial form again.' });
+          return message(req, reply, 404, {
+            title: 'Request not found',
+            message: 'This verification does not exist. Please fill in the trial form again.',
+          });
         case 'not_pending':
           return message(req, reply, 410, {
             title: 'This code can no longer be used',
@@ -176,20 +257,38 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
         case 'duplicate':
           return message(req, reply, 409, {
             title: 'You already have this trial',
-            message: 'A trial of this package was already requested with this e-mail address. We will contact you about it.',
+            message:
+              'This e-mail address has already requested a trial of this package, so no new one was made. When that trial is ready, ' +
+              'we send its address to this e-mail address: look for that e-mail (also in your spam folder).',
             startAgain: false,
           });
       }
     });
 
-    app.post(`${FORM_PATH}/resend`, { config }, async (req, reply) => {
+    const resendDocs = page('resend', 'Send a new code', {
+      body: z
+        .object({ _csrf: z.string(), token: z.string() })
+        .meta({ example: { _csrf: '<from the page>', token: '<from the code entry page>' } }),
+      consumes: FORM,
+      responses: {
+        200: 'The code entry page: a new code was e-mailed',
+        404: 'No such verification',
+        410: 'The verification ended',
+        429: 'Wait before asking again (Retry-After), or no more codes can be sent',
+        502: 'The code could not be e-mailed',
+      },
+    });
+    app.post(`${FORM_PATH}/resend`, resendDocs, async (req, reply) => {
       if (await csrfRefused(req, reply)) return reply;
       const outcome = await service.resend((req.body ?? {}) as Body);
       switch (outcome.kind) {
         case 'code_sent':
           return codePage(req, reply, 200, outcome, { notice: 'A new code is on its way. Only the newest code is valid.' });
         case 'not_found':
-          return message(req, reply, 404, { title: 'Request not found', message: 'This verification does not exist. Please fill in the trial form again.' });
+          return message(req, reply, 404, {
+            title: 'Request not found',
+            message: 'This verification does not exist. Please fill in the trial form again.',
+          });
         case 'not_pending':
           return message(req, reply, 410, {
             title: 'This request has ended',

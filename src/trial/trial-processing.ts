@@ -3,10 +3,11 @@
 // half-made) and the error is then posted in its chatter. The deployment is queued after commit.
 import type { AppContext } from '../context.js';
 import { AppError, ConflictError, NotFoundError, UserError } from '../core/errors.js';
-import { postMessage, type Author } from '../chatter/chatter-service.js';
+import { postMessage, type Author, type RecordRef } from '../core/chatter.js';
 import { findOrCreatePartner } from '../partners/partner-service.js';
-import { createTrialSubscription, SUBSCRIPTION_MODEL } from '../subscriptions/subscription-service.js';
-import { lockTrialRequest, trackTrialRequest, TRIAL_REQUEST_MODEL, trialRequestView } from './trial-request-service.js';
+import { createTrialSubscription } from '../subscriptions/subscription-service.js';
+import { subscriptionJobs } from '../subscriptions/subscription-job-specs.js';
+import { lockTrialRequest, trackTrialRequest, trialRequestView } from './trial-request-service.js';
 
 export interface ProcessingResult {
   trial_request: ReturnType<typeof trialRequestView>;
@@ -21,7 +22,7 @@ export async function processTrialRequest(
   id: number,
   author: Author | null,
 ): Promise<ProcessingResult> {
-  const ref = { model_name: TRIAL_REQUEST_MODEL, rec_id: id };
+  const ref: RecordRef = { model_name: 'svc.subscription.trial.request', rec_id: id };
   let outcome;
   try {
     outcome = await ctx.db.$transaction(async (tx) => {
@@ -68,17 +69,26 @@ export async function processTrialRequest(
     if (err instanceof ConflictError || err instanceof NotFoundError) throw err;
     const message = err instanceof AppError ? err.message : `Unexpected error: ${(err as Error).message}`;
     ctx.log.warn({ err, trial_request_id: id }, 'trial request processing failed');
-    await postMessage(ctx.db, { ...ref, body: `Processing failed: ${message}`, message_type: 'notification', subtype_xmlid: 'mail.mt_alert', author });
+    await postMessage(ctx.db, {
+      ...ref,
+      body: `Processing failed: ${message}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+      author,
+    });
     throw err;
   }
 
   let jobId: string | null = null;
   try {
-    jobId = await ctx.queues.enqueue('deploy_subscription', { subscription_id: outcome.subscription.id, user_id: author?.id ?? null });
+    jobId = await ctx.queues.enqueue(subscriptionJobs.deploy_subscription, {
+      subscription_id: outcome.subscription.id,
+      user_id: author?.id ?? null,
+    });
   } catch (err) {
     ctx.log.error({ err, subscription_id: outcome.subscription.id }, 'could not queue the deployment');
     const body = `The deployment could not be queued: ${(err as Error).message}. Use the subscription action deploy.`;
-    await postMessage(ctx.db, { model_name: SUBSCRIPTION_MODEL, rec_id: outcome.subscription.id, body, subtype_xmlid: 'mail.mt_alert' });
+    await postMessage(ctx.db, { model_name: 'svc.subscription', rec_id: outcome.subscription.id, body, subtype_xmlid: 'mail.mt_alert' });
     await postMessage(ctx.db, { ...ref, body, subtype_xmlid: 'mail.mt_alert' });
   }
   return {

@@ -4,13 +4,13 @@
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import { jsonSafe, listPage } from '../core/records.js';
-import { postMessage, trackChanges, type Author } from '../chatter/chatter-service.js';
+import { jsonSafe, type ListParams, listPage, searchWhere, sortOrder, uniqueConflict } from '../core/records.js';
+import { postMessage, trackChanges, type Author } from '../core/chatter.js';
 import { normalizeEmail } from '../partners/partner-service.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
 import type { CompanySize, TrialRequestState } from '../generated/prisma/enums.js';
-
-export const TRIAL_REQUEST_MODEL = 'svc.subscription.trial.request';
+import { trialJobs } from './trial-job-specs.js';
+import { trialRequestModel } from './trial-models.js';
 
 /** Company sizes as the spec and the API write them, and as the Prisma enum names them. */
 export const COMPANY_SIZES = ['1-5', '6-10', '11-30', '30-100', '100+'] as const;
@@ -23,20 +23,8 @@ const SIZE_TO_DB: Record<CompanySizeValue, CompanySize> = {
   '100+': 's100p',
 };
 const SIZE_FROM_DB = Object.fromEntries(Object.entries(SIZE_TO_DB).map(([k, v]) => [v, k])) as Record<CompanySize, CompanySizeValue>;
-export const companySizeToDb = (size: CompanySizeValue): CompanySize => SIZE_TO_DB[size];
+const companySizeToDb = (size: CompanySizeValue): CompanySize => SIZE_TO_DB[size];
 export const companySizeFromDb = (size: CompanySize): CompanySizeValue => SIZE_FROM_DB[size];
-
-const TRACKED = [
-  'name',
-  'company_name',
-  'email',
-  'mobile',
-  'company_size',
-  'trial_package_id',
-  'partner_id',
-  'subscription_id',
-  'state',
-] as const;
 
 /** The API representation: company size as the spec writes it, links to partner and subscription. */
 export function trialRequestView(row: TrialRequest) {
@@ -53,7 +41,14 @@ export function trialRequestView(row: TrialRequest) {
 /** Records tracked-field changes, with company sizes written as the spec writes them. */
 export function trackTrialRequest(tx: DbTx, before: TrialRequest | null, after: TrialRequest, author: Author | null) {
   const view = (r: TrialRequest) => ({ ...r, company_size: companySizeFromDb(r.company_size) });
-  return trackChanges(tx, { model_name: TRIAL_REQUEST_MODEL, rec_id: after.id }, TRACKED, before && view(before), view(after), author);
+  return trackChanges(
+    tx,
+    { model_name: 'svc.subscription.trial.request', rec_id: after.id },
+    trialRequestModel.tracked,
+    before && view(before),
+    view(after),
+    author,
+  );
 }
 
 export interface NewTrialRequest {
@@ -91,11 +86,11 @@ export async function queueAutoProcessing(ctx: Pick<AppContext, 'db' | 'queues' 
   const pkg = await ctx.db.trialPackage.findUnique({ where: { id: request.trial_package_id } });
   if (!pkg?.auto_run_subscription) return null;
   try {
-    return await ctx.queues.enqueue('process_trial_request', { trial_request_id: request.id, user_id: null });
+    return await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: request.id, user_id: null });
   } catch (err) {
     ctx.log.error({ err, trial_request_id: request.id }, 'could not queue trial request processing');
     await postMessage(ctx.db, {
-      model_name: TRIAL_REQUEST_MODEL,
+      model_name: 'svc.subscription.trial.request',
       rec_id: request.id,
       body: `Automatic processing could not be queued: ${(err as Error).message}. Use the action create_subscription.`,
       message_type: 'notification',
@@ -106,7 +101,7 @@ export async function queueAutoProcessing(ctx: Pick<AppContext, 'db' | 'queues' 
 }
 
 /** The state actions of spec §3.1 besides processing. */
-export const TRIAL_REQUEST_TRANSITIONS = {
+const TRIAL_REQUEST_TRANSITIONS = {
   cancel: { from: 'new', to: 'cancelled' },
   reset_to_new: { from: 'cancelled', to: 'new' },
 } as const satisfies Record<string, { from: TrialRequestState; to: TrialRequestState }>;
@@ -124,8 +119,6 @@ export async function transitionTrialRequest(tx: DbTx, id: number, action: Trial
 
 type Data = Record<string, unknown>;
 
-export type TrialRequestService = ReturnType<typeof createTrialRequestService>;
-
 export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' | 'log'>) {
   const { db } = ctx;
 
@@ -140,16 +133,28 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
   }
 
   return {
-    async list(query: { limit: number; offset: number } & Data) {
-      const { limit, offset, company_size, ...where } = query;
+    async list(query: ListParams & Data) {
+      const { limit, offset, sort, q, company_size, ...where } = query;
       if (company_size) where.company_size = companySizeToDb(company_size as CompanySizeValue);
-      return listPage(db.trialRequest, where, { limit, offset }, { view: trialRequestView });
+      return listPage(
+        db.trialRequest,
+        { ...where, ...searchWhere(trialRequestModel.search, q) },
+        { limit, offset },
+        { orderBy: sortOrder(sort), view: trialRequestView },
+      );
     },
 
     get: async (id: number) => trialRequestView(await getRow(id)),
 
     async create(data: Data, author: Author | null) {
-      const created = await db.$transaction((tx) => insertTrialRequest(tx, data as unknown as NewTrialRequest, author));
+      const request = data as unknown as NewTrialRequest;
+      const created = await db
+        .$transaction((tx) => insertTrialRequest(tx, request, author))
+        .catch(async (err) => {
+          // (email, trial package) is unique (spec §2.1): name the request that already has them.
+          const values = { email: normalizeEmail(request.email), trial_package_id: request.trial_package_id };
+          throw (await uniqueConflict(db, trialRequestModel, err, values)) ?? err;
+        });
       await queueAutoProcessing(ctx, created);
       return trialRequestView(created);
     },

@@ -5,12 +5,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
-import { idParams, listOf, listQuery, nullableTimestamp, timestamp } from '../core/http/schemas.js';
-import { jsonSafe, listPage } from '../core/records.js';
+import { idParams, listOf, listQueryOf, nullableTimestamp, queryId, timestamp } from '../core/http/schemas.js';
+import { jsonSafe, type ListParams, listPage, searchWhere, sortOrder } from '../core/records.js';
+import { trialVerificationModel } from './trial-models.js';
 import type { TrialVerification } from '../generated/prisma/client.js';
+import { TrialVerificationState } from '../generated/prisma/enums.js';
+import { operationId } from '../core/http/actions.js';
 import { COMPANY_SIZES, companySizeFromDb } from './trial-request-service.js';
-
-const VERIFICATION_STATES = ['pending', 'verified', 'cancelled'] as const;
 
 const trialVerification = z.object({
   id: z.number(),
@@ -24,7 +25,7 @@ const trialVerification = z.object({
   failed_attempts: z.number(),
   codes_sent: z.number(),
   last_code_sent: nullableTimestamp,
-  state: z.enum(VERIFICATION_STATES),
+  state: z.enum(TrialVerificationState),
   ip_address: z.string(),
   trial_request_id: z.number().nullable(),
   created_at: timestamp,
@@ -44,22 +45,34 @@ export function registerTrialVerificationRoutes(parent: FastifyInstance, ctx: Ap
     config: { group: 'user' },
     schema: {
       tags,
-      querystring: listQuery.extend({
-        state: z.enum(VERIFICATION_STATES).optional(),
-        email: z.string().trim().toLowerCase().optional(),
-        trial_package_id: z.coerce.number().int().optional(),
-      }),
+      operationId: operationId('/trial-verifications', 'list'),
+      summary: 'List trial verifications',
+      querystring: listQueryOf(
+        trialVerificationModel,
+        z.object({
+          state: z.enum(TrialVerificationState).optional(),
+          email: z.string().trim().toLowerCase().optional(),
+          trial_package_id: queryId.optional(),
+        }),
+      ),
       response: { 200: listOf(trialVerification) },
     },
     handler: async (req) => {
-      const { limit, offset, ...where } = req.query;
-      return listPage(ctx.db.trialVerification, where, { limit, offset }, { orderBy: { id: 'desc' }, view });
+      const { limit, offset, sort, q, ...where } = req.query as typeof req.query & ListParams;
+      const filter = { ...where, ...searchWhere(trialVerificationModel.search, q) };
+      return listPage(ctx.db.trialVerification, filter, { limit, offset }, { orderBy: sortOrder(sort, { id: 'desc' }), view });
     },
   });
 
   app.get('/api/v1/trial-verifications/:id', {
     config: { group: 'user' },
-    schema: { tags, params: idParams, response: { 200: trialVerification } },
+    schema: {
+      tags,
+      operationId: operationId('/trial-verifications', 'get'),
+      summary: 'Get a trial verification',
+      params: idParams,
+      response: { 200: trialVerification },
+    },
     handler: async (req) => {
       const row = await ctx.db.trialVerification.findUnique({ where: { id: req.params.id } });
       if (!row) throw new NotFoundError('Trial verification');

@@ -10,19 +10,13 @@ import type { Logger } from 'pino';
 import { isUniqueViolation, type Db, type DbTx } from '../core/db.js';
 import type { Mailer } from '../core/mail.js';
 import type { Queues } from '../core/queue.js';
-import { postMessage } from '../chatter/chatter-service.js';
+import { postMessage } from '../core/chatter.js';
 import { normalizeEmail } from '../partners/partner-service.js';
 import { trialOtpMail } from './trial-mail.js';
-import {
-  COMPANY_SIZES,
-  insertTrialRequest,
-  queueAutoProcessing,
-  TRIAL_REQUEST_MODEL,
-  type CompanySizeValue,
-} from './trial-request-service.js';
+import { COMPANY_SIZES, insertTrialRequest, queueAutoProcessing, type CompanySizeValue } from './trial-request-service.js';
 
 /** Spec §8. */
-export const TRIAL_LIMITS = {
+const TRIAL_LIMITS = {
   codeValidityMinutes: 10,
   maxFailedAttempts: 5,
   maxCodesSent: 3,
@@ -32,14 +26,16 @@ export const TRIAL_LIMITS = {
 } as const;
 
 /** The form of DESIGN §5; messages are shown next to the fields. */
-export const signupForm = z.object({
+const signupForm = z.object({
   contact_name: z.string({ error: 'Enter your name' }).trim().min(1, 'Enter your name').max(200, 'At most 200 characters'),
   company_name: z.string({ error: 'Enter your company name' }).trim().min(1, 'Enter your company name').max(200, 'At most 200 characters'),
   email: z.string({ error: 'Enter your e-mail address' }).trim().pipe(z.email('Enter a valid e-mail address').max(254)),
   mobile: z
     .string({ error: 'Enter your mobile number' })
     .trim()
-    .regex(/^\+?[0-9 ()./-]{5,30}$/, 'Enter a phone number (digits, spaces and + ( ) . / -)'),
+    .min(5, 'Enter at least 5 characters: digits, spaces and + ( ) . / -')
+    .max(30, 'At most 30 characters')
+    .regex(/^\+?[0-9 ()./-]+$/, 'Use only digits, spaces and + ( ) . / -'),
   company_size: z.enum(COMPANY_SIZES, { error: 'Choose your company size' }),
   trial_package_id: z.coerce.number({ error: 'Choose a trial package' }).int().positive('Choose a trial package'),
 });
@@ -62,7 +58,7 @@ export type SubmitOutcome =
   | { kind: 'mail_failed' };
 
 export type VerifyOutcome =
-  | { kind: 'verified'; trialRequestId: number; packageName: string }
+  | { kind: 'verified'; trialRequestId: number; packageName: string; autoRun: boolean; maskedEmail: string }
   | { kind: 'not_found' }
   | { kind: 'not_pending' }
   | ({ kind: 'malformed_code' } & CodeEntry)
@@ -79,14 +75,16 @@ export type ResendOutcome =
   | { kind: 'mail_failed' };
 
 /** `jane@example.com` → `j***@example.com`. */
-export function maskEmail(email: string): string {
+function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
   if (at < 1) return '***';
   return `${email[0]}***${email.slice(at)}`;
 }
 
-export function hashCode(accessToken: string, code: string): string {
-  return createHash('sha256').update(accessToken + code).digest('hex');
+function hashCode(accessToken: string, code: string): string {
+  return createHash('sha256')
+    .update(accessToken + code)
+    .digest('hex');
 }
 
 function codeMatches(accessToken: string, code: string, storedHash: string): boolean {
@@ -96,7 +94,7 @@ function codeMatches(accessToken: string, code: string, storedHash: string): boo
 }
 
 /** A 6-digit code from the CSPRNG (crypto.randomInt), leading zeros kept. */
-export function newCode(): string {
+function newCode(): string {
   return randomInt(0, 1_000_000).toString().padStart(6, '0');
 }
 
@@ -126,8 +124,6 @@ export interface TrialVerificationDeps {
   queues: Queues;
   log: Logger;
 }
-
-export type TrialVerificationService = ReturnType<typeof createTrialVerificationService>;
 
 export function createTrialVerificationService(deps: TrialVerificationDeps) {
   const { db, mailer, log } = deps;
@@ -254,7 +250,9 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
               where: { id: v.id },
               data: { failed_attempts: failed, ...(exhausted ? { state: 'cancelled' } : {}) },
             });
-            return exhausted ? { kind: 'attempts_exhausted' } : { kind: 'wrong_code', ...codeEntry(token, { ...v, failed_attempts: failed }) };
+            return exhausted
+              ? { kind: 'attempts_exhausted' }
+              : { kind: 'wrong_code', ...codeEntry(token, { ...v, failed_attempts: failed }) };
           }
 
           const request = await insertTrialRequest(
@@ -270,14 +268,23 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
             null,
           );
           await postMessage(tx, {
-            model_name: TRIAL_REQUEST_MODEL,
+            model_name: 'svc.subscription.trial.request',
             rec_id: request.id,
             body: `Created by the trial form after the e-mail address was verified (verification ${v.id}, from ${v.ip_address}).`,
             message_type: 'notification',
           });
           await tx.trialVerification.update({ where: { id: v.id }, data: { state: 'verified', trial_request_id: request.id } });
-          const pkg = await tx.trialPackage.findUniqueOrThrow({ where: { id: v.trial_package_id }, select: { name: true } });
-          return { kind: 'verified', trialRequestId: request.id, packageName: pkg.name };
+          const pkg = await tx.trialPackage.findUniqueOrThrow({
+            where: { id: v.trial_package_id },
+            select: { name: true, auto_run_subscription: true },
+          });
+          return {
+            kind: 'verified',
+            trialRequestId: request.id,
+            packageName: pkg.name,
+            autoRun: pkg.auto_run_subscription,
+            maskedEmail: maskEmail(v.email),
+          };
         });
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
@@ -292,6 +299,16 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
         await queueAutoProcessing(deps, request);
       }
       return outcome;
+    },
+
+    /** The packages the form offers. */
+    activePackages() {
+      return db.trialPackage.findMany({ where: { active: true }, orderBy: { name: 'asc' }, select: { id: true, name: true } });
+    },
+
+    /** The active package of a form address (/saas/trial/<url_string>), or null. */
+    packageAt(urlString: string) {
+      return db.trialPackage.findFirst({ where: { url_string: urlString, active: true } });
     },
 
     /** A fresh code for the same verification: at most 3 codes, 60 s apart. */
@@ -329,4 +346,3 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
     },
   };
 }
-

@@ -40,7 +40,12 @@ export async function createWebhookCache(pool: pg.Pool, databaseUrl: string, log
   }
 
   async function listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: databaseUrl, keepAlive: true, connectionTimeoutMillis: 10_000, application_name: 'svc-webhook-cache' });
+    const client = new pg.Client({
+      connectionString: databaseUrl,
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+      application_name: 'svc-webhook-cache',
+    });
     const lost = (err?: Error) => {
       if (listener !== client) return;
       listening = false;

@@ -6,7 +6,7 @@
 //
 // Speed (bench/webhook.ts). The webhook is found in a per-process cache kept exact by
 // LISTEN/NOTIFY (webhook-cache.ts); the call log is written in batches (webhook-call-log.ts).
-// A message is posted on a small pg pool of the endpoint's own (postMessageIfRecordExists: one
+// A message is posted on a small pg pool of the endpoint's own (webhook-message.ts: one
 // INSERT ... SELECT, atomic) at about three times the throughput of the same work through Prisma. A call without trigger nor message does nothing to
 // its record, so it does not read it (like the reference's browse(), which never fails).
 // A trigger_action runs in a Prisma interactive transaction, as the method registry's contract
@@ -21,12 +21,14 @@ import pg from 'pg';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { AppError } from '../core/errors.js';
-import { isModelName } from '../core/models.js';
-import { MESSAGE_TYPES, postMessage, postMessageIfRecordExists, SUBTYPES } from '../chatter/chatter-service.js';
+import { MessageType, postMessage, SUBTYPES } from '../core/chatter.js';
+import type { ModelName, ModelRegistry } from '../core/models.js';
 import { assertRecordExists } from './webhook-service.js';
-import { findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
-import type { WebhookCache, WebhookDefinition } from './webhook-cache.js';
-import type { WebhookCallLog } from './webhook-call-log.js';
+import { postMessageIfRecordExists } from './webhook-message.js';
+import { findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from '../core/webhook-methods.js';
+import type { Registry } from '../feature.js';
+import { createWebhookCache, type WebhookCache, type WebhookDefinition } from './webhook-cache.js';
+import { createWebhookCallLog, type WebhookCallLog } from './webhook-call-log.js';
 
 export const UNKNOWN_ERROR = { error: 'Unknown error SSB C/W42' } as const;
 const TOKEN = /^[0-9a-f]{64}$/;
@@ -35,8 +37,13 @@ const MAX_ERROR_SUMMARY = 300;
 
 /** The body: every field optional; other fields (e.g. a git host's push payload) are ignored. */
 const callBody = z.object({
-  message: z.string().max(MAX_MESSAGE).nullish(),
-  message_type: z.enum(MESSAGE_TYPES).nullish(),
+  // PostgreSQL text cannot hold U+0000: refused as bad input rather than failing the insert.
+  message: z
+    .string()
+    .max(MAX_MESSAGE)
+    .refine((v) => !v.includes('\u0000'), 'must not contain NUL characters')
+    .nullish(),
+  message_type: z.enum(MessageType).nullish(),
   subtype_xmlid: z.enum(SUBTYPES).nullish(),
 });
 
@@ -54,7 +61,7 @@ export interface WebhookCallAnswer {
 }
 
 /** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
-export function createWebhookPool(databaseUrl: string, max = 10): pg.Pool {
+function createWebhookPool(databaseUrl: string, max = 10): pg.Pool {
   return new pg.Pool({
     connectionString: databaseUrl,
     max,
@@ -66,7 +73,7 @@ export function createWebhookPool(databaseUrl: string, max = 10): pg.Pool {
 }
 
 /** Constant-time check of `sha256=<hex>` against HMAC-SHA256(secret, raw body). */
-export function signatureMatches(secret: string, rawBody: Buffer, header: string | string[] | undefined): boolean {
+function signatureMatches(secret: string, rawBody: Buffer, header: string | string[] | undefined): boolean {
   if (typeof header !== 'string') return false;
   const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim());
   if (!match) return false;
@@ -90,10 +97,11 @@ export interface WebhookCallDeps {
   cache: WebhookCache;
   callLog: WebhookCallLog;
   methods: WebhookMethodTable;
+  models: ModelRegistry;
 }
 
-export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, deps: WebhookCallDeps) {
-  const { pool, cache, callLog, methods } = deps;
+function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, deps: WebhookCallDeps) {
+  const { pool, cache, callLog, methods, models } = deps;
 
   async function run(hook: WebhookDefinition, req: WebhookCallRequest): Promise<void> {
     const raw = req.rawBody ?? Buffer.alloc(0);
@@ -114,28 +122,33 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
       throw new CallRefused(`Invalid body: ${issue.path.join('.') || 'body'}: ${issue.message}`);
     }
     const { message } = parsed.data;
-    const messageType = parsed.data.message_type ?? (hook.message_type as (typeof MESSAGE_TYPES)[number]);
+    const messageType = parsed.data.message_type ?? (hook.message_type as MessageType);
     const subtype = (parsed.data.subtype_xmlid ?? hook.subtype_xmlid) as (typeof SUBTYPES)[number];
     const author = { id: null, name: `webhook ${hook.id}` };
-    if (!isModelName(hook.model_name)) throw new Error(`Unknown model ${hook.model_name}`);
+    const model = models.find(hook.model_name);
+    if (!model) throw new Error(`Unknown model ${hook.model_name}`);
+    const ref = { model_name: hook.model_name as ModelName, rec_id: hook.rec_id };
 
     if (hook.trigger_action) {
       const method = findWebhookMethod(methods, hook.model_name, hook.trigger_action);
       if (!method) throw new Error(`${hook.model_name}.${hook.trigger_action} is not callable by webhooks`);
-      await runWebhookMethod(ctx.db, { method, recId: hook.rec_id, payload: json }, {
-        before: (tx) => assertRecordExists(tx, hook.model_name, hook.rec_id),
-        after: async (tx) => {
-          if (message == null) return;
-          await postMessage(tx, { model_name: hook.model_name, rec_id: hook.rec_id, body: message, message_type: messageType, subtype_xmlid: subtype, author });
+      await runWebhookMethod(
+        ctx.db,
+        { method, recId: hook.rec_id, payload: json },
+        {
+          before: (tx) => assertRecordExists(models, tx, hook.model_name, hook.rec_id),
+          after: async (tx) => {
+            if (message == null) return;
+            await postMessage(tx, { ...ref, body: message, message_type: messageType, subtype_xmlid: subtype, author });
+          },
         },
-      });
+      );
       return;
     }
 
     if (message == null) return;
-    const posted = await postMessageIfRecordExists(pool, {
-      model_name: hook.model_name,
-      rec_id: hook.rec_id,
+    const posted = await postMessageIfRecordExists(pool, model, {
+      ...ref,
       body: message,
       message_type: messageType,
       subtype_xmlid: subtype,
@@ -161,7 +174,10 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
           answer = { status: 400, body: { error: err.message } };
         } else {
           // The token is not logged: the webhook is named by its id.
-          ctx.log.error({ err, webhook_id: hook.id, model_name: hook.model_name, rec_id: hook.rec_id, trigger_action: hook.trigger_action }, 'webhook call failed');
+          ctx.log.error(
+            { err, webhook_id: hook.id, model_name: hook.model_name, rec_id: hook.rec_id, trigger_action: hook.trigger_action },
+            'webhook call failed',
+          );
           answer = { status: 500, body: UNKNOWN_ERROR };
         }
         error = summary(err);
@@ -177,6 +193,28 @@ export function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'l
         error,
       });
       return answer;
+    },
+  };
+}
+
+/**
+ * The endpoint's parts that live as long as the process: its pool, the definition cache, the
+ * call log, and the call service over them. close() writes the last log lines and ends them.
+ */
+export async function openWebhookEndpoint(
+  ctx: Pick<AppContext, 'db' | 'box' | 'log' | 'config'>,
+  registry: Pick<Registry, 'models' | 'webhookMethods'>,
+) {
+  const pool = createWebhookPool(ctx.config.DATABASE_URL);
+  const cache = await createWebhookCache(pool, ctx.config.DATABASE_URL, ctx.log);
+  const callLog = createWebhookCallLog(pool, ctx.log);
+  return {
+    calls: createWebhookCallService(ctx, { pool, cache, callLog, methods: registry.webhookMethods, models: registry.models }),
+    flushCallLog: callLog.flush,
+    async close() {
+      await callLog.close();
+      await cache.close();
+      await pool.end();
     },
   };
 }

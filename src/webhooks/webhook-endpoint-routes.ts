@@ -2,6 +2,8 @@
 // Registered in its own scope so its content-type parser keeps the raw body for the signature
 // and its error handler answers every failure in the spec's shape, never with internals.
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { MessageType, SUBTYPES } from '../core/chatter.js';
 import { clientIp } from '../core/http/client-ip.js';
 import { UNKNOWN_ERROR, type WebhookCallService } from './webhook-call-service.js';
 
@@ -14,15 +16,44 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, body, done) => done(null, body));
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+      // Every client error is a 400 (DESIGN §8): an oversized body to an unknown token must not
+      // answer differently from any other call to an unknown token (413 would tell it apart).
       const status = err.statusCode ?? 500;
-      if (status >= 400 && status < 500) return reply.code(status).send({ error: 'Bad request' });
+      if (status >= 400 && status < 500) return reply.code(400).send({ error: 'Bad request' });
       req.log.error({ err }, 'webhook endpoint failed');
       return reply.code(500).send(UNKNOWN_ERROR);
     });
 
     const config = { group: 'public' as const };
 
-    app.post<{ Params: { token: string } }>('/svc/webhook/:token', { config }, async (req, reply) => {
+    const endpoint = {
+      schema: {
+        tags: ['inbound webhooks'],
+        operationId: 'webhooks.call',
+        summary: 'Call a webhook',
+        description:
+          "Runs the webhook's trigger_action on its record and posts `message` to the record's chatter. The token in the path is the secret. " +
+          'When the webhook has a signing secret, X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body> is required.',
+      },
+      config: {
+        ...config,
+        openapi: {
+          body: z
+            .object({
+              message: z.string().optional(),
+              message_type: z.enum(MessageType).optional(),
+              subtype_xmlid: z.enum(SUBTYPES).optional(),
+            })
+            .meta({ example: { message: 'Backup of acme_prod done', message_type: 'notification', subtype_xmlid: 'mail.mt_note' } }),
+          responses: {
+            200: '{} — done',
+            400: 'Unknown webhook, invalid signature or invalid body',
+            500: '{"error": "Unknown error SSB C/W42"}',
+          },
+        },
+      },
+    };
+    app.post<{ Params: { token: string } }>('/svc/webhook/:token', endpoint, async (req, reply) => {
       const answer = await service.handle({
         token: req.params.token,
         rawBody: Buffer.isBuffer(req.body) ? req.body : undefined,
@@ -33,6 +64,8 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
     });
 
     // Any other shape under /svc/webhook/ matches no webhook either (DESIGN §8).
-    app.post('/svc/webhook/*', { config }, async (_req, reply) => reply.code(400).send({ error: 'Unknown webhook' }));
+    app.post('/svc/webhook/*', { config, schema: { hide: true } }, async (_req, reply) =>
+      reply.code(400).send({ error: 'Unknown webhook' }),
+    );
   });
 }

@@ -3,12 +3,13 @@
 // webhook's stored call_count / last_called_at in the same transaction (nothing is counted twice
 // or lost when it is interrupted).
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
+import { featureJobs } from '../feature.js';
+import { webhookJobs } from './webhook-job-specs.js';
 
 const BATCH = 10_000;
 const SCHEDULER_ID = 'prune_webhook_calls';
 
-export async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: number; deleted: number }> {
+async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: number; deleted: number }> {
   const { webhook_call_log_days: days } = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
   let deleted = 0;
   for (;;) {
@@ -30,13 +31,9 @@ export async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: n
   }
 }
 
-export function createWebhookJobs(ctx: AppContext): Pick<JobHandlers, 'prune_webhook_calls'> {
-  return {
-    prune_webhook_calls: () => pruneWebhookCalls(ctx.db),
-  };
-}
+export const webhookJobHandlers = featureJobs(webhookJobs, (ctx) => ({ prune_webhook_calls: () => pruneWebhookCalls(ctx.db) }), {});
 
 /** Daily at 03:00 UTC; upserted at every worker start, so one schedule exists across all workers. */
-export async function scheduleWebhookJobs(ctx: AppContext) {
-  await ctx.queues.schedule(SCHEDULER_ID, { pattern: '0 3 * * *', tz: 'UTC' }, 'prune_webhook_calls', {});
+export async function scheduleWebhookJobs(ctx: Pick<AppContext, 'queues'>) {
+  await ctx.queues.schedule(SCHEDULER_ID, { pattern: '0 3 * * *', tz: 'UTC' }, webhookJobs.prune_webhook_calls, {});
 }

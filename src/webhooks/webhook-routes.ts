@@ -1,19 +1,30 @@
 // Inbound webhooks: the REST resource /api/v1/webhooks (administrators only: the token and URL
 // are secrets), its call log at /api/v1/webhooks/{id}/calls and the action trigger; and the public
-// endpoint POST /svc/webhook/<token> with the pool, cache and call log it shares with them.
+// endpoint POST /svc/webhook/<token> (its pool, cache and call log end with the app).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { action, operationId, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
-import { idParams, listOf, listQuery, nullableTimestamp, queryBoolean, timestamp } from '../core/http/schemas.js';
-import { MESSAGE_TYPES, SUBTYPES } from '../chatter/chatter-service.js';
-import { createWebhookService, type WebhookService } from './webhook-service.js';
-import type { WebhookMethodTable } from './webhook-methods.js';
-import { createWebhookCache } from './webhook-cache.js';
-import { createWebhookCallLog } from './webhook-call-log.js';
-import { createWebhookCallService, createWebhookPool } from './webhook-call-service.js';
+import type { Registry } from '../feature.js';
+import {
+  idParams,
+  listOf,
+  listQuery,
+  nullableTimestamp,
+  patchOf,
+  queryBoolean,
+  queryId,
+  queryInt,
+  refId,
+  timestamp,
+} from '../core/http/schemas.js';
+import { MessageType, SUBTYPES } from '../core/chatter.js';
+import { createWebhookService } from './webhook-service.js';
+import { openWebhookEndpoint } from './webhook-call-service.js';
 import { registerWebhookEndpoint } from './webhook-endpoint-routes.js';
+import { webhookModel } from './webhook-models.js';
 
 const webhook = z.object({
   id: z.number(),
@@ -22,7 +33,7 @@ const webhook = z.object({
   model_name: z.string(),
   rec_id: z.number(),
   trigger_action: z.string().nullable(),
-  message_type: z.enum(MESSAGE_TYPES),
+  message_type: z.enum(MessageType),
   subtype_xmlid: z.enum(SUBTYPES),
   active: z.boolean(),
   signing_secret_set: z.boolean(),
@@ -35,14 +46,14 @@ const webhook = z.object({
 const webhookCreate = z
   .object({
     model_name: z.string().min(1).max(100).describe('e.g. svc.subscription'),
-    rec_id: z.number().int().positive(),
+    rec_id: refId,
     trigger_action: z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/, 'a method name without parentheses')
       .nullable()
       .optional()
       .describe('A method the model lets webhooks call (see the 400 details for the list)'),
-    message_type: z.enum(MESSAGE_TYPES).optional(),
+    message_type: z.enum(MessageType).optional(),
     subtype_xmlid: z.enum(SUBTYPES).optional(),
     active: z.boolean().optional(),
     signing_secret: z
@@ -53,7 +64,16 @@ const webhookCreate = z
       .optional()
       .describe('Write-only. When set, calls must carry X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>'),
   })
-  .strict();
+  .strict()
+  .meta({
+    example: {
+      model_name: 'svc.subscription',
+      rec_id: 1,
+      trigger_action: '_compute_backup_state',
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_note',
+    },
+  });
 
 const webhookCall = z.object({
   id: z.number(),
@@ -66,55 +86,50 @@ const webhookCall = z.object({
   error: z.string().nullable(),
 });
 
-export async function registerWebhooks(parent: FastifyInstance, ctx: AppContext, methods: WebhookMethodTable) {
-  const pool = createWebhookPool(ctx.config.DATABASE_URL);
-  const cache = await createWebhookCache(pool, ctx.config.DATABASE_URL, ctx.log);
-  const callLog = createWebhookCallLog(pool, ctx.log);
-  parent.addHook('onClose', async () => {
-    await callLog.close();
-    await cache.close();
-    await pool.end();
-  });
-  await registerWebhookEndpoint(parent, createWebhookCallService(ctx, { pool, cache, callLog, methods }));
-  registerWebhookRoutes(parent, createWebhookService(ctx, methods, callLog.flush));
-}
+export async function registerWebhookRoutes(parent: FastifyInstance, ctx: AppContext, registry: Registry) {
+  const endpoint = await openWebhookEndpoint(ctx, registry);
+  parent.addHook('onClose', endpoint.close);
+  await registerWebhookEndpoint(parent, endpoint.calls);
+  const service = createWebhookService(ctx, registry, endpoint.flushCallLog);
 
-function registerWebhookRoutes(parent: FastifyInstance, service: WebhookService) {
   registerCrud(parent, {
     path: '/webhooks',
+    model: webhookModel,
     tag: 'webhooks',
     service,
     output: webhook,
     create: webhookCreate,
-    update: webhookCreate.partial().strict(),
-    filters: z.object({ model_name: z.string().optional(), rec_id: z.coerce.number().int().optional(), active: queryBoolean.optional() }),
+    update: patchOf(webhookCreate),
+    filters: z.object({ model_name: z.string().optional(), rec_id: queryId.optional(), active: queryBoolean.optional() }),
     read: 'administrator',
     write: 'administrator',
   });
 
-  const app = parent.withTypeProvider<ZodTypeProvider>();
-  const tags = ['webhooks'];
-
-  app.get('/api/v1/webhooks/:id/calls', {
+  parent.withTypeProvider<ZodTypeProvider>().get('/api/v1/webhooks/:id/calls', {
     config: { group: 'administrator' },
     schema: {
-      tags,
+      tags: ['webhooks'],
+      operationId: operationId('/webhooks', 'listCalls'),
+      summary: 'List the calls of a webhook',
       params: idParams,
-      querystring: listQuery.extend({ status: z.coerce.number().int().optional() }),
+      querystring: listQuery.extend({ status: queryInt(100, 599).optional() }),
       description: 'The call log of the webhook, newest first; kept for settings.webhook_call_log_days days.',
       response: { 200: listOf(webhookCall) },
     },
     handler: (req) => service.calls(req.params.id, req.query),
   });
 
-  app.post('/api/v1/webhooks/:id/actions/trigger', {
-    config: { group: 'administrator' },
-    schema: {
-      tags,
-      params: idParams,
-      description: 'Calls the configured trigger_action on the target record (spec action_trigger) and answers the webhook.',
-      response: { 200: webhook },
+  registerActions(parent, {
+    path: '/webhooks',
+    tag: 'webhooks',
+    group: 'administrator',
+    actions: {
+      trigger: action({
+        summary: 'Trigger a webhook',
+        description: 'Calls the configured trigger_action on the target record (spec action_trigger) and answers the webhook.',
+        response: webhook,
+        run: async ({ id, user }) => (await service.trigger(id, user.id)) as z.infer<typeof webhook>,
+      }),
     },
-    handler: async (req) => (await service.trigger(req.params.id, req.user!.id)) as z.infer<typeof webhook>,
   });
 }

@@ -4,45 +4,42 @@
 // signing secret is write-only and encrypted. call_count and last_called_at are derived from the
 // call log (see webhook-call-service.ts for why the endpoint never updates the webhook row).
 import type { AppContext } from '../context.js';
-import type { DbTx } from '../core/db.js';
+import type { Db, DbTx } from '../core/db.js';
 import { AppError, UserError, ValidationError } from '../core/errors.js';
-import { isModelName, MODELS, recordExists } from '../core/models.js';
-import { createRecordService, jsonSafe, listPage } from '../core/records.js';
-import type { Author } from '../chatter/chatter-service.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import type { ModelName, ModelRegistry } from '../core/models.js';
+import { createRecordService, listPage } from '../core/records.js';
+import type { Author } from '../core/chatter.js';
+import { writeActionLog } from '../core/action-log.js';
 import { newWebhookToken, webhookUrl } from './webhook-token.js';
-import { describeWebhookMethods, findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from './webhook-methods.js';
-
-export const WEBHOOK_MODEL = 'svc.saas.webhook';
-const TRACKED = ['model_name', 'rec_id', 'trigger_action', 'message_type', 'subtype_xmlid', 'active'] as const;
+import { describeWebhookMethods, findWebhookMethod, runWebhookMethod } from '../core/webhook-methods.js';
+import type { Registry } from '../feature.js';
+import { webhookModel } from './webhook-models.js';
 
 type Data = Record<string, unknown>;
 
-/** Throws NotFound-like ValidationError when the target record does not exist. */
-export async function assertRecordExists(tx: DbTx | AppContext['db'], modelName: string, recId: number) {
-  if (!isModelName(modelName)) throw new ValidationError(`Unknown model ${modelName}`);
-  if (!(await recordExists(tx, modelName, recId))) throw new ValidationError(`${modelName} ${recId} does not exist`);
+/** A ValidationError when the target record does not exist (or its model is unknown). */
+export async function assertRecordExists(models: ModelRegistry, tx: DbTx | Db, modelName: string, recId: number) {
+  if (!models.find(modelName)) throw new ValidationError(`Unknown model ${modelName}`);
+  if (!(await models.recordExists(tx, modelName, recId))) throw new ValidationError(`${modelName} ${recId} does not exist`);
 }
 
-export type WebhookService = ReturnType<typeof createWebhookService>;
-
 export function createWebhookService(
-  ctx: AppContext,
-  methods: WebhookMethodTable,
+  ctx: Pick<AppContext, 'db' | 'box' | 'config'>,
+  registry: Pick<Registry, 'models' | 'webhookMethods'>,
   /** Writes this process's buffered call-log lines, so its reads include them. */
   flushCallLog: () => Promise<void> = async () => {},
 ) {
   const { db } = ctx;
-  const records = createRecordService(db, ctx.box, { modelName: WEBHOOK_MODEL, secrets: ['signing_secret'], tracked: TRACKED });
+  const { models, webhookMethods: methods } = registry;
+  const records = createRecordService(ctx, webhookModel);
 
   async function validateTarget(target: { model_name: string; rec_id: number; trigger_action: string | null }) {
-    if (!isModelName(target.model_name)) {
-      throw new ValidationError(`Unknown model ${target.model_name}`, { field: 'model_name', models: Object.keys(MODELS) });
+    if (!models.find(target.model_name)) {
+      throw new ValidationError(`Unknown model ${target.model_name}`, 'model_name', { models: models.names() });
     }
-    await assertRecordExists(db, target.model_name, target.rec_id);
+    await assertRecordExists(models, db, target.model_name, target.rec_id);
     if (target.trigger_action && !findWebhookMethod(methods, target.model_name, target.trigger_action)) {
-      throw new ValidationError(`${target.model_name} has no method ${target.trigger_action} that a webhook may call`, {
-        field: 'trigger_action',
+      throw new ValidationError(`${target.model_name} has no method ${target.trigger_action} that a webhook may call`, 'trigger_action', {
         callable: describeWebhookMethods(methods)[target.model_name] ?? [],
       });
     }
@@ -82,7 +79,11 @@ export function createWebhookService(
     get: async (id: number) => one(await records.get(id)),
 
     async create(data: Data, author: Author | null) {
-      await validateTarget({ model_name: data.model_name as string, rec_id: data.rec_id as number, trigger_action: (data.trigger_action as string | null) ?? null });
+      await validateTarget({
+        model_name: data.model_name as string,
+        rec_id: data.rec_id as number,
+        trigger_action: (data.trigger_action as string | null) ?? null,
+      });
       return one(await records.create({ ...data, token: newWebhookToken() }, author));
     },
 
@@ -116,16 +117,27 @@ export function createWebhookService(
       if (!action) throw new UserError('This webhook has no trigger_action');
       const method = findWebhookMethod(methods, hook.model_name as string, action);
       if (!method) throw new UserError(`${String(hook.model_name)} has no method ${action} that a webhook may call`);
-      const ref = { model_name: hook.model_name as string, rec_id: hook.rec_id as number };
+      const ref = { model_name: hook.model_name as ModelName, rec_id: hook.rec_id as number };
       const input = `${ref.model_name}(${ref.rec_id}).${action}() -- webhook ${id}`;
       try {
-        await runWebhookMethod(db, { method, recId: ref.rec_id, payload: undefined }, {
-          before: (tx) => assertRecordExists(tx, ref.model_name, ref.rec_id),
-          after: (tx) => writeActionLog(tx, { ...ref, action_type: 'webhook', input_text: input, output_text: 'done', user_id: userId }),
-        });
+        await runWebhookMethod(
+          db,
+          { method, recId: ref.rec_id, payload: undefined },
+          {
+            before: (tx) => assertRecordExists(models, tx, ref.model_name, ref.rec_id),
+            after: (tx) => writeActionLog(tx, { ...ref, action_type: 'webhook', input_text: input, output_text: 'done', user_id: userId }),
+          },
+        );
       } catch (err) {
         const message = (err as Error).message;
-        await writeActionLog(db, { ...ref, action_type: 'webhook', status: 'failure', input_text: input, output_text: message, user_id: userId });
+        await writeActionLog(db, {
+          ...ref,
+          action_type: 'webhook',
+          status: 'failure',
+          input_text: input,
+          output_text: message,
+          user_id: userId,
+        });
         if (err instanceof AppError) throw err;
         throw new UserError(`${action} failed: ${message}`);
       }

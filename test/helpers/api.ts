@@ -1,7 +1,9 @@
 // HTTP helpers over app.inject(): users of each group with their bearer tokens.
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import type { AppContext } from '../../src/context.js';
-import type { UserGroup } from '../../src/auth/groups.js';
+import type { UserGroup } from '../../src/core/groups.js';
+import { createAuthService } from '../../src/auth/auth-service.js';
+import { composeFeatures } from '../../src/features.js';
 
 export interface Caller {
   userId: number;
@@ -12,8 +14,9 @@ export interface Caller {
 let seq = 0;
 
 export async function createCaller(ctx: AppContext, group: UserGroup): Promise<Caller> {
-  const user = await ctx.auth.createUser({ email: `${group}-${++seq}-${Date.now()}@svc.test`, group });
-  const { token } = await ctx.auth.createToken(user.id, 'test');
+  const auth = createAuthService(ctx);
+  const user = await auth.createUser({ email: `${group}-${++seq}-${Date.now()}@svc.test`, group });
+  const { token } = await auth.createToken(user.id, 'test');
   return { userId: user.id, token, headers: { authorization: `Bearer ${token}` } };
 }
 
@@ -40,4 +43,9 @@ export async function waitForJob(app: FastifyInstance, caller: Caller, jobId: st
     if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job.state}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The BullMQ job behind a public job id (e.g. to read its counters), or null. */
+export function findJob(ctx: AppContext, jobId: string) {
+  return ctx.queues.find(jobId, composeFeatures(ctx).jobs.queueNames());
 }

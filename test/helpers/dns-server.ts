@@ -46,7 +46,7 @@ export async function startDnsServer(zone: Record<string, string[]>, silent: str
       rr.writeUInt16BE(1, 4); // IN
       rr.writeUInt32BE(60, 6); // TTL
       rr.writeUInt16BE(4, 10);
-      ip.split('.').forEach((octet, i) => rr.writeUInt8(Number(octet), 12 + i));
+      for (const [i, octet] of ip.split('.').entries()) rr.writeUInt8(Number(octet), 12 + i);
       return rr;
     });
     socket.send(Buffer.concat([header, question, ...records]), peer.port, peer.address);

@@ -1,12 +1,17 @@
-// A local git host standing in for GitHub (DESIGN §7), on one loopback HTTP server like the real one:
-// - the REST subset svc uses: token check (`Authorization: token|Bearer <token>`, else 401 "Bad
-//   credentials"), POST/DELETE /repos/{owner}/{repo}/hooks[/{id}], GET /repos/{owner}/{repo}/commits/{branch},
-//   answered from real bare repositories on disk; `rateLimited` answers 403 with the rate-limit headers;
-// - git's smart HTTP protocol for clones (`/{owner}/{repo}.git/...`) through the real `git http-backend`,
-//   which needs HTTP Basic auth whose password is the token (401 otherwise, so git asks its
-//   credential helper, as with GitHub).
-// Every request is recorded. `repo()` creates a bare repository with a work tree to commit from.
+// A local git host standing in for GitHub (DESIGN §7), answering from real bare repositories on disk:
+// - the REST subset svc uses on one loopback HTTP server: token check (`Authorization: token|Bearer
+//   <token>`, else 401 "Bad credentials"), POST/DELETE /repos/{owner}/{repo}/hooks[/{id}],
+//   GET /repos/{owner}/{repo}/commits/{branch}, and GET /repos/{owner}/{repo}/tarball/{ref}, which,
+//   as GitHub does, answers 302 to another host (`codeload`, a second server on its own port) with a
+//   short-lived token in the URL's query; `rateLimited` answers 403 with the rate-limit headers;
+// - codeload: GET /{owner}/{repo}/legacy.tar.gz/{sha}?token=… streams a real `git archive` .tar.gz
+//   whose entries sit under `<owner>-<repo>-<sha7>/`, refuses any Authorization header (a client
+//   that carried the API token there would leak it) and unknown tokens.
+// Every request to either server is recorded. `repo()` creates a bare repository with a work tree to
+// commit from. A hostile host: `headSha` replaces the sha the commits endpoint answers, and
+// `cutTarballAfter` ends the tarball's connection after that many bytes.
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
@@ -28,16 +33,38 @@ export interface TestRepo {
 }
 
 export interface FakeGitHost {
+  /** The API (GIT_API_URL). */
   server: RecordingServer;
+  /** The archive host the tarball endpoint redirects to. */
+  codeload: RecordingServer;
   url: string;
   token: string;
   hooks: Map<number, Hook>;
   rateLimited: boolean;
+  /** When set, the sha the commits endpoint gives for any branch head. */
+  headSha: string | null;
+  /** When set, the tarball's connection is cut after this many bytes. */
+  cutTarballAfter: number | null;
+  /** The short-lived download tokens handed out in redirects so far. */
+  downloadTokens: string[];
   repo(name: string): Promise<TestRepo>;
+  /** The .tar.gz the host serves for a commit of a repository. */
+  archive(name: string, sha: string): Buffer;
   close(): Promise<void>;
 }
 
-const git = (args: string[], cwd?: string) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const git = (args: string[], cwd?: string) =>
+  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+/** GitHub's top-level directory of a tarball: `<owner>-<repo>-<sha7>/`. */
+const archivePrefix = (name: string, sha: string) => `${name.replace('/', '-')}-${sha.slice(0, 7)}/`;
+const archiveArgs = (bareDir: string, name: string, sha: string) => [
+  '--git-dir',
+  bareDir,
+  'archive',
+  '--format=tar.gz',
+  `--prefix=${archivePrefix(name, sha)}`,
+  sha,
+];
 
 export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
   const root = await mkdtemp(path.join(tmpdir(), 'svc-git-host-'));
@@ -55,12 +82,19 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
     }
   };
 
+  /** download token → what it may fetch */
+  const downloads = new Map<string, { repo: string; sha: string }>();
+
   const host: FakeGitHost = {
     server: undefined as unknown as RecordingServer,
+    codeload: undefined as unknown as RecordingServer,
     url: '',
     token,
     hooks,
     rateLimited: false,
+    headSha: null,
+    cutTarballAfter: null,
+    downloadTokens: [],
     async repo(name) {
       await mkdir(path.dirname(bare(name)), { recursive: true });
       git(['init', '-q', '--bare', '-b', 'main', bare(name)]);
@@ -83,8 +117,12 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
         },
       };
     },
+    archive(name, sha) {
+      return execFileSync('git', archiveArgs(bare(name), name, sha), { maxBuffer: 1024 ** 3 });
+    },
     async close() {
       await host.server.close();
+      await host.codeload.close();
       await rm(root, { recursive: true, force: true });
     },
   };
@@ -98,14 +136,20 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
       res.writeHead(403, { 'content-type': 'application/json', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '2000000000' });
       return res.end(JSON.stringify({ message: 'API rate limit exceeded' }));
     }
-    const m = /^\/repos\/([^/]+\/[^/]+)\/(hooks|commits)(?:\/(.+))?$/.exec(req.path);
+    const m = /^\/repos\/([^/]+\/[^/]+)\/(hooks|commits|tarball)(?:\/(.+))?$/.exec(req.path);
     if (!m || !exists(m[1]!)) return sendJson(res, 404, { message: 'Not Found' });
     const [, repo, kind, rest] = m;
     if (kind === 'hooks' && req.method === 'POST' && !rest) {
       const body = JSON.parse(req.body) as Omit<Hook, 'id' | 'repo'>;
       const hook = { id: nextHook++, repo: repo!, events: body.events, config: body.config };
       hooks.set(hook.id, hook);
-      return sendJson(res, 201, { id: hook.id, type: 'Repository', active: true, events: hook.events, config: { ...hook.config, secret: '********' } });
+      return sendJson(res, 201, {
+        id: hook.id,
+        type: 'Repository',
+        active: true,
+        events: hook.events,
+        config: { ...hook.config, secret: '********' },
+      });
     }
     if (kind === 'hooks' && req.method === 'DELETE' && rest) {
       const hook = hooks.get(Number(rest));
@@ -122,63 +166,71 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
         return sendJson(res, 422, { message: `No commit found for SHA: ${rest}` });
       }
       const [sha, author, ...message] = out.split('\n');
-      return sendJson(res, 200, { sha, commit: { message: message.join('\n').trim(), author: { name: author } }, author: { login: 'test-author' } });
+      return sendJson(res, 200, {
+        sha: host.headSha ?? sha,
+        commit: { message: message.join('\n').trim(), author: { name: author } },
+        author: { login: 'test-author' },
+      });
+    }
+    if (kind === 'tarball' && req.method === 'GET' && rest) {
+      let sha: string;
+      try {
+        sha = git(['--git-dir', bare(repo!), 'rev-parse', '--verify', '--end-of-options', `${decodeURIComponent(rest)}^{commit}`]);
+      } catch {
+        return sendJson(res, 404, { message: 'Not Found' });
+      }
+      const download = randomBytes(20).toString('hex').toUpperCase();
+      downloads.set(download, { repo: repo!, sha });
+      host.downloadTokens.push(download);
+      res.writeHead(302, { location: `${host.codeload.url}/${repo}/legacy.tar.gz/${sha}?token=${download}`, 'content-length': '0' });
+      return res.end();
     }
     return sendJson(res, 404, { message: 'Not Found' });
   }
 
-  /** git's smart HTTP, through the real CGI program. */
-  function smartHttp(req: RecordedRequest, res: ServerResponse) {
-    const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '');
-    const password = basic ? Buffer.from(basic[1]!, 'base64').toString().split(':').slice(1).join(':') : null;
-    if (password !== token) {
-      res.writeHead(401, { 'www-authenticate': 'Basic realm="git"' });
-      return res.end('authentication required');
+  /** codeload: the archive itself, for the holder of a download token and nobody else. */
+  function archive(req: RecordedRequest, res: ServerResponse) {
+    if (req.headers.authorization !== undefined) {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      return res.end('Authorization header not accepted here');
     }
+    const m = /^\/([^/]+\/[^/]+)\/legacy\.tar\.gz\/([0-9a-f]{40})$/.exec(req.path);
+    const grant = downloads.get(req.query.get('token') ?? '');
+    if (!m || !grant || grant.repo !== m[1] || grant.sha !== m[2]) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      return res.end('404: Not Found');
+    }
+    const filename = archivePrefix(grant.repo, grant.sha).slice(0, -1);
+    res.writeHead(200, { 'content-type': 'application/x-gzip', 'content-disposition': `attachment; filename=${filename}.tar.gz` });
+    const child = spawn('git', archiveArgs(bare(grant.repo), grant.repo, grant.sha), { stdio: ['ignore', 'pipe', 'ignore'] });
     return new Promise<void>((resolve) => {
-      const cgi = spawn('git', ['http-backend'], {
-        env: {
-          PATH: process.env.PATH,
-          GIT_PROJECT_ROOT: reposDir,
-          GIT_HTTP_EXPORT_ALL: '1',
-          PATH_INFO: req.path,
-          QUERY_STRING: req.query.toString(),
-          REQUEST_METHOD: req.method,
-          CONTENT_TYPE: req.headers['content-type'] ?? '',
-          CONTENT_LENGTH: String(req.raw.length),
-          HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-          GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-          REMOTE_USER: 'x-access-token',
-          REMOTE_ADDR: '127.0.0.1',
-        },
-      });
-      const chunks: Buffer[] = [];
-      cgi.stdout.on('data', (c: Buffer) => chunks.push(c));
-      cgi.on('close', () => {
-        const out = Buffer.concat(chunks);
-        const split = out.indexOf('\r\n\r\n');
-        const head = out.subarray(0, split).toString().split('\r\n');
-        const headers: Record<string, string> = {};
-        let status = 200;
-        for (const line of head) {
-          const [name, ...value] = line.split(':');
-          if (name!.toLowerCase() === 'status') status = Number(value.join(':').trim().split(' ')[0]);
-          else headers[name!.toLowerCase()] = value.join(':').trim();
+      let sent = 0;
+      const cut = host.cutTarballAfter;
+      child.stdout.on('data', (chunk: Buffer) => {
+        if (cut !== null && sent + chunk.length >= cut) {
+          child.stdout.pause();
+          child.kill();
+          // The connection drops mid-body, once the headers and the first bytes are on their way.
+          res.write(chunk.subarray(0, cut - sent), () => res.socket?.destroy());
+          sent = cut;
+          return;
         }
-        res.writeHead(status, headers);
-        res.end(out.subarray(split + 4));
+        sent += chunk.length;
+        // Backpressure: the archive is produced as fast as the client reads it.
+        if (!res.write(chunk)) {
+          child.stdout.pause();
+          res.once('drain', () => child.stdout.resume());
+        }
+      });
+      child.on('close', () => {
+        if (sent !== cut) res.end();
         resolve();
       });
-      cgi.stdin.end(req.raw);
     });
   }
 
-  host.server = await startRecordingServer((req, res) => (/\.git(\/|$)/.test(req.path) ? smartHttp(req, res) : api(req, res)));
+  host.server = await startRecordingServer(api);
+  host.codeload = await startRecordingServer(archive);
   host.url = host.server.url;
   return host;
-}
-
-/** GIT_CLONE_URL for this host: clones over smart HTTP with the token, as from GitHub. */
-export function cloneUrlOf(host: FakeGitHost): string {
-  return `${host.url}/{name}.git`;
 }

@@ -30,10 +30,27 @@ export async function startTlsCluster(): Promise<TlsCluster> {
   const password = `pw-${Math.random().toString(36).slice(2)}`;
   const port = await freePort();
   writeFileSync(path.join(dir, 'pwfile'), `${password}\n`);
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=localhost', '-keyout', path.join(dir, 'server.key'), '-out', path.join(dir, 'server.crt'),
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-keyout',
+      path.join(dir, 'server.key'),
+      '-out',
+      path.join(dir, 'server.crt'),
+    ],
+    { stdio: 'pipe' },
+  );
   execFileSync('chmod', ['600', path.join(dir, 'server.key')]);
   if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
   else chownSync(dir, process.getuid!(), process.getgid!());

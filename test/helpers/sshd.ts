@@ -115,8 +115,7 @@ async function createTestUsers(): Promise<void> {
     if (user.password) run('chpasswd', [], `${user.name}:${user.password}\n`);
     else run('usermod', ['-p', '*', user.name]);
   }
-  const sudoers =
-    `${TEST_USERS.sudoNoPassword.name} ALL=(ALL) NOPASSWD: ALL\n` + `${TEST_USERS.sudoPassword.name} ALL=(ALL) ALL\n`;
+  const sudoers = `${TEST_USERS.sudoNoPassword.name} ALL=(ALL) NOPASSWD: ALL\n` + `${TEST_USERS.sudoPassword.name} ALL=(ALL) ALL\n`;
   const file = '/etc/sudoers.d/svc-test-users';
   if (existsSync(file) && (await readFile(file, 'utf8')) === sudoers) return;
   // sudo ignores files whose name contains a dot, so the temporary file is never half-read.
@@ -176,7 +175,7 @@ async function generateKeys(dir: string): Promise<{ keys: TestKeys; authorized: 
       encrypted: await readFile(path.join(dir, 'encrypted'), 'utf8'),
       publicKey: ed25519.pub,
     },
-    authorized: [rsaOpenssh.pub, rsaPem.pub, ed25519.pub, encrypted.pub, pkcs8Pub].map((l) => l.trim()).join('\n') + '\n',
+    authorized: `${[rsaOpenssh.pub, rsaPem.pub, ed25519.pub, encrypted.pub, pkcs8Pub].map((l) => l.trim()).join('\n')}\n`,
   };
 }
 

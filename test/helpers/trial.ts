@@ -56,7 +56,12 @@ export class Visitor {
 
   constructor(private readonly transport: Transport) {}
 
-  private async send(method: string, url: string, fields?: Record<string, string>, extraHeaders: Record<string, string> = {}): Promise<Page> {
+  private async send(
+    method: string,
+    url: string,
+    fields?: Record<string, string>,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<Page> {
     const headers: Record<string, string> = { ...extraHeaders };
     if (this.cookie) headers.cookie = this.cookie;
     let body: string | undefined;
@@ -69,7 +74,12 @@ export class Visitor {
     const cookieLine = Array.isArray(setCookie) ? setCookie[0] : setCookie;
     if (cookieLine) this.cookie = cookieLine.split(';')[0]!;
     this.csrf = /name="_csrf" value="([^"]+)"/.exec(res.body)?.[1] ?? this.csrf;
-    return { status: res.status, html: res.body, headers: res.headers, token: /name="token" value="([0-9a-f]{64})"/.exec(res.body)?.[1] ?? null };
+    return {
+      status: res.status,
+      html: res.body,
+      headers: res.headers,
+      token: /name="token" value="([0-9a-f]{64})"/.exec(res.body)?.[1] ?? null,
+    };
   }
 
   open(url = '/saas/trial') {

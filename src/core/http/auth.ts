@@ -1,9 +1,19 @@
 // Bearer authentication and the per-route minimum group. Every /api/v1 route must declare
 // `config.group`; registering one without it fails at start-up rather than leaving it open.
+// Who a token belongs to is the auth feature's business: it gives `authenticate`.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { groupAllows, type UserGroup } from '../../auth/groups.js';
-import type { AuthService, AuthUser } from '../../auth/auth-service.js';
+import type { Author } from '../chatter.js';
 import { ForbiddenError, UnauthenticatedError } from '../errors.js';
+import { groupAllows, type UserGroup } from '../groups.js';
+
+export interface AuthUser {
+  id: number;
+  email: string;
+  group: UserGroup;
+}
+
+/** The active user owning a bearer token, or an UnauthenticatedError. */
+export type Authenticate = (token: string) => Promise<AuthUser>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,7 +27,7 @@ declare module 'fastify' {
 
 const API_PREFIX = '/api/v1';
 
-export function registerAuth(app: FastifyInstance, auth: AuthService) {
+export function registerAuth(app: FastifyInstance, authenticate: Authenticate) {
   app.decorateRequest('user', null);
 
   app.addHook('onRoute', (route) => {
@@ -32,13 +42,12 @@ export function registerAuth(app: FastifyInstance, auth: AuthService) {
     const header = request.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match) throw new UnauthenticatedError();
-    request.user = await auth.authenticate(match[1]!);
+    request.user = await authenticate(match[1]!);
     if (!groupAllows(request.user.group, group)) throw new ForbiddenError(`This needs the ${group} group`);
   });
 }
 
-/** The authenticated user of a route that declared a group. */
-export function actor(request: FastifyRequest): AuthUser {
-  if (!request.user) throw new UnauthenticatedError();
-  return request.user;
+/** The caller as the chatter and the action log name them (null on public routes). */
+export function authorOf(user: AuthUser | null): Author | null {
+  return user ? { id: user.id, name: user.email } : null;
 }

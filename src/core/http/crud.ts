@@ -3,14 +3,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { UserGroup } from '../../auth/groups.js';
-import type { Author } from '../../chatter/chatter-service.js';
-import { idParams, listOf, listQuery } from './schemas.js';
+import type { UserGroup } from '../groups.js';
+import type { Author } from '../chatter.js';
+import type { ListParams } from '../records.js';
+import { operationId } from './actions.js';
+import { authorOf } from './auth.js';
+import type { ModelInfo } from '../models.js';
+import { idParams, listOf, listQueryOf } from './schemas.js';
 
 type Data = Record<string, unknown>;
 
 export interface CrudService {
-  list(query: { limit: number; offset: number } & Data): Promise<{ items: Data[]; total: number; limit: number; offset: number }>;
+  list(query: ListParams & Data): Promise<{ items: Data[]; total: number; limit: number; offset: number }>;
   get(id: number): Promise<Data>;
   create(data: Data, author: Author | null): Promise<Data>;
   update(id: number, data: Data, author: Author | null): Promise<Data>;
@@ -29,26 +33,34 @@ export interface CrudOptions {
   filters?: z.ZodObject;
   read: UserGroup;
   write?: UserGroup;
+  /** The model listed: its naming fields make `?q=` and `?sort=` (src/core/models.ts). */
+  model?: ModelInfo;
+  /** How the summaries name one record and several; default from the path ("root server", "root servers"). */
+  noun?: { one: string; many: string };
 }
 
-export function authorOf(user: { id: number; email: string } | null): Author | null {
-  return user ? { id: user.id, name: user.email } : null;
+/** "/git-repositories" → { one: "git repository", many: "git repositories" }. */
+function nounOf(path: string): { one: string; many: string } {
+  const many = path.replace(/^\//, '').replace(/-/g, ' ');
+  return { many, one: many.endsWith('ies') ? `${many.slice(0, -3)}y` : many.replace(/s$/, '') };
 }
 
 export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   const tags = [o.tag];
-  const query = o.filters ? listQuery.extend(o.filters.shape) : listQuery;
+  const query = listQueryOf(o.model, o.filters);
+  const noun = o.noun ?? nounOf(o.path);
+  const doc = (name: string, summary: string) => ({ tags, operationId: operationId(o.path, name), summary });
 
   app.get(`/api/v1${o.path}`, {
     config: { group: o.read },
-    schema: { tags, querystring: query, response: { 200: listOf(o.output) } },
-    handler: (req) => o.service.list(req.query as { limit: number; offset: number }),
+    schema: { ...doc('list', `List ${noun.many}`), querystring: query, response: { 200: listOf(o.output) } },
+    handler: (req) => o.service.list(req.query as ListParams & Data),
   });
 
   app.get(`/api/v1${o.path}/:id`, {
     config: { group: o.read },
-    schema: { tags, params: idParams, response: { 200: o.output } },
+    schema: { ...doc('get', `Get a ${noun.one}`), params: idParams, response: { 200: o.output } },
     handler: (req) => o.service.get(req.params.id),
   });
 
@@ -58,7 +70,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
   if (o.create) {
     app.post(`/api/v1${o.path}`, {
       config: { group: write },
-      schema: { tags, body: o.create, response: { 201: o.output } },
+      schema: { ...doc('create', `Create a ${noun.one}`), body: o.create, response: { 201: o.output } },
       handler: async (req, reply) => reply.status(201).send(await o.service.create(req.body as Data, authorOf(req.user))),
     });
   }
@@ -66,14 +78,14 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
   if (o.update) {
     app.patch(`/api/v1${o.path}/:id`, {
       config: { group: write },
-      schema: { tags, params: idParams, body: o.update, response: { 200: o.output } },
+      schema: { ...doc('update', `Update a ${noun.one}`), params: idParams, body: o.update, response: { 200: o.output } },
       handler: (req) => o.service.update(req.params.id, req.body as Data, authorOf(req.user)),
     });
   }
 
   app.delete(`/api/v1${o.path}/:id`, {
     config: { group: write },
-    schema: { tags, params: idParams, response: { 204: z.null() } },
+    schema: { ...doc('delete', `Delete a ${noun.one}`), params: idParams, response: { 204: z.null() } },
     handler: async (req, reply) => {
       await o.service.remove(req.params.id);
       return reply.status(204).send(null);

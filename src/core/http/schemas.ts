@@ -1,14 +1,72 @@
-// Shared zod pieces for routes: ids, paging, list envelopes, timestamps, secret-field helpers.
+// Shared zod pieces for routes: ids, integers, paging, list envelopes, timestamps, secret-field
+// helpers. Ids and integers are bounded to PostgreSQL's `integer` here, in one place, so a value
+// the database cannot hold is a 400, never a database error.
 import { z } from 'zod';
+import { sortFieldsOf, type ModelInfo } from '../models.js';
 
-export const idParams = z.object({ id: z.coerce.number().int().positive() });
-export type IdParams = z.infer<typeof idParams>;
+export const INT32_MAX = 2_147_483_647;
 
-export const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
-});
-export type ListQuery = z.infer<typeof listQuery>;
+/** A body integer that fits PostgreSQL's `integer`. */
+export const int32 = z
+  .number()
+  .int()
+  .min(-INT32_MAX - 1)
+  .max(INT32_MAX);
+
+/** A reference to a record in a body (`partner_id`, ...): a positive 32-bit integer. */
+export const refId = z.number().int().min(1).max(INT32_MAX);
+
+/**
+ * An integer written plainly in a path or query string: digits only, so `0x1`, ` 1`, `1e0`, `+1`
+ * and `1.0` are refused rather than read as 1.
+ */
+export function queryInt(min: number, max: number) {
+  const digits = min < 0 ? /^-?(0|[1-9][0-9]{0,9})$/ : /^(0|[1-9][0-9]{0,9})$/;
+  return z
+    .string()
+    .regex(digits, 'must be an integer written with digits only')
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+}
+
+/** A record id in a path or query string. */
+export const queryId = queryInt(1, INT32_MAX).describe('A record id (positive integer)');
+
+export const idParams = z.object({ id: queryId });
+/** Paging of every list; a parameter a list does not know is refused (400 naming it). */
+export const listQuery = z
+  .object({
+    limit: queryInt(1, 200).default(50).describe('Page size, 1 to 200'),
+    offset: queryInt(0, INT32_MAX).default(0).describe('Rows to skip'),
+  })
+  .strict();
+
+/** The list query of a model's resource: paging, `sort`, `q` over its naming fields, and its exact filters. */
+export function listQueryOf(model: ModelInfo | undefined, filters?: z.ZodObject) {
+  let query = listQuery;
+  if (model) {
+    const fields = sortFieldsOf(model);
+    const sort = [...fields, ...fields.map((f) => `-${f}`)] as [string, ...string[]];
+    query = query.extend({
+      sort: z
+        .enum(sort)
+        .optional()
+        .describe(`Order by ${fields.join(', ')}; a leading "-" for descending (e.g. -created_at)`),
+      ...(model.search?.length
+        ? {
+            q: z
+              .string()
+              .trim()
+              .min(1)
+              .max(200)
+              .optional()
+              .describe(`Case-insensitive search in ${model.search.join(', ')}`),
+          }
+        : {}),
+    }) as unknown as typeof listQuery;
+  }
+  return filters ? query.extend(filters.shape) : query;
+}
 
 export function listOf<T extends z.ZodType>(item: T) {
   return z.object({ items: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
@@ -21,9 +79,35 @@ export const jobAccepted = z.object({ job_id: z.string() });
 
 /** `{ <field>_set: boolean }` for each write-only secret field of a resource. */
 export function secretFlags<const F extends string>(fields: readonly F[]) {
-  return z.object(Object.fromEntries(fields.map((f) => [`${f}_set`, z.boolean()]))) as z.ZodObject<
-    Record<`${F}_set`, z.ZodBoolean>
-  >;
+  return z.object(Object.fromEntries(fields.map((f) => [`${f}_set`, z.boolean()]))) as z.ZodObject<Record<`${F}_set`, z.ZodBoolean>>;
+}
+
+/**
+ * The PATCH body of a resource from its create body: every field optional and no defaults, so
+ * a field the request leaves out is left as it is (zod applies `.default()` even inside
+ * `.partial()`, which would silently reset it). Its example changes the first field of the
+ * create example (`example` to say otherwise).
+ */
+export function patchOf<S extends z.ZodRawShape>(create: z.ZodObject<S>, example?: Record<string, unknown>) {
+  const shape = Object.fromEntries(
+    Object.entries(create.shape).map(([key, field]) => {
+      const optional = withoutDefault(field as z.ZodType).optional();
+      const description = (field as z.ZodType).description;
+      return [key, description ? optional.describe(description) : optional];
+    }),
+  );
+  const createExample = create.meta()?.example as Record<string, unknown> | undefined;
+  const [first] = Object.entries(createExample ?? {});
+  const patchExample = example ?? (first ? { [first[0]]: first[1] } : undefined);
+  const patch = z.object(shape).strict();
+  return (patchExample ? patch.meta({ example: patchExample }) : patch) as unknown as z.ZodObject<{
+    [K in keyof S]: z.ZodOptional<z.ZodType<z.output<S[K]>, z.input<S[K]>>>;
+  }>;
+}
+
+function withoutDefault(field: z.ZodType): z.ZodType {
+  if (field instanceof z.ZodDefault || field instanceof z.ZodOptional) return withoutDefault(field.unwrap() as z.ZodType);
+  return field;
 }
 
 export const errorBody = z.object({

@@ -1,14 +1,9 @@
 // The registry of methods a webhook may call (DESIGN §3): per model, the methods that model
 // declares callable by an inbound webhook. A trigger_action outside it is refused when a webhook
-// is saved, and the endpoint never calls anything else. Each feature exports its own table
-// (`xxxWebhookMethods(ctx)`); they are composed here, in one place.
-import type { AppContext } from '../context.js';
-import type { Db, DbTx, InTransaction } from '../core/db.js';
-import { subscriptionWebhookMethods } from '../subscriptions/subscription-webhook-methods.js';
-import { trialRequestWebhookMethods } from '../trial/trial-request-webhook-methods.js';
-import { backupWebhookMethods } from '../backup/backup-state.js';
-import { rootServerWebhookMethods } from '../servers/root-server-webhook-methods.js';
-import { gitWebhookMethods } from '../git/git-webhook-methods.js';
+// is saved, and the endpoint never calls anything else. Each feature gives its own table in its
+// manifest (`webhookMethods`); src/features.ts composes them.
+import type { Db, DbTx, InTransaction } from './db.js';
+import type { ModelName } from './models.js';
 
 /** A method runs in the transaction the message is posted in; `afterCommit` work runs once it commits. */
 export interface WebhookInvocation extends InTransaction {
@@ -16,7 +11,7 @@ export interface WebhookInvocation extends InTransaction {
   payload: unknown;
 }
 export type WebhookMethod = (recId: number, call: WebhookInvocation) => Promise<void>;
-export type WebhookMethodTable = Record<string /* model_name */, Record<string /* method */, WebhookMethod>>;
+export type WebhookMethodTable = { [M in ModelName]?: Record<string /* method */, WebhookMethod> };
 
 /**
  * Interactive-transaction options for running a method: some methods wait on a remote API
@@ -44,10 +39,11 @@ export async function runWebhookMethod(
 
 /** Merges feature tables; two features declaring the same method of a model is a programming error. */
 export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookMethodTable {
-  const out: WebhookMethodTable = {};
+  const out: Record<string, Record<string, WebhookMethod>> = {};
   for (const table of tables) {
-    for (const [model, methods] of Object.entries(table)) {
-      const merged = (out[model] ??= {});
+    for (const [model, methods] of Object.entries(table) as [string, Record<string, WebhookMethod>][]) {
+      out[model] ??= {};
+      const merged = out[model];
       for (const [name, method] of Object.entries(methods)) {
         if (Object.hasOwn(merged, name)) throw new Error(`Webhook method ${model}.${name} is declared twice`);
         merged[name] = method;
@@ -57,24 +53,14 @@ export function composeWebhookMethods(...tables: WebhookMethodTable[]): WebhookM
   return out;
 }
 
-export function createWebhookMethods(ctx: AppContext): WebhookMethodTable {
-  return composeWebhookMethods(
-    subscriptionWebhookMethods(ctx),
-    trialRequestWebhookMethods(ctx),
-    backupWebhookMethods(ctx),
-    rootServerWebhookMethods(ctx),
-    gitWebhookMethods(ctx),
-  );
-}
-
 /** The registered method, or null: own properties only, so no prototype name (`constructor`...) resolves. */
 export function findWebhookMethod(table: WebhookMethodTable, model: string, method: string): WebhookMethod | null {
   if (!Object.hasOwn(table, model)) return null;
-  const methods = table[model]!;
+  const methods = (table as Record<string, Record<string, WebhookMethod>>)[model]!;
   return Object.hasOwn(methods, method) ? methods[method]! : null;
 }
 
 /** The callable method names per model, for error messages and the docs. */
 export function describeWebhookMethods(table: WebhookMethodTable): Record<string, string[]> {
-  return Object.fromEntries(Object.entries(table).map(([model, methods]) => [model, Object.keys(methods).sort()]));
+  return Object.fromEntries(Object.entries(table).map(([model, methods]) => [model, Object.keys(methods ?? {}).sort()]));
 }

@@ -1,21 +1,29 @@
-// push_commit as a job: over SSH on the repository's root server, run deploy-script.ts for one
-// recorded commit. The SSH session writes the script and its output to the action log (the token
-// is fed on stdin and masked); the outcome goes to the job result, one deployment row of the
-// repository's action log and its chatter. A failed validation fails the job naming the files.
+// push_commit as a job: the service downloads the commit's tarball from the git host with the
+// account's token and streams it over SSH into deploy-script.ts on the repository's root server,
+// which unpacks, validates and switches. The token never leaves the service: the root server (which
+// an operator may point anywhere) gets the tree and nothing else. The SSH session writes the script
+// and its output to the action log, the download its own api_call row; the outcome goes to the job
+// result, one deployment row of the repository's action log and its chatter. A failed validation
+// fails the job naming the files.
 import type { AppContext } from '../context.js';
-import type { JobHandlers } from '../worker.js';
 import { UserError } from '../core/errors.js';
+import type { JobHandlers } from '../core/jobs.js';
+import { featureJobs } from '../feature.js';
+import { gitJobs } from './git-job-specs.js';
 import { publicJobId } from '../core/queue.js';
-import { postMessage } from '../chatter/chatter-service.js';
-import { writeActionLog } from '../action-log/action-log-service.js';
+import { postMessage } from '../core/chatter.js';
+import { writeActionLog } from '../core/action-log.js';
 import { loadRootServer, requireConfirmed } from '../servers/root-server-store.js';
 import { formatResult, openRemoteSession } from '../servers/remote-session.js';
 import { DEPLOY_EXIT, deployScript, readDeployOutput } from './deploy-script.js';
-import { effectiveDeployPath, GIT_REPOSITORY_MODEL } from './git-repository-service.js';
+import { effectiveDeployPath } from './git-repository-service.js';
+import { checkCommitId, createGitHost } from './git-host.js';
+import { limitUnpacked } from './tarball-limit.js';
 
 const DEPLOY_TIMEOUT_MS = 15 * 60_000;
 
-export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_commit'> {
+function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
+  const host = createGitHost(ctx);
   return {
     async git_push_commit(payload, job) {
       const jobId = publicJobId(job.queueName, job.id!);
@@ -23,7 +31,7 @@ export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_comm
       const commit = await ctx.db.gitCommit.findUnique({ where: { id: payload.commit_id } });
       if (!repo || !commit) throw new UserError('The repository or the commit no longer exists');
       const sha = commit.commit_id.slice(0, 12);
-      const ref = { model_name: GIT_REPOSITORY_MODEL, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
+      const ref = { model_name: 'svc.saas.git.repository' as const, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
       const token = await ctx.box.decrypt(repo.git_account.access_token);
 
       let reported = false;
@@ -38,7 +46,7 @@ export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_comm
           secrets: [token],
         });
         await postMessage(ctx.db, {
-          model_name: GIT_REPOSITORY_MODEL,
+          model_name: 'svc.saas.git.repository',
           rec_id: repo!.id,
           body: details ? `${summary}\n${details}` : summary,
           message_type: 'notification',
@@ -50,25 +58,37 @@ export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_comm
         if (!repo.root_server_id) throw new UserError('The repository has no root_server_id');
         const server = await loadRootServer(ctx.db, repo.root_server_id);
         requireConfirmed(server);
+        // Checked again here: a commit recorded before ids were checked must not reach the server.
+        const commitId = checkCommitId(commit.commit_id, `Recorded commit ${commit.id}`);
         const livePath = effectiveDeployPath(repo, ctx.config.ODOO_BASE_PATH);
-        const script = deployScript({
-          cloneUrl: ctx.config.GIT_CLONE_URL.replace('{name}', repo.name),
-          sha: commit.commit_id,
-          livePath,
-          seq: job.timestamp,
-        });
-        await job.updateProgress({ step: 'deploy', commit: commit.commit_id, server: server.ip });
-        const session = await openRemoteSession(ctx, server, { user_id: payload.user_id, job_id: jobId, secrets: [token] });
+        const script = deployScript({ sha: commitId, livePath, seq: job.timestamp });
+        await job.updateProgress({ step: 'deploy', commit: commitId, server: server.ip });
+        const session = await openRemoteSession(ctx, server, { user_id: payload.user_id, job_id: jobId });
         let res;
         try {
-          res = await session.run(script, { stdin: `${token}\n`, timeoutMs: DEPLOY_TIMEOUT_MS, label: `push_commit ${commit.commit_id} → ${livePath}\n${script}` });
+          const limits = { maxBytes: ctx.config.GIT_DEPLOY_MAX_BYTES, timeoutMs: DEPLOY_TIMEOUT_MS };
+          const download = await host.tarball(token, repo.name, commitId, ref, limits);
+          const tree = limitUnpacked(download.body, limits.maxBytes, `The tarball of ${commitId.slice(0, 12)}`);
+          try {
+            res = await session.run(script, {
+              stdin: tree,
+              timeoutMs: DEPLOY_TIMEOUT_MS,
+              label: `push_commit ${commitId} → ${livePath}\n${script}`,
+            });
+          } finally {
+            await download.logged;
+          }
         } finally {
           session.close();
         }
         const out = readDeployOutput(res.stdout);
         if (res.exitCode === DEPLOY_EXIT.invalid && out.report) {
           const files = out.report.invalid.map((f) => `${f.file}: ${f.error}`).join('\n');
-          await report(false, `Deploy of ${sha} refused: ${out.report.invalid.length} file(s) failed validation; ${livePath} is unchanged.`, files);
+          await report(
+            false,
+            `Deploy of ${sha} refused: ${out.report.invalid.length} file(s) failed validation; ${livePath} is unchanged.`,
+            files,
+          );
           throw new UserError(`Validation failed, ${livePath} is unchanged:\n${files}`, { invalid: out.report.invalid });
         }
         if (res.exitCode !== 0) throw new UserError(session.mask(`The deploy script failed: ${formatResult(res).slice(-2000)}`));
@@ -86,3 +106,12 @@ export function createGitJobs(ctx: AppContext): Pick<JobHandlers, 'git_push_comm
     },
   };
 }
+
+export const gitJobHandlers = featureJobs(gitJobs, createGitJobHandlers, {
+  // Not run again after a crash (the release may be half unpacked; the live path is untouched
+  // unless the switch happened): the repository's chatter and action log say so.
+  git_push_commit: {
+    record: (p) => ({ model_name: 'svc.saas.git.repository', rec_id: p.repository_id }),
+    action_type: 'deployment',
+  },
+});

@@ -12,7 +12,7 @@ import {
   serverStateOf,
   TWO_SAMPLES_COMMAND,
   type Metrics,
-} from '../src/monitoring/proc-metrics.js';
+} from '../../src/monitoring/proc-metrics.js';
 
 interface Known {
   uptime: number;
@@ -52,7 +52,14 @@ function sample(k: Known): string {
   ].join('\n');
 }
 
-const base: Known = { uptime: 1000, cpu: [1000, 0, 500, 8000, 500, 0, 0, 0, 0, 0], memTotalKb: 8_000_000, memAvailableKb: 6_000_000, rx: 10_000_000, tx: 2_000_000 };
+const base: Known = {
+  uptime: 1000,
+  cpu: [1000, 0, 500, 8000, 500, 0, 0, 0, 0, 0],
+  memTotalKb: 8_000_000,
+  memAvailableKb: 6_000_000,
+  rx: 10_000_000,
+  tx: 2_000_000,
+};
 
 describe('parseSample', () => {
   it('reads every section of known input', () => {
@@ -92,7 +99,9 @@ describe('computeMetrics', () => {
   it('CPU % and network bytes/s from the deltas of two samples, over the server’s own uptime', () => {
     const prev = parseSample(sample(base));
     // 5 s later: 1000 jiffies more, of which 250 idle+iowait → 75 % busy; eth0 received 5 MB, sent 1 MB.
-    const cur = parseSample(sample({ ...base, uptime: 1005, cpu: [1600, 0, 650, 8200, 550, 0, 0, 0, 0, 0], rx: 15_000_000, tx: 3_000_000 }));
+    const cur = parseSample(
+      sample({ ...base, uptime: 1005, cpu: [1600, 0, 650, 8200, 550, 0, 0, 0, 0, 0], rx: 15_000_000, tx: 3_000_000 }),
+    );
     expect(computeMetrics(prev, cur)).toEqual<Metrics>({
       cpu_percent: 75,
       ram_used_bytes: 2_000_000 * 1024,

@@ -1,7 +1,10 @@
 // Configuration parsing, and a real start-up refusing a bad value (spawned process).
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/core/config.js';
-import { runEntry } from './helpers/spawn.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, environment, loadConfig } from '../../src/core/config.js';
+import { runEntry } from '../helpers/spawn.js';
 
 describe('config', () => {
   it('has the DESIGN §2 defaults', () => {
@@ -19,8 +22,16 @@ describe('config', () => {
       LOG_LEVEL: 'info',
       TRUST_PROXY: false,
       FCM_API_URL: 'https://fcm.googleapis.com',
+      JOB_LOCK_MS: 30_000,
+      JOB_STALLED_INTERVAL_MS: 30_000,
+      SUBSCRIPTION_URL: 'http://{database_name}.localhost:8069',
+      BACKUP_WAIT_MS: 3_600_000,
+      BACKUP_POLL_MS: 2_000,
     });
     expect(config.SMTP_URL).toBeUndefined();
+    expect(loadConfig({ SUBSCRIPTION_URL: 'https://odoo.example.com/web?db={database_name}' }).SUBSCRIPTION_URL).toBe(
+      'https://odoo.example.com/web?db={database_name}',
+    );
   });
 
   it('parses values', () => {
@@ -40,9 +51,26 @@ describe('config', () => {
     ['LOG_LEVEL', 'loud'],
     ['SMTP_URL', 'http://mail'],
     ['BASE_URL', 'ftp://x'],
+    ['JOB_LOCK_MS', '100'],
+    ['JOB_STALLED_INTERVAL_MS', '0'],
+    ['SUBSCRIPTION_URL', 'https://odoo.example.com'],
+    ['SUBSCRIPTION_URL', 'ftp://{database_name}.example.com'],
+    ['BACKUP_WAIT_MS', '0'],
   ])('refuses %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('reads .env of the working directory; a variable already set wins; no file, no change', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-env-'));
+    try {
+      expect(environment(dir, { PORT: '1' })).toEqual({ PORT: '1' });
+      writeFileSync(path.join(dir, '.env'), '# comment\nPORT=4000\nBASE_URL="https://svc.example.com"\nLOG_LEVEL=warn\n');
+      const config = loadConfig(environment(dir, { LOG_LEVEL: 'debug' }));
+      expect(config).toMatchObject({ PORT: 4000, BASE_URL: 'https://svc.example.com', LOG_LEVEL: 'debug' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('npm start stops with a message naming the bad variable', () => {

@@ -1,0 +1,22 @@
+// Backup servers and their cloud accounts (spec §2.6, §2.7), and a subscription's backup state.
+import type { Feature } from '../feature.js';
+import { backupServerModel } from './backup-models.js';
+import { registerBackupRoutes } from './backup-routes.js';
+import { createBackupStateService } from './backup-state.js';
+
+export const backup: Feature = {
+  name: 'backup',
+  models: [backupServerModel],
+  routes: registerBackupRoutes,
+  // A backup server's callback: DESIGN §6 `_compute_backup_state()` on a subscription.
+  webhookMethods: (ctx) => {
+    const states = createBackupStateService(ctx);
+    return {
+      'svc.subscription': {
+        _compute_backup_state: async (recId, { tx }) => {
+          await states.computeBackupState(recId, { tx });
+        },
+      },
+    };
+  },
+};

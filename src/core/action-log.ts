@@ -1,0 +1,82 @@
+// The one way to write the audit log of remote actions (spec §2.12). Secrets passed in `secrets`
+// are masked in both texts before anything is stored.
+import type { Db, DbTx } from './db.js';
+import type { ActionStatus, ActionType } from '../generated/prisma/enums.js';
+import type { ModelName } from './models.js';
+
+export interface ActionLogEntry {
+  model_name: ModelName;
+  rec_id: number;
+  action_type: ActionType;
+  input_text: string;
+  output_text?: string;
+  status?: ActionStatus;
+  user_id?: number | null;
+  job_id?: string | null;
+  /** Values that must not be stored (passwords, tokens...): replaced by ******** wherever they appear. */
+  secrets?: readonly (string | null | undefined)[];
+}
+
+const MAX_TEXT = 256 * 1024;
+/** What a secret is replaced with; also what texts the service writes itself show in its place. */
+export const MASK = '********';
+
+/**
+ * Masks secrets in text that came from elsewhere (command output, remote answers). Texts the
+ * service composes never hold a secret in the first place (they are built with MASK); this is the
+ * second line. Every length is masked, and so is the JSON-escaped form (a secret with `"` or `\`
+ * quoted inside a config file or a JSON body).
+ */
+export function maskSecrets(text: string, secrets: readonly (string | null | undefined)[] = []): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (!secret) continue;
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join(MASK);
+  }
+  return out.length > MAX_TEXT ? `${out.slice(0, MAX_TEXT)}\n[truncated ${out.length - MAX_TEXT} characters]` : out;
+}
+
+export function writeActionLog(tx: DbTx | Db, entry: ActionLogEntry) {
+  return tx.actionLog.create({
+    data: {
+      model_name: entry.model_name,
+      rec_id: entry.rec_id,
+      action_type: entry.action_type,
+      status: entry.status ?? 'success',
+      input_text: maskSecrets(entry.input_text, entry.secrets),
+      output_text: maskSecrets(entry.output_text ?? '', entry.secrets),
+      user_id: entry.user_id ?? null,
+      job_id: entry.job_id ?? null,
+    },
+  });
+}
+
+/** A remote step whose row is already written with status `running`; finish() completes it. */
+export interface ActionLogStep {
+  readonly id: number;
+  /** Writes how the step ended; `tx` makes it part of the caller's transaction. */
+  finish(status: 'success' | 'failure', output_text: string, tx?: DbTx | Db): Promise<void>;
+}
+
+/**
+ * Writes the row of a remote step before the step starts (status `running`), so a worker that dies
+ * during the step still leaves a trace; the job's interruption handling turns it into a failure.
+ */
+export async function startActionLog(db: DbTx | Db, entry: Omit<ActionLogEntry, 'status' | 'output_text'>): Promise<ActionLogStep> {
+  const row = await writeActionLog(db, { ...entry, status: 'running' });
+  return {
+    id: row.id,
+    async finish(status, output_text, tx = db) {
+      await tx.actionLog.update({ where: { id: row.id }, data: { status, output_text: maskSecrets(output_text, entry.secrets) } });
+    },
+  };
+}
+
+/**
+ * After a crash: the job's rows still `running` become failures saying so. Returns how many rows
+ * the job has in all, so the caller can write one when it left none.
+ */
+export async function interruptActionLogs(tx: DbTx | Db, jobId: string, output_text: string): Promise<number> {
+  await tx.actionLog.updateMany({ where: { job_id: jobId, status: 'running' }, data: { status: 'failure', output_text } });
+  return tx.actionLog.count({ where: { job_id: jobId } });
+}

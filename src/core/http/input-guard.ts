@@ -1,0 +1,33 @@
+// Input every route refuses the same way, in one place: U+0000 in any string (PostgreSQL text
+// cannot hold it) and query parameters a route does not know. Both answer 400 naming the field.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+
+const NUL = '\u0000';
+const API_PREFIX = '/api/v1';
+
+/** The path of the first string holding a NUL, e.g. "body.contacts.0.name", or null. */
+export function findNul(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return value.includes(NUL) ? path : null;
+  if (depth > 32 || value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return null;
+  for (const [key, inner] of Object.entries(value)) {
+    if (key.includes(NUL)) return `${path}.${key.replaceAll(NUL, '\\0')}`;
+    const found = findNul(inner, `${path}.${key}`, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+export function registerInputGuards(app: FastifyInstance) {
+  app.addHook('preValidation', async (req) => {
+    const field = findNul(req.params, 'params') ?? findNul(req.query, 'query') ?? findNul(req.body, 'body');
+    if (field) throw new ValidationError('Invalid input', [{ field, message: 'must not contain NUL characters' }]);
+  });
+
+  // A REST route that declares no query parameters takes none: `?name=x` is refused, not ignored.
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || route.schema?.querystring) return;
+    route.schema = { ...route.schema, querystring: z.object({}).strict() };
+  });
+}

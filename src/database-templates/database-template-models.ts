@@ -1,0 +1,17 @@
+import { defineModel } from '../core/models.js';
+
+export const databaseTemplateModel = defineModel({
+  name: 'svc.database.template',
+  delegate: 'databaseTemplate',
+  table: 'database_templates',
+  resource: 'database-templates',
+  readGroup: 'user',
+  search: ['name', 'template_db_name'],
+  tracked: ['name', 'postgresql_server_id', 'template_db_name'],
+});
+
+declare module '../core/models.js' {
+  interface ModelNames {
+    'svc.database.template': true;
+  }
+}

@@ -1,0 +1,54 @@
+// Every feature of the service, in one explicit list (no autoloading): adding a feature is adding
+// its folder with a manifest (index.ts) and one line here. composeFeatures() builds what the
+// features give each other: the models, the job catalog and the webhook methods.
+import type { AppContext } from './context.js';
+import { createJobCatalog } from './core/jobs.js';
+import { createModelRegistry } from './core/models.js';
+import { composeWebhookMethods } from './core/webhook-methods.js';
+import type { Feature, Registry } from './feature.js';
+import { health } from './health/index.js';
+import { auth } from './auth/index.js';
+import { settings } from './settings/index.js';
+import { actionLog } from './action-log/index.js';
+import { chatter } from './chatter/index.js';
+import { jobs } from './jobs/index.js';
+import { postgresql } from './postgresql/index.js';
+import { backup } from './backup/index.js';
+import { notifications } from './notifications/index.js';
+import { partners } from './partners/index.js';
+import { databaseTemplates } from './database-templates/index.js';
+import { subscriptions } from './subscriptions/index.js';
+import { trial } from './trial/index.js';
+import { webhooks } from './webhooks/index.js';
+import { servers } from './servers/index.js';
+import { monitoring } from './monitoring/index.js';
+import { git } from './git/index.js';
+
+export const FEATURES: readonly Feature[] = [
+  health,
+  auth,
+  settings,
+  actionLog,
+  chatter,
+  jobs,
+  postgresql,
+  backup,
+  notifications,
+  partners,
+  databaseTemplates,
+  subscriptions,
+  trial,
+  webhooks,
+  servers,
+  monitoring,
+  git,
+];
+
+/** What the features contribute, composed for one process. */
+export function composeFeatures(ctx: AppContext, features: readonly Feature[] = FEATURES): Registry {
+  return {
+    models: createModelRegistry(features.flatMap((f) => f.models ?? [])),
+    jobs: createJobCatalog(features.flatMap((f) => Object.values(f.jobs?.specs ?? {}))),
+    webhookMethods: composeWebhookMethods(...features.map((f) => f.webhookMethods?.(ctx) ?? {})),
+  };
+}

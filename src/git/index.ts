@@ -1,0 +1,15 @@
+// Git (spec §2.9–2.11, §3.4): accounts, repositories, commits, the push webhook registered at the
+// git host, and deploys over SSH.
+import type { Feature } from '../feature.js';
+import { gitJobHandlers } from './git-jobs.js';
+import { gitAccountModel, gitCommitModel, gitRepositoryModel } from './git-models.js';
+import { registerGitRoutes } from './git-routes.js';
+import { gitWebhookMethods } from './git-webhook-methods.js';
+
+export const git: Feature = {
+  name: 'git',
+  models: [gitAccountModel, gitRepositoryModel, gitCommitModel],
+  routes: registerGitRoutes,
+  jobs: gitJobHandlers,
+  webhookMethods: gitWebhookMethods,
+};

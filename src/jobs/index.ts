@@ -1,0 +1,8 @@
+// Background jobs as the API shows them, and what happens to them after a crash.
+import type { Feature } from '../feature.js';
+import { registerJobRoutes } from './job-routes.js';
+
+export const jobs: Feature = {
+  name: 'jobs',
+  routes: registerJobRoutes,
+};

@@ -1,0 +1,12 @@
+// Notification servers (spec §2.8): ntfy and FCM, their operations and per-user tokens.
+import type { Feature } from '../feature.js';
+import { notificationJobHandlers } from './notification-jobs.js';
+import { notificationServerModel, notificationUserTokenModel } from './notification-models.js';
+import { registerNotificationRoutes } from './notification-routes.js';
+
+export const notifications: Feature = {
+  name: 'notifications',
+  models: [notificationServerModel, notificationUserTokenModel],
+  routes: registerNotificationRoutes,
+  jobs: notificationJobHandlers,
+};

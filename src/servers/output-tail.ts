@@ -1,0 +1,44 @@
+// What a running command has printed so far, for the job's progress (DESIGN §11): the last 4 KB
+// of its output, published at most once a second while it changes, secrets masked.
+const MAX_SECRET_BYTES = 1024;
+
+export interface OutputProgress {
+  output_tail: string;
+  output_bytes: number;
+  updated_at: string;
+}
+
+export function outputTail(
+  publish: (progress: OutputProgress) => Promise<unknown>,
+  mask: (text: string) => string,
+  { maxBytes = 4096, everyMs = 1000 } = {},
+) {
+  // A window longer than the tail by the longest secret we mask, so that a secret cut at the edge
+  // of the tail is still whole in what is masked.
+  let window = Buffer.alloc(0);
+  let total = 0;
+  let changed = false;
+
+  async function flush() {
+    if (!changed) return;
+    changed = false;
+    const masked = mask(window.toString('utf8'));
+    await publish({ output_tail: masked.slice(-maxBytes), output_bytes: total, updated_at: new Date().toISOString() }).catch(() => {});
+  }
+  const timer = setInterval(() => void flush(), everyMs);
+  timer.unref();
+
+  return {
+    add(chunk: Buffer) {
+      total += chunk.length;
+      window = Buffer.concat([window, chunk]);
+      if (window.length > maxBytes + MAX_SECRET_BYTES) window = window.subarray(window.length - maxBytes - MAX_SECRET_BYTES);
+      changed = true;
+    },
+    /** Publishes what came last and stops. */
+    async end() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// Connecting to a root server with its stored credentials (src/core/ssh.ts is the client): the
+// record's secrets decrypted, its sudo mode, and trust on first use of its host key.
+import type { Db } from '../core/db.js';
+import type { SecretBox } from '../core/crypto.js';
+import { connectSsh, hostKeyChanged, type ConnectOptions, type SshConnection, type SshTarget } from '../core/ssh.js';
+
+/** The fields of a root server record that connecting needs (secrets as stored, encrypted). */
+export interface RootServerSshRecord {
+  id: number;
+  ip: string;
+  port: number;
+  username: string;
+  password: string | null;
+  key: string | null;
+  sudo_user: boolean;
+  sudo_user_no_password: boolean;
+  host_key: string | null;
+}
+
+export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): Promise<SshTarget> {
+  return {
+    host: server.ip,
+    port: server.port,
+    username: server.username,
+    password: await box.reveal(server.password),
+    privateKey: await box.reveal(server.key),
+    // root needs no sudo (and `sudo -S` would leave the password on the command's stdin).
+    sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
+    knownHostKey: server.host_key,
+  };
+}
+
+/**
+ * Connects to a root server with its stored credentials. The first connection records the host
+ * key (trust on first use); later ones refuse a different key.
+ */
+export async function connectRootServer(
+  deps: { db: Db; box: SecretBox },
+  server: RootServerSshRecord,
+  opts: ConnectOptions = {},
+): Promise<SshConnection> {
+  const target = await sshTargetOf(deps.box, server);
+  const conn = await connectSsh(target, opts);
+  if (server.host_key === null) {
+    const { count } = await deps.db.rootServer.updateMany({ where: { id: server.id, host_key: null }, data: { host_key: conn.hostKey } });
+    if (count === 0) {
+      // Another connection recorded a key meanwhile: it must be this one.
+      const stored = await deps.db.rootServer.findUnique({ where: { id: server.id }, select: { host_key: true } });
+      if (stored?.host_key && stored.host_key !== conn.hostKey) {
+        conn.close();
+        throw hostKeyChanged({ ...target, knownHostKey: stored.host_key }, conn.hostKey);
+      }
+    }
+  }
+  return conn;
+}

@@ -1,0 +1,12 @@
+// Settings (spec §2.13): the singleton, domain lookups, key rotation.
+import type { Feature } from '../feature.js';
+import { settingsModel } from './settings-models.js';
+import { registerSettingsRoutes } from './settings-routes.js';
+import { settingsJobHandlers } from './settings-jobs.js';
+
+export const settings: Feature = {
+  name: 'settings',
+  models: [settingsModel],
+  routes: registerSettingsRoutes,
+  jobs: settingsJobHandlers,
+};

@@ -1,0 +1,16 @@
+import { defineModel } from '../core/models.js';
+
+/** The settings singleton (row 1): its changes are tracked, and domain lookups are logged on it. */
+export const settingsModel = defineModel({
+  name: 'svc.settings',
+  delegate: 'settings',
+  table: 'settings',
+  readGroup: 'user',
+  tracked: ['keep_root_server_log_period', 'dns_resolver', 'webhook_call_log_days', 'trial_reminder_days', 'drop_expired_trials'],
+});
+
+declare module '../core/models.js' {
+  interface ModelNames {
+    'svc.settings': true;
+  }
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { refId } from '../core/http/schemas.js';
+import { defineJobs, job, requestedBy } from '../core/jobs.js';
+
+/** A backup's id on the backup server (DESIGN §7 leaves its type open). */
+export const remoteBackupId = z.union([z.string().min(1).max(200), z.number().int()]);
+
+export const subscriptionJobs = defineJobs({
+  // Create the customer database from the template.
+  deploy_subscription: job({
+    queue: 'deployments',
+    payload: z.object({ subscription_id: refId, ...requestedBy }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'interrupt', // CREATE DATABASE on a PostgreSQL server
+  }),
+  // DESIGN §9 backup: POST to the backup server, then wait for the backup to be listed done.
+  backup_subscription: job({
+    queue: 'backups',
+    payload: z.object({ subscription_id: refId, ...requestedBy }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'interrupt', // starts a backup on the backup server
+  }),
+  restore_subscription: job({
+    queue: 'backups',
+    payload: z.object({ subscription_id: refId, backup_id: remoteBackupId, ...requestedBy }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'interrupt', // overwrites the customer database
+  }),
+  // The final backup, then DROP DATABASE; the subscription ends cancelled.
+  drop_subscription_database: job({
+    queue: 'backups',
+    payload: z.object({ subscription_id: refId, skip_backup: z.boolean().default(false), ...requestedBy }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'interrupt',
+  }),
+  // Every 5 minutes (and on demand): reminders, expiry, drops after grace, mails due.
+  trial_lifecycle: job({
+    queue: 'lifecycle',
+    payload: z.object({ ...requestedBy }),
+    // Idempotent: every change claims its row (state checked under the lock, mails by conditional
+    // updates), so a re-run, or two runs at once, do each thing once; its drops are separate jobs.
+    afterCrash: 'rerun',
+  }),
+});

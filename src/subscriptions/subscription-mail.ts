@@ -1,0 +1,138 @@
+// The customer's lifecycle mails (DESIGN §9), to the partner's address, each recorded in the
+// subscription's chatter (message_type email, with its subject and text):
+// - trial_ready: a trial subscription is running for the first time (its address and trial end);
+// - trial_ending: trial_reminder_days before the trial end, once per trial end;
+// - trial_expired: the trial expiry suspended it (once per suspension).
+// A mail is due while its column (trial_ready_sent_at, ...) is empty and the subscription is as
+// the mail says. Sending claims the column with a conditional update, so two workers never send
+// one mail twice; a failed delivery empties it again (and says so in the chatter), so the next
+// lifecycle run sends it again while it is still true. Nothing here blocks a state change.
+import type { AppContext } from '../context.js';
+import { postMessage, postMessageOnce } from '../core/chatter.js';
+import { renderMail, type MailMessage } from '../core/mail.js';
+import type { Prisma, Subscription } from '../generated/prisma/client.js';
+import { subscriptionUrl } from './subscription-service.js';
+
+export const LIFECYCLE_MAILS = ['trial_ready', 'trial_ending', 'trial_expired'] as const;
+export type LifecycleMail = (typeof LIFECYCLE_MAILS)[number];
+
+const SENT_COLUMN = {
+  trial_ready: 'trial_ready_sent_at',
+  trial_ending: 'trial_reminder_sent_at',
+  trial_expired: 'trial_expired_sent_at',
+} as const satisfies Record<LifecycleMail, keyof Subscription>;
+
+const DAY_MS = 86_400_000;
+
+/** "7 December 2026, 14:05 UTC" */
+function formatDate(d: Date): string {
+  const date = d.toLocaleDateString('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
+  return `${date}, ${d.toISOString().slice(11, 16)} UTC`;
+}
+
+/** When each mail is due, besides its column being empty. */
+function dueWhere(mail: LifecycleMail, now: Date, reminderDays: number): Prisma.SubscriptionWhereInput {
+  switch (mail) {
+    case 'trial_ready':
+      return {
+        is_trial: true,
+        state: 'running',
+        database_name: { not: null },
+        OR: [{ trial_end_date: null }, { trial_end_date: { gt: now } }],
+      };
+    case 'trial_ending':
+      // After the ready mail (a reminder never comes first).
+      return {
+        is_trial: true,
+        state: 'running',
+        trial_ready_sent_at: { not: null },
+        trial_end_date: { gt: now, lte: new Date(now.getTime() + reminderDays * DAY_MS) },
+      };
+    case 'trial_expired':
+      return { is_trial: true, state: 'suspended', suspend_reason: 'trial_expired' };
+  }
+}
+
+export interface MailRunResult {
+  sent: number;
+  failed: { subscription_id: number; mail: LifecycleMail; error: string }[];
+}
+
+export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>) {
+  const { db } = ctx;
+
+  async function compose(mail: LifecycleMail, sub: Subscription & { partner: { name: string; email: string } }): Promise<MailMessage> {
+    const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+    const trialEnd = sub.trial_end_date;
+    const data = {
+      name: sub.partner.name,
+      subscriptionName: sub.name,
+      url: subscriptionUrl(ctx.config, sub),
+      trialEnd: trialEnd ? formatDate(trialEnd) : null,
+      daysLeft: trialEnd ? Math.max(1, Math.ceil((trialEnd.getTime() - Date.now()) / DAY_MS)) : null,
+      remindDays: settings.trial_reminder_days,
+      // Only promised when the lifecycle really drops expired trials after their grace period.
+      deletedAfter: settings.drop_expired_trials && sub.grace_end_date ? formatDate(sub.grace_end_date) : null,
+    };
+    const subject = {
+      trial_ready: 'Your trial is ready',
+      trial_ending: `Your trial ends on ${data.trialEnd}`,
+      trial_expired: 'Your trial has ended',
+    }[mail];
+    return { to: sub.partner.email, subject, ...renderMail(mail, data) };
+  }
+
+  /** Sends `mail` for one subscription if it is due and no one else claimed it; true when sent. */
+  async function sendOne(mail: LifecycleMail, id: number, due: Prisma.SubscriptionWhereInput, result: MailRunResult) {
+    const column = SENT_COLUMN[mail];
+    const claimedAt = new Date();
+    const claimed = await db.subscription.updateMany({ where: { id, [column]: null, ...due }, data: { [column]: claimedAt } });
+    if (claimed.count !== 1) return;
+    const sub = await db.subscription.findUniqueOrThrow({ where: { id }, include: { partner: { select: { name: true, email: true } } } });
+    const ref = { model_name: 'svc.subscription' as const, rec_id: id };
+    let message: MailMessage | null = null;
+    try {
+      message = await compose(mail, sub);
+      await ctx.mailer.send(message);
+    } catch (err) {
+      const error = (err as Error).message;
+      ctx.log.warn({ err, subscription_id: id, mail }, 'lifecycle mail could not be sent');
+      await db.subscription.updateMany({ where: { id, [column]: claimedAt }, data: { [column]: null } });
+      await postMessageOnce(db, {
+        ...ref,
+        body: `The ${mail} e-mail${message ? ` "${message.subject}" to ${message.to}` : ''} could not be sent: ${error}. The next lifecycle run sends it again.`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+      });
+      result.failed.push({ subscription_id: id, mail, error });
+      return;
+    }
+    await postMessage(db, {
+      ...ref,
+      body: `${message.subject}\n\nTo: ${message.to}\n\n${message.text}`,
+      message_type: 'email',
+      subtype_xmlid: 'mail.mt_comment',
+    });
+    result.sent++;
+  }
+
+  return {
+    /** Sends every due mail (of one subscription, or all), one claim at a time. */
+    async sendDue(opts: { subscriptionId?: number; mails?: readonly LifecycleMail[] } = {}): Promise<MailRunResult> {
+      const { trial_reminder_days: reminderDays } = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+      const result: MailRunResult = { sent: 0, failed: [] };
+      for (const mail of opts.mails ?? LIFECYCLE_MAILS) {
+        if (mail === 'trial_ending' && reminderDays === 0) continue;
+        const now = new Date();
+        const due = dueWhere(mail, now, reminderDays);
+        const candidates = await db.subscription.findMany({
+          where: { ...due, [SENT_COLUMN[mail]]: null, ...(opts.subscriptionId ? { id: opts.subscriptionId } : {}) },
+          select: { id: true },
+          orderBy: { id: 'asc' },
+        });
+        for (const c of candidates) await sendOne(mail, c.id, due, result);
+      }
+      return result;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// Subscriptions as the API shows and accepts them (DESIGN §6); the package fields are shared with
+// trial packages, which supply them.
+import { z } from 'zod';
+import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp } from '../core/http/schemas.js';
+import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
+
+export const modelLimits = z
+  .record(z.string().min(1).max(200), z.number().int().min(0).max(INT32_MAX))
+  .describe('model name → maximum records');
+export const packageNames = z.array(z.string().trim().min(1).max(200)).max(200);
+const count = z.number().int().min(0).max(1_000_000);
+
+/** What a trial package supplies to a subscription (spec §4.3), as answered. */
+export const packageFieldsOut = {
+  packages: z.array(z.string()),
+  user_limit: z.number(),
+  storage_limit_gb: z.number(),
+  stage_limit: z.number(),
+  trial_duration_days: z.number(),
+  grace_period_days: z.number(),
+  model_limits: z.record(z.string(), z.unknown()),
+};
+
+/** The same fields as accepted (all optional: the database has the defaults). */
+export const packageFieldsIn = {
+  packages: packageNames.optional(),
+  user_limit: count.optional(),
+  storage_limit_gb: count.optional(),
+  stage_limit: count.optional(),
+  trial_duration_days: count.optional(),
+  grace_period_days: count.optional(),
+  model_limits: modelLimits.optional(),
+};
+
+export const subscription = z.object({
+  id: z.number(),
+  name: z.string(),
+  partner_id: z.number(),
+  is_trial: z.boolean(),
+  state: z.enum(SubscriptionState),
+  ...packageFieldsOut,
+  trial_end_date: nullableTimestamp,
+  grace_end_date: nullableTimestamp,
+  database_template_id: z.number().nullable(),
+  database_name: z.string().nullable(),
+  backup_server_id: z.number().nullable(),
+  backup_state: z.enum(BackupState),
+  url: z.string().nullable().describe("The customer's instance (SUBSCRIPTION_URL); null without a database"),
+  suspended_at: nullableTimestamp,
+  suspend_reason: z.enum(SuspendReason).nullable(),
+  trial_ready_sent_at: nullableTimestamp.describe('When the trial_ready mail went out'),
+  trial_reminder_sent_at: nullableTimestamp.describe('When the trial_ending mail went out (cleared when trial_end_date changes)'),
+  trial_expired_sent_at: nullableTimestamp.describe('When the trial_expired mail of the current expiry went out'),
+  database_dropped_at: nullableTimestamp,
+  drop_attempted_at: nullableTimestamp.describe('Last drop_database attempt (automatic drops are retried at most every 6 hours)'),
+  operation: z.enum(SubscriptionOperation).nullable().describe('The backup, restore or drop_database running on it, if any'),
+  operation_job_id: z.string().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+export type SubscriptionOut = z.infer<typeof subscription>;
+
+export const subscriptionCreate = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    partner_id: refId,
+    is_trial: z.boolean().optional(),
+    ...packageFieldsIn,
+    trial_end_date: z.iso.datetime().nullable().optional(),
+    grace_end_date: z.iso.datetime().nullable().optional(),
+    database_template_id: refId.nullable().optional(),
+    database_name: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'lower-case letters, digits and _, starting with a letter or _, at most 63')
+      .nullable()
+      .optional()
+      .describe('Generated at deployment when empty'),
+    backup_server_id: refId.nullable().optional(),
+  })
+  .strict()
+  .meta({
+    example: {
+      name: 'Acme production',
+      partner_id: 1,
+      is_trial: false,
+      packages: ['crm', 'sales'],
+      user_limit: 20,
+      database_template_id: 1,
+    },
+  });
+export const subscriptionUpdate = patchOf(subscriptionCreate);

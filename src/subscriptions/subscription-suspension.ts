@@ -1,0 +1,128 @@
+// The immediate lifecycle actions (DESIGN §9): suspend, reactivate, extend_trial, convert_to_paid,
+// and the trial expiry the lifecycle job applies. Each runs under the subscription's row lock and
+// checks where it starts from; the remote change (who may connect to the database) is made inside
+// that transaction, so a failure (PostgreSQL unreachable: 400) leaves the state as it was, and two
+// concurrent calls cannot both move the subscription.
+import type { AppContext } from '../context.js';
+import type { DbTx } from '../core/db.js';
+import { UserError } from '../core/errors.js';
+import { postMessage, trackChanges, type Author } from '../core/chatter.js';
+import type { Subscription } from '../generated/prisma/client.js';
+import type { SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
+import { setConnections, type Who } from './subscription-database.js';
+import { subscriptionModel } from './subscription-models.js';
+import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
+
+/** The row lock is held while PostgreSQL answers (connect 10 s, statements 30 s at most). */
+export const REMOTE_TX = { timeout: 60_000, maxWait: 10_000 };
+const DAY_MS = 86_400_000;
+
+/** extend_trial and convert_to_paid: any state but cancelled. */
+const LIVE_STATES: readonly SubscriptionState[] = ['draft', 'confirmed', 'deploying', 'running', 'suspended', 'failed'];
+
+const trialEnded = (sub: Subscription, now = Date.now()) => sub.trial_end_date !== null && sub.trial_end_date.getTime() <= now;
+
+export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
+  const { db } = ctx;
+  const ref = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
+  const note = (tx: DbTx, id: number, body: string, author: Author | null) =>
+    postMessage(tx, { ...ref(id), body, message_type: 'notification', author });
+
+  function locked<T>(id: number, work: (tx: DbTx, before: Subscription) => Promise<T>) {
+    return db.$transaction(async (tx) => work(tx, await lockSubscription(tx, id)), REMOTE_TX);
+  }
+
+  async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, who: Who) {
+    const done = await setConnections(ctx, before, 'closed', who);
+    const after = await setSubscriptionState(tx, before, 'suspended', author, {
+      suspended_at: new Date(),
+      suspend_reason: reason,
+      trial_expired_sent_at: null,
+    });
+    const why = reason === 'trial_expired' ? `The trial ended (${before.trial_end_date?.toISOString()}): suspended.` : 'Suspended.';
+    await note(tx, before.id, `${why} ${done}.`, author);
+    return after;
+  }
+
+  async function reopen(tx: DbTx, before: Subscription, author: Author | null, who: Who, extra: Record<string, unknown>, why: string) {
+    const done = await setConnections(ctx, before, 'open', who);
+    const after = await setSubscriptionState(tx, before, 'running', author, {
+      suspended_at: null,
+      suspend_reason: null,
+      trial_expired_sent_at: null,
+      ...extra,
+    });
+    await note(tx, before.id, `${why} ${done}.`, author);
+    return after;
+  }
+
+  /** A change of fields only (no state, nothing remote), tracked and explained. */
+  async function amend(tx: DbTx, before: Subscription, data: Record<string, unknown>, author: Author | null, why: string) {
+    const after = await tx.subscription.update({ where: { id: before.id }, data });
+    await trackChanges(tx, ref(before.id), subscriptionModel.tracked, before, after, author);
+    await note(tx, before.id, why, author);
+    return after;
+  }
+
+  const expiredTrial = (sub: Subscription) => sub.state === 'suspended' && sub.suspend_reason === 'trial_expired';
+
+  return {
+    suspend: (id: number, author: Author, who: Who) =>
+      locked(id, async (tx, before) => {
+        assertState(before, ['running'], 'suspend');
+        assertIdle(before, 'suspend');
+        return close(tx, before, 'manual', author, who);
+      }),
+
+    reactivate: (id: number, author: Author, who: Who) =>
+      locked(id, async (tx, before) => {
+        assertState(before, ['suspended'], 'reactivate');
+        assertIdle(before, 'reactivate');
+        // It would be suspended again by the next lifecycle run.
+        if (before.is_trial && trialEnded(before)) {
+          throw new UserError(
+            `The trial of subscription ${id} ended on ${before.trial_end_date!.toISOString()}: use extend_trial or convert_to_paid`,
+          );
+        }
+        return reopen(tx, before, author, who, {}, 'Reactivated.');
+      }),
+
+    /** Moves the trial end (from the later of now and the current end) and the grace end by the same amount. */
+    extendTrial: (id: number, days: number, author: Author, who: Who) =>
+      locked(id, async (tx, before) => {
+        if (!before.is_trial) throw new UserError(`Subscription ${id} is not a trial (is_trial is false): only trials can be extended`);
+        assertState(before, LIVE_STATES, 'extend_trial');
+        const now = Date.now();
+        const end = new Date(Math.max(now, before.trial_end_date?.getTime() ?? now) + days * DAY_MS);
+        const grace =
+          before.trial_end_date && before.grace_end_date
+            ? new Date(before.grace_end_date.getTime() + (end.getTime() - before.trial_end_date.getTime()))
+            : new Date(end.getTime() + before.grace_period_days * DAY_MS);
+        const data = { trial_end_date: end, grace_end_date: grace, trial_reminder_sent_at: null };
+        const why = `Trial extended by ${days} day(s): it ends ${end.toISOString()}, grace until ${grace.toISOString()}.`;
+        if (!expiredTrial(before)) return amend(tx, before, data, author, why);
+        assertIdle(before, 'extend_trial');
+        return reopen(tx, before, author, who, data, `${why} Reactivated.`);
+      }),
+
+    convertToPaid: (id: number, author: Author, who: Who) =>
+      locked(id, async (tx, before) => {
+        if (!before.is_trial) throw new UserError(`Subscription ${id} is already paid (is_trial is false)`);
+        assertState(before, LIVE_STATES, 'convert_to_paid');
+        const why = 'Converted to a paid subscription: the trial dates no longer apply.';
+        if (!expiredTrial(before)) return amend(tx, before, { is_trial: false }, author, why);
+        assertIdle(before, 'convert_to_paid');
+        return reopen(tx, before, author, who, { is_trial: false }, `${why} Reactivated.`);
+      }),
+
+    /**
+     * The trial expiry (lifecycle job): suspends a running trial whose end has passed. Checked again
+     * under the lock, so when two runs race, one suspends and the other finds nothing to do (null).
+     */
+    expireTrial: (id: number, who: Who) =>
+      locked(id, async (tx, before) => {
+        if (!before.is_trial || before.state !== 'running' || before.operation || !trialEnded(before)) return null;
+        return close(tx, before, 'trial_expired', null, who);
+      }),
+  };
+}

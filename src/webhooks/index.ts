@@ -1,0 +1,14 @@
+// Inbound webhooks (spec §2.3, §4.2): webhook records, POST /svc/webhook/<token>, the call log and
+// its retention. The methods a webhook may call come from every feature (the registry).
+import type { Feature } from '../feature.js';
+import { webhookJobHandlers, scheduleWebhookJobs } from './webhook-jobs.js';
+import { webhookModel } from './webhook-models.js';
+import { registerWebhookRoutes } from './webhook-routes.js';
+
+export const webhooks: Feature = {
+  name: 'webhooks',
+  models: [webhookModel],
+  routes: registerWebhookRoutes,
+  jobs: webhookJobHandlers,
+  schedules: scheduleWebhookJobs,
+};

@@ -1,0 +1,549 @@
+// The subscription actions of the customer lifecycle (DESIGN §9) on real parts: databases deployed
+// from a real template on the real PostgreSQL (suspension really refuses connections, drops really
+// remove the database), a local backup server implementing DESIGN §7 with real pg_dump/pg_restore,
+// the real BullMQ workers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { composeFeatures } from '../src/features.js';
+import { recordInterruption } from '../src/jobs/job-interruption.js';
+import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
+import { freePort } from './helpers/http-recorder.js';
+import { act, canConnect, connect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
+import { adminQuery } from './helpers/pg.js';
+
+const t = useTestApp({
+  workers: true,
+  env: { SUBSCRIPTION_URL: 'https://{database_name}.odoo.example.com', BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '5000' },
+});
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let remote: BackupApi;
+let backupServerId: number;
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  remote = await startBackupApi();
+  const res = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/backup-servers',
+    payload: { url: remote.url, download_url: 'https://backups.example.com/dl', api_key: remote.apiKey },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  backupServerId = res.json().id;
+});
+
+afterAll(async () => {
+  await remote?.close();
+  await fx?.cleanup();
+});
+
+const DAY = 86_400_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const job = async (res: { statusCode: number; body: string; json(): { job_id: string } }) => {
+  expect(res.statusCode, res.body).toBe(202);
+  return waitForJob(t.app, t.as.user, res.json().job_id, 30_000);
+};
+const actionLog = (id: number) =>
+  t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: id }, orderBy: { id: 'asc' } });
+
+describe('the resource', () => {
+  it('answers url from SUBSCRIPTION_URL and the new fields; null url without a database', async () => {
+    const sub = await fx.deployed({ is_trial: true });
+    expect(sub).toMatchObject({
+      state: 'running',
+      url: `https://${sub.database_name}.odoo.example.com`,
+      suspended_at: null,
+      suspend_reason: null,
+      trial_reminder_sent_at: null,
+      database_dropped_at: null,
+      operation: null,
+    });
+    const partner = await fx.partner();
+    const draft = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'No db', partner_id: partner.id },
+    });
+    expect(draft.json().url).toBeNull();
+    const list = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/subscriptions?state=running' });
+    expect(list.json().items.find((s: { id: number }) => s.id === sub.id).url).toBe(sub.url);
+  });
+
+  it('PATCH moves trial_end_date and grace_end_date (operators); a new trial end clears trial_reminder_sent_at; grace before trial end is 400', async () => {
+    const sub = await fx.deployed({
+      is_trial: true,
+      trial_end_date: iso(Date.now() + 10 * DAY),
+      grace_end_date: iso(Date.now() + 15 * DAY),
+    });
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_reminder_sent_at: new Date() } });
+    const patch = (payload: object, caller = t.as.operator) =>
+      request(t.app, caller, { method: 'PATCH', url: `/api/v1/subscriptions/${sub.id}`, payload });
+
+    expect((await patch({ trial_end_date: iso(Date.now()) }, t.as.user)).statusCode).toBe(403);
+    // Only the grace end: the reminder stays.
+    let res = await patch({ grace_end_date: iso(Date.now() + 20 * DAY) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().trial_reminder_sent_at).not.toBeNull();
+    const newEnd = iso(Date.now() + 3 * DAY);
+    res = await patch({ trial_end_date: newEnd });
+    expect(res.json()).toMatchObject({ trial_end_date: newEnd, trial_reminder_sent_at: null });
+
+    const grace = (await get(t, sub.id)).grace_end_date;
+    res = await patch({ grace_end_date: iso(Date.now() + DAY) });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('validation_error');
+    expect((await get(t, sub.id)).grace_end_date).toBe(grace);
+    const tracked = (await messages(t, sub.id)).flatMap((m) => m.tracking_values).map((v) => v.field);
+    expect(tracked).toEqual(expect.arrayContaining(['trial_end_date', 'grace_end_date']));
+  });
+});
+
+describe('suspend and reactivate', () => {
+  it('really closes the database (open sessions ended, new connections refused) and opens it again', async () => {
+    const sub = await fx.deployed();
+    const session = await connect(sub.database_name);
+    const ended = new Promise<Error>((resolve) => session.on('error', resolve));
+
+    const res = await act(t, sub.id, 'suspend');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ state: 'suspended', suspend_reason: 'manual', suspended_at: expect.any(String) });
+    expect((await ended).message).toMatch(/terminat/);
+    expect(await canConnect(sub.database_name)).toMatch(/is not currently accepting connections/);
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
+
+    // From the wrong state: 409 naming the state.
+    const again = await act(t, sub.id, 'suspend');
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.message).toMatch(/is suspended; suspend needs running/);
+
+    const back = await act(t, sub.id, 'reactivate');
+    expect(back.statusCode, back.body).toBe(200);
+    expect(back.json()).toMatchObject({ state: 'running', suspend_reason: null, suspended_at: null });
+    expect(await canConnect(sub.database_name)).toBe(true);
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: true, datconnlimit: -1 });
+    expect((await act(t, sub.id, 'reactivate')).json().error.message).toMatch(/is running; reactivate needs suspended/);
+
+    expect(await stateHistory(t, sub.id)).toEqual(['draft', 'confirmed', 'deploying', 'running', 'suspended', 'running']);
+    const rows = (await actionLog(sub.id)).filter((r) => r.action_type === 'database');
+    expect(rows.map((r) => [r.status, r.user_id])).toEqual([
+      ['success', t.as.operator.userId],
+      ['success', t.as.operator.userId],
+    ]);
+    expect(rows[0]!.input_text).toContain(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS false CONNECTION LIMIT 0`);
+    expect(rows[0]!.output_text).toMatch(/1 open session\(s\) ended/);
+    expect((await act(t, sub.id, 'suspend', undefined, t.as.user)).statusCode).toBe(403);
+  });
+
+  it('five concurrent suspends: one moves it, the others answer 409', async () => {
+    const sub = await fx.deployed();
+    const results = await Promise.all(Array.from({ length: 5 }, () => act(t, sub.id, 'suspend')));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
+    expect((await stateHistory(t, sub.id)).filter((s) => s === 'suspended')).toHaveLength(1);
+  });
+
+  it('PostgreSQL unreachable: 400 saying so, state unchanged, a failed action-log row', async () => {
+    const sub = await fx.deployed();
+    const dead = await t.ctx.db.postgresqlServer.create({ data: { name: 'dead', ip: '127.0.0.1', port: await freePort() } });
+    const template = await t.ctx.db.databaseTemplate.create({
+      data: { name: 'dead', postgresql_server_id: dead.id, template_db_name: 'x' },
+    });
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${sub.id}`,
+      payload: { database_template_id: template.id },
+    });
+
+    const res = await act(t, sub.id, 'suspend');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({
+      code: 'user_error',
+      message: expect.stringMatching(/^Could not connect to PostgreSQL at postgres@127\.0\.0\.1:\d+: .*ECONNREFUSED/),
+    });
+    expect((await get(t, sub.id)).state).toBe('running');
+    expect((await actionLog(sub.id)).at(-1)).toMatchObject({ action_type: 'database', status: 'failure' });
+    expect(await canConnect(sub.database_name)).toBe(true);
+  });
+
+  it('a running trial whose end has passed cannot simply be reactivated (400: extend_trial or convert_to_paid)', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: iso(Date.now() + DAY) });
+    expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_end_date: new Date(Date.now() - DAY) } });
+    const res = await act(t, sub.id, 'reactivate');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/use extend_trial or convert_to_paid/);
+    expect((await get(t, sub.id)).state).toBe('suspended');
+  });
+});
+
+describe('extend_trial and convert_to_paid', () => {
+  it('extend_trial: 1..365 days, trials only, from the later of now and the current end; grace moves by the same amount', async () => {
+    const end = Date.now() + 5 * DAY;
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: iso(end), grace_end_date: iso(end + 7 * DAY) });
+    for (const days of [0, 366, 1.5, '3', null]) {
+      const res = await act(t, sub.id, 'extend_trial', { days });
+      expect(res.statusCode, String(days)).toBe(400);
+    }
+    expect((await act(t, sub.id, 'extend_trial', {})).statusCode).toBe(400);
+    const res = await act(t, sub.id, 'extend_trial', { days: 10 });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ state: 'running', trial_end_date: iso(end + 10 * DAY), grace_end_date: iso(end + 17 * DAY) });
+    expect((await messages(t, sub.id)).at(-1)!.body).toMatch(/^Trial extended by 10 day\(s\)/);
+
+    const paid = await fx.deployed();
+    const refused = await act(t, paid.id, 'extend_trial', { days: 10 });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error.message).toMatch(/is not a trial/);
+  });
+
+  it('extend_trial of an expired trial: from now, reactivated (connections accepted again)', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: iso(Date.now() + DAY) });
+    await act(t, sub.id, 'suspend');
+    // As the expiry leaves it.
+    await t.ctx.db.subscription.update({
+      where: { id: sub.id },
+      data: { suspend_reason: 'trial_expired', trial_end_date: new Date(Date.now() - 3 * DAY), grace_end_date: new Date(Date.now() + DAY) },
+    });
+    expect(await canConnect(sub.database_name)).toMatch(/not currently accepting/);
+    const before = Date.now();
+    const res = await act(t, sub.id, 'extend_trial', { days: 7 });
+    expect(res.statusCode, res.body).toBe(200);
+    const out = res.json();
+    expect(out).toMatchObject({ state: 'running', suspend_reason: null, trial_reminder_sent_at: null });
+    expect(Date.parse(out.trial_end_date)).toBeGreaterThanOrEqual(before + 7 * DAY);
+    expect(Date.parse(out.grace_end_date) - Date.parse(out.trial_end_date)).toBe(4 * DAY);
+    expect(await canConnect(sub.database_name)).toBe(true);
+  });
+
+  it('convert_to_paid lifts a trial_expired suspension; already paid is 400; cancelled is 409', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: iso(Date.now() + DAY) });
+    await act(t, sub.id, 'suspend');
+    await t.ctx.db.subscription.update({
+      where: { id: sub.id },
+      data: { suspend_reason: 'trial_expired', trial_end_date: new Date(Date.now() - DAY) },
+    });
+    const res = await act(t, sub.id, 'convert_to_paid');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ is_trial: false, state: 'running' });
+    expect(await canConnect(sub.database_name)).toBe(true);
+    expect((await act(t, sub.id, 'convert_to_paid')).statusCode).toBe(400);
+    const tracked = (await messages(t, sub.id)).flatMap((m) => m.tracking_values);
+    expect(tracked).toContainEqual({ field: 'is_trial', old_value: true, new_value: false });
+
+    const other = await fx.deployed({ is_trial: true });
+    expect((await act(t, other.id, 'cancel')).statusCode).toBe(200);
+    const cancelled = await act(t, other.id, 'convert_to_paid');
+    expect(cancelled.statusCode).toBe(409);
+    expect(cancelled.json().error.message).toMatch(/is cancelled/);
+    expect((await act(t, other.id, 'extend_trial', { days: 3 })).statusCode).toBe(409);
+  });
+});
+
+describe('backup', () => {
+  it('POSTs the backup, waits until the server lists it done, sets backup_state; chatter and action log', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const done = await job(await act(t, sub.id, 'backup'));
+    expect(done.state, done.error).toBe('completed');
+    const [made] = await remote.settled(sub.database_name);
+    expect(done.result).toMatchObject({
+      subscription_id: sub.id,
+      backup_server_id: backupServerId,
+      backup: { id: made!.id, state: 'done' },
+    });
+    const post = remote.callsTo('/svc/database/backup').at(-1)!;
+    expect(JSON.parse(post.body)).toEqual({ db_name: sub.database_name });
+    expect(post.headers['x-api-key']).toBe(remote.apiKey);
+    const current = await get(t, sub.id);
+    expect(current).toMatchObject({ backup_state: 'ok', operation: null, state: 'running' });
+    expect((await messages(t, sub.id)).at(-1)!.body).toBe(
+      `Backup ${made!.id} of ${sub.database_name} done on backup server ${backupServerId}: ${made!.url}.`,
+    );
+    const rows = await actionLog(sub.id);
+    expect(rows.filter((r) => r.action_type === 'database').at(-1)).toMatchObject({ status: 'success', job_id: done.id });
+    expect(rows.filter((r) => r.action_type === 'api_call').map((r) => r.input_text.split('\n')[0])).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^POST .*\/svc\/database\/backup$/),
+        expect.stringMatching(/^GET .*\/api\/backups\?db_name=/),
+      ]),
+    );
+    expect(JSON.stringify(rows)).not.toContain(remote.apiKey);
+  });
+
+  it('without an id in the answer, the backup is the one listed after the request (not an older one)', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    expect((await job(await act(t, sub.id, 'backup'))).state).toBe('completed');
+    remote.behaviour.answerWithId = false;
+    remote.behaviour.unlisted = true;
+    try {
+      const posts = remote.callsTo('/svc/database/backup').length;
+      const res = await act(t, sub.id, 'backup');
+      // Two polls after the request have listed the old, done backup: it must not count.
+      for (;;) {
+        const post = remote.callsTo('/svc/database/backup')[posts];
+        const after = post ? remote.calls.slice(remote.calls.indexOf(post)) : [];
+        if (after.filter((c) => c.path === '/api/backups').length >= 2) break;
+        if ((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn) break; // wrongly took the old one
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn).toBeUndefined();
+      remote.release();
+      const done = await job(res);
+      const ended = await remote.settled(sub.database_name, 2);
+      expect(done.result.backup.id).toBe(ended[1]!.id);
+    } finally {
+      remote.behaviour.answerWithId = true;
+      remote.behaviour.unlisted = false;
+      remote.release();
+    }
+  });
+
+  it('a suspended database is opened to superusers for the backup and closed again', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    await act(t, sub.id, 'suspend');
+    const done = await job(await act(t, sub.id, 'backup'));
+    expect(done.state, done.error).toBe('completed');
+    expect((await remote.settled(sub.database_name)).map((b) => b.state)).toEqual(['done']);
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
+    expect(await canConnect(sub.database_name)).toMatch(/not currently accepting/);
+    const bodies = (await messages(t, sub.id)).map((m) => m.body);
+    expect(bodies.filter((b) => /opened to superusers|closed to connections again/.test(b))).toHaveLength(2);
+  });
+
+  it('the backup server answering an error: job failed with the remote error, subscription unchanged, chatter and action log say why', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    remote.behaviour.refuseWith = 503;
+    try {
+      const failed = await job(await act(t, sub.id, 'backup'));
+      expect(failed.state).toBe('failed');
+      expect(failed.error).toMatch(/POST .*\/svc\/database\/backup answered HTTP 503: .*the backup service is out of order/);
+    } finally {
+      remote.behaviour.refuseWith = null;
+    }
+    expect(await get(t, sub.id)).toMatchObject({ backup_state: 'none', operation: null, state: 'running' });
+    expect((await messages(t, sub.id)).at(-1)).toMatchObject({
+      subtype_xmlid: 'mail.mt_alert',
+      body: expect.stringMatching(/^Backup failed: .*HTTP 503/),
+    });
+    expect(
+      (await actionLog(sub.id))
+        .filter((r) => r.status === 'failure')
+        .map((r) => r.action_type)
+        .sort(),
+    ).toEqual(['api_call', 'database']);
+  });
+
+  it('the backup server unreachable, and a backup that does not end in time: clear failures', async () => {
+    const sub = await fx.deployed();
+    const closed = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/backup-servers',
+      payload: { url: `http://127.0.0.1:${await freePort()}`, download_url: 'https://d.example.com', api_key: 'k' },
+    });
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${sub.id}`,
+      payload: { backup_server_id: closed.json().id },
+    });
+    const refused = await job(await act(t, sub.id, 'backup'));
+    expect(refused.error).toMatch(/\/api\/backups\?db_name=.*: connection refused$/);
+    expect(await get(t, sub.id)).toMatchObject({ backup_state: 'none', operation: null });
+
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${sub.id}`,
+      payload: { backup_server_id: backupServerId },
+    });
+    remote.behaviour.hold = true;
+    try {
+      const late = await job(await act(t, sub.id, 'backup'));
+      expect(late.state).toBe('failed');
+      expect(late.error).toMatch(/was not reported done within 5000 ms \(last state: running\)/);
+      expect(await get(t, sub.id)).toMatchObject({ backup_state: 'running', operation: null });
+    } finally {
+      remote.behaviour.hold = false;
+      remote.release();
+    }
+  });
+
+  it('a backup the server reports failed: backup_state failed, job failed', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    // pg_dump fails on a database that refuses connections: closed behind the service's back.
+    await adminQuery(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS false`);
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { database_template_id: null } });
+    const failed = await job(await act(t, sub.id, 'backup'));
+    expect(failed.error).toMatch(/reports backup \d+ of .* as failed/);
+    expect((await get(t, sub.id)).backup_state).toBe('failed');
+  });
+});
+
+describe('restore', () => {
+  it('administrators only; restores the latest completed backup (or the one named); an unknown id is 400', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    expect((await job(await act(t, sub.id, 'backup'))).state).toBe('completed');
+    const db = await connect(sub.database_name);
+    await db.query(`UPDATE res_company SET name = 'broken by the customer'`);
+    await db.end();
+
+    expect((await act(t, sub.id, 'restore', {})).statusCode).toBe(403);
+    const unknown = await act(t, sub.id, 'restore', { backup_id: 999999 }, t.as.admin);
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().error.message).toMatch(
+      new RegExp(`Backup 999999 is not a backup of ${sub.database_name} .* lists: \\d+ \\(done\\)`),
+    );
+
+    const restored = await job(await act(t, sub.id, 'restore', undefined, t.as.admin));
+    expect(restored.state, restored.error).toBe('completed');
+    const [backup] = await remote.settled(sub.database_name);
+    expect(restored.result).toMatchObject({ backup_id: backup!.id });
+    expect(JSON.parse(remote.callsTo('/svc/database/restore').at(-1)!.body)).toEqual({ db_name: sub.database_name, backup_id: backup!.id });
+    const check = await connect(sub.database_name);
+    expect((await check.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'template company' }]);
+    await check.end();
+    expect((await messages(t, sub.id)).at(-1)!.body).toMatch(new RegExp(`restored from backup ${backup!.id}`));
+
+    await act(t, sub.id, 'suspend');
+    const suspended = await act(t, sub.id, 'restore', {}, t.as.admin);
+    expect(suspended.statusCode).toBe(409);
+    expect(suspended.json().error.message).toMatch(/is suspended; restore needs running/);
+  });
+});
+
+describe('drop_database', () => {
+  it('administrators only, from suspended or cancelled: final backup, DROP DATABASE, cancelled; each step in the chatter', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const running = await act(t, sub.id, 'drop_database', {}, t.as.admin);
+    expect(running.statusCode).toBe(409);
+    expect(running.json().error.message).toMatch(/is running; drop_database needs suspended or cancelled/);
+    await act(t, sub.id, 'suspend');
+    expect((await act(t, sub.id, 'drop_database', {})).statusCode).toBe(403);
+
+    const done = await job(await act(t, sub.id, 'drop_database', {}, t.as.admin));
+    expect(done.state, done.error).toBe('completed');
+    expect(await databaseRow(sub.database_name)).toBeNull();
+    const [backup] = await remote.settled(sub.database_name);
+    expect(backup!.state).toBe('done');
+    expect(await get(t, sub.id)).toMatchObject({
+      state: 'cancelled',
+      database_dropped_at: expect.any(String),
+      url: null,
+      operation: null,
+      backup_state: 'ok',
+    });
+    const steps = (await messages(t, sub.id)).map((m) => m.body).filter((b) => b !== '');
+    const from = steps.findIndex((b) => b.startsWith('drop_database of'));
+    expect(steps.slice(from).map((b) => b.replace(/ .*/, ''))).toEqual([
+      'drop_database',
+      'Database',
+      'Database',
+      'Final',
+      'Dropping',
+      'Database',
+    ]);
+    expect(steps.at(-1)).toBe(`Database ${sub.database_name} dropped; subscription cancelled.`);
+    const drop = (await actionLog(sub.id)).find((r) => r.input_text.startsWith('DROP DATABASE'));
+    expect(drop).toMatchObject({ status: 'success', user_id: t.as.admin.userId });
+
+    const again = await act(t, sub.id, 'drop_database', {}, t.as.admin);
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.message).toMatch(/was dropped/);
+    expect((await act(t, sub.id, 'backup')).statusCode).toBe(409);
+  });
+
+  it('never drops without a backup that ended done: a failed backup leaves the database and the state as they were', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    await act(t, sub.id, 'cancel');
+    remote.behaviour.refuseWith = 500;
+    try {
+      const failed = await job(await act(t, sub.id, 'drop_database', undefined, t.as.admin));
+      expect(failed.state).toBe('failed');
+      expect(failed.error).toMatch(/HTTP 500/);
+    } finally {
+      remote.behaviour.refuseWith = null;
+    }
+    expect(await databaseRow(sub.database_name)).not.toBeNull();
+    expect(await get(t, sub.id)).toMatchObject({ state: 'cancelled', database_dropped_at: null, operation: null });
+    expect((await messages(t, sub.id)).at(-1)!.body).toMatch(
+      /^drop_database failed: .*Nothing was dropped; the subscription is unchanged\.$/,
+    );
+    expect((await actionLog(sub.id)).some((r) => r.input_text.startsWith('DROP DATABASE'))).toBe(false);
+  });
+
+  it('skip_backup drops without asking the backup server', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    await act(t, sub.id, 'suspend');
+    const calls = remote.calls.length;
+    const done = await job(await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin));
+    expect(done.state, done.error).toBe('completed');
+    expect(remote.calls.length).toBe(calls);
+    expect(await databaseRow(sub.database_name)).toBeNull();
+    expect((await messages(t, sub.id)).map((m) => m.body)).toContainEqual(
+      expect.stringMatching(/without a backup \(skip_backup by administrator-/),
+    );
+  });
+
+  it('while a backup holds the subscription, state changes and other operations answer 409 naming it', async () => {
+    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    remote.behaviour.hold = true;
+    try {
+      const res = await act(t, sub.id, 'backup');
+      const jobId = res.json().job_id;
+      for (;;) {
+        if ((await get(t, sub.id)).operation === 'backup') break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const suspend = await act(t, sub.id, 'suspend');
+      expect(suspend.statusCode).toBe(409);
+      expect(suspend.json().error.message).toBe(
+        `Subscription ${sub.id} is running with backup running (job ${jobId}); suspend must wait until it ends`,
+      );
+      expect((await act(t, sub.id, 'cancel')).statusCode).toBe(409);
+      remote.release();
+      expect((await job(res)).state).toBe('completed');
+      expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
+    } finally {
+      remote.behaviour.hold = false;
+      remote.release();
+    }
+  });
+});
+
+describe('an interrupted drop_database (worker died)', () => {
+  const interruption = subscriptionJobHandlers.interruptions.drop_subscription_database!;
+  const record = (jobId: string, subId: number) =>
+    recordInterruption(
+      t.ctx,
+      { name: 'drop_subscription_database', id: jobId, payload: { subscription_id: subId, skip_backup: false, user_id: null } },
+      interruption,
+    );
+
+  it('after DROP DATABASE: PostgreSQL says it is gone, so the subscription is cancelled with the date', async () => {
+    const sub = await fx.deployed();
+    await act(t, sub.id, 'suspend');
+    // As the job leaves it when the worker dies right after the DROP.
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { operation: 'drop_database', operation_job_id: 'backups-990' } });
+    await adminQuery(`DROP DATABASE "${sub.database_name}" WITH (FORCE)`);
+    await record('backups-990', sub.id);
+    expect(await get(t, sub.id)).toMatchObject({ state: 'cancelled', database_dropped_at: expect.any(String), operation: null });
+    expect((await messages(t, sub.id)).at(-1)!.body).toMatch(/no longer exists: the drop happened; subscription cancelled/);
+  });
+
+  it('before DROP DATABASE (during the backup): the database is still there, the subscription unchanged and closed again', async () => {
+    const sub = await fx.deployed();
+    await act(t, sub.id, 'suspend');
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { operation: 'drop_database', operation_job_id: 'backups-991' } });
+    await adminQuery(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS true`); // opened for the backup
+    await record('backups-991', sub.id);
+    expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', database_dropped_at: null, operation: null });
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
+    const last = (await messages(t, sub.id)).at(-1)!;
+    expect(last.body).toMatch(/still exists: nothing was dropped; the subscription is unchanged\. .*closed to connections/);
+    const rows = await t.ctx.db.actionLog.findMany({ where: { job_id: 'backups-991' } });
+    expect(rows.map((r) => r.output_text)).toContainEqual(expect.stringMatching(/^interrupted: /));
+  });
+
+  it('the job catalog: backups, restores and drops are never run again after a crash', () => {
+    const catalog = composeFeatures(t.ctx).jobs;
+    expect(catalog.afterCrashOf('backups')).toBe('interrupt');
+    expect(catalog.afterCrashOf('lifecycle')).toBe('rerun');
+  });
+});
