@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { startWorkers, type Workers } from '../src/worker.js';
+import type { MonitorPollEvent } from '../src/feature.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
@@ -212,6 +213,27 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
     expect((await getServer(server.id)).monitor_failures).toBe(3);
+  });
+
+  it('tells the observers (alerts) every recorded poll, good or failed; a failing observer does not fail the poll', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const events: MonitorPollEvent[] = [];
+    const failing = async () => {
+      throw new Error('observer down');
+    };
+    const poll = createMonitorPoller(ctx, [failing, async (e) => void events.push(e)]);
+    expect((await poll(server.id)).outcome).toBe('ok');
+    await patch(server.id, { port: await freePort(), ...passwordLogin });
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
+    expect((await poll(server.id)).outcome).toBe('failed');
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
+
+    expect(events).toHaveLength(2);
+    expect(events[0]).toMatchObject({ root_server_id: server.id, outcome: 'ok', previous_state: 'online', failures: 0, error: null });
+    expect(events[0]!.metrics).toMatchObject({ cpu_percent: expect.any(Number), disk_percent: expect.any(Number) });
+    expect(events[1]).toMatchObject({ outcome: 'failed', metrics: null, failures: 1, error: expect.stringMatching(/^Connection refused/) });
   });
 
   it('reconnects when the connection drops', async () => {
