@@ -310,7 +310,8 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
       a = await start(ctxA, 'A');
       b = await start(ctxB, 'B');
       const servers: { id: number }[] = [];
-      for (let i = 0; i < 6; i++) servers.push(await confirmedServer(keyLogin()));
+      // Rendezvous hashing splits them; 12 servers all landing on one side has odds of 1 in 2,048.
+      for (let i = 0; i < 12; i++) servers.push(await confirmedServer(keyLogin()));
       for (const s of servers) await act(s.id, 'start_monitor');
       const ids = servers.map((s) => s.id);
       const heldBy = (r: MonitorRunner) => r.held().filter((id) => ids.includes(id));

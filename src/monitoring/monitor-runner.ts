@@ -14,7 +14,7 @@
 // statement (recordSamples). Anything else (no stream yet, a failure, a server in backoff, a shell
 // that cannot run the loop) goes through poll(), one server at a time, with the same rules.
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
@@ -35,7 +35,7 @@ import { computeMetrics } from './proc-metrics.js';
 export interface MonitorRunnerOptions {
   /** How often leases are renewed and the schedule re-read (default 1 s). */
   syncMs?: number;
-  /** A lease not renewed for this long is free (default 4 s): the failover time. */
+  /** A lease not renewed for this long is free (default 3 s): most of the failover time. */
   leaseMs?: number;
   /** SSH connections opened at once (warm-up, take-over), so handshakes are spread out. */
   connectsAtOnce?: number;
@@ -58,7 +58,8 @@ export interface MonitorRunner {
 const SLOT_TTL_MS = 3600_000;
 const KEEPALIVE_MS = 60_000;
 const BATCH_MAX = 200;
-const BATCH_WAIT_MS = 20;
+/** Streamed samples wait this long for others to share their write (far below any interval). */
+const BATCH_WAIT_MS = 200;
 
 export function leaseKey(prefix: string, id: number) {
   return `${prefix}:monitor:lease:${id}`;
@@ -98,22 +99,31 @@ const RELEASE = `
 for _, k in ipairs(KEYS) do if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end end
 return 0`;
 
-/** FNV-1a: the rendezvous weight of a (worker, server) pair. */
+/** The rendezvous weight of a (worker, server) pair: a well-mixed hash (worker ids differ in few characters). */
 function weight(worker: string, id: number): number {
-  let h = 0x811c9dc5;
-  const s = `${worker}/${id}`;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
+  return createHash('md5').update(`${id}/${worker}`).digest().readUInt32BE(0);
 }
 
-function preferredOf(id: number, live: string[]): string | undefined {
-  let best: string | undefined;
-  let bestWeight = -1;
-  for (const w of live) {
-    const x = weight(w, id);
-    if (x > bestWeight) [best, bestWeight] = [w, x];
-  }
-  return best;
+/** Which live worker should hold each server (rendezvous hashing), cached while the live set stays the same. */
+function rendezvous() {
+  let liveKey = '';
+  const cache = new Map<number, string | undefined>();
+  return (id: number, live: string[]): string | undefined => {
+    const key = live.join(' ');
+    if (key !== liveKey) {
+      liveKey = key;
+      cache.clear();
+    }
+    if (cache.has(id)) return cache.get(id);
+    let best: string | undefined;
+    let bestWeight = -1;
+    for (const w of live) {
+      const x = weight(w, id);
+      if (x > bestWeight) [best, bestWeight] = [w, x];
+    }
+    cache.set(id, best);
+    return best;
+  };
 }
 
 /** The first due time after `now` of a schedule. */
@@ -136,7 +146,7 @@ export async function startMonitorRunner(
   opts: MonitorRunnerOptions = {},
 ): Promise<MonitorRunner> {
   const syncMs = opts.syncMs ?? 1000;
-  const leaseMs = opts.leaseMs ?? 4000;
+  const leaseMs = opts.leaseMs ?? 3000;
   const connectsAtOnce = opts.connectsAtOnce ?? ctx.config.MONITOR_CONCURRENCY;
   const prefix = ctx.queues.prefix;
   const me = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -148,6 +158,7 @@ export async function startMonitorRunner(
   const signatures = new Map<number, string>();
   const held = new Map<number, Held>();
   const freeSeen = new Set<number>();
+  const preferredOf = rendezvous();
   const baseSampler = streamSampler(streams, fallback);
   const sampler: Sampler =
     opts.sampler ??
@@ -321,7 +332,14 @@ export async function startMonitorRunner(
     held.set(id, h);
     limited(() => open(h))
       .catch((err) => ctx.log.debug({ err, root_server_id: id }, 'opening the monitoring stream failed; the due time will retry'))
-      .finally(() => arm(h));
+      .finally(() => {
+        if (h.dropped || closed) return;
+        arm(h);
+        // The due time that passed while connecting (a start_monitor, a take-over) is still taken
+        // when it is recent; the slot check skips it if the previous holder recorded it.
+        const last = nextDue(h.schedule, Date.now()) - h.schedule.every;
+        if (Date.now() - last < h.schedule.every * 0.7) fire(h, last);
+      });
   }
 
   async function release(ids: number[]) {
@@ -335,7 +353,7 @@ export async function startMonitorRunner(
     const wk = workersKey(prefix);
     await ctx.redis.zadd(wk, now, me);
     if (syncs++ % 30 === 0) await ctx.redis.zremrangebyscore(wk, '-inf', now - 60_000);
-    const live = await ctx.redis.zrangebyscore(wk, now - leaseMs, '+inf');
+    const live = (await ctx.redis.zrangebyscore(wk, now - leaseMs, '+inf')).sort();
     if (syncs === 1) return; // let the workers starting with this one be seen before taking servers
     const scheduled = new Map(
       Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]),
