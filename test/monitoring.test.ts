@@ -180,6 +180,11 @@ describe('monitor-logs', () => {
     const from = new Date(now - 55 * 60_000).toISOString();
     const buckets = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}` })).json();
     expect(buckets.items.reduce((n: number, b: { samples: number }) => n + b.samples, 0)).toBe(5);
+    expect(buckets.total).toBe(buckets.items.length);
+    const pastEnd = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}&offset=50` })).json();
+    expect(pastEnd).toMatchObject({ items: [], total: buckets.total });
+    const second = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}&offset=1` })).json();
+    expect(second.total).toBe(buckets.total);
     const avg = (buckets.items as { cpu_percent: number; samples: number }[]).map((b) => [b.samples, b.cpu_percent]);
     // 50 and 49 minutes ago share a 15-minute bucket unless a boundary falls between them.
     expect(avg.flat().every((v) => Number.isFinite(v))).toBe(true);
