@@ -109,10 +109,10 @@ async function rowsBetween(ctx: AppContext, ids: number[], from: number, to: num
 }
 
 /**
- * Due times in [from, to) of every server against its rows. Each row is matched to the earliest
- * due time of its server not matched yet, at most MAX_LATE_MS before it (a poll can be that late
- * at most: the due time that passed while connecting, plus the poll's timeout); a row with no
- * such due time left is a duplicate. On time = matched within one interval of its due time.
+ * Due times in [from, to) of every server against its rows. Rows are taken in time order; each is
+ * matched to the latest due time at or before it not matched yet, going back at most MAX_LATE_MS
+ * (a poll can be that late at most: the due time that passed while connecting, plus the poll's
+ * timeout); a row with no such due time left is a duplicate. On time = within one interval.
  */
 const MAX_LATE_MS = 2 * INTERVAL_MS;
 function matchSlots(ids: number[], phases: Map<number, number>, rows: { id: number; t: number }[], from: number, to: number) {
@@ -127,9 +127,9 @@ function matchSlots(ids: number[], phases: Map<number, number>, rows: { id: numb
     if (first < to) due += Math.floor((to - 1 - first) / INTERVAL_MS) + 1;
     const taken = new Set<number>();
     for (const t of (byServer.get(id) ?? []).sort((a, b) => a - b)) {
-      let d = Math.ceil((t - MAX_LATE_MS - phase) / INTERVAL_MS) * INTERVAL_MS + phase;
-      while (d <= t && taken.has(d)) d += INTERVAL_MS;
-      if (d > t) {
+      let d = Math.floor((t - phase) / INTERVAL_MS) * INTERVAL_MS + phase;
+      while (taken.has(d) && d >= t - MAX_LATE_MS) d -= INTERVAL_MS;
+      if (taken.has(d) || d < t - MAX_LATE_MS) {
         duplicates++;
         continue;
       }
@@ -211,7 +211,8 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
     const s = matchSlots(ids, phases, await rowsBetween(ctx, ids, t0 - 3 * INTERVAL_MS, t1 + 2 * INTERVAL_MS), t0, t1);
     const wall = (t1 - t0) / 1000;
     const serviceCpu = c1.reduce((a, v, i) => a + v - c0[i]!, 0);
-    const perThousand = (serviceCpu / Math.max(1, s.recorded)) * 1000;
+    const polls = s.lateness.length;
+    const perThousand = (serviceCpu / Math.max(1, polls)) * 1000;
     const machine = mc1 - mc0;
     const onTime = s.recorded / Math.max(1, s.due);
     console.log(
@@ -226,7 +227,7 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
     );
     console.log(
       `  machine CPU ${machine.toFixed(2)} s (${((machine / wall / os.cpus().length) * 100).toFixed(0)} % of ${os.cpus().length} cores) → ` +
-        `${((machine / Math.max(1, s.recorded)) * 1000).toFixed(2)} CPU s per 1,000 polls (service + sshd + remote loops + PostgreSQL + Redis)`,
+        `${((machine / Math.max(1, polls)) * 1000).toFixed(2)} CPU s per 1,000 polls (service + sshd + remote loops + PostgreSQL + Redis)`,
     );
     console.log(
       `  leases: ${[...owners.entries()].map(([o, l]) => `${o.split(':').slice(1, 2).join('') || o} ${l.length}`).join(', ')}; ` +
