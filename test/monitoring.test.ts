@@ -448,14 +448,14 @@ describe('streaming samples and the per-poll fallback', () => {
       load_15: 0,
     };
     const hot = { ...base, cpu_percent: 97.5 };
-    const written = await poller.recordSamples([{ serverId: server.id, metrics: hot, signature: 'x' }]);
+    const written = await poller.recordSamples([{ serverId: server.id, metrics: hot, signature: 'x', at: new Date() }]);
     expect(written.get(server.id)?.signature).toMatch(/^[0-9a-f]{32}$/);
     const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
     expect(row).toMatchObject({ server_state: 'warning', monitor_failures: 0 });
     // The SQL signature is the one connectionSignature() computes: no reconnect without a change.
     const { connectionSignature } = await import('../src/monitoring/monitor-poll.js');
     expect(written.get(server.id)?.signature).toBe(connectionSignature(row));
-    await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x' }]);
+    await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }]);
     expect((await messages(server.id)).map((m) => m.body)).toEqual([
       'Server state: online → warning. CPU 97.5 %, RAM 50 %, disk 50 % (warning at 90 %).',
       'Server state: warning → online. ',
@@ -466,7 +466,7 @@ describe('streaming samples and the per-poll fallback', () => {
     ]);
     // Monitoring stopped: nothing is written, nobody is told.
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
-    expect((await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x' }])).size).toBe(0);
+    expect((await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }])).size).toBe(0);
     expect(events).toHaveLength(2);
     expect(await rowCount(server.id)).toBe(2);
   });

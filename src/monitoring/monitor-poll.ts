@@ -67,6 +67,8 @@ export interface SampleToRecord {
   metrics: Metrics;
   /** The connection signature the sample was read with (see connectionSignature). */
   signature: string;
+  /** When the sample was read: the row's created_at (a write that waits does not move it). */
+  at: Date;
 }
 
 /** A poll must end before the next one is due: 80 % of the interval, between 4 and 30 seconds. */
@@ -114,16 +116,16 @@ export function createMonitorPoller(
     });
   }
 
-  async function recordSuccess(server: RootServer, m: Metrics, state: 'online' | 'warning'): Promise<boolean> {
+  async function recordSuccess(server: RootServer, m: Metrics, state: 'online' | 'warning', at: Date): Promise<boolean> {
     // One statement: the state update and the row, both only while monitoring is still on (a
     // stop_monitor that commits first wins; nothing is written after it).
     const written = await ctx.db.$executeRaw`
       WITH s AS (
         UPDATE root_servers SET server_state = ${state}::"ServerState", monitor_failures = 0, last_monitor_at = now()
         WHERE id = ${server.id} AND monitoring_enabled RETURNING id)
-      INSERT INTO root_server_monitor_logs (root_server_id, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+      INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
         disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-      SELECT s.id, ${m.cpu_percent}, ${m.ram_used_bytes}, ${m.ram_total_bytes}, ${m.ram_percent},
+      SELECT s.id, ${at}, ${m.cpu_percent}, ${m.ram_used_bytes}, ${m.ram_total_bytes}, ${m.ram_percent},
         ${m.disk_used_bytes}, ${m.disk_total_bytes}, ${m.disk_percent}, ${m.net_rx_bytes_per_s}, ${m.net_tx_bytes_per_s},
         ${m.load_1}, ${m.load_5}, ${m.load_15} FROM s`;
     return written > 0;
@@ -206,6 +208,7 @@ export function createMonitorPoller(
     const poolKey = poolKeyOf(server.id);
     let metrics: Metrics;
     let cur: ProcSample;
+    let sampledAt: Date;
     try {
       const conn = await pool.acquire(poolKey, connectionSignature(server), () =>
         connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
@@ -214,6 +217,7 @@ export function createMonitorPoller(
       const samples = await sampler(server, conn, prev, deadline);
       cur = samples[samples.length - 1]!;
       metrics = computeMetrics(prev ?? (samples.length > 1 ? samples[0]! : null), cur);
+      sampledAt = new Date();
     } catch (err) {
       // A failed poll may leave the connection unusable (timeout, reset): start afresh next time.
       pool.discard(poolKey);
@@ -223,7 +227,7 @@ export function createMonitorPoller(
     if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
     await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
     const state = serverStateOf(metrics);
-    if (!(await recordSuccess(server, metrics, state))) return { outcome: 'skipped', reason: 'monitoring stopped' };
+    if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
     await afterSuccess(server, metrics, state);
     return { outcome: 'ok', server_state: state, metrics };
   }
@@ -248,12 +252,12 @@ export function createMonitorPoller(
     const states = items.map((i) => serverStateOf(i.metrics));
     const rows = await ctx.db.$queryRaw<{ id: number; prev: string; signature: string }[]>`
       WITH input AS (
-        SELECT * FROM unnest(${items.map((i) => i.serverId)}::int[], ${states}::text[],
+        SELECT * FROM unnest(${items.map((i) => i.serverId)}::int[], ${items.map((i) => i.at.toISOString())}::timestamptz[], ${states}::text[],
           ${col('cpu_percent')}::float8[], ${col('ram_used_bytes')}::int8[], ${col('ram_total_bytes')}::int8[], ${col('ram_percent')}::float8[],
           ${col('disk_used_bytes')}::int8[], ${col('disk_total_bytes')}::int8[], ${col('disk_percent')}::float8[],
           ${col('net_rx_bytes_per_s')}::float8[], ${col('net_tx_bytes_per_s')}::float8[],
           ${col('load_1')}::float8[], ${col('load_5')}::float8[], ${col('load_15')}::float8[])
-          AS t(id, state, cpu, ram_used, ram_total, ram_pct, disk_used, disk_total, disk_pct, rx, tx, l1, l5, l15)),
+          AS t(id, at, state, cpu, ram_used, ram_total, ram_pct, disk_used, disk_total, disk_pct, rx, tx, l1, l5, l15)),
       old AS (
         SELECT r.id, r.server_state FROM root_servers r JOIN input i ON i.id = r.id
         WHERE r.monitoring_enabled AND r.state = 'confirmed' ORDER BY r.id FOR UPDATE OF r),
@@ -263,9 +267,9 @@ export function createMonitorPoller(
         RETURNING r.id, o.server_state::text AS prev,
           md5(concat_ws('|', r.ip, r.port::text, r.username, r.password, r.key, r.host_key)) AS signature),
       ins AS (
-        INSERT INTO root_server_monitor_logs (root_server_id, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+        INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
           disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-        SELECT i.id, i.cpu, i.ram_used, i.ram_total, i.ram_pct, i.disk_used, i.disk_total, i.disk_pct, i.rx, i.tx, i.l1, i.l5, i.l15
+        SELECT i.id, i.at, i.cpu, i.ram_used, i.ram_total, i.ram_pct, i.disk_used, i.disk_total, i.disk_pct, i.rx, i.tx, i.l1, i.l5, i.l15
         FROM input i JOIN upd u ON u.id = i.id)
       SELECT id, prev, signature FROM upd`;
     const byId = new Map(items.map((item, n) => [item.serverId, { item, state: states[n]! as 'online' | 'warning' }]));

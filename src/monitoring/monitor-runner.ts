@@ -238,7 +238,11 @@ export async function startMonitorRunner(
       stream.request(pollTimeoutMs(h.schedule.every)).then(
         (sample) => {
           h.busy = false;
-          queueRecord({ serverId: h.id, metrics: computeMetrics(prev, sample), signature: signatures.get(h.id)! }, due, sample);
+          queueRecord(
+            { serverId: h.id, metrics: computeMetrics(prev, sample), signature: signatures.get(h.id)!, at: new Date() },
+            due,
+            sample,
+          );
         },
         async (err: Error) => {
           streams.delete(h.id);
