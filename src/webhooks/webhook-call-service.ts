@@ -62,8 +62,11 @@ export interface WebhookCallAnswer {
   body: Record<string, string>;
 }
 
+/** Connections of the endpoint's own pool (bench/webhook.ts measures the raw-SQL ceiling at this size). */
+export const WEBHOOK_POOL_SIZE = 10;
+
 /** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
-function createWebhookPool(databaseUrl: string, max = 10): pg.Pool {
+function createWebhookPool(databaseUrl: string, max = WEBHOOK_POOL_SIZE): pg.Pool {
   return new pg.Pool({
     connectionString: databaseUrl,
     max,
