@@ -22,13 +22,24 @@ export const MESSAGE_BATCHING = { windowMs: 5, maxRows: 500, maxInFlight: 4 } as
 
 const quoted = (table: string) => `"${table.replaceAll('"', '""')}"`;
 
+/** A prepared statement per set of target tables (parsed and planned once per connection, not per batch); a few dozen at most. */
+const statementNames = new Map<string, string>();
+const MAX_PREPARED = 50;
+function statementName(tables: string[]): string | undefined {
+  const key = tables.join(' ');
+  if (!statementNames.has(key) && statementNames.size < MAX_PREPARED)
+    statementNames.set(key, `svc_webhook_messages_${statementNames.size + 1}`);
+  return statementNames.get(key);
+}
+
 /** Inserts the rows whose target record exists, in one statement; true for each row inserted. */
 export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageRow[]): Promise<boolean[]> {
   if (rows.length === 0) return [];
-  const tables = [...new Set(rows.map((r) => r.table))];
+  const tables = [...new Set(rows.map((r) => r.table))].sort();
   const exists = tables.map((t, i) => `WHEN ${i} THEN EXISTS (SELECT 1 FROM ${quoted(t)} r WHERE r.id = m.rec_id)`).join(' ');
-  const { rows: inserted } = await pool.query<{ n: number }>(
-    `WITH m AS (
+  const { rows: inserted } = await pool.query<{ n: number }>({
+    name: statementName(tables),
+    text: `WITH m AS (
        SELECT * FROM unnest($1::int[], $2::text[], $3::int[], $4::text[], $5::"MessageType"[], $6::text[], $7::int[], $8::text[])
          WITH ORDINALITY AS m(t, model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name, n)
      ),
@@ -38,7 +49,7 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
        SELECT model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name FROM ok ORDER BY n
      )
      SELECT n::int AS n FROM ok`,
-    [
+    values: [
       rows.map((r) => tables.indexOf(r.table)),
       rows.map((r) => r.msg.model_name),
       rows.map((r) => r.msg.rec_id),
@@ -48,7 +59,7 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
       rows.map((r) => r.msg.author?.id ?? null),
       rows.map((r) => r.msg.author?.name ?? null),
     ],
-  );
+  });
   const done = new Set(inserted.map((r) => r.n));
   return rows.map((_, i) => done.has(i + 1));
 }
