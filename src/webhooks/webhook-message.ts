@@ -18,7 +18,7 @@ export interface MessageRow {
 }
 
 /** Batching of the message insert: see docs/decisions.md ("Group commit of webhook messages"). */
-export const MESSAGE_BATCHING = { windowMs: 5, maxRows: 500, maxInFlight: 4 } as const;
+export const MESSAGE_BATCHING = { windowMs: 5, maxRows: 500, maxInFlight: 4, maxSize: 4_000_000 } as const;
 
 const quoted = (table: string) => `"${table.replaceAll('"', '""')}"`;
 
@@ -67,8 +67,15 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
 export type MessageWriter = ReturnType<typeof createMessageWriter>;
 
 /** Posts messages through group commit; close() writes what waits and waits for every batch. */
-export function createMessageWriter(pool: pg.Pool, batching: Omit<GroupCommitOptions<MessageRow, boolean>, 'write'> = MESSAGE_BATCHING) {
-  const batches = createGroupCommit<MessageRow, boolean>({ ...batching, write: (rows) => insertMessagesIfRecordsExist(pool, rows) });
+export function createMessageWriter(
+  pool: pg.Pool,
+  batching: Omit<GroupCommitOptions<MessageRow, boolean>, 'write' | 'sizeOf'> = MESSAGE_BATCHING,
+) {
+  const batches = createGroupCommit<MessageRow, boolean>({
+    ...batching,
+    sizeOf: (row) => row.msg.body.length, // characters: a statement of at most a few MB
+    write: (rows) => insertMessagesIfRecordsExist(pool, rows),
+  });
   return {
     /** Posts the message when the record exists (after its batch committed); false when it does not. */
     post: (model: ModelInfo, msg: NewMessage) => batches.submit({ table: model.table, msg }),

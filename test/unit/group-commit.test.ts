@@ -84,6 +84,21 @@ describe('group commit', () => {
     expect(batches.map((b) => b.items).at(-1)).toEqual([7]);
   });
 
+  it('maxSize: a batch holds at most maxSize by sizeOf (an oversized item goes alone)', async () => {
+    const { batches, write } = recordingWrite();
+    const gc = createGroupCommit({ write, windowMs: 60_000, maxRows: 100, maxInFlight: 1, sizeOf: (i: number) => i, maxSize: 10 });
+    gc.submit(0);
+    await turn();
+    for (const i of [4, 5, 2, 30, 3]) gc.submit(i);
+    await turn();
+    // Full waiting rows start without waiting for the running batch: 4 + 5 (+ 2 would be 11), then 2
+    // (+ 30 would be 32), then 30 alone; 3 waits.
+    expect(batches.map((b) => b.items)).toEqual([[0], [4, 5], [2], [30]]);
+    for (const b of batches) b.end();
+    await turn();
+    expect(batches.map((b) => b.items).slice(4)).toEqual([[3]]);
+  });
+
   it('a failed batch fails its own submissions only; the next batch works', async () => {
     const { batches, write } = recordingWrite();
     const gc = createGroupCommit({ write, windowMs: 60_000, maxRows: 100, maxInFlight: 2 });
