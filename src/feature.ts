@@ -19,7 +19,29 @@ export interface Registry {
   models: ModelRegistry;
   jobs: JobCatalog;
   webhookMethods: WebhookMethodTable;
+  /** Called after every recorded monitoring poll, good or failed (the features' onMonitorPoll). */
+  monitorPollObservers: readonly MonitorPollObserver[];
 }
+
+/**
+ * What one monitoring poll recorded, for the features that react to it (alerts). Plain data, so
+ * that neither side imports the other: monitoring emits it, any feature may observe it.
+ */
+export interface MonitorPollEvent {
+  root_server_id: number;
+  outcome: 'ok' | 'failed';
+  /** server_state before and after this poll. */
+  previous_state: string;
+  server_state: string;
+  /** The sample's metrics (a good poll), by monitor-log field name. */
+  metrics: Readonly<Record<string, number>> | null;
+  /** Failed polls in a row (0 after a good poll). */
+  failures: number;
+  error: string | null;
+  at: Date;
+}
+
+export type MonitorPollObserver = (event: MonitorPollEvent) => Promise<void>;
 
 export interface Feature {
   /** The folder's name, for errors and logs. */
@@ -34,6 +56,8 @@ export interface Feature {
   schedules?(ctx: AppContext): Promise<void>;
   /** The methods inbound webhooks may call on this feature's models (DESIGN §3 registry). */
   webhookMethods?(ctx: AppContext): WebhookMethodTable;
+  /** Reacts to every recorded monitoring poll; runs in the poll's job, after the poll is stored. */
+  onMonitorPoll?(ctx: AppContext): MonitorPollObserver;
 }
 
 /** A feature's jobs, checked by the compiler: a handler for every job, an interruption for every at-most-once one. */

@@ -50,5 +50,6 @@ export function composeFeatures(ctx: AppContext, features: readonly Feature[] = 
     models: createModelRegistry(features.flatMap((f) => f.models ?? [])),
     jobs: createJobCatalog(features.flatMap((f) => Object.values(f.jobs?.specs ?? {}))),
     webhookMethods: composeWebhookMethods(...features.map((f) => f.webhookMethods?.(ctx) ?? {})),
+    monitorPollObservers: features.flatMap((f) => (f.onMonitorPoll ? [f.onMonitorPoll(ctx)] : [])),
   };
 }

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { startWorkers, type Workers } from '../src/worker.js';
+import type { MonitorPollEvent } from '../src/feature.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
@@ -119,11 +120,13 @@ describe('start_monitor → polls → stop_monitor', () => {
 
     const representation = await getServer(good.id);
     const last = rows.at(-1)!;
-    expect(representation.latest_metrics).toMatchObject({ cpu_percent: last.cpu_percent, ram_total_bytes: memTotal });
+    expect(representation.latest_metrics).toMatchObject({ ram_total_bytes: memTotal });
+    expect(representation.latest_metrics!.cpu_percent).toBeCloseTo(last.cpu_percent, 0);
     expect(representation.server_state).toBe(serverStateOf(representation.latest_metrics as Metrics));
     expect(representation.monitor_failures).toBe(0);
     // On this shared machine the CPU may be busy enough for `warning`: either is a valid first state.
-    expect((await messages(good.id))[0]!.body).toMatch(/^Server state: no_monitor → (online|warning)\./);
+    // (online says nothing more; warning names the figures).
+    expect((await messages(good.id))[0]!.body).toMatch(/^Server state: no_monitor → (online\.$|warning\. CPU )/);
 
     // The good server never failed a poll while the others hung or were refused.
     expect((await messages(good.id)).every((m) => !m.body.includes('offline'))).toBe(true);
@@ -150,11 +153,11 @@ describe('start_monitor → polls → stop_monitor', () => {
 });
 
 describe('monitor-logs', () => {
-  it('raw rows oldest first, and per-bucket averages', async () => {
+  it('raw rows oldest first (or newest first), per-bucket averages, figures rounded', async () => {
     const server = await confirmedServer(keyLogin());
     const now = Date.now();
     for (const [minutesAgo, cpu] of [
-      [50, 10],
+      [50, 10.04],
       [49, 20],
       [20, 40],
       [19, 60],
@@ -163,13 +166,18 @@ describe('monitor-logs', () => {
       await ctx.db
         .$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes,
         ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-        VALUES (${server.id}, ${new Date(now - minutesAgo * 60_000)}, ${cpu}, 100, 200, 50, 300, 600, 50, 1, 2, 0.1, 0.2, 0.3)`;
+        VALUES (${server.id}, ${new Date(now - minutesAgo * 60_000)}, ${cpu}, 100, 200, 50.04, 300, 600, 50, 1.4, 2, 0.123, 0.2, 0.3)`;
     }
     const url = `/api/v1/root-servers/${server.id}/monitor-logs`;
     const raw = (await request(app, as.user, { method: 'GET', url })).json();
     expect(raw.total).toBe(5);
     expect(raw.items.map((r: { cpu_percent: number }) => r.cpu_percent)).toEqual([10, 20, 40, 60, 80]);
     expect(raw.items[0]).toMatchObject({ root_server_id: server.id, ram_total_bytes: 200, load_15: 0.3 });
+    // Percents to 0.1, loads to 0.01, bytes/s whole.
+    expect(raw.items[0]).toMatchObject({ ram_percent: 50, load_1: 0.12, net_rx_bytes_per_s: 1 });
+    const newest = (await request(app, as.user, { method: 'GET', url: `${url}?order=desc&limit=2` })).json();
+    expect(newest.items.map((r: { cpu_percent: number }) => r.cpu_percent)).toEqual([80, 60]);
+    expect((await request(app, as.user, { method: 'GET', url: `${url}?order=newest` })).statusCode).toBe(400);
 
     const paged = (await request(app, as.user, { method: 'GET', url: `${url}?limit=2&offset=1` })).json();
     expect(paged.items.map((r: { cpu_percent: number }) => r.cpu_percent)).toEqual([20, 40]);
@@ -180,6 +188,10 @@ describe('monitor-logs', () => {
     const avg = (buckets.items as { cpu_percent: number; samples: number }[]).map((b) => [b.samples, b.cpu_percent]);
     // 50 and 49 minutes ago share a 15-minute bucket unless a boundary falls between them.
     expect(avg.flat().every((v) => Number.isFinite(v))).toBe(true);
+    const newestBuckets = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}&order=desc` })).json();
+    expect(newestBuckets.items.map((b: { bucket_start: string }) => b.bucket_start)).toEqual(
+      buckets.items.map((b: { bucket_start: string }) => b.bucket_start).reverse(),
+    );
     expect(buckets.items.reduce((s: number, b: { cpu_percent: number; samples: number }) => s + b.cpu_percent * b.samples, 0)).toBeCloseTo(
       210,
     );
@@ -212,6 +224,27 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
     expect((await getServer(server.id)).monitor_failures).toBe(3);
+  });
+
+  it('tells the observers (alerts) every recorded poll, good or failed; a failing observer does not fail the poll', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const events: MonitorPollEvent[] = [];
+    const failing = async () => {
+      throw new Error('observer down');
+    };
+    const poll = createMonitorPoller(ctx, [failing, async (e) => void events.push(e)]);
+    expect((await poll(server.id)).outcome).toBe('ok');
+    await patch(server.id, { port: await freePort(), ...passwordLogin });
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
+    expect((await poll(server.id)).outcome).toBe('failed');
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
+
+    expect(events).toHaveLength(2);
+    expect(events[0]).toMatchObject({ root_server_id: server.id, outcome: 'ok', previous_state: 'online', failures: 0, error: null });
+    expect(events[0]!.metrics).toMatchObject({ cpu_percent: expect.any(Number), disk_percent: expect.any(Number) });
+    expect(events[1]).toMatchObject({ outcome: 'failed', metrics: null, failures: 1, error: expect.stringMatching(/^Connection refused/) });
   });
 
   it('reconnects when the connection drops', async () => {

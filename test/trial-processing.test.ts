@@ -275,6 +275,7 @@ describe('processing and deployment', () => {
 
     const job = await waitForJob(app, user, result.deployment_job_id);
     expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: templateDb } });
+    expect(job.progress).toEqual({ step: 'done' });
     const deployed = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
     expect(deployed.state).toBe('running');
 
@@ -402,6 +403,7 @@ describe('processing and deployment', () => {
     const job = await waitForJob(app, user, res.json().deployment_job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/does not exist/);
+    expect(job.progress).toEqual({ step: 'creating_database' });
     const subId = res.json().subscription_id;
     expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
     expect((await messagesOf('subscriptions', subId))[0]!.body).toMatch(/^Deployment failed: .*does not exist/);

@@ -12,8 +12,8 @@ const RETENTION_PATTERN = '17 3 * * *';
 
 export const monitorJobHandlers = featureJobs(
   monitorJobs,
-  (ctx) => {
-    const poll = createMonitorPoller(ctx);
+  (ctx, registry) => {
+    const poll = createMonitorPoller(ctx, registry.monitorPollObservers);
     return {
       monitor_poll: (payload) => poll(payload.root_server_id),
 

@@ -3,11 +3,13 @@
 // take the next poll), and the row, the state and the failure count are written in one statement.
 // server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
 // every change is posted to the server's chatter. An offline server is retried with a growing
-// delay (interval × 2^n, at most 5 minutes) instead of at every interval.
+// delay (interval × 2^n, at most 5 minutes) instead of at every interval. Every recorded poll is
+// then told to the observers (alerts); an observer's failure is logged, never the poll's.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { connectRootServer } from '../servers/root-server-ssh.js';
 import { postMessage } from '../core/chatter.js';
+import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import {
   computeMetrics,
@@ -40,14 +42,27 @@ function connectionSignature(s: RootServer): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64');
 }
 
-export function createMonitorPoller(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'sshPool'>) {
+export function createMonitorPoller(
+  ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'sshPool' | 'log'>,
+  observers: readonly MonitorPollObserver[] = [],
+) {
   const prefix = ctx.queues.prefix;
+
+  async function tellObservers(event: MonitorPollEvent) {
+    for (const observe of observers) {
+      try {
+        await observe(event);
+      } catch (err) {
+        ctx.log.error({ err, root_server_id: event.root_server_id }, 'a monitoring poll observer failed');
+      }
+    }
+  }
 
   async function stateChanged(server: RootServer, to: string, why: string) {
     await postMessage(ctx.db, {
       model_name: 'svc.root.server',
       rec_id: server.id,
-      body: `Server state: ${server.server_state} → ${to}. ${why}`,
+      body: why ? `Server state: ${server.server_state} → ${to}. ${why}` : `Server state: ${server.server_state} → ${to}.`,
       message_type: 'notification',
       subtype_xmlid: to === 'online' ? 'mail.mt_note' : 'mail.mt_alert',
     });
@@ -121,6 +136,16 @@ export function createMonitorPoller(ctx: Pick<AppContext, 'db' | 'box' | 'redis'
             : '';
         await stateChanged(server, state, why);
       }
+      await tellObservers({
+        root_server_id: server.id,
+        outcome: 'ok',
+        previous_state: server.server_state,
+        server_state: state,
+        metrics: { ...metrics },
+        failures: 0,
+        error: null,
+        at: new Date(),
+      });
       return { outcome: 'ok', server_state: state, metrics };
     } catch (err) {
       // A failed poll may leave the connection unusable (timeout, reset): start afresh next time.
@@ -131,6 +156,16 @@ export function createMonitorPoller(ctx: Pick<AppContext, 'db' | 'box' | 'redis'
       if (after.server_state !== server.server_state) {
         await stateChanged(server, after.server_state, `${after.failures} failed polls in a row; last error: ${error}`);
       }
+      await tellObservers({
+        root_server_id: server.id,
+        outcome: 'failed',
+        previous_state: server.server_state,
+        server_state: after.server_state,
+        metrics: null,
+        failures: after.failures,
+        error,
+        at: new Date(),
+      });
       return { outcome: 'failed', server_state: after.server_state, failures: after.failures, error };
     }
   };
