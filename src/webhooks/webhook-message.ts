@@ -4,8 +4,8 @@
 //   INSERT INTO messages ... SELECT ... FROM unnest(<one array per column>) WHERE EXISTS (target row)
 // Each row is inserted only when its target record exists; the statement answers which rows were
 // inserted (the rows of `ok`, materialized once and inserted whole), so a call whose record is
-// gone fails alone. The columns are those postMessage()
-// (core/chatter.ts) writes for the same message. Rows are inserted in the order they were submitted.
+// gone fails alone. The columns are those postMessage() (core/chatter.ts) writes for the same
+// message. Rows are inserted in the order they were submitted.
 import type pg from 'pg';
 import type { NewMessage } from '../core/chatter.js';
 import type { ModelInfo } from '../core/models.js';
