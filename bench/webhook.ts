@@ -235,11 +235,11 @@ async function main() {
 
     const heavy = { empty: timing(empty), message: timing(messageRun), noMessage: timing(noMessage), raw };
     const row = (name: string, t: Timing, errors: number | string = '') =>
-      `| ${name.padEnd(46)} | ${t.perSecond.toFixed(0).padStart(8)} | ${t.average.toFixed(2).padStart(7)} | ${t.p50.toFixed(1).padStart(7)} | ${t.p99.toFixed(1).padStart(7)} | ${String(errors).padStart(6)} |`;
+      `| ${name.padEnd(48)} | ${t.perSecond.toFixed(0).padStart(8)} | ${t.average.toFixed(2).padStart(7)} | ${t.p50.toFixed(1).padStart(7)} | ${t.p99.toFixed(1).padStart(7)} | ${String(errors).padStart(6)} |`;
     const errorsOf = (r: Result) => r.non2xx + r.errors + r.timeouts;
     console.log('');
-    console.log(`| case                                           |    req/s | mean ms | p50 ms  | p99 ms  | errors |`);
-    console.log('|------------------------------------------------|----------|---------|---------|---------|--------|');
+    console.log(`| case                                             |    req/s | mean ms | p50 ms  | p99 ms  | errors |`);
+    console.log('|--------------------------------------------------|----------|---------|---------|---------|--------|');
     console.log(row('empty Fastify route (ceiling)', heavy.empty, errorsOf(empty)));
     console.log(row('webhook POST with a message', heavy.message, errorsOf(messageRun)));
     console.log(row('webhook POST without a message', heavy.noMessage, errorsOf(noMessage)));
