@@ -197,8 +197,9 @@ describe('crash of the API process', () => {
     const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(service.output())![1]!;
     const answered: string[] = [];
     let sent = 0;
+    let callersDone = false;
     const killed = (async () => {
-      while (answered.length < 300) await new Promise((r) => setTimeout(r, 5));
+      while (answered.length < 300 && !callersDone) await new Promise((r) => setTimeout(r, 5));
       await service!.kill9();
     })();
     await Promise.all(
@@ -213,7 +214,9 @@ describe('crash of the API process', () => {
           }
         }
       }),
-    );
+    ).finally(() => {
+      callersDone = true;
+    });
     await killed;
 
     const stored = (await messagesOf('svc.subscription', rec_id)).map((m) => m.body);
