@@ -11,6 +11,8 @@ import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
+import { trialJobs } from '../src/trial/trial-job-specs.js';
+import { processTrialRequest } from '../src/trial/trial-processing.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -347,6 +349,32 @@ describe('processing and deployment', () => {
     expect(sub.state).toBe('running');
     expect(await databaseExists(sub.database_name)).toBe(true);
     await dropDatabase(sub.database_name);
+  });
+
+  it('a processing job whose worker died after the commit queues the missing deployment when it runs again', async () => {
+    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const req = await createRequest(pkg.id);
+    // The state a crash between the commit and the queueing leaves: processed, nothing queued.
+    const stopped = { ...ctx, queues: { ...ctx.queues, enqueue: () => Promise.reject(new Error('worker died')) } };
+    const first = await processTrialRequest(stopped as typeof ctx, req.id, null);
+    expect(first.deployment_job_id).toBeNull();
+    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('confirmed');
+
+    const again = await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null });
+    const rerun = await waitForJob(app, user, again);
+    expect(rerun).toMatchObject({ state: 'completed', result: { resumed: true, deployment_job_id: expect.any(String) } });
+    const deployment = await waitForJob(app, user, rerun.result.deployment_job_id);
+    expect(deployment.state).toBe('completed');
+    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('running');
+    expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
+    // Once deployed, running it again changes nothing.
+    expect(
+      (await waitForJob(app, user, await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null })))
+        .result,
+    ).toEqual({
+      skipped: expect.stringMatching(/already has subscription/),
+    });
+    await dropDatabase(deployment.result.database_name);
   });
 
   it('a failure leaves the request New with the error in its chatter, and nothing half-made', async () => {
