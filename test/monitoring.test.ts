@@ -469,7 +469,7 @@ describe('streaming samples and the per-poll fallback', () => {
     await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }]);
     expect((await messages(server.id)).map((m) => m.body)).toEqual([
       'Server state: online → warning. CPU 97.5 %, RAM 50 %, disk 50 % (warning at 90 %).',
-      'Server state: warning → online. ',
+      'Server state: warning → online.',
     ]);
     expect(events.map((e) => [e.previous_state, e.server_state, e.outcome])).toEqual([
       ['online', 'warning', 'ok'],
