@@ -1,52 +1,87 @@
-// npm run bench:monitor [-- 50 200 500] [--seconds 60]
+// npm run bench:monitor [-- 500 2000] [--workers 2] [--seconds 60] [--failover] [--storage]
 // Monitors N simulated root servers (N rows pointing at one local OpenSSH server, so N real SSH
-// connections and N sshd processes) at the 5 s interval with the service's own workers, job
-// schedulers, SSH pool and PostgreSQL writes, and prints for each N: polls due vs done on time,
-// p99 latency (finish - due time), and the CPU seconds this process (the service) spent per 1,000
-// polls. The first two intervals (connection set-up) are a warm-up, reported apart.
-// Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests; run as root (the harness creates users).
+// connections, N sshd sessions and N remote sampling loops) at the 5 s interval with W real worker
+// processes (`src/main.ts`, SVC_ROLE=worker) sharing one PostgreSQL and Redis, and prints for each N:
+// - warm-up: how long until every server had its first sample, and how the first interval after
+//   that went (the fleet is connected a few servers at a time, ahead of the first due time);
+// - steady state (`--seconds`): due times vs samples in the monitor log (on time = recorded
+//   within one interval of its due time; duplicates = two rows for one due time; missed = none),
+//   lateness (row time - due time) p50/p99, the workers' CPU per 1,000 polls, the machine's CPU,
+//   and how the servers split between the workers (their leases);
+// - `--failover` (W >= 2): SIGKILL one worker; how long until each of its servers is sampled by
+//   another, duplicates and missed due times meanwhile;
+// - `--storage`: bytes per sample and the chart query (monitor-logs?bucket=) over 2 days of one
+//   server in a table of 500 servers' 2 days of 5 s samples (~17 M rows, made with generate_series).
+// Each target is printed as met/missed. Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests;
+// run as root (the harness creates users).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import pino from 'pino';
-import type { Job } from 'bullmq';
 import { loadConfig } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
-import { startWorkers } from '../src/worker.js';
-import { withJobHandler } from '../test/helpers/features.js';
-import { createMonitorService } from '../src/monitoring/monitor-service.js';
-import type { PollResult } from '../src/monitoring/monitor-poll.js';
+import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
+import { parseSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
+import { leaseKey } from '../src/monitoring/monitor-runner.js';
 import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 const INTERVAL_MS = 5_000;
-const WARMUP_MS = 2 * INTERVAL_MS;
-
-interface PollRecord {
-  serverId: number;
-  due: number;
-  start: number;
-  end: number;
-  outcome: PollResult['outcome'];
-}
+const ROOT = path.resolve(import.meta.dirname, '..');
 
 function parseArgs() {
   const args = process.argv.slice(2);
-  let seconds = 60;
-  const sizes: number[] = [];
+  const o = { sizes: [] as number[], workers: 1, seconds: 60, failover: false, storage: false };
   for (let i = 0; i < args.length; i++) {
-    if (args[i] === '--seconds') seconds = Number(args[++i]);
-    else sizes.push(Number(args[i]));
+    if (args[i] === '--seconds') o.seconds = Number(args[++i]);
+    else if (args[i] === '--workers') o.workers = Number(args[++i]);
+    else if (args[i] === '--failover') o.failover = true;
+    else if (args[i] === '--storage') o.storage = true;
+    else o.sizes.push(Number(args[i]));
   }
-  return { sizes: sizes.length > 0 ? sizes : [50, 200, 500], seconds };
+  if (o.sizes.length === 0 && !o.storage) o.sizes = [500];
+  return o;
 }
 
 const pct = (values: number[], p: number) => {
-  if (values.length === 0) return NaN;
+  if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 const ms = (v: number) => (Number.isNaN(v) ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
+const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+const verdict = (ok: boolean, what: string) => console.log(`  ${ok ? 'met   ' : 'MISSED'} ${what}`);
+
+/** CPU seconds (user + system) of a process, from /proc. */
+function processCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+/** CPU seconds the whole machine was busy, from /proc/stat. */
+function machineCpu(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3]! + f[4]!;
+  return (f.slice(0, 8).reduce((a, b) => a + b, 0) - idle) / 100;
+}
+
+interface Env {
+  ctx: AppContext;
+  sshd: Sshd;
+  childEnv: Record<string, string>;
+  dbName: string;
+}
+
+function startWorker(env: Env): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env.childEnv, SVC_ROLE: 'worker' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
 
 async function createServers(ctx: AppContext, sshd: Sshd, n: number): Promise<number[]> {
   const key = await ctx.box.encrypt(sshd.keys.ed25519Openssh);
@@ -65,113 +100,291 @@ async function createServers(ctx: AppContext, sshd: Sshd, n: number): Promise<nu
   return created.map((r) => r.id);
 }
 
-async function runSize(ctx: AppContext, sshd: Sshd, n: number, seconds: number) {
-  const ids = await createServers(ctx, sshd, n);
-  const polls: PollRecord[] = [];
-  const features = withJobHandler('monitor_poll', (poll) => async (payload, job: Job) => {
-    const start = Date.now();
-    const result = (await poll(payload, job)) as PollResult;
-    polls.push({
-      serverId: payload.root_server_id as number,
-      due: Number(job.id!.split(':').at(-1)),
-      start,
-      end: Date.now(),
-      outcome: result.outcome,
-    });
-    return result;
-  });
-  const workers = await startWorkers(ctx, features);
-  const monitor = createMonitorService(ctx);
+/** Monitor-log rows of the servers in [from, to) as (server, ms). */
+async function rowsBetween(ctx: AppContext, ids: number[], from: number, to: number) {
+  const rows = await ctx.db.$queryRaw<{ id: number; t: number }[]>`
+    SELECT root_server_id AS id, (extract(epoch FROM created_at) * 1000)::float8 AS t FROM root_server_monitor_logs
+    WHERE root_server_id = ANY(${ids}::int[]) AND created_at >= ${new Date(from)} AND created_at < ${new Date(to)}`;
+  return rows;
+}
 
-  for (const id of ids) await monitor.schedule({ id, monitor_update_interval: '5s' });
-  await new Promise((r) => setTimeout(r, WARMUP_MS));
-  const t0 = Date.now();
-  const cpu0 = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  const cpu = process.cpuUsage(cpu0);
-  const t1 = Date.now();
-  // Polls due in [t0, t1 - interval] have had a full interval to finish by t1.
-  const cutoff = t1 - INTERVAL_MS;
-  for (const id of ids) await monitor.unschedule(id);
-  await workers.close();
-  ctx.sshPool.close();
-
-  const measured = polls.filter((p) => p.due >= t0 && p.due < cutoff);
-  // Each server is due once per interval; count its slots in the window from its own phase.
-  const phase = new Map<number, number>();
-  for (const p of polls) phase.set(p.serverId, p.due % INTERVAL_MS);
+/**
+ * Due times in [from, to) of every server against its rows. Rows are taken in time order; each is
+ * matched to the latest due time at or before it not matched yet, going back at most MAX_LATE_MS
+ * (a poll can be that late at most: the due time that passed while connecting, plus the poll's
+ * timeout); a row with no such due time left is a duplicate. On time = within one interval.
+ */
+const MAX_LATE_MS = 2 * INTERVAL_MS;
+function matchSlots(ids: number[], phases: Map<number, number>, rows: { id: number; t: number }[], from: number, to: number) {
+  const byServer = new Map<number, number[]>();
+  for (const r of rows) byServer.set(r.id, [...(byServer.get(r.id) ?? []), r.t]);
   let due = 0;
+  let duplicates = 0;
+  const lateness: number[] = [];
   for (const id of ids) {
-    const offset = phase.get(id);
-    if (offset === undefined) {
-      due += Math.floor((cutoff - t0) / INTERVAL_MS);
-      continue;
+    const phase = phases.get(id)!;
+    const first = Math.ceil((from - phase) / INTERVAL_MS) * INTERVAL_MS + phase;
+    if (first < to) due += Math.floor((to - 1 - first) / INTERVAL_MS) + 1;
+    const taken = new Set<number>();
+    for (const t of (byServer.get(id) ?? []).sort((a, b) => a - b)) {
+      let d = Math.floor((t - phase) / INTERVAL_MS) * INTERVAL_MS + phase;
+      while (taken.has(d) && d >= t - MAX_LATE_MS) d -= INTERVAL_MS;
+      if (taken.has(d) || d < t - MAX_LATE_MS) {
+        duplicates++;
+        continue;
+      }
+      taken.add(d);
+      if (d >= from && d < to) lateness.push(t - d);
     }
-    const first = Math.ceil((t0 - offset) / INTERVAL_MS) * INTERVAL_MS + offset;
-    due += first < cutoff ? Math.floor((cutoff - 1 - first) / INTERVAL_MS) + 1 : 0;
   }
-  const onTime = measured.filter((p) => p.outcome === 'ok' && p.end <= p.due + INTERVAL_MS);
-  const failed = measured.filter((p) => p.outcome !== 'ok');
-  const latency = measured.map((p) => p.end - p.due);
-  const duration = measured.map((p) => p.end - p.start);
-  const warm = polls.filter((p) => p.due < t0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  const wallSeconds = (t1 - t0) / 1000;
+  const onTime = lateness.filter((l) => l <= INTERVAL_MS).length;
+  return { due, recorded: onTime, late: lateness.length - onTime, missed: due - lateness.length, duplicates, lateness };
+}
 
-  console.log(
-    `\nN = ${n} servers, every ${INTERVAL_MS / 1000} s, measured ${wallSeconds.toFixed(0)} s after a ${WARMUP_MS / 1000} s warm-up`,
-  );
-  console.log(
-    `  polls due ${due}, done ${measured.length}, on time ${onTime.length} (${((onTime.length / due) * 100).toFixed(2)} %), failed ${failed.length}`,
-  );
-  console.log(`  latency finish - due: p50 ${ms(pct(latency, 50))}, p99 ${ms(pct(latency, 99))}, max ${ms(Math.max(...latency))}`);
-  console.log(`  poll duration:        p50 ${ms(pct(duration, 50))}, p99 ${ms(pct(duration, 99))}`);
-  console.log(
-    `  service CPU ${cpuSeconds.toFixed(2)} s (${((cpuSeconds / wallSeconds) * 100).toFixed(0)} % of one core) → ` +
-      `${((cpuSeconds / Math.max(1, measured.length)) * 1000).toFixed(2)} CPU s per 1,000 polls`,
-  );
-  console.log(
-    `  warm-up: ${warm.length} polls, p99 latency ${ms(
-      pct(
-        warm.map((p) => p.end - p.due),
-        99,
-      ),
-    )}; load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+async function leaseOwners(ctx: AppContext, ids: number[]): Promise<Map<string, number[]>> {
+  const owners = await ctx.redis.mget(...ids.map((id) => leaseKey(ctx.queues.prefix, id)));
+  const out = new Map<string, number[]>();
+  ids.forEach((id, i) => {
+    const o = owners[i] ?? '(none)';
+    out.set(o, [...(out.get(o) ?? []), id]);
+  });
+  return out;
+}
 
-  await ctx.db.monitorLog.deleteMany({ where: { root_server_id: { in: ids } } });
-  await ctx.db.rootServer.deleteMany({ where: { id: { in: ids } } });
+async function runSize(env: Env, n: number, workersWanted: number, seconds: number, failover: boolean) {
+  const { ctx, sshd } = env;
+  const ids = await createServers(ctx, sshd, n);
+  console.log(`\nN = ${n} servers, every ${INTERVAL_MS / 1000} s, ${workersWanted} worker process(es)`);
+  const m0 = machineCpu();
+  const started = Date.now();
+  const children = Array.from({ length: workersWanted }, () => startWorker(env));
+  try {
+    // Warm-up: until every server has a sample.
+    let firstAt = 0;
+    for (;;) {
+      const [{ n: sampled }] = await ctx.db.$queryRaw<[{ n: number }]>`
+        SELECT count(DISTINCT root_server_id)::int AS n FROM root_server_monitor_logs WHERE root_server_id = ANY(${ids}::int[])`;
+      if (sampled >= n) {
+        firstAt = Date.now();
+        break;
+      }
+      if (Date.now() - started > 180_000) {
+        console.log(`  warm-up: only ${sampled} of ${n} servers sampled after 180 s`);
+        firstAt = Date.now();
+        break;
+      }
+      await sleep(250);
+    }
+    const phases = new Map(
+      Object.entries(await ctx.redis.hgetall(scheduleKey(ctx.queues.prefix))).map(([id, v]) => [Number(id), parseSchedule(v).phase]),
+    );
+    // The first full interval after the fleet is connected.
+    await sleep(2 * INTERVAL_MS + 1000);
+    const firstInterval = matchSlots(
+      ids,
+      phases,
+      await rowsBetween(ctx, ids, firstAt - 3 * INTERVAL_MS, firstAt + 3 * INTERVAL_MS),
+      firstAt,
+      firstAt + INTERVAL_MS,
+    );
+    const beforeReady = matchSlots(ids, phases, await rowsBetween(ctx, ids, started, firstAt + INTERVAL_MS), started, firstAt);
+    console.log(
+      `  warm-up: all ${n} servers sampled ${((firstAt - started) / 1000).toFixed(1)} s after the workers started ` +
+        `(due times before that: ${beforeReady.recorded} of ${beforeReady.due} recorded, the rest were still connecting)`,
+    );
+    const warmOnTime = firstInterval.recorded / Math.max(1, firstInterval.due);
+    console.log(
+      `  first interval after warm-up: due ${firstInterval.due}, on time ${firstInterval.recorded} (${(warmOnTime * 100).toFixed(2)} %), ` +
+        `p99 lateness ${ms(pct(firstInterval.lateness, 99))}`,
+    );
+
+    // Steady state.
+    const t0 = Date.now();
+    const c0 = children.map((c) => processCpu(c.pid!));
+    const mc0 = machineCpu();
+    await sleep(seconds * 1000);
+    const t1 = Date.now();
+    const c1 = children.map((c) => processCpu(c.pid!));
+    const mc1 = machineCpu();
+    const owners = await leaseOwners(ctx, ids);
+    await sleep(INTERVAL_MS + 1000); // let the last due times be recorded
+    const s = matchSlots(ids, phases, await rowsBetween(ctx, ids, t0 - 3 * INTERVAL_MS, t1 + 2 * INTERVAL_MS), t0, t1);
+    const wall = (t1 - t0) / 1000;
+    const serviceCpu = c1.reduce((a, v, i) => a + v - c0[i]!, 0);
+    const polls = s.lateness.length;
+    const perThousand = (serviceCpu / Math.max(1, polls)) * 1000;
+    const machine = mc1 - mc0;
+    const onTime = s.recorded / Math.max(1, s.due);
+    console.log(
+      `  measured ${wall.toFixed(0)} s: due ${s.due}, on time ${s.recorded} (${(onTime * 100).toFixed(2)} %), late ${s.late}, missed ${s.missed}, duplicates ${s.duplicates}`,
+    );
+    console.log(
+      `  lateness (row - due): p50 ${ms(pct(s.lateness, 50))}, p99 ${ms(pct(s.lateness, 99))}, max ${ms(Math.max(...s.lateness))}`,
+    );
+    console.log(
+      `  service CPU ${serviceCpu.toFixed(2)} s over ${children.length} worker(s) (${((serviceCpu / wall) * 100).toFixed(0)} % of one core) → ` +
+        `${perThousand.toFixed(2)} CPU s per 1,000 polls`,
+    );
+    console.log(
+      `  machine CPU ${machine.toFixed(2)} s (${((machine / wall / os.cpus().length) * 100).toFixed(0)} % of ${os.cpus().length} cores) → ` +
+        `${((machine / Math.max(1, polls)) * 1000).toFixed(2)} CPU s per 1,000 polls (service + sshd + remote loops + PostgreSQL + Redis)`,
+    );
+    console.log(
+      `  leases: ${[...owners.entries()].map(([o, l]) => `${o.split(':').slice(1, 2).join('') || o} ${l.length}`).join(', ')}; ` +
+        `load average ${os
+          .loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}`,
+    );
+    verdict(onTime >= 0.99, `>= 99 % of polls on time (${(onTime * 100).toFixed(2)} %)`);
+    verdict(perThousand <= 0.5, `service CPU <= 0.5 s per 1,000 polls (${perThousand.toFixed(2)} s)`);
+    verdict(warmOnTime >= 0.99, `first interval after warm-up >= 99 % on time (${(warmOnTime * 100).toFixed(2)} %)`);
+    if (workersWanted > 1) {
+      const held = [...owners.entries()].filter(([o]) => o !== '(none)').map(([, l]) => l.length);
+      verdict(
+        s.duplicates === 0 && s.missed === 0,
+        `scale-out: every due poll exactly once (${s.duplicates} duplicates, ${s.missed} missed)`,
+      );
+      verdict(
+        held.length === workersWanted && Math.min(...held) >= (n / workersWanted) * 0.5,
+        `scale-out: the load splits (${held.join(' / ')} servers)`,
+      );
+    }
+
+    if (failover && children.length > 1) {
+      const victim = children[children.length - 1]!;
+      const ofVictim = [...owners.entries()].find(([o]) => o.split(':')[1] === String(victim.pid))?.[1] ?? [];
+      const killedAt = Date.now();
+      victim.kill('SIGKILL');
+      await sleep(5 * INTERVAL_MS);
+      // A large share to take over (many handshakes) may need longer: wait until all are sampled.
+      while (Date.now() - killedAt < 150_000) {
+        const [{ n: done }] = await ctx.db.$queryRaw<[{ n: number }]>`
+          SELECT count(DISTINCT root_server_id)::int AS n FROM root_server_monitor_logs
+          WHERE root_server_id = ANY(${ofVictim}::int[]) AND created_at > ${new Date(killedAt)}`;
+        if (done >= ofVictim.length) break;
+        await sleep(1000);
+      }
+      await sleep(2 * INTERVAL_MS);
+      const end = Date.now();
+      const rows = await rowsBetween(ctx, ofVictim, killedAt - 5 * INTERVAL_MS, end);
+      const firstAfter = new Map<number, number>();
+      const lastBefore = new Map<number, number>();
+      for (const r of rows) {
+        if (r.t > killedAt) firstAfter.set(r.id, Math.min(firstAfter.get(r.id) ?? Number.POSITIVE_INFINITY, r.t));
+        else lastBefore.set(r.id, Math.max(lastBefore.get(r.id) ?? 0, r.t));
+      }
+      const takeover = ofVictim.map((id) => (firstAfter.get(id) ?? Number.POSITIVE_INFINITY) - killedAt);
+      const gaps = ofVictim.map((id) => (firstAfter.get(id) ?? Number.POSITIVE_INFINITY) - (lastBefore.get(id) ?? killedAt));
+      const f = matchSlots(ofVictim, phases, rows, killedAt - 2 * INTERVAL_MS, end - INTERVAL_MS);
+      const all = matchSlots(
+        ids,
+        phases,
+        await rowsBetween(ctx, ids, killedAt - 5 * INTERVAL_MS, end),
+        killedAt - 2 * INTERVAL_MS,
+        end - INTERVAL_MS,
+      );
+      console.log(`  failover: SIGKILL of one worker holding ${ofVictim.length} servers`);
+      console.log(
+        `    kill → first sample by the other worker: p50 ${ms(pct(takeover, 50))}, p99 ${ms(pct(takeover, 99))}, max ${ms(Math.max(...takeover))}; ` +
+          `gap between samples: max ${ms(Math.max(...gaps))}`,
+      );
+      console.log(
+        `    its servers (kill - 2 intervals → end): due ${f.due}, on time ${f.recorded}, late ${f.late}, missed ${f.missed} (during the take-over), duplicates ${f.duplicates}; all servers: duplicates ${all.duplicates}`,
+      );
+      verdict(
+        Math.max(...takeover) <= 2 * INTERVAL_MS,
+        `failover: its servers sampled by the other within two intervals (max ${ms(Math.max(...takeover))})`,
+      );
+      verdict(all.duplicates === 0, `failover: nothing sampled twice for one due time (${all.duplicates})`);
+    }
+    console.log(`  (whole run: machine CPU ${(machineCpu() - m0).toFixed(0)} s)`);
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+    await ctx.db.rootServer.updateMany({ where: { id: { in: ids } }, data: { monitoring_enabled: false } });
+    await ctx.redis.del(scheduleKey(ctx.queues.prefix));
+    await ctx.db.monitorLog.deleteMany({ where: { root_server_id: { in: ids } } });
+    await ctx.db.rootServer.deleteMany({ where: { id: { in: ids } } });
+  }
+}
+
+async function storage(ctx: AppContext) {
+  const servers = 500;
+  const perServer = (2 * 86_400_000) / INTERVAL_MS;
+  console.log(
+    `\nStorage: ${servers} servers × 2 days of 5 s samples (${(servers * perServer).toLocaleString('en')} rows), generate_series`,
+  );
+  const created = await ctx.db.rootServer.createManyAndReturn({
+    data: Array.from({ length: servers }, (_, i) => ({ name: `store-${i}`, ip: '127.0.0.1', state: 'confirmed' as const })),
+    select: { id: true },
+  });
+  const ids = created.map((r) => r.id);
+  const t0 = Date.now();
+  // One statement per server in time order, as polls append (the table's physical order follows time).
+  const end = new Date();
+  await ctx.db.$executeRawUnsafe(`
+    INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+      disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
+    SELECT s.id, ts, random() * 100, (random() * 8e9)::int8, 8000000000, random() * 100, (random() * 1e11)::int8, 200000000000,
+      random() * 100, random() * 1e6, random() * 1e6, random() * 4, random() * 4, random() * 4
+    FROM generate_series('${end.toISOString()}'::timestamptz - interval '2 days', '${end.toISOString()}'::timestamptz - interval '5 seconds', interval '5 seconds') AS ts
+    CROSS JOIN unnest(ARRAY[${ids.join(',')}]::int[]) AS s(id)`);
+  await ctx.db.$executeRawUnsafe('VACUUM ANALYZE root_server_monitor_logs');
+  const [size] = await ctx.db.$queryRaw<[{ rows: bigint; table_bytes: bigint; index_bytes: bigint }]>`
+    SELECT (SELECT count(*) FROM root_server_monitor_logs) AS rows,
+      pg_table_size('root_server_monitor_logs') AS table_bytes, pg_indexes_size('root_server_monitor_logs') AS index_bytes`;
+  const rows = Number(size.rows);
+  const bytes = Number(size.table_bytes) + Number(size.index_bytes);
+  console.log(
+    `  generated in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${rows.toLocaleString('en')} rows, table ${(Number(size.table_bytes) / 2 ** 20).toFixed(0)} MiB + ` +
+      `indexes ${(Number(size.index_bytes) / 2 ** 20).toFixed(0)} MiB → ${(bytes / rows).toFixed(1)} bytes per sample`,
+  );
+  const id = ids[Math.floor(ids.length / 2)]!;
+  const from = new Date(end.getTime() - 2 * 86_400_000).toISOString();
+  const results: string[] = [];
+  let worst = 0;
+  for (const bucket of ['15m', '1h', '5m']) {
+    const times: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const s = performance.now();
+      const page = await readMonitorLogs(ctx.db, id, { from, to: end.toISOString(), bucket, order: 'asc', limit: 200, offset: 0 });
+      times.push(performance.now() - s);
+      if (i === 0 && page.items.length === 0) throw new Error('the chart query found nothing');
+    }
+    const cold = times[0]!;
+    const warm = pct(times.slice(1), 50);
+    worst = Math.max(worst, warm);
+    results.push(`bucket=${bucket}: first ${ms(cold)}, then p50 ${ms(warm)}`);
+  }
+  console.log(`  chart query over 2 days of one server (${perServer.toLocaleString('en')} rows): ${results.join('; ')}`);
+  verdict(worst <= 100, `chart query <= 100 ms (worst p50 ${ms(worst)})`);
+  await ctx.db.$executeRawUnsafe('TRUNCATE root_server_monitor_logs');
 }
 
 async function main() {
-  const { sizes, seconds } = parseArgs();
+  const o = parseArgs();
   const dbName = `svc_bench_monitor_${Date.now().toString(36)}`;
   const url = databaseUrl(dbName);
   await applyMigrations(url);
-  const sshd = await startSshd({ maxStartups: Math.max(...sizes) + 100, maxSessions: 10 });
-  const config = loadConfig({
-    DATABASE_URL: url,
-    REDIS_URL,
-    QUEUE_PREFIX: dbName,
-    SVC_MASTER_KEY_FILE: `${os.tmpdir()}/${dbName}.key`,
-    LOG_LEVEL: 'warn',
-  });
+  const sshd = await startSshd({ maxStartups: 500, maxSessions: 10 });
+  const keyFile = `${os.tmpdir()}/${dbName}.key`;
+  const childEnv = { DATABASE_URL: url, REDIS_URL, QUEUE_PREFIX: dbName, SVC_MASTER_KEY_FILE: keyFile, LOG_LEVEL: 'warn' };
+  const config = loadConfig(childEnv);
   const ctx = await createContext(config, pino({ level: 'warn' }));
   console.log(
-    `bench:monitor on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), MONITOR_CONCURRENCY=${config.MONITOR_CONCURRENCY}`,
+    `bench:monitor on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), MONITOR_CONCURRENCY=${config.MONITOR_CONCURRENCY} (connections opened at once)`,
   );
   try {
-    for (const n of sizes) await runSize(ctx, sshd, n, seconds);
+    for (const n of o.sizes) await runSize({ ctx, sshd, childEnv, dbName }, n, o.workers, o.seconds, o.failover);
+    if (o.storage) await storage(ctx);
   } finally {
     const keys = await ctx.redis.keys(`${dbName}:*`);
     if (keys.length > 0) await ctx.redis.del(...keys);
     await ctx.close();
     await sshd.stop();
     await dropDatabase(dbName);
-    await rm(config.SVC_MASTER_KEY_FILE, { force: true });
+    await rm(keyFile, { force: true });
   }
 }
 

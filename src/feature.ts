@@ -56,8 +56,14 @@ export interface Feature {
   schedules?(ctx: AppContext): Promise<void>;
   /** The methods inbound webhooks may call on this feature's models (DESIGN §3 registry). */
   webhookMethods?(ctx: AppContext): WebhookMethodTable;
-  /** Reacts to every recorded monitoring poll; runs in the poll's job, after the poll is stored. */
+  /** Reacts to every recorded monitoring poll; runs in the worker that recorded it, after the poll is stored. */
   onMonitorPoll?(ctx: AppContext): MonitorPollObserver;
+  /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */
+  background?(ctx: AppContext, registry: Registry): Promise<BackgroundTask>;
+}
+
+export interface BackgroundTask {
+  close(): Promise<void>;
 }
 
 /** A feature's jobs, checked by the compiler: a handler for every job, an interruption for every at-most-once one. */

@@ -6,7 +6,7 @@ import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq
 import type { AppContext } from './context.js';
 import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
 import { publicJobId } from './core/queue.js';
-import type { Feature, Registry } from './feature.js';
+import type { BackgroundTask, Feature, Registry } from './feature.js';
 import { composeFeatures, FEATURES } from './features.js';
 import { INTERRUPTED, recordInterruption } from './jobs/job-interruption.js';
 
@@ -63,7 +63,6 @@ async function failInterrupted(ctx: AppContext, job: Job, run: Runnable, payload
 
 /** Concurrency per queue; SSH-bound queues wait on the network, not the CPU. */
 function concurrencyOf(queue: string, ctx: AppContext): number {
-  if (queue === 'monitor') return ctx.config.MONITOR_CONCURRENCY;
   return queue === 'maintenance' ? 1 : ctx.config.WORKER_CONCURRENCY;
 }
 
@@ -96,11 +95,14 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   for (const feature of features) await feature.schedules?.(ctx);
+  const background: BackgroundTask[] = [];
+  for (const feature of features) if (feature.background) background.push(await feature.background(ctx, registry));
   ctx.log.info({ queues: queueNames }, 'workers started');
   return {
     workers,
-    /** Stops taking jobs and waits for the running ones to finish. */
+    /** Stops taking jobs and the background work, and waits for the running ones to finish. */
     async close() {
+      await Promise.all(background.map((b) => b.close()));
       await Promise.all(workers.map((w) => w.close()));
     },
   };

@@ -85,11 +85,10 @@ async function until<T>(what: string, read: () => Promise<T | null | undefined |
 const readLines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 
 describe('crash recovery per queue', () => {
-  it('jobs that change a remote system are never run again; maintenance and polls are', () => {
+  it('jobs that change a remote system are never run again; maintenance is', () => {
     const catalog = composeFeatures(ctx).jobs;
     expect(Object.fromEntries(catalog.queueNames().map((q) => [q, catalog.afterCrashOf(q)]))).toEqual({
       maintenance: 'rerun',
-      monitor: 'rerun',
       trials: 'rerun',
       lifecycle: 'rerun',
       ssh: 'interrupt',

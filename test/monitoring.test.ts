@@ -1,21 +1,23 @@
 // Monitoring on real parts: a real OpenSSH server on loopback (test/helpers/sshd.ts) whose /proc is
-// this machine's, real BullMQ job schedulers and workers on Redis (two worker contexts sharing one
+// this machine's, real monitor runners with their leases on Redis (two worker contexts sharing one
 // Redis and one PostgreSQL stand for two worker processes), real PostgreSQL for rows and chatter.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pino from 'pino';
-import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import type { MonitorPollEvent } from '../src/feature.js';
-import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
-import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
+import { createMonitorPoller, execSampler, type Sampler } from '../src/monitoring/monitor-poll.js';
+import { monitorSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
+import { startMonitorRunner, type MonitorRunner } from '../src/monitoring/monitor-runner.js';
+import { SampleStream, streamSampler } from '../src/monitoring/monitor-stream.js';
+import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
 import { deleteOldMonitorLogs } from '../src/monitoring/monitor-log-service.js';
-import { serverStateOf, type Metrics } from '../src/monitoring/proc-metrics.js';
+import { parseSamples, SAMPLE_COMMAND, serverStateOf, type Metrics } from '../src/monitoring/proc-metrics.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
@@ -53,7 +55,7 @@ const logins = (user: string) =>
     .logText()
     .split('\n')
     .filter((l) => l.includes(`Accepted`) && l.includes(` for ${user} from`)).length;
-const scheduler = (id: number) => ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(id));
+const scheduler = (id: number) => monitorSchedule(ctx, id);
 
 async function confirmedServer(body: Record<string, unknown>) {
   const res = await request(app, as.operator, {
@@ -185,6 +187,11 @@ describe('monitor-logs', () => {
     const from = new Date(now - 55 * 60_000).toISOString();
     const buckets = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}` })).json();
     expect(buckets.items.reduce((n: number, b: { samples: number }) => n + b.samples, 0)).toBe(5);
+    expect(buckets.total).toBe(buckets.items.length);
+    const pastEnd = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}&offset=50` })).json();
+    expect(pastEnd).toMatchObject({ items: [], total: buckets.total });
+    const second = (await request(app, as.user, { method: 'GET', url: `${url}?bucket=15m&from=${from}&offset=1` })).json();
+    expect(second.total).toBe(buckets.total);
     const avg = (buckets.items as { cpu_percent: number; samples: number }[]).map((b) => [b.samples, b.cpu_percent]);
     // 50 and 49 minutes ago share a 15-minute bucket unless a boundary falls between them.
     expect(avg.flat().every((v) => Number.isFinite(v))).toBe(true);
@@ -290,9 +297,9 @@ describe('schedules', () => {
     const server = await confirmedServer(keyLogin());
     const stray = await confirmedServer(keyLogin());
     await act(server.id, 'start_monitor');
-    await ctx.queues.unschedule(monitorJobs.monitor_poll, monitorSchedulerId(server.id)); // as if Redis lost it
+    await ctx.redis.hdel(scheduleKey(ctx.queues.prefix), String(server.id)); // as if Redis lost it
     // As if a start_monitor transaction had rolled back after scheduling.
-    await ctx.queues.schedule(monitorSchedulerId(stray.id), { every: 5000 }, monitorJobs.monitor_poll, { root_server_id: stray.id });
+    await ctx.redis.hset(scheduleKey(ctx.queues.prefix), String(stray.id), '5000:0');
     await registerMonitorSchedules(ctx);
     expect(await scheduler(server.id)).toMatchObject({ every: 5000 });
     expect(await scheduler(stray.id)).toBeUndefined();
@@ -304,42 +311,175 @@ describe('schedules', () => {
   });
 });
 
-describe('two worker processes', () => {
-  it('never poll one server twice in one interval', async () => {
-    // A second, independent context: its own Redis and PostgreSQL connections, same queues and data.
-    const ctx2: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
-    const workers2 = await startWorkers(ctx2);
-    const seen: { worker: string; jobId: string }[] = [];
-    const watch = (w: Workers, name: string) =>
-      w.workers.find((x) => x.name === 'monitor')!.on('completed', (job: Job) => seen.push({ worker: name, jobId: job.id! }));
-    watch(workers, 'A');
-    watch(workers2, 'B');
+describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', () => {
+  it('split the servers, never record one due time twice, and take over the leases of a worker that died', async () => {
+    // Only these two runners poll in this test (the suite's worker is stopped meanwhile).
+    await workers.close();
+    const ctxA: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
+    const ctxB: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
+    const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
+    const start = (c: AppContext, name: string) =>
+      startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
+    let a: MonitorRunner | null = null;
+    let b: MonitorRunner | null = null;
     try {
+      a = await start(ctxA, 'A');
+      b = await start(ctxB, 'B');
       const servers: { id: number }[] = [];
-      for (let i = 0; i < 4; i++) servers.push(await confirmedServer(keyLogin()));
-      const started = Date.now();
+      // Rendezvous hashing splits them; 12 servers all landing on one side has odds of 1 in 2,048.
+      for (let i = 0; i < 12; i++) servers.push(await confirmedServer(keyLogin()));
       for (const s of servers) await act(s.id, 'start_monitor');
-      await new Promise((r) => setTimeout(r, 12_000));
-      for (const s of servers) await act(s.id, 'stop_monitor');
-      const elapsed = Date.now() - started;
+      const ids = servers.map((s) => s.id);
+      const heldBy = (r: MonitorRunner) => r.held().filter((id) => ids.includes(id));
+      // Both take part, and every server is held by exactly one of them.
+      await expect.poll(() => heldBy(a!).length + heldBy(b!).length, { timeout: 10_000, interval: 100 }).toBe(ids.length);
+      expect(heldBy(a).length).toBeGreaterThan(0);
+      expect(heldBy(b).length).toBeGreaterThan(0);
+      expect(heldBy(a).filter((id) => heldBy(b!).includes(id))).toEqual([]);
+      const okBy = (runner: string, id: number) => recorded.filter((r) => r.runner === runner && r.serverId === id && r.outcome === 'ok');
+      await expect
+        .poll(() => ids.every((id) => okBy('A', id).length + okBy('B', id).length >= 1), { timeout: 20_000, interval: 200 })
+        .toBe(true);
 
-      const ids = seen.map((s) => s.jobId).filter((id) => servers.some((s) => id.includes(`${monitorSchedulerId(s.id)}:`)));
-      expect(new Set(ids).size).toBe(ids.length); // no job ran twice
-      for (const s of servers) {
-        // Scheduler job ids are "repeat:<scheduler>:<due time>": one per interval slot.
-        const slots = ids.filter((id) => id.includes(`${monitorSchedulerId(s.id)}:`)).map((id) => Number(id.split(':').at(-1)));
-        expect(slots.length).toBeGreaterThanOrEqual(2);
-        expect(slots.length).toBeLessThanOrEqual(Math.floor(elapsed / 5000) + 1);
-        const sorted = [...slots].sort((a, b) => a - b);
-        for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBe(5000);
-        expect(await rowCount(s.id)).toBeLessThanOrEqual(slots.length); // one row per poll at most
+      // A dies (as SIGKILL would leave it: leases in Redis until they expire): B takes its servers.
+      const ofA = heldBy(a);
+      a.abandon();
+      const killedAt = Date.now();
+      await expect.poll(() => ofA.every((id) => b!.held().includes(id)), { timeout: 15_000, interval: 100 }).toBe(true);
+      await expect
+        .poll(
+          () =>
+            ofA.every((id) => recorded.some((r) => r.runner === 'B' && r.serverId === id && r.outcome === 'ok' && r.recordedAt > killedAt)),
+          {
+            timeout: 20_000,
+            interval: 200,
+          },
+        )
+        .toBe(true);
+      for (const s of servers) await act(s.id, 'stop_monitor');
+
+      // No due time recorded twice, by either runner; one row per recorded due time.
+      const ok = recorded.filter((r) => ids.includes(r.serverId) && r.outcome === 'ok');
+      const slots = ok.map((r) => `${r.serverId}@${r.due}`);
+      expect(new Set(slots).size).toBe(slots.length);
+      for (const id of ids) {
+        const dues = ok.filter((r) => r.serverId === id).map((r) => r.due);
+        expect(await rowCount(id)).toBe(dues.length);
+        // Due times of one server are on its 5 s grid.
+        for (const due of dues) expect((due - dues[0]!) % 5000).toBe(0);
       }
-      // Both processes took part.
-      expect(new Set(seen.map((s) => s.worker))).toEqual(new Set(['A', 'B']));
     } finally {
-      await workers2.close();
-      await ctx2.close();
+      await b?.close();
+      a?.abandon();
+      await ctxA.close();
+      await ctxB.close();
+      workers = await startWorkers(ctx);
     }
+  });
+});
+
+describe('streaming samples and the per-poll fallback', () => {
+  it('a streamed sample reads the same /proc values as the per-poll command, and gives the same metrics and state', async () => {
+    const server = await confirmedServer(keyLogin());
+    const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
+    const conn = await connectRootServer(ctx, row);
+    try {
+      const stream = await SampleStream.open(conn, 5000);
+      const streamed = await stream.request(5000);
+      const polled = parseSamples((await conn.exec(SAMPLE_COMMAND, { sudo: false })).stdout)[0]!;
+      // Counters move between the two reads; what does not move must be equal.
+      expect(streamed.memTotal).toBe(polled.memTotal);
+      expect(streamed.diskTotal).toBe(polled.diskTotal);
+      expect(Object.keys(streamed).sort()).toEqual(Object.keys(polled).sort());
+      expect(streamed.cpuTotal).toBeLessThanOrEqual(polled.cpuTotal);
+      expect(streamed.uptime).toBeLessThanOrEqual(polled.uptime);
+      const again = await stream.request(5000); // the same channel answers again
+      expect(again.uptime).toBeGreaterThanOrEqual(streamed.uptime);
+      stream.close();
+    } finally {
+      conn.close();
+    }
+  });
+
+  it('poll() through the stream, the fallback and the per-poll command record alike; a shell that cannot run the loop falls back', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const events: MonitorPollEvent[] = [];
+    const poller = createMonitorPoller(ctx, [async (e) => void events.push(e)]);
+    const streams = new Map<number, SampleStream>();
+    const fallback = new Set<number>();
+    const viaStream = streamSampler(streams, fallback);
+    // A login shell that cannot run the loop (e.g. fish) ends at once with an error.
+    const broken = streamSampler(new Map(), fallback, "echo 'Unsupported use of ||' >&2; exit 127");
+    const results = [];
+    for (const sampler of [viaStream, viaStream, execSampler, broken, broken] as Sampler[])
+      results.push(await poller.poll(server.id, { sampler }));
+    expect(streams.has(server.id)).toBe(true);
+    expect(fallback.has(server.id)).toBe(true); // the broken one fell back to the per-poll command
+    const rows = await ctx.db.monitorLog.findMany({ where: { root_server_id: server.id }, orderBy: { created_at: 'asc' } });
+    expect(rows).toHaveLength(5);
+    const memTotal = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+    for (const [i, result] of results.entries()) {
+      expect(result.outcome).toBe('ok');
+      if (result.outcome !== 'ok') continue;
+      expect(result.server_state).toBe(serverStateOf(result.metrics));
+      expect(result.metrics.ram_total_bytes).toBe(memTotal);
+      expect(Number(rows[i]!.ram_total_bytes)).toBe(memTotal);
+      expect(Number(rows[i]!.disk_total_bytes)).toBe(results[0]!.outcome === 'ok' ? results[0]!.metrics.disk_total_bytes : 0);
+      for (const p of [result.metrics.cpu_percent, result.metrics.ram_percent, result.metrics.disk_percent]) {
+        expect(p).toBeGreaterThanOrEqual(0);
+        expect(p).toBeLessThanOrEqual(100);
+      }
+    }
+    // One event per recorded poll, whichever way the sample came.
+    expect(events).toHaveLength(5);
+    expect(events.every((e) => e.outcome === 'ok' && e.failures === 0 && e.error === null)).toBe(true);
+    // One SSH login for all of them (the stream runs on the pooled connection).
+    for (const s of streams.values()) s.close();
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+  });
+
+  it('batched streamed samples follow the same state rules and tell the observers once each', async () => {
+    const server = await confirmedServer(keyLogin());
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const events: MonitorPollEvent[] = [];
+    const poller = createMonitorPoller(ctx, [async (e) => void events.push(e)]);
+    const base: Metrics = {
+      cpu_percent: 10,
+      ram_used_bytes: 1,
+      ram_total_bytes: 2,
+      ram_percent: 50,
+      disk_used_bytes: 1,
+      disk_total_bytes: 2,
+      disk_percent: 50,
+      net_rx_bytes_per_s: 0,
+      net_tx_bytes_per_s: 0,
+      load_1: 0,
+      load_5: 0,
+      load_15: 0,
+    };
+    const hot = { ...base, cpu_percent: 97.5 };
+    const written = await poller.recordSamples([{ serverId: server.id, metrics: hot, signature: 'x', at: new Date() }]);
+    expect(written.get(server.id)?.signature).toMatch(/^[0-9a-f]{32}$/);
+    const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
+    expect(row).toMatchObject({ server_state: 'warning', monitor_failures: 0 });
+    // The SQL signature is the one connectionSignature() computes: no reconnect without a change.
+    const { connectionSignature } = await import('../src/monitoring/monitor-poll.js');
+    expect(written.get(server.id)?.signature).toBe(connectionSignature(row));
+    await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }]);
+    expect((await messages(server.id)).map((m) => m.body)).toEqual([
+      'Server state: online → warning. CPU 97.5 %, RAM 50 %, disk 50 % (warning at 90 %).',
+      'Server state: warning → online.',
+    ]);
+    expect(events.map((e) => [e.previous_state, e.server_state, e.outcome])).toEqual([
+      ['online', 'warning', 'ok'],
+      ['warning', 'online', 'ok'],
+    ]);
+    // Monitoring stopped: nothing is written, nobody is told.
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    expect((await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }])).size).toBe(0);
+    expect(events).toHaveLength(2);
+    expect(await rowCount(server.id)).toBe(2);
   });
 });
 

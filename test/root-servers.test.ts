@@ -12,7 +12,7 @@ import { buildApp } from '../src/app.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { rootServerWebhookMethods } from '../src/servers/root-server-webhook-methods.js';
 import { runWebhookMethod } from '../src/core/webhook-methods.js';
-import { monitorSchedulerId } from '../src/monitoring/monitor-service.js';
+import { monitorSchedule } from '../src/monitoring/monitor-service.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
@@ -551,9 +551,9 @@ describe('webhook methods', () => {
 
     await runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined });
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
-    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toMatchObject({ every: 60_000 });
+    expect(await monitorSchedule(ctx, server.id)).toMatchObject({ every: 60_000 });
     await runWebhookMethod(ctx.db, { method: methods.action_stop_monitor!, recId: server.id, payload: undefined });
-    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
+    expect(await monitorSchedule(ctx, server.id)).toBeUndefined();
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
 
     // Rolled back with the caller's transaction (e.g. its message failed): nothing is scheduled.
@@ -562,7 +562,7 @@ describe('webhook methods', () => {
       runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined }, failing),
     ).rejects.toThrow('posting the message failed');
     expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(false);
-    expect(await ctx.queues.queue('monitor').getJobScheduler(monitorSchedulerId(server.id))).toBeUndefined();
+    expect(await monitorSchedule(ctx, server.id)).toBeUndefined();
 
     // A draft server refuses, and the caller's transaction fails with it.
     const draft = await createServer(credentials.key());

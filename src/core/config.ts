@@ -87,6 +87,7 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
     .default('svc'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(10),
+  // Monitoring: SSH connections a worker opens at once (warm-up, take-over of a dead worker's servers).
   MONITOR_CONCURRENCY: z.coerce.number().int().min(1).max(5000).default(200),
   // Crash detection of jobs (BullMQ lockDuration and stalledInterval): a running job's lock lasts
   // this long and is renewed at half of it; every interval, jobs whose lock expired are taken as

@@ -58,11 +58,25 @@ export interface ExecResult {
   timedOut: boolean;
 }
 
+/**
+ * A long-running command whose input and output stay open (monitoring's sample stream): what is
+ * written goes to its stdin, its stdout comes to onData, onClose fires once when it ends.
+ */
+export interface SshStream {
+  write(data: string): void;
+  onData(listener: (chunk: Buffer) => void): void;
+  onClose(listener: (exitCode: number | null) => void): void;
+  readonly closed: boolean;
+  close(): void;
+}
+
 export interface SshConnection {
   /** The host key the server presented. */
   readonly hostKey: string;
   readonly closed: boolean;
   exec(command: string, opts?: ExecOptions): Promise<ExecResult>;
+  /** Starts `command` as the login user (never sudo) with its input and output kept open. */
+  stream(command: string, opts?: { timeoutMs?: number }): Promise<SshStream>;
   close(): void;
 }
 
@@ -277,12 +291,63 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
     });
   }
 
+  function stream(command: string, o: { timeoutMs?: number } = {}): Promise<SshStream> {
+    if (closed) return Promise.reject(new SshError('closed', `Connection to ${target.host}:${target.port} closed`));
+    const timeoutMs = o.timeoutMs ?? SSH_CONNECT_TIMEOUT_MS;
+    return new Promise<SshStream>((resolve, reject) => {
+      pending.add(reject);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        pending.delete(reject);
+        reject(new SshError('timeout', `${target.host}:${target.port} did not answer within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      client.exec(command, (err, ch: ClientChannel) => {
+        clearTimeout(timer);
+        pending.delete(reject);
+        if (timedOut) return void ch?.close();
+        if (err) return reject(new SshError('closed', `Could not run a command on ${target.host}: ${err.message}`));
+        let ended = false;
+        let exitCode: number | null = null;
+        const closeListeners: ((code: number | null) => void)[] = [];
+        ch.on('exit', (code: number | null) => {
+          exitCode = code;
+        });
+        ch.on('error', () => {});
+        ch.stderr.resume();
+        ch.on('close', () => {
+          ended = true;
+          for (const l of closeListeners) l(exitCode);
+        });
+        resolve({
+          write: (data) => {
+            if (!ended) ch.write(data);
+          },
+          onData: (l) => void ch.on('data', l),
+          onClose: (l) => {
+            if (ended) l(exitCode);
+            else closeListeners.push(l);
+          },
+          get closed() {
+            return ended;
+          },
+          close: () => {
+            if (ended) return;
+            ch.signal('KILL');
+            ch.close();
+          },
+        });
+      });
+    });
+  }
+
   return {
     hostKey: presented,
     get closed() {
       return closed;
     },
     exec,
+    stream,
     close() {
       client.end();
     },

@@ -1,6 +1,6 @@
 // Server monitoring (spec §4.4 start/stop_monitor; DESIGN §7): polls, monitor logs, retention.
 import type { Feature } from '../feature.js';
-import { monitorJobHandlers, registerMonitorSchedules } from './monitor-jobs.js';
+import { monitorJobHandlers, registerMonitorSchedules, startMonitoring } from './monitor-jobs.js';
 import { registerMonitorRoutes } from './monitor-routes.js';
 
 export const monitoring: Feature = {
@@ -8,4 +8,5 @@ export const monitoring: Feature = {
   routes: registerMonitorRoutes,
   jobs: monitorJobHandlers,
   schedules: registerMonitorSchedules,
+  background: startMonitoring,
 };

@@ -1,9 +1,10 @@
-// Monitoring jobs: the per-server poll (created by each server's job scheduler) and the daily
-// retention of monitor logs; registerMonitorSchedules() runs at worker start.
+// Monitoring jobs: the daily retention of monitor logs; registerMonitorSchedules() runs at worker
+// start. The polls run in the monitor runner (monitor-runner.ts), the worker's background task.
 import type { AppContext } from '../context.js';
 import { featureJobs } from '../feature.js';
 import { monitorJobs } from './monitor-job-specs.js';
-import { createMonitorPoller } from './monitor-poll.js';
+import type { Registry } from '../feature.js';
+import { startMonitorRunner } from './monitor-runner.js';
 import { createMonitorService } from './monitor-service.js';
 import { deleteOldMonitorLogs } from './monitor-log-service.js';
 
@@ -12,11 +13,8 @@ const RETENTION_PATTERN = '17 3 * * *';
 
 export const monitorJobHandlers = featureJobs(
   monitorJobs,
-  (ctx, registry) => {
-    const poll = createMonitorPoller(ctx, registry.monitorPollObservers);
+  (ctx) => {
     return {
-      monitor_poll: (payload) => poll(payload.root_server_id),
-
       async monitor_log_retention(_payload, job) {
         const { keep_root_server_log_period: days } = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
         const result = await deleteOldMonitorLogs(ctx.db, days, { afterBatch: (deleted) => job.updateProgress({ deleted }) });
@@ -27,7 +25,12 @@ export const monitorJobHandlers = featureJobs(
   {},
 );
 
-/** The retention schedule and a poll schedule for every monitored server (idempotent). */
+/** The monitor runner of this worker process: polls the servers it holds a lease on. */
+export function startMonitoring(ctx: AppContext, registry: Registry) {
+  return startMonitorRunner(ctx, registry.monitorPollObservers);
+}
+
+/** The retention schedule and the schedule of every monitored server (idempotent). */
 export async function registerMonitorSchedules(ctx: AppContext) {
   await ctx.queues.schedule('monitor-log-retention', { pattern: RETENTION_PATTERN, tz: 'UTC' }, monitorJobs.monitor_log_retention, {});
   const monitored = await createMonitorService(ctx).reconcile();

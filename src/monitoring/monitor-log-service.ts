@@ -95,8 +95,9 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
   }
   const width = Prisma.sql`make_interval(secs => ${q.bucketSeconds})`;
   const bucket = Prisma.sql`date_bin(${width}, created_at, TIMESTAMP '2000-01-01')`;
-  const [rows, [count]] = await Promise.all([
-    db.$queryRaw<(MetricRow & { bucket_start: Date; samples: number })[]>`
+  // One pass over the server's rows: the number of buckets comes with them (a window over the
+  // groups, before LIMIT), instead of a second scan to count them.
+  const rows = await db.$queryRaw<(MetricRow & { bucket_start: Date; samples: number; buckets: number })[]>`
       SELECT ${serverId}::int AS root_server_id, ${bucket} AS bucket_start, count(*)::int AS samples,
         avg(cpu_percent)::float8 AS cpu_percent,
         avg(ram_used_bytes)::float8 AS ram_used_bytes, avg(ram_total_bytes)::float8 AS ram_total_bytes,
@@ -104,12 +105,18 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
         avg(disk_used_bytes)::float8 AS disk_used_bytes, avg(disk_total_bytes)::float8 AS disk_total_bytes,
         avg(disk_percent)::float8 AS disk_percent,
         avg(net_rx_bytes_per_s)::float8 AS net_rx_bytes_per_s, avg(net_tx_bytes_per_s)::float8 AS net_tx_bytes_per_s,
-        avg(load_1)::float8 AS load_1, avg(load_5)::float8 AS load_5, avg(load_15)::float8 AS load_15
+        avg(load_1)::float8 AS load_1, avg(load_5)::float8 AS load_5, avg(load_15)::float8 AS load_15,
+        count(*) OVER ()::int AS buckets
       FROM root_server_monitor_logs WHERE ${range}
-      GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`,
-    db.$queryRaw<[{ n: number }]>`SELECT count(DISTINCT ${bucket})::int AS n FROM root_server_monitor_logs WHERE ${range}`,
-  ]);
-  return { items: rows.map((r) => jsonSafe(rounded(r))), total: count.n, limit: q.limit, offset: q.offset };
+      GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`;
+  let total = rows[0]?.buckets ?? 0;
+  if (rows.length === 0 && q.offset > 0) {
+    const [count] = await db.$queryRaw<
+      [{ n: number }]
+    >`SELECT count(DISTINCT ${bucket})::int AS n FROM root_server_monitor_logs WHERE ${range}`;
+    total = count.n;
+  }
+  return { items: rows.map(({ buckets: _, ...r }) => jsonSafe(rounded(r))), total, limit: q.limit, offset: q.offset };
 }
 
 export interface RetentionResult {

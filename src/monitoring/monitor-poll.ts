@@ -1,14 +1,19 @@
-// One monitoring poll of one root server (the monitor_poll job). The SSH connection is reused
-// between polls (ctx.sshPool), the previous /proc counters are kept in Redis (so any worker can
-// take the next poll), and the row, the state and the failure count are written in one statement.
+// One monitoring poll of one root server. The SSH connection is reused between polls (an SSH
+// pool), the previous /proc counters are kept in Redis (so any worker can take the next poll), and
+// the row, the state and the failure count are written in one statement. How the sample is read is
+// the caller's choice (a Sampler): one exec channel per poll (execSampler, today's command), or a
+// long-lived streaming channel (monitor-stream.ts). recordSamples() writes many streamed samples
+// at once with the same rules.
 // server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
 // every change is posted to the server's chatter. An offline server is retried with a growing
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval. Every recorded poll is
-// then told to the observers (alerts); an observer's failure is logged, never the poll's.
+// then told to the observers (alerts), exactly once; an observer's failure is logged, never the poll's.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { connectRootServer } from '../servers/root-server-ssh.js';
 import { postMessage } from '../core/chatter.js';
+import type { SshConnection } from '../core/ssh.js';
+import type { SshPool } from '../core/ssh-pool.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import {
@@ -31,20 +36,63 @@ export type PollResult =
   | { outcome: 'failed'; server_state: string; failures: number; error: string }
   | { outcome: 'skipped'; reason: string };
 
+/**
+ * Reads the server's sample(s) over `conn` before `deadline`: one sample when the previous one is
+ * known, else two a second apart (the last is the current one).
+ */
+export type Sampler = (server: RootServer, conn: SshConnection, prev: ProcSample | null, deadline: number) => Promise<ProcSample[]>;
+
+/** Today's poll: one exec channel running the sampling command. */
+export const execSampler: Sampler = async (_server, conn, prev, deadline) => {
+  const timeoutMs = Math.max(1000, deadline - Date.now());
+  const res = await conn.exec(prev ? SAMPLE_COMMAND : TWO_SAMPLES_COMMAND, { sudo: false, timeoutMs, maxOutputBytes: 256 * 1024 });
+  if (res.timedOut) throw new Error(`The metrics command did not answer within ${Math.round(timeoutMs / 1000)} s`);
+  if (res.exitCode !== 0) throw new Error(`The metrics command failed (exit code ${res.exitCode}): ${res.stderr.trim().slice(0, 500)}`);
+  return parseSamples(res.stdout);
+};
+
+export interface PollOptions {
+  /** How the sample is read (default: execSampler). */
+  sampler?: Sampler;
+  /**
+   * Called once the outcome is known, before anything is recorded: false = another worker already
+   * recorded this due time (or took the server), and nothing is written.
+   */
+  claim?: () => Promise<boolean>;
+}
+
+/** A streamed sample to record (recordSamples). */
+export interface SampleToRecord {
+  serverId: number;
+  metrics: Metrics;
+  /** The connection signature the sample was read with (see connectionSignature). */
+  signature: string;
+  /** When the sample was read: the row's created_at (a write that waits does not move it). */
+  at: Date;
+}
+
 /** A poll must end before the next one is due: 80 % of the interval, between 4 and 30 seconds. */
-function pollTimeoutMs(interval: number): number {
+export function pollTimeoutMs(interval: number): number {
   return Math.min(30_000, Math.max(4_000, Math.floor(interval * 0.8)));
 }
 
-/** Identifies what a pooled connection was opened with; any change opens a new one. */
-function connectionSignature(s: RootServer): string {
-  const parts = [s.ip, s.port, s.username, s.password, s.key, s.host_key];
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64');
+/**
+ * Identifies what a connection was opened with; any change opens a new one. Computed the same way
+ * in SQL (SIGNATURE_SQL), so a batch write can tell that a server's address or credentials changed.
+ */
+export function connectionSignature(s: Pick<RootServer, 'ip' | 'port' | 'username' | 'password' | 'key' | 'host_key'>): string {
+  const parts = [s.ip, String(s.port), s.username, s.password, s.key, s.host_key].filter((p): p is string => p !== null);
+  return createHash('md5').update(parts.join('|')).digest('hex');
+}
+
+export function poolKeyOf(serverId: number): string {
+  return `root-server:${serverId}`;
 }
 
 export function createMonitorPoller(
   ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'sshPool' | 'log'>,
   observers: readonly MonitorPollObserver[] = [],
+  { pool = ctx.sshPool }: { pool?: SshPool } = {},
 ) {
   const prefix = ctx.queues.prefix;
 
@@ -68,16 +116,16 @@ export function createMonitorPoller(
     });
   }
 
-  async function recordSuccess(server: RootServer, m: Metrics, state: 'online' | 'warning'): Promise<boolean> {
+  async function recordSuccess(server: RootServer, m: Metrics, state: 'online' | 'warning', at: Date): Promise<boolean> {
     // One statement: the state update and the row, both only while monitoring is still on (a
     // stop_monitor that commits first wins; nothing is written after it).
     const written = await ctx.db.$executeRaw`
       WITH s AS (
         UPDATE root_servers SET server_state = ${state}::"ServerState", monitor_failures = 0, last_monitor_at = now()
         WHERE id = ${server.id} AND monitoring_enabled RETURNING id)
-      INSERT INTO root_server_monitor_logs (root_server_id, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+      INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
         disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-      SELECT s.id, ${m.cpu_percent}, ${m.ram_used_bytes}, ${m.ram_total_bytes}, ${m.ram_percent},
+      SELECT s.id, ${at}, ${m.cpu_percent}, ${m.ram_used_bytes}, ${m.ram_total_bytes}, ${m.ram_percent},
         ${m.disk_used_bytes}, ${m.disk_total_bytes}, ${m.disk_percent}, ${m.net_rx_bytes_per_s}, ${m.net_tx_bytes_per_s},
         ${m.load_1}, ${m.load_5}, ${m.load_15} FROM s`;
     return written > 0;
@@ -97,7 +145,47 @@ export function createMonitorPoller(
     return raw ? (JSON.parse(raw) as ProcSample) : null;
   }
 
-  return async function poll(serverId: number): Promise<PollResult> {
+  async function recordFailed(server: RootServer, error: string): Promise<PollResult> {
+    const after = await recordFailure(server);
+    if (!after) return { outcome: 'skipped', reason: 'monitoring stopped' };
+    if (after.server_state !== server.server_state) {
+      await stateChanged(server, after.server_state, `${after.failures} failed polls in a row; last error: ${error}`);
+    }
+    await tellObservers({
+      root_server_id: server.id,
+      outcome: 'failed',
+      previous_state: server.server_state,
+      server_state: after.server_state,
+      metrics: null,
+      failures: after.failures,
+      error,
+      at: new Date(),
+    });
+    return { outcome: 'failed', server_state: after.server_state, failures: after.failures, error };
+  }
+
+  async function afterSuccess(server: Pick<RootServer, 'id' | 'server_state'>, metrics: Metrics, state: 'online' | 'warning') {
+    if (state !== server.server_state) {
+      const why =
+        state === 'warning'
+          ? `CPU ${metrics.cpu_percent} %, RAM ${metrics.ram_percent} %, disk ${metrics.disk_percent} % (warning at 90 %).`
+          : '';
+      await stateChanged(server as RootServer, state, why);
+    }
+    await tellObservers({
+      root_server_id: server.id,
+      outcome: 'ok',
+      previous_state: server.server_state,
+      server_state: state,
+      metrics: { ...metrics },
+      failures: 0,
+      error: null,
+      at: new Date(),
+    });
+  }
+
+  /** The monitored server, or why it is not polled now (not monitored, or offline and backing off). */
+  async function loadForPoll(serverId: number): Promise<RootServer | { outcome: 'skipped'; reason: string }> {
     const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
     // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
     // do. stop_monitor removes the schedule; worker start removes any left behind.
@@ -107,66 +195,91 @@ export function createMonitorPoller(
       const wait = Math.min(MAX_BACKOFF_MS, interval * 2 ** (server.monitor_failures - OFFLINE_AFTER_FAILURES));
       if (Date.now() - server.last_monitor_at.getTime() < wait - interval / 2) return { outcome: 'skipped', reason: 'backoff' };
     }
+    return server;
+  }
 
+  /** One poll: connect (or reuse the connection), read the sample, record it or the failure. */
+  async function poll(serverId: number, { sampler = execSampler, claim }: PollOptions = {}): Promise<PollResult> {
+    const server = await loadForPoll(serverId);
+    if ('outcome' in server) return server;
+    const interval = intervalMs(server.monitor_update_interval);
     const timeoutMs = pollTimeoutMs(interval);
     const deadline = Date.now() + timeoutMs; // connect and command together
-    const poolKey = `root-server:${server.id}`;
+    const poolKey = poolKeyOf(server.id);
+    let metrics: Metrics;
+    let cur: ProcSample;
+    let sampledAt: Date;
     try {
-      const conn = await ctx.sshPool.acquire(poolKey, connectionSignature(server), () =>
+      const conn = await pool.acquire(poolKey, connectionSignature(server), () =>
         connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
       );
       const prev = await previousSample(server.id);
-      const res = await conn.exec(prev ? SAMPLE_COMMAND : TWO_SAMPLES_COMMAND, {
-        sudo: false,
-        timeoutMs: Math.max(1000, deadline - Date.now()),
-        maxOutputBytes: 256 * 1024,
-      });
-      if (res.timedOut) throw new Error(`The metrics command did not answer within ${timeoutMs / 1000} s`);
-      if (res.exitCode !== 0) throw new Error(`The metrics command failed (exit code ${res.exitCode}): ${res.stderr.trim().slice(0, 500)}`);
-      const samples = parseSamples(res.stdout);
-      const cur = samples[samples.length - 1]!;
-      const metrics = computeMetrics(prev ?? (samples.length > 1 ? samples[0]! : null), cur);
-      await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
-      const state = serverStateOf(metrics);
-      if (!(await recordSuccess(server, metrics, state))) return { outcome: 'skipped', reason: 'monitoring stopped' };
-      if (state !== server.server_state) {
-        const why =
-          state === 'warning'
-            ? `CPU ${metrics.cpu_percent} %, RAM ${metrics.ram_percent} %, disk ${metrics.disk_percent} % (warning at 90 %).`
-            : '';
-        await stateChanged(server, state, why);
-      }
-      await tellObservers({
-        root_server_id: server.id,
-        outcome: 'ok',
-        previous_state: server.server_state,
-        server_state: state,
-        metrics: { ...metrics },
-        failures: 0,
-        error: null,
-        at: new Date(),
-      });
-      return { outcome: 'ok', server_state: state, metrics };
+      const samples = await sampler(server, conn, prev, deadline);
+      cur = samples[samples.length - 1]!;
+      metrics = computeMetrics(prev ?? (samples.length > 1 ? samples[0]! : null), cur);
+      sampledAt = new Date();
     } catch (err) {
       // A failed poll may leave the connection unusable (timeout, reset): start afresh next time.
-      ctx.sshPool.discard(poolKey);
-      const error = (err as Error).message;
-      const after = await recordFailure(server);
-      if (!after) return { outcome: 'skipped', reason: 'monitoring stopped' };
-      if (after.server_state !== server.server_state) {
-        await stateChanged(server, after.server_state, `${after.failures} failed polls in a row; last error: ${error}`);
-      }
-      await tellObservers({
-        root_server_id: server.id,
-        outcome: 'failed',
-        previous_state: server.server_state,
-        server_state: after.server_state,
-        metrics: null,
-        failures: after.failures,
-        error,
-        at: new Date(),
-      });
-      return { outcome: 'failed', server_state: after.server_state, failures: after.failures, error };
+      pool.discard(poolKey);
+      if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
+      return recordFailed(server, (err as Error).message);
     }
-  };
+    if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
+    await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
+    const state = serverStateOf(metrics);
+    if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
+    await afterSuccess(server, metrics, state);
+    return { outcome: 'ok', server_state: state, metrics };
+  }
+
+  /** Records a failure found outside poll() (a streamed sample that did not come). */
+  async function fail(serverId: number, error: string): Promise<PollResult> {
+    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
+    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    pool.discard(poolKeyOf(serverId));
+    return recordFailed(server, error);
+  }
+
+  /**
+   * Records streamed samples of many servers in one statement, with poll()'s rules: each row only
+   * while its server is monitored and confirmed, its state, failures reset, then the state change
+   * and the observers for each. Answers the servers written, with their connection signature now.
+   */
+  async function recordSamples(items: SampleToRecord[]): Promise<Map<number, { signature: string }>> {
+    const out = new Map<number, { signature: string }>();
+    if (items.length === 0) return out;
+    const col = <K extends keyof Metrics>(k: K) => items.map((i) => i.metrics[k]);
+    const states = items.map((i) => serverStateOf(i.metrics));
+    const rows = await ctx.db.$queryRaw<{ id: number; prev: string; signature: string }[]>`
+      WITH input AS (
+        SELECT * FROM unnest(${items.map((i) => i.serverId)}::int[], ${items.map((i) => i.at.toISOString())}::timestamptz[], ${states}::text[],
+          ${col('cpu_percent')}::float8[], ${col('ram_used_bytes')}::int8[], ${col('ram_total_bytes')}::int8[], ${col('ram_percent')}::float8[],
+          ${col('disk_used_bytes')}::int8[], ${col('disk_total_bytes')}::int8[], ${col('disk_percent')}::float8[],
+          ${col('net_rx_bytes_per_s')}::float8[], ${col('net_tx_bytes_per_s')}::float8[],
+          ${col('load_1')}::float8[], ${col('load_5')}::float8[], ${col('load_15')}::float8[])
+          AS t(id, at, state, cpu, ram_used, ram_total, ram_pct, disk_used, disk_total, disk_pct, rx, tx, l1, l5, l15)),
+      old AS (
+        SELECT r.id, r.server_state FROM root_servers r JOIN input i ON i.id = r.id
+        WHERE r.monitoring_enabled AND r.state = 'confirmed' ORDER BY r.id FOR UPDATE OF r),
+      upd AS (
+        UPDATE root_servers r SET server_state = i.state::"ServerState", monitor_failures = 0, last_monitor_at = now()
+        FROM input i, old o WHERE r.id = i.id AND o.id = r.id
+        RETURNING r.id, o.server_state::text AS prev,
+          md5(concat_ws('|', r.ip, r.port::text, r.username, r.password, r.key, r.host_key)) AS signature),
+      ins AS (
+        INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+          disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
+        SELECT i.id, i.at, i.cpu, i.ram_used, i.ram_total, i.ram_pct, i.disk_used, i.disk_total, i.disk_pct, i.rx, i.tx, i.l1, i.l5, i.l15
+        FROM input i JOIN upd u ON u.id = i.id)
+      SELECT id, prev, signature FROM upd`;
+    const byId = new Map(items.map((item, n) => [item.serverId, { item, state: states[n]! as 'online' | 'warning' }]));
+    for (const row of rows) {
+      const { item, state } = byId.get(row.id)!;
+      out.set(row.id, { signature: row.signature });
+      await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state);
+    }
+    return out;
+  }
+
+  return Object.assign(poll, { poll, fail, recordSamples });
 }

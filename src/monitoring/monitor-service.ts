@@ -1,18 +1,39 @@
-// start_monitor / stop_monitor (spec §4.4): a BullMQ job scheduler per monitored root server, at
-// its monitor_update_interval. Schedulers live in Redis, so they survive restarts and each
-// interval produces exactly one poll job whichever worker process takes it.
+// start_monitor / stop_monitor (spec §4.4): the schedule of every monitored root server (its
+// interval and phase) in one Redis hash, which the monitor runners of all worker processes read
+// (monitor-runner.ts): they split the servers between them with leases, and each due time is
+// recorded once whichever worker takes it.
 import type { AppContext } from '../context.js';
 import type { Db, DbTx, InTransaction } from '../core/db.js';
 import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
-import { monitorJobs } from './monitor-job-specs.js';
 import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-schemas.js';
 
-const SCHEDULER_PREFIX = 'monitor-root-server-';
+/** Redis hash of the monitored servers: id → "<interval ms>:<phase ms>" (see MonitorSchedule). */
+export function scheduleKey(prefix: string): string {
+  return `${prefix}:monitor:schedule`;
+}
 
-export function monitorSchedulerId(serverId: number): string {
-  return `${SCHEDULER_PREFIX}${serverId}`;
+/** A server is due at every time t with t mod every = phase (UTC milliseconds). */
+export interface MonitorSchedule {
+  every: number;
+  phase: number;
+}
+
+export function parseSchedule(value: string): MonitorSchedule {
+  const [every, phase] = value.split(':').map(Number);
+  return { every: every!, phase: phase! };
+}
+
+/** A fixed phase spread over the interval: where a server whose start time is unknown falls. */
+export function spreadPhase(serverId: number, every: number): number {
+  return (Math.imul(serverId, 2654435761) >>> 0) % every;
+}
+
+/** The schedule of a monitored server, as the runners see it (undefined: not monitored). */
+export async function monitorSchedule(ctx: Pick<AppContext, 'redis' | 'queues'>, serverId: number): Promise<MonitorSchedule | undefined> {
+  const value = await ctx.redis.hget(scheduleKey(ctx.queues.prefix), String(serverId));
+  return value ? parseSchedule(value) : undefined;
 }
 
 /** Redis key of the previous /proc counters of a server (CPU and network rates are deltas). */
@@ -28,19 +49,22 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
   /** Runs `fn` in the caller's transaction, or in a new one. */
   const inTx = <T>(tx: DbTx | undefined, fn: (tx: DbTx) => Promise<T>) => (tx ? fn(tx) : ctx.db.$transaction(fn));
 
-  async function schedule(server: { id: number; monitor_update_interval: string }) {
-    await ctx.queues.schedule(
-      monitorSchedulerId(server.id),
-      { every: intervalMs(server.monitor_update_interval) },
-      monitorJobs.monitor_poll,
-      { root_server_id: server.id },
-      // A poll's outcome is on the server and in its monitor log; keep Redis small.
-      { removeOnComplete: true, removeOnFail: { count: 1000 } },
-    );
+  const key = scheduleKey(ctx.queues.prefix);
+
+  /**
+   * Puts the server on the schedule at its interval. A new schedule's phase is now (the first poll
+   * is due at once) unless `phase` is given; a server already scheduled at that interval keeps its
+   * phase (no poll is skipped or doubled).
+   */
+  async function schedule(server: { id: number; monitor_update_interval: string }, phase?: number) {
+    const every = intervalMs(server.monitor_update_interval);
+    const current = await ctx.redis.hget(key, String(server.id));
+    if (current && parseSchedule(current).every === every) return;
+    await ctx.redis.hset(key, String(server.id), `${every}:${phase ?? Date.now() % every}`);
   }
 
   async function unschedule(serverId: number) {
-    await ctx.queues.unschedule(monitorJobs.monitor_poll, monitorSchedulerId(serverId));
+    await ctx.redis.hdel(key, String(serverId));
     await ctx.redis.del(sampleKey(ctx.queues.prefix, serverId));
   }
 
@@ -103,21 +127,18 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
     },
 
     /**
-     * Makes Redis agree with PostgreSQL: a scheduler for every monitored server (e.g. after Redis
-     * lost its data; existing ones keep their timing) and none for the others (e.g. left behind by
-     * a transaction that rolled back). Run at worker start.
+     * Makes Redis agree with PostgreSQL: a schedule for every monitored server (e.g. after Redis
+     * lost its data: phases spread over the interval; existing ones keep their timing) and none for
+     * the others (e.g. left behind by a transaction that rolled back). Run at worker start.
      */
     async reconcile(db: Db = ctx.db) {
       const monitored = await db.rootServer.findMany({
         where: { monitoring_enabled: true, state: 'confirmed' },
         select: { id: true, monitor_update_interval: true },
       });
-      for (const server of monitored) await schedule(server);
-      const wanted = new Set(monitored.map((s) => monitorSchedulerId(s.id)));
-      const existing = await ctx.queues.queue('monitor').getJobSchedulers(0, -1);
-      for (const { key } of existing) {
-        if (key.startsWith(SCHEDULER_PREFIX) && !wanted.has(key)) await ctx.queues.unschedule(monitorJobs.monitor_poll, key);
-      }
+      for (const server of monitored) await schedule(server, spreadPhase(server.id, intervalMs(server.monitor_update_interval)));
+      const wanted = new Set(monitored.map((s) => String(s.id)));
+      for (const id of await ctx.redis.hkeys(key)) if (!wanted.has(id)) await unschedule(Number(id));
       return monitored.length;
     },
   };

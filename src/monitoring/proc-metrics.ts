@@ -14,6 +14,29 @@ export const SAMPLE_COMMAND = `echo @@sample; ${SAMPLE_AWK}`;
 /** Two samples a second apart: the first poll of a server, when no previous sample exists. */
 export const TWO_SAMPLES_COMMAND = `${SAMPLE_COMMAND}; sleep 1; ${SAMPLE_COMMAND}`;
 
+/**
+ * The streaming form (one long-lived channel per server): a POSIX shell loop that, for every line
+ * the service writes to its input, prints one sample in the same sections as SAMPLE_COMMAND,
+ * ended by "@@end". /proc is read with the shell's own `read`, `case` and `echo` (no process per
+ * sample but `df`); the same lines as the awk filter are kept. "@@ready" first says the loop runs.
+ */
+export const STREAM_SCRIPT = [
+  'echo @@ready',
+  'while read -r _; do',
+  'echo @@sample',
+  'echo @/proc/uptime; read -r l < /proc/uptime; echo "$l"',
+  'echo @/proc/stat; while read -r l; do case $l in "cpu "*) echo "$l"; break;; esac; done < /proc/stat',
+  'echo @/proc/meminfo; while read -r l; do case $l in MemTotal:*|MemAvailable:*|MemFree:*|Buffers:*|Cached:*) echo "$l";; esac; done < /proc/meminfo',
+  'echo @/proc/net/dev; while read -r l; do echo "$l"; done < /proc/net/dev',
+  'echo @/proc/loadavg; read -r l < /proc/loadavg; echo "$l"',
+  'echo @df; df -Pk /',
+  'echo @@end',
+  'done',
+].join('\n');
+
+/** The command that starts STREAM_SCRIPT under sh, whatever the login shell. */
+export const STREAM_COMMAND = `exec sh -c '${STREAM_SCRIPT.replaceAll("'", "'\\''")}'`;
+
 const WARNING_PERCENT = 90;
 
 export interface ProcSample {

@@ -1,0 +1,165 @@
+// The streaming form of a poll: one long-lived exec channel per server runs STREAM_SCRIPT (a shell
+// loop); each line written to it asks for one sample, which comes back as the same sections the
+// per-poll command prints, ended by "@@end". A sample costs the server a few shell builtins and one
+// `df` instead of an SSH session, a shell and awk, and costs the service no channel set-up.
+// A server whose shell cannot run the loop (it ends before "@@ready") falls back to the per-poll
+// command (execSampler) for as long as this process runs.
+import type { SshConnection, SshStream } from '../core/ssh.js';
+import { execSampler, type Sampler } from './monitor-poll.js';
+import { MetricsParseError, parseSamples, STREAM_COMMAND, type ProcSample } from './proc-metrics.js';
+
+/** The loop did not start (its shell cannot run it): use the per-poll command. */
+export class StreamUnsupported extends Error {
+  override name = 'StreamUnsupported';
+}
+
+const MAX_PENDING_BYTES = 256 * 1024;
+
+/** One server's sample stream over one connection. */
+export class SampleStream {
+  private buffer = '';
+  private ready = false;
+  private readonly waiting: { resolve: (s: ProcSample) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
+  private onReady: { resolve: () => void; reject: (e: Error) => void } | null = null;
+  /** The last sample this stream gave (the previous counters of the next one). */
+  last: ProcSample | null = null;
+
+  private constructor(
+    readonly conn: SshConnection,
+    private readonly channel: SshStream,
+  ) {
+    channel.onData((chunk) => this.take(chunk.toString('utf8')));
+    channel.onClose((code) => {
+      const err = this.ready
+        ? new Error('The monitoring stream ended')
+        : new StreamUnsupported(`The monitoring loop did not start (exit code ${code ?? 'none'})`);
+      this.onReady?.reject(err);
+      this.onReady = null;
+      this.failAll(err);
+    });
+  }
+
+  /** Starts the loop on `conn` and waits for "@@ready". */
+  static async open(conn: SshConnection, timeoutMs: number, command = STREAM_COMMAND): Promise<SampleStream> {
+    const deadline = Date.now() + timeoutMs;
+    const channel = await conn.stream(command, { timeoutMs });
+    const stream = new SampleStream(conn, channel);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          stream.close();
+          reject(new Error(`The monitoring loop did not start within ${Math.round(timeoutMs / 1000)} s`));
+        },
+        Math.max(1, deadline - Date.now()),
+      );
+      stream.onReady = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      if (stream.ready) stream.onReady.resolve();
+      if (channel.closed) stream.onReady?.reject(new StreamUnsupported('The monitoring loop did not start'));
+    });
+    return stream;
+  }
+
+  get closed(): boolean {
+    return this.channel.closed || this.conn.closed;
+  }
+
+  /** Asks for one sample; a sample that does not come in time ends the stream (answers would be out of step). */
+  request(timeoutMs: number): Promise<ProcSample> {
+    if (this.closed) return Promise.reject(new Error('The monitoring stream ended'));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.close();
+        this.failAll(new Error(`The metrics command did not answer within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      this.waiting.push({ resolve, reject, timer });
+      this.channel.write('\n');
+    });
+  }
+
+  close(): void {
+    this.channel.close();
+  }
+
+  private failAll(err: Error) {
+    for (const w of this.waiting.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(err);
+    }
+  }
+
+  private take(text: string) {
+    this.buffer += text;
+    if (!this.ready) {
+      const nl = this.buffer.indexOf('\n');
+      if (nl < 0) return;
+      const first = this.buffer.slice(0, nl).trim();
+      this.buffer = this.buffer.slice(nl + 1);
+      if (first !== '@@ready') {
+        this.onReady?.reject(new StreamUnsupported(`The monitoring loop did not start: ${first.slice(0, 200)}`));
+        this.onReady = null;
+        this.close();
+        return;
+      }
+      this.ready = true;
+      this.onReady?.resolve();
+      this.onReady = null;
+    }
+    for (;;) {
+      const end = this.buffer.indexOf('\n@@end\n');
+      if (end < 0) break;
+      const text = this.buffer.slice(0, end + 1);
+      this.buffer = this.buffer.slice(end + 7);
+      const w = this.waiting.shift();
+      if (!w) continue; // an answer nobody waits for any more
+      clearTimeout(w.timer);
+      try {
+        const [sample] = parseSamples(text);
+        this.last = sample!;
+        w.resolve(sample!);
+      } catch (err) {
+        w.reject(err as MetricsParseError);
+      }
+    }
+    if (this.buffer.length > MAX_PENDING_BYTES) {
+      this.close();
+      this.failAll(new MetricsParseError('The monitoring stream sent an unreadable sample'));
+    }
+  }
+}
+
+/**
+ * A Sampler over per-server streams: reuses the server's stream while its connection lives, opens
+ * one otherwise, and falls back to the per-poll command for servers whose shell cannot run the
+ * loop. `streams` is the caller's (the monitor runner keeps one per server it polls).
+ */
+export function streamSampler(streams: Map<number, SampleStream>, fallback: Set<number>, command = STREAM_COMMAND): Sampler {
+  return async (server, conn, prev, deadline) => {
+    if (fallback.has(server.id)) return execSampler(server, conn, prev, deadline);
+    let stream = streams.get(server.id);
+    if (!stream || stream.closed || stream.conn !== conn) {
+      stream?.close();
+      streams.delete(server.id);
+      try {
+        stream = await SampleStream.open(conn, Math.max(1000, deadline - Date.now()), command);
+      } catch (err) {
+        if (!(err instanceof StreamUnsupported)) throw err;
+        fallback.add(server.id);
+        return execSampler(server, conn, prev, deadline);
+      }
+      streams.set(server.id, stream);
+    }
+    const first = await stream.request(Math.max(1000, deadline - Date.now()));
+    if (prev) return [first];
+    await new Promise((r) => setTimeout(r, 1000));
+    return [first, await stream.request(Math.max(1000, deadline - Date.now()))];
+  };
+}
