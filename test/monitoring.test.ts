@@ -331,11 +331,14 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
       for (const s of servers) await act(s.id, 'start_monitor');
       const ids = servers.map((s) => s.id);
       const heldBy = (r: MonitorRunner) => r.held().filter((id) => ids.includes(id));
-      // Both take part, and every server is held by exactly one of them.
-      await expect.poll(() => heldBy(a!).length + heldBy(b!).length, { timeout: 10_000, interval: 100 }).toBe(ids.length);
-      expect(heldBy(a).length).toBeGreaterThan(0);
-      expect(heldBy(b).length).toBeGreaterThan(0);
-      expect(heldBy(a).filter((id) => heldBy(b!).includes(id))).toEqual([]);
+      // Both take part, and every server is held by exactly one of them. (A slow runner's share may
+      // first be taken by the other, which hands it over at its next sync: wait for the split.)
+      const split = () => ({
+        total: heldBy(a!).length + heldBy(b!).length,
+        bothTakePart: heldBy(a!).length > 0 && heldBy(b!).length > 0,
+        sharedByBoth: heldBy(a!).filter((id) => heldBy(b!).includes(id)),
+      });
+      await expect.poll(split, { timeout: 10_000, interval: 100 }).toEqual({ total: ids.length, bothTakePart: true, sharedByBoth: [] });
       const okBy = (runner: string, id: number) => recorded.filter((r) => r.runner === runner && r.serverId === id && r.outcome === 'ok');
       await expect
         .poll(() => ids.every((id) => okBy('A', id).length + okBy('B', id).length >= 1), { timeout: 20_000, interval: 200 })
