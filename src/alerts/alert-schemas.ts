@@ -25,7 +25,13 @@ export const alertRuleOut = z.object({
 const fields = {
   name: z.string().trim().min(1).max(200),
   metric: z.enum(AlertMetric).describe('cpu_percent, ram_percent, disk_percent, load_1 or server_offline'),
-  threshold: z.number().min(-1e12).max(1e12).nullable().describe('The condition is value >= threshold; required except for server_offline'),
+  threshold: z
+    .number()
+    .min(-1e12)
+    .max(1e12)
+    .nullable()
+    .default(null)
+    .describe('The condition is value >= threshold; required except for server_offline'),
   duration_seconds: int32
     .min(0, 'must be 0 or more')
     .max(7 * 86_400, 'must be at most 604800 (7 days)')
