@@ -178,6 +178,11 @@ describe('evaluation after every poll', () => {
     const mail = await smtp.waitFor('ops@example.com');
     expect(mail.raw).toContain(`${server.name}: cpu_percent`);
     await expect.poll(async () => (await alertsOf(`rule_id=${rule.id}`))[0].notified_at, { timeout: 10_000 }).not.toBeNull();
+    // The push is in the default notification server's action log, the delivery in the alert's.
+    expect(await ctx.db.actionLog.count({ where: { model_name: 'svc.ntfy.server', rec_id: defaultPushId, status: 'success' } })).toBe(1);
+    expect(await ctx.db.actionLog.findMany({ where: { model_name: 'svc.alert', rec_id: alert.id } })).toMatchObject([
+      { status: 'success', output_text: expect.stringContaining('sent: mail to ops@example.com') },
+    ]);
 
     // Still firing on the next polls: no second alert, no second notice.
     await poll(server.id);
