@@ -10,6 +10,7 @@ import { createContext, type AppContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { serverStateKey } from '../src/alerts/alert-state.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
@@ -207,7 +208,7 @@ describe('evaluation after every poll', () => {
     expect(await alertsOf(`rule_id=${rule.id}&state=firing`)).toHaveLength(0);
   });
 
-  it('a 30 s rule does not fire on one sample; it fires once the samples cover 30 s', async () => {
+  it('a 30 s rule does not fire on one sample; a 1 s rule fires once it has held 1 s; the count is rebuilt from the database', async () => {
     const server = await monitoredServer();
     const rule = await createRule({
       name: 'sustained',
@@ -216,18 +217,34 @@ describe('evaluation after every poll', () => {
       duration_seconds: 30,
       root_server_ids: [server.id],
     });
+    const short = await createRule({
+      name: 'short',
+      metric: 'disk_percent',
+      threshold: 0,
+      duration_seconds: 1,
+      root_server_ids: [server.id],
+    });
     await poll(server.id);
     expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
+    expect(await alertsOf(`rule_id=${short.id}`)).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 1100));
     await poll(server.id);
     expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
-    // Samples 40 s and 20 s old that meet the condition too: it has now held for 30 s and more.
+    expect(await alertsOf(`rule_id=${short.id}`)).toMatchObject([{ state: 'firing' }]);
+
+    // Samples 40 s and 20 s old that meet the condition too, and the working state lost (as after a
+    // Redis restart): rebuilt from the monitor log, the condition has held for 30 s and more.
     for (const age of [40, 20]) {
       await ctx.db.$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes,
         ram_total_bytes, ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s,
         load_1, load_5, load_15) VALUES (${server.id}, now() - make_interval(secs => ${age}), 1, 1, 2, 50, 1, 2, 50, 0, 0, 0, 0, 0)`;
     }
+    await ctx.redis.del(serverStateKey(ctx.queues.prefix, server.id));
     await poll(server.id);
     expect(await alertsOf(`rule_id=${rule.id}`)).toMatchObject([{ state: 'firing' }]);
+    // The rebuilt state knows the short rule's alert is open: no second one.
+    expect(await alertsOf(`rule_id=${short.id}`)).toHaveLength(1);
+    expect(await alertNotices(server.id)).toHaveLength(2);
   });
 
   it('a closed port goes offline after 3 failed polls and server_offline fires; a refused push keeps the alert and sets notify_error', async () => {

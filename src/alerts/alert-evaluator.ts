@@ -1,37 +1,48 @@
 // Rule evaluation after every recorded monitoring poll (the onMonitorPoll hook), inside the poll's
-// job but cheap: one query reads the rules that watch the server together with its firing alerts;
-// a second, one indexed range scan of the server's monitor log, runs only when a rule with a
-// duration starts to hold (the latest sample meets it and no alert is open). Nothing is kept in
-// memory, so any worker can take any poll and a restart loses nothing.
+// job but cheap: in the steady state one Redis round trip and no database query.
 //
-// - duration_seconds is sustained: the rule fires when every sample from (newest - duration) to
-//   the newest meets the condition, the older end covered by a sample at or before it. A single
-//   spike never fires a longer rule, and after a resolve the whole duration must hold again
-//   (flapping is bounded by the duration).
-// - server_offline holds while server_state is offline; its duration counts from the last good
-//   poll (the newest monitor-log row), or from the server's creation when it never had one.
+// - The active rules are kept in memory per process and reloaded when the rules version in Redis
+//   moved (every rule write bumps it; at the latest after a minute), so a change or a
+//   deactivation takes effect on the next poll of every worker.
+// - Per server, Redis holds which rules are firing and since when each pending rule has held
+//   (src/alerts/alert-state.ts). Polls of one server may land on any worker: the state is shared.
+//   When it is missing (Redis lost it, or a quiet server's hash expired) it is rebuilt from
+//   PostgreSQL with one indexed range scan of the server's monitor log (and its firing alerts).
+// - duration_seconds is sustained: the rule fires once the condition has held on every poll for
+//   that long; one sample that does not meet it restarts the count, so a single spike never fires
+//   a longer rule and, after a resolve, the whole duration must hold again (flapping is bounded).
+//   A failed poll says nothing about the metrics and leaves their rules as they are.
+// - server_offline holds while server_state is offline, counted from the first poll that saw it
+//   offline (after a rebuild: from the last good poll, or the server's creation).
 // - At most one firing alert per (rule, server) is held by the database (a partial unique index):
-//   two workers evaluating the same server at once insert one alert; only the insert that wins
-//   posts the chatter notice and queues the delivery. A resolve is a conditional update, so it too
-//   is done (and noticed) once.
-// - Push and mail go through the alert_notify job, never in the poll.
+//   two workers deciding to fire at once insert one alert; only the insert that wins posts the
+//   chatter notice and queues the delivery. A resolve is a conditional update, so it too is done
+//   (and noticed) once. Push and mail go through the alert_notify job, never in the poll.
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
 import { alertJobs } from './alert-job-specs.js';
+import { rulesVersionKey, SERVER_STATE_TTL_S, serverStateKey } from './alert-state.js';
 import { fireNotice, resolveNotice, serverLabel, type AlertFacts } from './alert-text.js';
 
-interface RuleRow {
-  rule_id: number;
+/** The active rules are reloaded at least this often, even if a version bump was lost. */
+const RULES_MAX_AGE_MS = 60_000;
+
+type ValueMetric = Exclude<AlertMetric, 'server_offline'>;
+
+interface Rule {
+  id: number;
   name: string;
   metric: AlertMetric;
   threshold: number | null;
   duration_seconds: number;
   notify_resolved: boolean;
-  applies: boolean;
-  alert_id: number | null;
+  /** null = every monitored server */
+  servers: Set<number> | null;
+  /** Changes with every write of the rule: a pending count started under another version restarts. */
+  version: number;
 }
 
 interface SampleRow {
@@ -42,12 +53,10 @@ interface SampleRow {
   load_1: number;
 }
 
-type Decision = { kind: 'fire'; rule: RuleRow; value: number } | { kind: 'resolve'; rule: RuleRow; value: number | null };
-
 const meets = (value: number, threshold: number | null) => threshold !== null && value >= threshold;
 
-/** How long (ms) the condition has held without a break, judged on samples newest first. */
-export function sustainedMs(samples: readonly SampleRow[], metric: Exclude<AlertMetric, 'server_offline'>, threshold: number): number {
+/** How long (ms) the condition has held without a break, judged on samples newest first; -1 when it does not hold. */
+export function sustainedMs(samples: readonly SampleRow[], metric: ValueMetric, threshold: number): number {
   const newest = samples[0];
   if (!newest || !meets(newest[metric], threshold)) return -1;
   let start = newest.created_at.getTime();
@@ -58,18 +67,31 @@ export function sustainedMs(samples: readonly SampleRow[], metric: Exclude<Alert
   return newest.created_at.getTime() - start;
 }
 
-export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'log'>): MonitorPollObserver {
-  const { db } = ctx;
+export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'redis' | 'log'>): MonitorPollObserver {
+  const { db, redis } = ctx;
+  const versionKey = rulesVersionKey(ctx.queues.prefix);
+  let cache: { version: string; loadedAt: number; rules: Rule[] } | null = null;
 
-  /** The rules watching the server (active, listing it or listing none) and any firing alert of it. */
-  function rulesOf(serverId: number) {
-    return db.$queryRaw<RuleRow[]>`
-      SELECT r.id AS rule_id, r.name, r.metric::text AS metric, r.threshold, r.duration_seconds, r.notify_resolved,
-        (r.active AND (cardinality(r.root_server_ids) = 0 OR ${serverId}::int = ANY (r.root_server_ids))) AS applies,
-        a.id AS alert_id
-      FROM alert_rules r
-      LEFT JOIN alerts a ON a.rule_id = r.id AND a.root_server_id = ${serverId} AND a.state = 'firing'
-      WHERE (r.active AND (cardinality(r.root_server_ids) = 0 OR ${serverId}::int = ANY (r.root_server_ids))) OR a.id IS NOT NULL`;
+  async function activeRules(version: string | null): Promise<Rule[]> {
+    if (version === null) {
+      // No version yet (or Redis lost it): start one, so every process agrees from now on.
+      await redis.set(versionKey, String(Date.now()), 'NX');
+      version = (await redis.get(versionKey)) ?? '';
+    }
+    if (cache && cache.version === version && Date.now() - cache.loadedAt < RULES_MAX_AGE_MS) return cache.rules;
+    const rows = await db.alertRule.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
+    const rules = rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      metric: r.metric,
+      threshold: r.threshold,
+      duration_seconds: r.duration_seconds,
+      notify_resolved: r.notify_resolved,
+      servers: r.root_server_ids.length > 0 ? new Set(r.root_server_ids) : null,
+      version: r.updated_at.getTime(),
+    }));
+    cache = { version, loadedAt: Date.now(), rules };
+    return rules;
   }
 
   /** The server's samples of the last `seconds` before its newest, newest first, plus the one before them. */
@@ -93,48 +115,26 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'lo
     return row?.at?.getTime() ?? 0;
   }
 
-  async function decide(event: MonitorPollEvent, rules: RuleRow[]): Promise<Decision[]> {
-    const decisions: Decision[] = [];
-    const pending: { rule: RuleRow; value: number }[] = [];
-    for (const rule of rules) {
-      if (!rule.applies) {
-        if (rule.alert_id) decisions.push({ kind: 'resolve', rule, value: null });
-        continue;
-      }
-      let holds: boolean;
-      let value: number;
-      if (rule.metric === 'server_offline') {
-        holds = event.server_state === 'offline';
-        value = event.failures;
-      } else {
-        const v = event.metrics?.[rule.metric];
-        if (v === undefined) continue; // a failed poll says nothing about the metrics
-        value = v;
-        holds = meets(v, rule.threshold);
-      }
-      if (rule.alert_id && !holds) decisions.push({ kind: 'resolve', rule, value });
-      else if (!rule.alert_id && holds) {
-        if (rule.duration_seconds === 0) decisions.push({ kind: 'fire', rule, value });
-        else pending.push({ rule, value });
+  /** The server's state rebuilt from PostgreSQL: its firing alerts, and since when its duration rules hold. */
+  async function rebuild(event: MonitorPollEvent, rules: Rule[]): Promise<Record<string, string>> {
+    const serverId = event.root_server_id;
+    const state: Record<string, string> = { init: '1' };
+    const firing = await db.alert.findMany({ where: { root_server_id: serverId, state: 'firing' }, select: { rule_id: true } });
+    for (const a of firing) state[`f:${a.rule_id}`] = '1';
+    const pending = rules.filter((r) => r.duration_seconds > 0 && !state[`f:${r.id}`]);
+    const valueRules = pending.filter((r) => r.metric !== 'server_offline');
+    if (valueRules.length > 0 && event.metrics) {
+      const samples = await window(serverId, Math.max(...valueRules.map((r) => r.duration_seconds)));
+      for (const r of valueRules) {
+        const held = sustainedMs(samples, r.metric as ValueMetric, r.threshold ?? Number.POSITIVE_INFINITY);
+        if (held >= 0) state[`s:${r.id}`] = `${event.at.getTime() - held}:${r.version}`;
       }
     }
-    if (pending.length === 0) return decisions;
-
-    const metricRules = pending.filter((p) => p.rule.metric !== 'server_offline');
-    if (metricRules.length > 0) {
-      const longest = Math.max(...metricRules.map((p) => p.rule.duration_seconds));
-      const samples = await window(event.root_server_id, longest);
-      for (const p of metricRules) {
-        const held = sustainedMs(samples, p.rule.metric as Exclude<AlertMetric, 'server_offline'>, p.rule.threshold!);
-        if (held >= p.rule.duration_seconds * 1000) decisions.push({ kind: 'fire', ...p });
-      }
+    if (event.server_state === 'offline' && pending.some((r) => r.metric === 'server_offline')) {
+      const since = await failingSince(serverId);
+      for (const r of pending) if (r.metric === 'server_offline') state[`s:${r.id}`] = `${since}:${r.version}`;
     }
-    const offline = pending.filter((p) => p.rule.metric === 'server_offline');
-    if (offline.length > 0) {
-      const since = await failingSince(event.root_server_id);
-      for (const p of offline) if (event.at.getTime() - since >= p.rule.duration_seconds * 1000) decisions.push({ kind: 'fire', ...p });
-    }
-    return decisions;
+    return state;
   }
 
   async function serverName(serverId: number): Promise<string> {
@@ -142,26 +142,19 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'lo
     return server ? serverLabel(server) : `root server ${serverId}`;
   }
 
+  type RuleFacts = Pick<Rule, 'id' | 'name' | 'metric' | 'threshold' | 'duration_seconds' | 'notify_resolved'>;
   const facts = (
-    rule: RuleRow,
+    rule: RuleFacts,
     a: { value: number; resolved_value: number | null; started_at: Date; resolved_at: Date | null; threshold: number | null },
-  ): AlertFacts => ({
-    metric: rule.metric,
-    threshold: a.threshold,
-    value: a.value,
-    resolved_value: a.resolved_value,
-    started_at: a.started_at,
-    resolved_at: a.resolved_at,
-    duration_seconds: rule.duration_seconds,
-    rule_name: rule.name,
-  });
+  ): AlertFacts => ({ ...a, metric: rule.metric, duration_seconds: rule.duration_seconds, rule_name: rule.name });
 
-  async function fire(serverId: number, rule: RuleRow, value: number) {
+  /** Opens the alert unless one is firing; the winner of a race posts the notice and queues the delivery. */
+  async function fire(serverId: number, rule: RuleFacts, value: number) {
     const name = await serverName(serverId);
     const alertId = await db.$transaction(async (tx) => {
       const [row] = await tx.$queryRaw<{ id: number; started_at: Date }[]>`
         INSERT INTO alerts (rule_id, root_server_id, metric, threshold, value)
-        VALUES (${rule.rule_id}, ${serverId}, ${rule.metric}::"AlertMetric", ${rule.threshold}, ${value})
+        VALUES (${rule.id}, ${serverId}, ${rule.metric}::"AlertMetric", ${rule.threshold}, ${value})
         ON CONFLICT (rule_id, root_server_id) WHERE state = 'firing' DO NOTHING
         RETURNING id, started_at`;
       if (!row) return null; // another worker opened it first
@@ -178,16 +171,20 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'lo
     if (alertId) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: alertId, event: 'fired' });
   }
 
-  async function resolve(serverId: number, rule: RuleRow, value: number | null) {
-    const name = await serverName(serverId);
+  /** Resolves the firing alert of (rule, server), if any; `value` null: the rule no longer watches the server. */
+  async function resolve(serverId: number, rule: RuleFacts | null, ruleId: number, value: number | null) {
     const resolved = await db.$transaction(async (tx) => {
       const [row] = await tx.$queryRaw<{ id: number; value: number; threshold: number | null; started_at: Date; resolved_at: Date }[]>`
         UPDATE alerts SET state = 'resolved', resolved_at = CURRENT_TIMESTAMP, resolved_value = ${value}
-        WHERE id = ${rule.alert_id} AND state = 'firing'
+        WHERE rule_id = ${ruleId} AND root_server_id = ${serverId} AND state = 'firing'
         RETURNING id, value, threshold, started_at, resolved_at`;
-      if (!row || !rule.notify_resolved) return null; // resolved by another worker, or silently
+      // Resolved by another worker, or silently (a deleted rule, notify_resolved off).
+      if (!row || !rule?.notify_resolved) return null;
       // Judged against the rule as it is now (a raised threshold is what resolved it).
-      const notice = resolveNotice(name, facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }));
+      const notice = resolveNotice(
+        await serverName(serverId),
+        facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }),
+      );
       await postMessage(tx, {
         model_name: 'svc.root.server',
         rec_id: serverId,
@@ -200,16 +197,84 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'lo
     if (resolved) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: resolved, event: 'resolved' });
   }
 
+  /** A firing alert whose rule no longer watches the server (deactivated, narrowed or deleted). */
+  async function resolveUnwatched(serverId: number, ruleId: number) {
+    const rule = await db.alertRule.findUnique({ where: { id: ruleId } });
+    await resolve(serverId, rule, ruleId, null);
+  }
+
   return async function evaluate(event: MonitorPollEvent) {
-    const rules = await rulesOf(event.root_server_id);
-    if (rules.length === 0) return;
-    for (const d of await decide(event, rules)) {
+    const serverId = event.root_server_id;
+    const key = serverStateKey(ctx.queues.prefix, serverId);
+    const answers = await redis.pipeline().get(versionKey).hgetall(key).exec();
+    const version = (answers?.[0]?.[1] as string | null) ?? null;
+    let state = (answers?.[1]?.[1] as Record<string, string> | null) ?? {};
+    const rules = (await activeRules(version)).filter((r) => r.servers === null || r.servers.has(serverId));
+    const hasFiring = Object.keys(state).some((k) => k.startsWith('f:'));
+    if (rules.length === 0 && !hasFiring) return;
+
+    const set: Record<string, string> = {};
+    const del: string[] = [];
+    if (!state.init) {
+      state = await rebuild(event, rules);
+      Object.assign(set, state);
+    }
+    const at = event.at.getTime();
+    const watched = new Set<number>();
+    for (const rule of rules) {
+      watched.add(rule.id);
+      let holds: boolean;
+      let value: number;
+      if (rule.metric === 'server_offline') {
+        holds = event.server_state === 'offline';
+        value = event.failures;
+      } else {
+        const v = event.metrics?.[rule.metric];
+        if (v === undefined) continue; // a failed poll says nothing about the metrics
+        value = v;
+        holds = meets(v, rule.threshold);
+      }
+      const firing = state[`f:${rule.id}`] !== undefined;
+      const pending = state[`s:${rule.id}`];
       try {
-        if (d.kind === 'fire') await fire(event.root_server_id, d.rule, d.value);
-        else await resolve(event.root_server_id, d.rule, d.value);
+        if (holds) {
+          if (firing) continue;
+          const [since, version] = (pending ?? '').split(':').map(Number);
+          const start = pending && version === rule.version ? since! : at;
+          if (at - start >= rule.duration_seconds * 1000) {
+            await fire(serverId, rule, value);
+            set[`f:${rule.id}`] = '1';
+            if (pending) del.push(`s:${rule.id}`);
+            delete set[`s:${rule.id}`];
+          } else if (start === at) set[`s:${rule.id}`] = `${at}:${rule.version}`;
+        } else {
+          if (pending) del.push(`s:${rule.id}`);
+          if (firing) {
+            await resolve(serverId, rule, rule.id, value);
+            del.push(`f:${rule.id}`);
+          }
+        }
       } catch (err) {
-        ctx.log.error({ err, root_server_id: event.root_server_id, rule_id: d.rule.rule_id }, `alert ${d.kind} failed`);
+        ctx.log.error({ err, root_server_id: serverId, rule_id: rule.id }, 'alert evaluation failed');
       }
     }
+    for (const field of Object.keys(state)) {
+      const ruleId = Number(field.slice(2));
+      if (!field.startsWith('f:') && !field.startsWith('s:')) continue;
+      if (watched.has(ruleId)) continue;
+      try {
+        if (field.startsWith('f:')) await resolveUnwatched(serverId, ruleId);
+        del.push(field);
+      } catch (err) {
+        ctx.log.error({ err, root_server_id: serverId, rule_id: ruleId }, 'alert evaluation failed');
+      }
+    }
+    for (const field of del) delete set[field];
+    if (Object.keys(set).length === 0 && del.length === 0) return;
+    const write = redis.pipeline();
+    if (del.length > 0) write.hdel(key, ...del);
+    if (Object.keys(set).length > 0) write.hset(key, set);
+    write.expire(key, SERVER_STATE_TTL_S);
+    await write.exec();
   };
 }

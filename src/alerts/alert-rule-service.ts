@@ -8,12 +8,15 @@ import { createRecordService, listPage, sortOrder } from '../core/records.js';
 import type { AlertMetric, AlertState } from '../generated/prisma/enums.js';
 import { alertRuleModel } from './alert-models.js';
 import { THRESHOLD_METRICS } from './alert-schemas.js';
+import { rulesVersionKey } from './alert-state.js';
 
 type Data = Record<string, unknown>;
 
-export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
   const { db } = ctx;
   const records = createRecordService(ctx, alertRuleModel);
+  /** Tells every worker to reload the rules on its next poll (after the write committed). */
+  const changed = () => ctx.redis.incr(rulesVersionKey(ctx.queues.prefix));
 
   /** Checks the rule as it will be stored; answers the change to write (ids deduplicated). */
   async function checked(before: Data | null, data: Data): Promise<Data> {
@@ -49,12 +52,16 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box'>) {
     ...records,
 
     async create(data: Data, author: Author | null) {
-      return records.create(await checked(null, data), author);
+      const created = await records.create(await checked(null, data), author);
+      await changed();
+      return created;
     },
 
     async update(id: number, data: Data, author: Author | null) {
       const before = await records.getRow(id);
-      return records.update(id, await checked(before, data), author);
+      const updated = await records.update(id, await checked(before, data), author);
+      await changed();
+      return updated;
     },
 
     /** Deletes the rule; its firing alerts are resolved, without notices. */
@@ -64,6 +71,7 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box'>) {
         await tx.alert.updateMany({ where: { rule_id: id, state: 'firing' }, data: { state: 'resolved', resolved_at: new Date() } });
         await tx.alertRule.delete({ where: { id } });
       });
+      await changed();
     },
   };
 }
