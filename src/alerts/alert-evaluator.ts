@@ -18,6 +18,7 @@
 //   two workers deciding to fire at once insert one alert; only the insert that wins posts the
 //   chatter notice and queues the delivery. A resolve is a conditional update, so it too is done
 //   (and noticed) once. Push and mail go through the alert_notify job, never in the poll.
+import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
@@ -26,6 +27,12 @@ import type { AlertMetric } from '../generated/prisma/enums.js';
 import { alertJobs } from './alert-job-specs.js';
 import { rulesVersionKey, SERVER_STATE_TTL_S, serverStateKey } from './alert-state.js';
 import { fireNotice, resolveNotice, serverLabel, type AlertFacts } from './alert-text.js';
+
+/** Reads the rules version and a server's state hash in one command. */
+const READ_SCRIPT = (() => {
+  const lua = "return { redis.call('GET', KEYS[1]), redis.call('HGETALL', KEYS[2]) }";
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+})();
 
 /** The active rules are reloaded at least this often, even if a version bump was lost. */
 const RULES_MAX_AGE_MS = 60_000;
@@ -206,10 +213,15 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
   return async function evaluate(event: MonitorPollEvent) {
     const serverId = event.root_server_id;
     const key = serverStateKey(ctx.queues.prefix, serverId);
-    const answers = await redis.pipeline().get(versionKey).hgetall(key).exec();
-    const version = (answers?.[0]?.[1] as string | null) ?? null;
-    let state = (answers?.[1]?.[1] as Record<string, string> | null) ?? {};
-    const rules = (await activeRules(version)).filter((r) => r.servers === null || r.servers.has(serverId));
+    // One command, one round trip: the rules version and the server's state.
+    const [version, flat] = (await redis
+      .evalsha(READ_SCRIPT.sha, 2, versionKey, key)
+      .catch((err: Error) =>
+        err.message.startsWith('NOSCRIPT') ? redis.eval(READ_SCRIPT.lua, 2, versionKey, key) : Promise.reject(err),
+      )) as [string | false, string[]];
+    let state: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) state[flat[i]!] = flat[i + 1]!;
+    const rules = (await activeRules(version || null)).filter((r) => r.servers === null || r.servers.has(serverId));
     const hasFiring = Object.keys(state).some((k) => k.startsWith('f:'));
     if (rules.length === 0 && !hasFiring) return;
 
