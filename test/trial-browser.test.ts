@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser } from 'playwright-core';
 import { buildApp } from '../src/app.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
-import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, startSmtpServer, textOf, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, otherCode } from './helpers/trial.js';
+import { callers, request } from './helpers/api.js';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -90,6 +91,57 @@ describe('trial signup in a browser', () => {
       expect(overflow).toBe(false);
     } finally {
       await context.close();
+    }
+  });
+
+  it("shows the operator's brand in titles and mails, the privacy link under the form and each package's trial length", async () => {
+    const as = await callers(ctx);
+    const setSettings = (payload: object) => request(app, as.admin, { method: 'PATCH', url: '/api/v1/settings', payload });
+    for (const [bad, field] of [
+      [{ brand_name: '  ' }, 'brand_name'],
+      [{ privacy_url: 'javascript:alert(1)' }, 'privacy_url'],
+      [{ privacy_url: 'not a url' }, 'privacy_url'],
+    ] as const) {
+      const res = await setSettings(bad);
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(res.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual([`body.${field}`]);
+    }
+    const saved = await setSettings({ brand_name: 'Acme Cloud', privacy_url: 'https://acme.example/privacy' });
+    expect(saved.json()).toMatchObject({ brand_name: 'Acme Cloud', privacy_url: 'https://acme.example/privacy' });
+
+    const pkg = await createTrialPackage(ctx, { name: 'Odoo Branded', trial_duration_days: 30 });
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
+      expect(await page.title()).toBe('Start your Odoo Branded trial · Acme Cloud');
+      expect(await page.locator('main').textContent()).toContain('Trial package: Odoo Branded, free for 30 days.');
+      const privacy = page.getByRole('link', { name: 'privacy notice' });
+      expect(await privacy.getAttribute('href')).toBe('https://acme.example/privacy');
+      // The form of every package names each one's trial length.
+      await page.goto(`${baseUrl}/saas/trial`);
+      expect(await page.getByLabel('Trial package').locator('option', { hasText: 'Odoo Branded' }).textContent()).toBe(
+        'Odoo Branded (30 days free)',
+      );
+
+      await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
+      await page.getByLabel('Your name').fill('Bo Brand');
+      await page.getByLabel('Company name').fill('Brand GmbH');
+      await page.getByLabel('E-mail address').fill('bo.brand@example.com');
+      await page.getByLabel('Mobile number').fill('+49 170 7654321');
+      await page.getByLabel('Company size').selectOption('1-5');
+      await page.getByRole('button', { name: 'Send me the code' }).click();
+      await expect.poll(() => page.title()).toBe('Enter your code · Acme Cloud');
+      const mail = await smtp.waitFor('bo.brand@example.com');
+      expect(textOf(mail).replace(/\r\n/g, '\n')).toMatch(/\n-- \nAcme Cloud\n*$/);
+
+      // Without a privacy_url there is no link.
+      await setSettings({ privacy_url: null });
+      await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
+      expect(await page.getByRole('link', { name: 'privacy notice' }).count()).toBe(0);
+    } finally {
+      await context.close();
+      await setSettings({ brand_name: 'svc', privacy_url: null });
     }
   });
 });

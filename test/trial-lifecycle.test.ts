@@ -14,7 +14,7 @@ import type { TestApp } from './helpers/app.js';
 import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
 import { createTestContext } from './helpers/context.js';
 import { act, canConnect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
-import { codeFrom, startSmtpServer, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, startSmtpServer, textOf, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, injectTransport, Visitor } from './helpers/trial.js';
 
 const DAY = 86_400_000;
@@ -56,11 +56,6 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const address = () => `customer-${++n}@example.com`;
 const mailsTo = (to: string) => smtp.messages.filter((m) => m.to.includes(to));
 
-/** The plain-text part of a mail, quoted-printable decoded. */
-function textOf(mail: ReceivedMail): string {
-  const part = /Content-Type: text\/plain[\s\S]*?\r\n\r\n([\s\S]*?)\r\n--/i.exec(mail.raw)![1]!;
-  return part.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
-}
 const subjectOf = (mail: ReceivedMail) => /^Subject: (.*)$/m.exec(mail.raw)![1]!.trim();
 
 async function runLifecycle() {

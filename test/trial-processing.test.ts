@@ -11,6 +11,8 @@ import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
+import { trialJobs } from '../src/trial/trial-job-specs.js';
+import { processTrialRequest } from '../src/trial/trial-processing.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -275,6 +277,7 @@ describe('processing and deployment', () => {
 
     const job = await waitForJob(app, user, result.deployment_job_id);
     expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: templateDb } });
+    expect(job.progress).toEqual({ step: 'done' });
     const deployed = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
     expect(deployed.state).toBe('running');
 
@@ -348,6 +351,32 @@ describe('processing and deployment', () => {
     await dropDatabase(sub.database_name);
   });
 
+  it('a processing job whose worker died after the commit queues the missing deployment when it runs again', async () => {
+    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const req = await createRequest(pkg.id);
+    // The state a crash between the commit and the queueing leaves: processed, nothing queued.
+    const stopped = { ...ctx, queues: { ...ctx.queues, enqueue: () => Promise.reject(new Error('worker died')) } };
+    const first = await processTrialRequest(stopped as typeof ctx, req.id, null);
+    expect(first.deployment_job_id).toBeNull();
+    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('confirmed');
+
+    const again = await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null });
+    const rerun = await waitForJob(app, user, again);
+    expect(rerun).toMatchObject({ state: 'completed', result: { resumed: true, deployment_job_id: expect.any(String) } });
+    const deployment = await waitForJob(app, user, rerun.result.deployment_job_id);
+    expect(deployment.state).toBe('completed');
+    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('running');
+    expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
+    // Once deployed, running it again changes nothing.
+    expect(
+      (await waitForJob(app, user, await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null })))
+        .result,
+    ).toEqual({
+      skipped: expect.stringMatching(/already has subscription/),
+    });
+    await dropDatabase(deployment.result.database_name);
+  });
+
   it('a failure leaves the request New with the error in its chatter, and nothing half-made', async () => {
     const pkg = await createTrialPackage(ctx); // no database template
     const req = await createRequest(pkg.id, { email: 'nofail@example.com' });
@@ -402,6 +431,7 @@ describe('processing and deployment', () => {
     const job = await waitForJob(app, user, res.json().deployment_job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/does not exist/);
+    expect(job.progress).toEqual({ step: 'creating_database' });
     const subId = res.json().subscription_id;
     expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
     expect((await messagesOf('subscriptions', subId))[0]!.body).toMatch(/^Deployment failed: .*does not exist/);

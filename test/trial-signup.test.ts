@@ -66,7 +66,7 @@ describe('form pages', () => {
       expect(res.body).toMatch(new RegExp(`id="${field}" name="${field}"`));
     }
     expect(res.body).toContain('name="viewport"');
-    expect(res.body).toContain('>Odoo CRM</option>');
+    expect(res.body).toContain('>Odoo CRM (14 days free)</option>');
     expect(res.body).toMatch(/name="_csrf" value="\d+\.[A-Za-z0-9_-]{43}"/);
   });
 

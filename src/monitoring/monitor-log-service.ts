@@ -27,8 +27,30 @@ type MetricRow = {
 const COLUMNS = Prisma.sql`root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
   disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15`;
 
+/** Figures as people read them: percents to 0.1, loads to 0.01, bytes and bytes/s whole. */
+function rounded<T extends MetricRow>(row: T): T {
+  const to = (x: number, step: number) => Math.round(Number(x) / step) * step;
+  const tenth = (x: number) => Number(to(x, 0.1).toFixed(1));
+  const hundredth = (x: number) => Number(to(x, 0.01).toFixed(2));
+  return {
+    ...row,
+    cpu_percent: tenth(row.cpu_percent),
+    ram_percent: tenth(row.ram_percent),
+    disk_percent: tenth(row.disk_percent),
+    ram_used_bytes: Math.round(Number(row.ram_used_bytes)),
+    ram_total_bytes: Math.round(Number(row.ram_total_bytes)),
+    disk_used_bytes: Math.round(Number(row.disk_used_bytes)),
+    disk_total_bytes: Math.round(Number(row.disk_total_bytes)),
+    net_rx_bytes_per_s: Math.round(row.net_rx_bytes_per_s),
+    net_tx_bytes_per_s: Math.round(row.net_tx_bytes_per_s),
+    load_1: hundredth(row.load_1),
+    load_5: hundredth(row.load_5),
+    load_15: hundredth(row.load_15),
+  };
+}
+
 function metricsOut(row: MetricRow) {
-  return jsonSafe(row);
+  return jsonSafe(rounded(row));
 }
 
 /** The newest monitor log row of each server (one index probe per server). */
@@ -53,17 +75,20 @@ export interface MonitorLogQuery {
   to: Date;
   /** Bucket width in seconds; absent = raw rows. */
   bucketSeconds?: number;
+  /** Time order: asc (charts) or desc (the newest first). */
+  order: 'asc' | 'desc';
   limit: number;
   offset: number;
 }
 
-/** Rows (or bucket averages) of one server in [from, to), oldest first: the order charts draw. */
+/** Rows (or bucket averages) of one server in [from, to), in time order (asc: the order charts draw). */
 async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
   const range = Prisma.sql`root_server_id = ${serverId} AND created_at >= ${q.from} AND created_at < ${q.to}`;
+  const direction = q.order === 'desc' ? Prisma.sql`DESC` : Prisma.sql`ASC`;
   if (!q.bucketSeconds) {
     const [rows, [count]] = await Promise.all([
       db.$queryRaw<MetricRow[]>`SELECT ${COLUMNS} FROM root_server_monitor_logs WHERE ${range}
-        ORDER BY created_at LIMIT ${q.limit} OFFSET ${q.offset}`,
+        ORDER BY created_at ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`,
       db.$queryRaw<[{ n: number }]>`SELECT count(*)::int AS n FROM root_server_monitor_logs WHERE ${range}`,
     ]);
     return { items: rows.map(metricsOut), total: count.n, limit: q.limit, offset: q.offset };
@@ -81,10 +106,10 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
         avg(net_rx_bytes_per_s)::float8 AS net_rx_bytes_per_s, avg(net_tx_bytes_per_s)::float8 AS net_tx_bytes_per_s,
         avg(load_1)::float8 AS load_1, avg(load_5)::float8 AS load_5, avg(load_15)::float8 AS load_15
       FROM root_server_monitor_logs WHERE ${range}
-      GROUP BY 2 ORDER BY 2 LIMIT ${q.limit} OFFSET ${q.offset}`,
+      GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`,
     db.$queryRaw<[{ n: number }]>`SELECT count(DISTINCT ${bucket})::int AS n FROM root_server_monitor_logs WHERE ${range}`,
   ]);
-  return { items: rows.map((r) => jsonSafe(r)), total: count.n, limit: q.limit, offset: q.offset };
+  return { items: rows.map((r) => jsonSafe(rounded(r))), total: count.n, limit: q.limit, offset: q.offset };
 }
 
 export interface RetentionResult {
@@ -124,7 +149,7 @@ const HOUR_MS = 3600_000;
 export async function readMonitorLogs(
   db: Db,
   serverId: number,
-  q: { from?: string; to?: string; bucket?: string; limit: number; offset: number },
+  q: { from?: string; to?: string; bucket?: string; order: 'asc' | 'desc'; limit: number; offset: number },
 ) {
   await loadRootServer(db, serverId);
   const end = q.to ? new Date(q.to) : new Date();
@@ -132,5 +157,5 @@ export async function readMonitorLogs(
   if (start >= end) throw new ValidationError('from must be before to');
   const unit = q.bucket?.slice(-1) as keyof typeof UNIT_SECONDS | undefined;
   const bucketSeconds = q.bucket && unit ? Number(q.bucket.slice(0, -1)) * UNIT_SECONDS[unit] : undefined;
-  return queryMonitorLogs(db, serverId, { from: start, to: end, bucketSeconds, limit: q.limit, offset: q.offset });
+  return queryMonitorLogs(db, serverId, { from: start, to: end, bucketSeconds, order: q.order, limit: q.limit, offset: q.offset });
 }

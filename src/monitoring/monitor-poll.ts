@@ -62,7 +62,7 @@ export function createMonitorPoller(
     await postMessage(ctx.db, {
       model_name: 'svc.root.server',
       rec_id: server.id,
-      body: `Server state: ${server.server_state} → ${to}. ${why}`,
+      body: why ? `Server state: ${server.server_state} → ${to}. ${why}` : `Server state: ${server.server_state} → ${to}.`,
       message_type: 'notification',
       subtype_xmlid: to === 'online' ? 'mail.mt_note' : 'mail.mt_alert',
     });

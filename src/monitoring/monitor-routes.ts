@@ -1,5 +1,5 @@
 // GET /api/v1/root-servers/{id}/monitor-logs (group user): raw rows, or per-bucket averages with
-// ?bucket=, for charts. Oldest first within [from, to); default window: the last hour.
+// ?bucket=, for charts. Oldest first within [from, to) (?order=desc: newest first); default window: the last hour.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -17,6 +17,7 @@ const query = listQuery.extend({
     .regex(/^[1-9][0-9]{0,4}[smhd]$/, 'must be a duration like 30s, 5m, 1h or 1d')
     .optional()
     .describe('Average the rows per bucket of this width (e.g. 1m, 15m, 1h); absent: raw rows'),
+  order: z.enum(['asc', 'desc']).default('asc').describe('Time order: asc (oldest first, as charts draw) or desc (newest first)'),
 });
 
 export function registerMonitorRoutes(parent: FastifyInstance, ctx: AppContext) {

@@ -6,7 +6,15 @@ export const settingsModel = defineModel({
   delegate: 'settings',
   table: 'settings',
   readGroup: 'user',
-  tracked: ['keep_root_server_log_period', 'dns_resolver', 'webhook_call_log_days', 'trial_reminder_days', 'drop_expired_trials'],
+  tracked: [
+    'keep_root_server_log_period',
+    'dns_resolver',
+    'webhook_call_log_days',
+    'trial_reminder_days',
+    'drop_expired_trials',
+    'brand_name',
+    'privacy_url',
+  ],
 });
 
 declare module '../core/models.js' {

@@ -21,6 +21,8 @@ const settings = z.object({
   drop_expired_trials: z
     .boolean()
     .describe("The lifecycle drops expired trials' databases (final backup first) once grace_end_date passed"),
+  brand_name: z.string().describe('Your name as visitors see it: trial page titles and the sign-off of the mails'),
+  privacy_url: z.string().nullable().describe('Your privacy notice, linked under the trial form (null: no link)'),
   updated_at: timestamp,
 });
 
@@ -31,6 +33,11 @@ const settingsUpdate = z
     webhook_call_log_days: z.number().int().min(1).max(3650),
     trial_reminder_days: z.number().int().min(0).max(365),
     drop_expired_trials: z.boolean(),
+    brand_name: z.string().trim().min(1).max(100),
+    privacy_url: z
+      .url({ protocol: /^https?$/, error: 'an http(s) URL' })
+      .max(2000)
+      .nullable(),
   })
   .partial()
   .strict()

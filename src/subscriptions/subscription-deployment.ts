@@ -3,7 +3,8 @@
 // goes deploying → running, or failed with the error in the chatter; both outcomes are written
 // to the action log, and a failure is also posted on the trial request(s) the subscription came from.
 // A trial that is running for the first time gets its trial_ready mail at once (and again from the
-// lifecycle run if the delivery failed).
+// lifecycle run if the delivery failed). The job's progress names the step it is at
+// ({step: DeploymentStep}): a failed job's progress says where it stopped.
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import type { DbTx } from '../core/db.js';
@@ -20,12 +21,15 @@ export interface DeploymentResult {
   postgresql_server_id: number;
 }
 
+export type DeploymentStep = 'connecting' | 'creating_database' | 'recording' | 'trial_ready_mail' | 'done';
+
 const CREATE_DATABASE_TIMEOUT = '15min';
 
 export async function deploySubscription(
   ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>,
   subscriptionId: number,
   who: { userId: number | null; jobId: string | null },
+  report: (progress: { step: DeploymentStep }) => Promise<unknown> = async () => {},
 ): Promise<DeploymentResult> {
   const author = await authorOfUser(ctx.db, who.userId);
   const ref: RecordRef = { model_name: 'svc.subscription', rec_id: subscriptionId };
@@ -58,8 +62,10 @@ export async function deploySubscription(
       user_id: who.userId,
       job_id: who.jobId,
     });
+    await report({ step: 'connecting' });
     const { client } = await connectPostgresqlServer(ctx.box, server);
     try {
+      await report({ step: 'creating_database' });
       // Copying a large template takes longer than an ordinary statement may.
       await client.query(`SET statement_timeout = '${CREATE_DATABASE_TIMEOUT}'`);
       await client.query(statement);
@@ -73,6 +79,7 @@ export async function deploySubscription(
       template_db_name: template.template_db_name,
       postgresql_server_id: server.id,
     };
+    await report({ step: 'recording' });
     await ctx.db.$transaction(async (tx) => {
       // A database made again (after a drop) starts open and unsuspended.
       await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author, {
@@ -89,9 +96,11 @@ export async function deploySubscription(
       await step!.finish('success', 'Database created', tx);
     });
     // The deployment is done whatever the mail does (a failure is in the chatter, and retried).
+    await report({ step: 'trial_ready_mail' });
     await createLifecycleMail(ctx)
       .sendDue({ subscriptionId: sub.id, mails: ['trial_ready'] })
       .catch((err) => ctx.log.warn({ err, subscription_id: sub.id }, 'trial_ready mail not sent'));
+    await report({ step: 'done' });
     return result;
   } catch (err) {
     const message = (err as Error).message;

@@ -24,7 +24,8 @@ export const subscriptionJobHandlers = featureJobs(
   (ctx) => {
     const operations = createDatabaseOperations(ctx);
     return {
-      deploy_subscription: (payload, job) => deploySubscription(ctx, payload.subscription_id, who(payload, job)),
+      deploy_subscription: (payload, job) =>
+        deploySubscription(ctx, payload.subscription_id, who(payload, job), (progress) => job.updateProgress(progress)),
       backup_subscription: (payload, job) => operations.backup(payload.subscription_id, who(payload, job)),
       restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, who(payload, job)),
       drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, who(payload, job)),

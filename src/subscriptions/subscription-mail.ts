@@ -71,6 +71,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
       trialEnd: trialEnd ? formatDate(trialEnd) : null,
       daysLeft: trialEnd ? Math.max(1, Math.ceil((trialEnd.getTime() - Date.now()) / DAY_MS)) : null,
       remindDays: settings.trial_reminder_days,
+      brand: settings.brand_name,
       // Only promised when the lifecycle really drops expired trials after their grace period.
       deletedAfter: settings.drop_expired_trials && sub.grace_end_date ? formatDate(sub.grace_end_date) : null,
     };

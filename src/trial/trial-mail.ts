@@ -6,12 +6,14 @@ export interface TrialOtpMail {
   to: string;
   contactName: string;
   packageName: string;
+  /** The brand_name setting: the sign-off. */
+  brand: string;
   code: string;
   validityMinutes: number;
 }
 
 export function trialOtpMail(m: TrialOtpMail): MailMessage {
-  const data = { name: m.contactName, packageName: m.packageName, code: m.code, minutes: m.validityMinutes };
+  const data = { name: m.contactName, packageName: m.packageName, brand: m.brand, code: m.code, minutes: m.validityMinutes };
   return {
     to: m.to,
     subject: `Your verification code for the ${m.packageName} trial`,

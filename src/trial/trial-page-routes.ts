@@ -69,7 +69,8 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
     }
 
     async function render(req: FastifyRequest, reply: FastifyReply, status: number, page: string, data: object) {
-      const html = await reply.viewAsync(`trial/${page}`, { ...data, csrf: csrf.issue(nonceFor(req, reply)) });
+      const settings = await service.pageSettings();
+      const html = await reply.viewAsync(`trial/${page}`, { ...settings, ...data, csrf: csrf.issue(nonceFor(req, reply)) });
       return reply.code(status).type('text/html; charset=utf-8').send(html);
     }
 

@@ -99,3 +99,17 @@ export async function processTrialRequest(
     deployment_job_id: jobId,
   };
 }
+
+/**
+ * A run that committed and then stopped before queueing the deployment (its worker died) left a
+ * confirmed subscription that no job deploys; the run taken up again queues it. The deployment is
+ * deduplicated per subscription, so this never deploys twice. Null when there is nothing to resume.
+ */
+export async function queueMissedDeployment(ctx: Pick<AppContext, 'db' | 'queues'>, id: number, author: Author | null) {
+  const request = await ctx.db.trialRequest.findUnique({ where: { id }, select: { subscription: { select: { id: true, state: true } } } });
+  if (request?.subscription?.state !== 'confirmed') return null;
+  return ctx.queues.enqueue(subscriptionJobs.deploy_subscription, {
+    subscription_id: request.subscription.id,
+    user_id: author?.id ?? null,
+  });
+}

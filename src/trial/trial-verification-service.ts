@@ -142,8 +142,10 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
   /** Sends the code; false when the SMTP server refused it or could not be reached. */
   async function sendCode(to: string, contactName: string, packageId: number, code: string, verificationId: number) {
     const pkg = await db.trialPackage.findUnique({ where: { id: packageId }, select: { name: true } });
+    const { brand_name: brand } = await db.settings.findUniqueOrThrow({ where: { id: 1 }, select: { brand_name: true } });
     try {
-      await mailer.send(trialOtpMail({ to, contactName, packageName: pkg?.name ?? 'svc', code, validityMinutes: L.codeValidityMinutes }));
+      const packageName = pkg?.name ?? brand;
+      await mailer.send(trialOtpMail({ to, contactName, packageName, brand, code, validityMinutes: L.codeValidityMinutes }));
       return true;
     } catch (err) {
       log.warn({ err, verification_id: verificationId }, 'trial code could not be sent');
@@ -303,12 +305,22 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
 
     /** The packages the form offers. */
     activePackages() {
-      return db.trialPackage.findMany({ where: { active: true }, orderBy: { name: 'asc' }, select: { id: true, name: true } });
+      return db.trialPackage.findMany({
+        where: { active: true },
+        orderBy: { name: 'asc' },
+        select: { id: true, name: true, trial_duration_days: true },
+      });
     },
 
     /** The active package of a form address (/saas/trial/<url_string>), or null. */
     packageAt(urlString: string) {
       return db.trialPackage.findFirst({ where: { url_string: urlString, active: true } });
+    },
+
+    /** What every page shows of the settings: the brand in titles, the privacy link under the form. */
+    async pageSettings(): Promise<{ brand: string; privacyUrl: string | null }> {
+      const s = await db.settings.findUniqueOrThrow({ where: { id: 1 }, select: { brand_name: true, privacy_url: true } });
+      return { brand: s.brand_name, privacyUrl: s.privacy_url };
     },
 
     /** A fresh code for the same verification: at most 3 codes, 60 s apart. */

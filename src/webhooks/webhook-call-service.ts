@@ -187,7 +187,8 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, d
         webhook_id: hook.id,
         called_at: calledAt,
         status: answer.status,
-        duration_ms: performance.now() - started,
+        // Tenths of a millisecond: finer is noise, and 0.30000000000000004 reads badly.
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
         source_ip: req.sourceIp,
         body_size: req.rawBody?.length ?? 0,
         error,

@@ -70,3 +70,12 @@ export function codeFrom(mail: ReceivedMail): string {
   if (!match) throw new Error(`no code in mail:\n${mail.raw}`);
   return match[1]!;
 }
+
+/** The plain-text part of a mail, quoted-printable decoded (UTF-8). */
+export function textOf(mail: ReceivedMail): string {
+  const boundary = /boundary="?([^";\r\n]+)"?/i.exec(mail.raw)![1]!;
+  const part = mail.raw.split(`\r\n--${boundary}`).find((p) => /Content-Type: text\/plain/i.test(p))!;
+  const body = part.slice(part.indexOf('\r\n\r\n') + 4);
+  const bytes = body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
+  return Buffer.from(bytes, 'latin1').toString('utf8');
+}

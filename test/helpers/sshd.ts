@@ -188,16 +188,27 @@ async function writeHostKey(dir: string): Promise<string> {
 }
 
 /** Pids of the direct children of `parent` (from /proc/<pid>/stat). */
-async function childPids(parent: number): Promise<number[]> {
-  const pids: number[] = [];
+/** Every process below `root` (sshd's per-connection monitor, its session child, their commands). */
+async function descendantPids(root: number): Promise<number[]> {
+  const parentOf = new Map<number, number>();
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (ppid === parent) pids.push(Number(entry));
+    if (stat) parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
   }
-  return pids;
+  const found = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, ppid] of parentOf) {
+      if (found.has(ppid) && !found.has(pid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  found.delete(root);
+  return [...found];
 }
 
 export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
@@ -265,8 +276,8 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     const proc = child;
     child = null;
     if (!proc || proc.exitCode !== null) return;
-    // The per-connection sshd processes are children of the one this harness started.
-    const sessions = dropConnections ? await childPids(proc.pid!) : [];
+    // The per-connection sshd processes (and their commands) run below the one this harness started.
+    const sessions = dropConnections ? await descendantPids(proc.pid!) : [];
     const exited = new Promise((r) => proc.once('exit', r));
     proc.kill('SIGTERM');
     await exited;
@@ -296,7 +307,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     },
     async freezeConnections(frozen) {
       if (!child?.pid) return;
-      for (const pid of await childPids(child.pid)) {
+      for (const pid of await descendantPids(child.pid)) {
         try {
           process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
         } catch {
