@@ -92,6 +92,7 @@ describe('crash recovery per queue', () => {
       monitor: 'rerun',
       trials: 'rerun',
       lifecycle: 'rerun',
+      alerts: 'rerun',
       ssh: 'interrupt',
       deployments: 'interrupt',
       backups: 'interrupt',

@@ -27,8 +27,8 @@ const fields = {
   metric: z.enum(AlertMetric).describe('cpu_percent, ram_percent, disk_percent, load_1 or server_offline'),
   threshold: z
     .number()
-    .min(-1e12)
-    .max(1e12)
+    .min(-1e9)
+    .max(1e9)
     .nullable()
     .default(null)
     .describe('The condition is value >= threshold; required except for server_offline'),
