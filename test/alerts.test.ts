@@ -247,6 +247,42 @@ describe('evaluation after every poll', () => {
     expect(await alertNotices(server.id)).toHaveLength(2);
   });
 
+  it('a failed poll, or monitoring started again, restarts a sustained count', async () => {
+    const server = await monitoredServer();
+    const rule = await createRule({
+      name: 'one second',
+      metric: 'disk_percent',
+      threshold: 0,
+      duration_seconds: 1,
+      root_server_ids: [server.id],
+    });
+    const [observe] = composeFeatures(ctx).monitorPollObservers;
+    const event = (over: object) => ({
+      root_server_id: server.id,
+      outcome: 'failed' as const,
+      previous_state: 'online',
+      server_state: 'online',
+      metrics: null,
+      failures: 1,
+      error: 'Connection refused',
+      at: new Date(),
+      ...over,
+    });
+    const second = () => new Promise((r) => setTimeout(r, 1100));
+    await poll(server.id); // starts holding
+    await second();
+    await observe!(event({})); // a failed poll in between
+    await poll(server.id);
+    expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
+    await second();
+    // The first poll after monitoring was started again (previous state no_monitor) starts afresh too.
+    await observe!(event({ outcome: 'ok', previous_state: 'no_monitor', metrics: { disk_percent: 50 }, failures: 0, error: null }));
+    expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
+    await second();
+    await poll(server.id);
+    expect(await alertsOf(`rule_id=${rule.id}`)).toMatchObject([{ state: 'firing' }]);
+  });
+
   it('a closed port goes offline after 3 failed polls and server_offline fires; a refused push keeps the alert and sets notify_error', async () => {
     const server = await monitoredServer();
     await request(app, as.operator, {

@@ -11,7 +11,8 @@
 // - duration_seconds is sustained: the rule fires once the condition has held on every poll for
 //   that long; one sample that does not meet it restarts the count, so a single spike never fires
 //   a longer rule and, after a resolve, the whole duration must hold again (flapping is bounded).
-//   A failed poll says nothing about the metrics and leaves their rules as they are.
+//   A failed poll neither fires nor resolves a metric rule but restarts its count, and so does
+//   the first poll after monitoring was (re)started.
 // - server_offline holds while server_state is offline, counted from the first poll that saw it
 //   offline (after a rebuild: from the last good poll, or the server's creation).
 // - At most one firing alert per (rule, server) is held by the database (a partial unique index):
@@ -225,13 +226,31 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     const hasFiring = Object.keys(state).some((k) => k.startsWith('f:'));
     if (rules.length === 0 && !hasFiring) return;
 
+    // The changes to write: the last word on a field wins.
     const set: Record<string, string> = {};
-    const del: string[] = [];
+    const del = new Set<string>();
+    const put = (field: string, value: string) => {
+      set[field] = value;
+      del.delete(field);
+    };
+    const drop = (field: string) => {
+      delete set[field];
+      del.add(field);
+    };
     if (!state.init) {
       state = await rebuild(event, rules);
-      Object.assign(set, state);
+      for (const [field, value] of Object.entries(state)) put(field, value);
     }
     const at = event.at.getTime();
+    if (event.previous_state === 'no_monitor') {
+      // The first poll after monitoring was (re)started: counts from before the gap do not hold.
+      for (const field of Object.keys(state)) {
+        if (field.startsWith('s:')) {
+          delete state[field];
+          drop(field);
+        }
+      }
+    }
     const watched = new Set<number>();
     for (const rule of rules) {
       watched.add(rule.id);
@@ -242,7 +261,12 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
         value = event.failures;
       } else {
         const v = event.metrics?.[rule.metric];
-        if (v === undefined) continue; // a failed poll says nothing about the metrics
+        if (v === undefined) {
+          // A failed poll neither fires nor resolves a metric rule, but a sustained count needs
+          // every poll: it starts again.
+          if (state[`s:${rule.id}`]) drop(`s:${rule.id}`);
+          continue;
+        }
         value = v;
         holds = meets(v, rule.threshold);
       }
@@ -255,15 +279,14 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
           const start = pending && version === rule.version ? since! : at;
           if (at - start >= rule.duration_seconds * 1000) {
             await fire(serverId, rule, value);
-            set[`f:${rule.id}`] = '1';
-            if (pending) del.push(`s:${rule.id}`);
-            delete set[`s:${rule.id}`];
-          } else if (start === at) set[`s:${rule.id}`] = `${at}:${rule.version}`;
+            put(`f:${rule.id}`, '1');
+            drop(`s:${rule.id}`);
+          } else if (start === at) put(`s:${rule.id}`, `${at}:${rule.version}`);
         } else {
-          if (pending) del.push(`s:${rule.id}`);
+          if (pending) drop(`s:${rule.id}`);
           if (firing) {
             await resolve(serverId, rule, rule.id, value);
-            del.push(`f:${rule.id}`);
+            drop(`f:${rule.id}`);
           }
         }
       } catch (err) {
@@ -276,15 +299,14 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       if (watched.has(ruleId)) continue;
       try {
         if (field.startsWith('f:')) await resolveUnwatched(serverId, ruleId);
-        del.push(field);
+        drop(field);
       } catch (err) {
         ctx.log.error({ err, root_server_id: serverId, rule_id: ruleId }, 'alert evaluation failed');
       }
     }
-    for (const field of del) delete set[field];
-    if (Object.keys(set).length === 0 && del.length === 0) return;
+    if (Object.keys(set).length === 0 && del.size === 0) return;
     const write = redis.pipeline();
-    if (del.length > 0) write.hdel(key, ...del);
+    if (del.size > 0) write.hdel(key, ...del);
     if (Object.keys(set).length > 0) write.hset(key, set);
     write.expire(key, SERVER_STATE_TTL_S);
     await write.exec();
