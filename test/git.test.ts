@@ -3,7 +3,7 @@
 // "server", and real git repositories. Stand-in: the git host (test/helpers/git-host.ts), a local
 // HTTP server implementing DESIGN §7's REST subset, whose tarball endpoint redirects, as GitHub's
 // does, to a second server streaming a real `git archive` .tar.gz for a short-lived URL token.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createHmac } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -17,7 +17,7 @@ import { startWorkers, type Workers } from '../src/worker.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
-import { deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
+import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
 import { gitJobs } from '../src/git/git-job-specs.js';
 
@@ -705,6 +705,29 @@ describe('the deploy script (run locally with bash, the tarball on stdin)', () =
     expect(cut.code).not.toBe(0);
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 1\n');
     expect((await readdir(releasesDir(live))).filter((r) => r.startsWith('r-'))).toEqual([path.basename(await readlink(live))]);
+  });
+
+  it('a tarball holding a device or FIFO (no git tree does) is refused before anything goes live', async () => {
+    const live = path.join(scratch, 'script-test', 'special-files');
+    // A hostile host's tarball: a FIFO and a character device beside a good file (python3's tarfile writes them unprivileged).
+    const make = `import io, sys, tarfile
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    data = b"V = 1\\n"
+    f = tarfile.TarInfo("top/v.py"); f.size = len(data); t.addfile(f, io.BytesIO(data))
+    for name, kind in (("top/pipe", tarfile.FIFOTYPE), ("top/mem", tarfile.CHRTYPE)):
+        m = tarfile.TarInfo(name); m.type = kind; m.devmajor, m.devminor = 1, 1; t.addfile(m)
+sys.stdout.buffer.write(buf.getvalue())`;
+    const tarball = execFileSync('python3', ['-c', make]);
+    const out = await bash(deployScript({ sha: 'b'.repeat(40), livePath: live, seq: 1 }), tarball);
+    expect(out.code).toBe(DEPLOY_EXIT.invalid);
+    expect(
+      readDeployOutput(out.stdout)
+        .report?.invalid.map((f) => f.file)
+        .sort(),
+    ).toEqual(['mem', 'pipe']);
+    expect(existsSync(live)).toBe(false);
+    expect((await readdir(releasesDir(live))).filter((r) => r.startsWith('r-'))).toEqual([]);
   });
 
   it('refuses to build a script for anything but a commit id', () => {

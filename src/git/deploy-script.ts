@@ -3,8 +3,8 @@
 //   <dir>/.releases/<name>/r-<seq>-<sha12>  one release per deploy; the newest few are kept
 // The commit's tree arrives on stdin as the git host's tarball (.tar.gz, one top-level directory),
 // streamed by the service: no git and no credential on the server. It is unpacked into a new
-// release directory, checked (every .py compiled by py_compile, every .xml parsed, in one python3
-// process), and only then is the live symlink replaced by rename(2), which is atomic: readers see
+// release directory, checked (every .py compiled by py_compile, every .xml parsed, nothing but
+// files, directories and symlinks, in one python3 process), and only then is the live symlink replaced by rename(2), which is atomic: readers see
 // the old release or the new one, never a mix. A failed unpack or check removes the release and
 // leaves the live path alone. (A cache.git left by the earlier git-fetch deploys is removed.)
 // Deploys of one path run one at a time (flock), and one queued earlier never replaces a newer one
@@ -34,7 +34,7 @@ export function releasesDir(livePath: string): string {
 // Every .py through py_compile (what `python3 -m py_compile` does, in one process for the whole
 // tree instead of one interpreter per file) and every .xml through an XML parser.
 export const VALIDATE_PY = `
-import json, os, py_compile, shutil, sys, tempfile
+import json, os, py_compile, shutil, stat, sys, tempfile
 import xml.etree.ElementTree as ET
 root = sys.argv[1]
 tmp = tempfile.mkdtemp()
@@ -45,7 +45,11 @@ for dirpath, dirnames, filenames in os.walk(root):
         path = os.path.join(dirpath, name)
         rel = os.path.relpath(path, root)
         try:
-            if name.endswith(".py"):
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                # A git tree holds files and symlinks only: a device, FIFO or socket came from elsewhere.
+                invalid.append({"file": rel, "error": "not a regular file or symlink (a device, FIFO or socket)"})
+            elif name.endswith(".py"):
                 checked["py"] += 1
                 py_compile.compile(path, cfile=os.path.join(tmp, "c.pyc"), doraise=True)
             elif name.endswith(".xml"):

@@ -6,9 +6,11 @@
 //
 // Speed (bench/webhook.ts). The webhook is found in a per-process cache kept exact by
 // LISTEN/NOTIFY (webhook-cache.ts); the call log is written in batches (webhook-call-log.ts).
-// A message is posted on a small pg pool of the endpoint's own (webhook-message.ts: one
-// INSERT ... SELECT, atomic) at about three times the throughput of the same work through Prisma. A call without trigger nor message does nothing to
-// its record, so it does not read it (like the reference's browse(), which never fails).
+// A message (without trigger_action) is posted on a small pg pool of the endpoint's own with
+// group commit (webhook-message.ts, group-commit.ts): concurrent calls share one multi-row
+// INSERT ... SELECT ... WHERE EXISTS, and each call is answered after its batch committed. A call
+// without trigger nor message does nothing to its record, so it does not read it (like the
+// reference's browse(), which never fails).
 // A trigger_action runs in a Prisma interactive transaction, as the method registry's contract
 // requires (`{ tx }`), with the message posted in the same transaction.
 // Contention. A call never updates the webhook's own row: 50 concurrent calls of one webhook
@@ -24,7 +26,7 @@ import { AppError } from '../core/errors.js';
 import { MessageType, postMessage, SUBTYPES } from '../core/chatter.js';
 import type { ModelName, ModelRegistry } from '../core/models.js';
 import { assertRecordExists } from './webhook-service.js';
-import { postMessageIfRecordExists } from './webhook-message.js';
+import { createMessageWriter, type MessageWriter } from './webhook-message.js';
 import { findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from '../core/webhook-methods.js';
 import type { Registry } from '../feature.js';
 import { createWebhookCache, type WebhookCache, type WebhookDefinition } from './webhook-cache.js';
@@ -60,8 +62,11 @@ export interface WebhookCallAnswer {
   body: Record<string, string>;
 }
 
+/** Connections of the endpoint's own pool (bench/webhook.ts measures the raw-SQL ceiling at this size). */
+export const WEBHOOK_POOL_SIZE = 10;
+
 /** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
-function createWebhookPool(databaseUrl: string, max = 10): pg.Pool {
+function createWebhookPool(databaseUrl: string, max = WEBHOOK_POOL_SIZE): pg.Pool {
   return new pg.Pool({
     connectionString: databaseUrl,
     max,
@@ -93,15 +98,15 @@ function summary(err: unknown): string {
 export type WebhookCallService = ReturnType<typeof createWebhookCallService>;
 
 export interface WebhookCallDeps {
-  pool: pg.Pool;
   cache: WebhookCache;
   callLog: WebhookCallLog;
+  messages: MessageWriter;
   methods: WebhookMethodTable;
   models: ModelRegistry;
 }
 
 function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, deps: WebhookCallDeps) {
-  const { pool, cache, callLog, methods, models } = deps;
+  const { cache, callLog, messages, methods, models } = deps;
 
   async function run(hook: WebhookDefinition, req: WebhookCallRequest): Promise<void> {
     const raw = req.rawBody ?? Buffer.alloc(0);
@@ -147,7 +152,7 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, d
     }
 
     if (message == null) return;
-    const posted = await postMessageIfRecordExists(pool, model, {
+    const posted = await messages.post(model, {
       ...ref,
       body: message,
       message_type: messageType,
@@ -209,10 +214,12 @@ export async function openWebhookEndpoint(
   const pool = createWebhookPool(ctx.config.DATABASE_URL);
   const cache = await createWebhookCache(pool, ctx.config.DATABASE_URL, ctx.log);
   const callLog = createWebhookCallLog(pool, ctx.log);
+  const messages = createMessageWriter(pool);
   return {
-    calls: createWebhookCallService(ctx, { pool, cache, callLog, methods: registry.webhookMethods, models: registry.models }),
+    calls: createWebhookCallService(ctx, { cache, callLog, messages, methods: registry.webhookMethods, models: registry.models }),
     flushCallLog: callLog.flush,
     async close() {
+      await messages.close();
       await callLog.close();
       await cache.close();
       await pool.end();
