@@ -23,6 +23,7 @@ import { webhooks } from './webhooks/index.js';
 import { servers } from './servers/index.js';
 import { monitoring } from './monitoring/index.js';
 import { git } from './git/index.js';
+import { alerts } from './alerts/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -42,6 +43,7 @@ export const FEATURES: readonly Feature[] = [
   servers,
   monitoring,
   git,
+  alerts,
 ];
 
 /** What the features contribute, composed for one process. */

@@ -91,6 +91,7 @@ describe('crash recovery per queue', () => {
       maintenance: 'rerun',
       trials: 'rerun',
       lifecycle: 'rerun',
+      alerts: 'rerun',
       ssh: 'interrupt',
       deployments: 'interrupt',
       backups: 'interrupt',

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { defineJobs, job } from '../core/jobs.js';
+import { refId } from '../core/http/schemas.js';
+
+export const ALERT_CHANNELS = ['push', 'mail'] as const;
+
+export const alertJobs = defineJobs({
+  // The push and mail notices of one alert event, apart from the poll (it never waits on them).
+  // Retried with a growing delay; channels already delivered are remembered in `delivered`, so a
+  // retry after a failed mail does not push again. A crash mid-delivery runs it again: a notice
+  // may then be sent twice, never lost.
+  alert_notify: job({
+    queue: 'alerts',
+    payload: z.object({
+      alert_id: refId,
+      event: z.enum(['fired', 'resolved']),
+      delivered: z.array(z.enum(ALERT_CHANNELS)).default([]),
+    }),
+    key: (p) => `${p.alert_id}:${p.event}`,
+    attempts: 4,
+    afterCrash: 'rerun',
+  }),
+});

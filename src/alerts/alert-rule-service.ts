@@ -1,0 +1,92 @@
+// Alert rules (operators write, users read): records with tracked fields, plus the rules of
+// DESIGN §10 checked on the rule as it will be stored (the stored values merged with the change),
+// each failure a 400 naming its field. Deleting a rule resolves its firing alerts without notices.
+import type { AppContext } from '../context.js';
+import type { Author } from '../core/chatter.js';
+import { ValidationError } from '../core/errors.js';
+import { createRecordService, listPage, sortOrder } from '../core/records.js';
+import type { AlertMetric, AlertState } from '../generated/prisma/enums.js';
+import { alertRuleModel } from './alert-models.js';
+import { THRESHOLD_METRICS } from './alert-schemas.js';
+import { rulesVersionKey } from './alert-state.js';
+
+type Data = Record<string, unknown>;
+
+export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
+  const { db } = ctx;
+  const records = createRecordService(ctx, alertRuleModel);
+  /** Tells every worker to reload the rules on its next poll (after the write committed). */
+  const changed = () => ctx.redis.incr(rulesVersionKey(ctx.queues.prefix));
+
+  /** Checks the rule as it will be stored; answers the change to write (ids deduplicated). */
+  async function checked(before: Data | null, data: Data): Promise<Data> {
+    const out = { ...data };
+    const pick = (k: string) => (k in data && data[k] !== undefined ? data[k] : before?.[k]);
+    const metric = pick('metric') as AlertMetric;
+    const threshold = pick('threshold') as number | null | undefined;
+    if (THRESHOLD_METRICS.includes(metric) && (threshold === null || threshold === undefined)) {
+      throw new ValidationError(`threshold is required for the metric ${metric}`, 'threshold');
+    }
+    // server_offline compares nothing: a threshold given with it is not kept.
+    if (metric === 'server_offline' && threshold !== null && threshold !== undefined) out.threshold = null;
+
+    if (Array.isArray(data.root_server_ids)) {
+      const ids = [...new Set(data.root_server_ids as number[])];
+      out.root_server_ids = ids;
+      if (ids.length > 0) {
+        const found = await db.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
+        const known = new Set(found.map((r) => r.id));
+        const unknown = ids.filter((id) => !known.has(id));
+        if (unknown.length > 0) throw new ValidationError(`Unknown root server ids: ${unknown.join(', ')}`, 'root_server_ids');
+      }
+    }
+    if (typeof data.notification_server_id === 'number') {
+      const exists = await db.notificationServer.count({ where: { id: data.notification_server_id } });
+      if (!exists) throw new ValidationError(`Unknown notification server id: ${data.notification_server_id}`, 'notification_server_id');
+    }
+    if (Array.isArray(data.email_to)) out.email_to = [...new Set(data.email_to as string[])];
+    return out;
+  }
+
+  return {
+    ...records,
+
+    async create(data: Data, author: Author | null) {
+      const created = await records.create(await checked(null, data), author);
+      await changed();
+      return created;
+    },
+
+    async update(id: number, data: Data, author: Author | null) {
+      const before = await records.getRow(id);
+      const updated = await records.update(id, await checked(before, data), author);
+      await changed();
+      return updated;
+    },
+
+    /** Deletes the rule; its firing alerts are resolved, without notices. */
+    async remove(id: number) {
+      await records.getRow(id);
+      await db.$transaction(async (tx) => {
+        await tx.alert.updateMany({ where: { rule_id: id, state: 'firing' }, data: { state: 'resolved', resolved_at: new Date() } });
+        await tx.alertRule.delete({ where: { id } });
+      });
+      await changed();
+    },
+  };
+}
+
+export interface AlertQuery {
+  limit: number;
+  offset: number;
+  sort?: string;
+  state?: AlertState;
+  rule_id?: number;
+  root_server_id?: number;
+}
+
+/** The alerts, newest first unless `sort` says otherwise. */
+export function listAlerts(db: AppContext['db'], q: AlertQuery) {
+  const { limit, offset, sort, ...where } = q;
+  return listPage(db.alert, where, { limit, offset }, { orderBy: sortOrder(sort, { id: 'desc' }) });
+}

@@ -1,0 +1,24 @@
+// Alerts (DESIGN §10): threshold rules over the monitoring samples, evaluated after every poll,
+// with fire and resolve notices in the chatter, by push and by mail.
+import type { Feature } from '../feature.js';
+import { featureJobs } from '../feature.js';
+import { createAlertEvaluator } from './alert-evaluator.js';
+import { alertJobs } from './alert-job-specs.js';
+import { alertModel, alertRuleModel } from './alert-models.js';
+import { createAlertNotifier } from './alert-notify.js';
+import { registerAlertRoutes } from './alert-routes.js';
+
+export const alerts: Feature = {
+  name: 'alerts',
+  models: [alertRuleModel, alertModel],
+  routes: registerAlertRoutes,
+  jobs: featureJobs(
+    alertJobs,
+    (ctx) => {
+      const notify = createAlertNotifier(ctx);
+      return { alert_notify: (payload, job) => notify(payload, job) };
+    },
+    {},
+  ),
+  onMonitorPoll: createAlertEvaluator,
+};
