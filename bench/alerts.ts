@@ -12,6 +12,7 @@
 // under 10 % of the CPU of a poll without rules (median of the rounds' ratios).
 // Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests; run as root (the harness creates users).
 import { rm } from 'node:fs/promises';
+import { createServers } from './fleet.js';
 import os from 'node:os';
 import pino from 'pino';
 import { loadConfig } from '../src/core/config.js';
@@ -20,7 +21,7 @@ import { createContext, type AppContext } from '../src/context.js';
 import { createAlertEvaluator } from '../src/alerts/alert-evaluator.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
 import type { MonitorPollObserver } from '../src/feature.js';
-import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
+import { startSshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 const TARGET = 0.1;
@@ -40,23 +41,6 @@ const pct = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 };
-
-async function createServers(ctx: AppContext, sshd: Sshd, n: number): Promise<number[]> {
-  const key = await ctx.box.encrypt(sshd.keys.ed25519Openssh);
-  const rows = Array.from({ length: n }, (_, i) => ({
-    name: `bench-${i}`,
-    ip: sshd.host,
-    port: sshd.port,
-    username: TEST_USERS.key.name,
-    key,
-    state: 'confirmed' as const,
-    host_key: sshd.hostKey,
-    monitoring_enabled: true,
-    monitor_update_interval: '5s',
-    server_state: 'online' as const,
-  }));
-  return (await ctx.db.rootServer.createManyAndReturn({ data: rows, select: { id: true } })).map((r) => r.id);
-}
 
 async function createRules(ctx: AppContext) {
   await ctx.db.alertRule.createMany({
@@ -88,7 +72,7 @@ async function main() {
   const ctx = await createContext(config, pino({ level: 'warn' }));
   console.log(`bench:alerts on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}): ${n} servers, ${rounds} measured rounds per mode`);
   try {
-    const ids = await createServers(ctx, sshd, n);
+    const ids = await createServers(ctx, sshd, n, { server_state: 'online' });
     await createRules(ctx);
     const evaluate = createAlertEvaluator(ctx);
     const evalMs: number[] = [];

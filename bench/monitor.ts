@@ -15,6 +15,7 @@
 // Each target is printed as met/missed. Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests;
 // run as root (the harness creates users).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServers } from './fleet.js';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -26,7 +27,7 @@ import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { parseSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
 import { leaseKey } from '../src/monitoring/monitor-runner.js';
-import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
+import { startSshd, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 const INTERVAL_MS = 5_000;
@@ -81,23 +82,6 @@ function startWorker(env: Env): ChildProcess {
     env: { ...process.env, ...env.childEnv, SVC_ROLE: 'worker' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-}
-
-async function createServers(ctx: AppContext, sshd: Sshd, n: number): Promise<number[]> {
-  const key = await ctx.box.encrypt(sshd.keys.ed25519Openssh);
-  const rows = Array.from({ length: n }, (_, i) => ({
-    name: `bench-${i}`,
-    ip: sshd.host,
-    port: sshd.port,
-    username: TEST_USERS.key.name,
-    key,
-    state: 'confirmed' as const,
-    host_key: sshd.hostKey,
-    monitoring_enabled: true,
-    monitor_update_interval: '5s',
-  }));
-  const created = await ctx.db.rootServer.createManyAndReturn({ data: rows, select: { id: true } });
-  return created.map((r) => r.id);
 }
 
 /** Monitor-log rows of the servers in [from, to) as (server, ms). */

@@ -22,6 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
+import type { DbTx } from '../core/db.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
@@ -157,6 +158,17 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
   ): AlertFacts => ({ ...a, metric: rule.metric, duration_seconds: rule.duration_seconds, rule_name: rule.name });
 
   /** Opens the alert unless one is firing; the winner of a race posts the notice and queues the delivery. */
+  /** A fire or resolve notice in the root server's chatter, in the transaction that decided it. */
+  function postNotice(tx: DbTx, serverId: number, notice: { title: string; message: string }) {
+    return postMessage(tx, {
+      model_name: 'svc.root.server',
+      rec_id: serverId,
+      body: `${notice.title}\n${notice.message}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+    });
+  }
+
   async function fire(serverId: number, rule: RuleFacts, value: number) {
     const name = await serverName(serverId);
     const alertId = await db.$transaction(async (tx) => {
@@ -167,13 +179,7 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
         RETURNING id, started_at`;
       if (!row) return null; // another worker opened it first
       const notice = fireNotice(name, facts(rule, { ...row, value, threshold: rule.threshold, resolved_value: null, resolved_at: null }));
-      await postMessage(tx, {
-        model_name: 'svc.root.server',
-        rec_id: serverId,
-        body: `${notice.title}\n${notice.message}`,
-        message_type: 'notification',
-        subtype_xmlid: 'mail.mt_alert',
-      });
+      await postNotice(tx, serverId, notice);
       return row.id;
     });
     if (alertId) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: alertId, event: 'fired' });
@@ -193,13 +199,7 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
         await serverName(serverId),
         facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }),
       );
-      await postMessage(tx, {
-        model_name: 'svc.root.server',
-        rec_id: serverId,
-        body: `${notice.title}\n${notice.message}`,
-        message_type: 'notification',
-        subtype_xmlid: 'mail.mt_alert',
-      });
+      await postNotice(tx, serverId, notice);
       return row.id;
     });
     if (resolved) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: resolved, event: 'resolved' });
