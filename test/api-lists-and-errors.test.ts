@@ -91,6 +91,12 @@ describe('error details', () => {
     for (const f of details.fields) expect(typeof f.message).toBe('string');
   });
 
+  it('messages name a record in the singular, -ies plurals included', async () => {
+    const res = await request(t.app, t.as.admin, { method: 'GET', url: '/api/v1/git-repositories/999999' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.message).toBe('Git repository not found');
+  });
+
   it('a uniqueness conflict names the fields and the record that has them', async () => {
     const first = (await post('/api/v1/partners', { name: 'Dup', email: 'dup@example.com' })).json();
     const dup = await post('/api/v1/partners', { name: 'Dup 2', email: 'DUP@example.com' });
