@@ -25,9 +25,10 @@ export interface RecordServiceOptions {
   orderBy?: object;
   /**
    * Runs in the update's transaction, with the row locked and read: throws to refuse the update, or
-   * answers the data to write instead of `data` (rules that depend on the row as it is).
+   * answers the data to write instead of `data` (rules that depend on the row as it is). `moved`:
+   * the destination fields the update changes (its secrets are then cleared).
    */
-  prepareUpdate?(tx: DbTx, before: Row, data: Data): Promise<Data | undefined>;
+  prepareUpdate?(tx: DbTx, before: Row, data: Data, moved: string[]): Promise<Data | undefined>;
 }
 
 type JsonValue<V> = V extends Date ? string : V extends bigint ? number : V;
@@ -215,7 +216,7 @@ export function createRecordService(deps: { db: Db; box: SecretBox }, model: Mod
           await tx.$queryRawUnsafe(`SELECT 1 FROM "${model.table}" WHERE id = $1 FOR UPDATE`, id);
           before = await txDelegate.findUnique({ where: { id } });
           if (!before) throw notFound();
-          const next = (await opts.prepareUpdate?.(tx, before, data)) ?? data;
+          const next = (await opts.prepareUpdate?.(tx, before, data, movedFields(before, data))) ?? data;
           const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, next)) });
           await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
           return after;
