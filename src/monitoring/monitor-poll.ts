@@ -7,7 +7,8 @@
 // server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
 // every change is posted to the server's chatter. An offline server is retried with a growing
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval. Every recorded poll is
-// then told to the observers (alerts), exactly once; an observer's failure is logged, never the poll's.
+// then told to the observers (alerts), exactly once, a batch write's polls in one call; an
+// observer's failure is logged, never the poll's.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { connectRootServer } from '../servers/root-server-ssh.js';
@@ -96,12 +97,13 @@ export function createMonitorPoller(
 ) {
   const prefix = ctx.queues.prefix;
 
-  async function tellObservers(event: MonitorPollEvent) {
+  async function tellObservers(events: readonly MonitorPollEvent[]) {
+    if (events.length === 0) return;
     for (const observe of observers) {
       try {
-        await observe(event);
+        await observe(events);
       } catch (err) {
-        ctx.log.error({ err, root_server_id: event.root_server_id }, 'a monitoring poll observer failed');
+        ctx.log.error({ err, root_server_ids: events.map((e) => e.root_server_id) }, 'a monitoring poll observer failed');
       }
     }
   }
@@ -151,20 +153,27 @@ export function createMonitorPoller(
     if (after.server_state !== server.server_state) {
       await stateChanged(server, after.server_state, `${after.failures} failed polls in a row; last error: ${error}`);
     }
-    await tellObservers({
-      root_server_id: server.id,
-      outcome: 'failed',
-      previous_state: server.server_state,
-      server_state: after.server_state,
-      metrics: null,
-      failures: after.failures,
-      error,
-      at: new Date(),
-    });
+    await tellObservers([
+      {
+        root_server_id: server.id,
+        outcome: 'failed',
+        previous_state: server.server_state,
+        server_state: after.server_state,
+        metrics: null,
+        failures: after.failures,
+        error,
+        at: new Date(),
+      },
+    ]);
     return { outcome: 'failed', server_state: after.server_state, failures: after.failures, error };
   }
 
-  async function afterSuccess(server: Pick<RootServer, 'id' | 'server_state'>, metrics: Metrics, state: 'online' | 'warning') {
+  /** After a good poll is recorded: the chatter message of a state change, and the observers' event. */
+  async function afterSuccess(
+    server: Pick<RootServer, 'id' | 'server_state'>,
+    metrics: Metrics,
+    state: 'online' | 'warning',
+  ): Promise<MonitorPollEvent> {
     if (state !== server.server_state) {
       const why =
         state === 'warning'
@@ -172,7 +181,7 @@ export function createMonitorPoller(
           : '';
       await stateChanged(server as RootServer, state, why);
     }
-    await tellObservers({
+    return {
       root_server_id: server.id,
       outcome: 'ok',
       previous_state: server.server_state,
@@ -181,7 +190,7 @@ export function createMonitorPoller(
       failures: 0,
       error: null,
       at: new Date(),
-    });
+    };
   }
 
   /** The monitored server, or why it is not polled now (not monitored, or offline and backing off). */
@@ -228,7 +237,7 @@ export function createMonitorPoller(
     await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
     const state = serverStateOf(metrics);
     if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
-    await afterSuccess(server, metrics, state);
+    await tellObservers([await afterSuccess(server, metrics, state)]);
     return { outcome: 'ok', server_state: state, metrics };
   }
 
@@ -243,7 +252,8 @@ export function createMonitorPoller(
   /**
    * Records streamed samples of many servers in one statement, with poll()'s rules: each row only
    * while its server is monitored and confirmed, its state, failures reset, then the state change
-   * and the observers for each. Answers the servers written, with their connection signature now.
+   * of each, and the observers told the whole batch at once. Answers the servers written, with
+   * their connection signature now.
    */
   async function recordSamples(items: SampleToRecord[]): Promise<Map<number, { signature: string }>> {
     const out = new Map<number, { signature: string }>();
@@ -273,11 +283,13 @@ export function createMonitorPoller(
         FROM input i JOIN upd u ON u.id = i.id)
       SELECT id, prev, signature FROM upd`;
     const byId = new Map(items.map((item, n) => [item.serverId, { item, state: states[n]! as 'online' | 'warning' }]));
+    const events: MonitorPollEvent[] = [];
     for (const row of rows) {
       const { item, state } = byId.get(row.id)!;
       out.set(row.id, { signature: row.signature });
-      await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state);
+      events.push(await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state));
     }
+    await tellObservers(events);
     return out;
   }
 
