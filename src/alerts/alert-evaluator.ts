@@ -182,18 +182,17 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
 
   /** Resolves the firing alert of (rule, server), if any; `value` null: the rule no longer watches the server. */
   async function resolve(serverId: number, rule: RuleFacts | null, ruleId: number, value: number | null) {
+    // Read before the transaction (as fire() does): not on a second connection while it is open.
+    const name = rule?.notify_resolved ? await serverName(serverId) : null;
     const resolved = await db.$transaction(async (tx) => {
       const [row] = await tx.$queryRaw<{ id: number; value: number; threshold: number | null; started_at: Date; resolved_at: Date }[]>`
         UPDATE alerts SET state = 'resolved', resolved_at = CURRENT_TIMESTAMP, resolved_value = ${value}
         WHERE rule_id = ${ruleId} AND root_server_id = ${serverId} AND state = 'firing'
         RETURNING id, value, threshold, started_at, resolved_at`;
       // Resolved by another worker, or silently (a deleted rule, notify_resolved off).
-      if (!row || !rule?.notify_resolved) return null;
+      if (!row || !rule?.notify_resolved || name === null) return null;
       // Judged against the rule as it is now (a raised threshold is what resolved it).
-      const notice = resolveNotice(
-        await serverName(serverId),
-        facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }),
-      );
+      const notice = resolveNotice(name, facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }));
       await postNotice(tx, serverId, notice);
       return row.id;
     });
