@@ -1,7 +1,7 @@
-// Rule evaluation after every recorded monitoring poll (the onMonitorPoll hook), inside the poll's
-// job but cheap: a batch of polls (a batch write of streamed samples, or one poll) costs, in the
-// steady state, one Redis round trip (the rules version and every server's state, pipelined) and
-// no database query; what changed is written back in one more.
+// Rule evaluation after every recorded monitoring poll (the onMonitorPoll hook), in the monitor
+// runner that recorded it, so it must be cheap: a batch of polls (a batch write of streamed
+// samples, or one poll) costs, in the steady state, one Redis round trip (the rules version and
+// every server's state, pipelined) and no database query; what changed is written in one more.
 //
 // - The active rules are kept in memory per process and reloaded when the rules version in Redis
 //   moved (every rule write bumps it; at the latest after a minute), so a change or a
@@ -152,7 +152,6 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     a: { value: number; resolved_value: number | null; started_at: Date; resolved_at: Date | null; threshold: number | null },
   ): AlertFacts => ({ ...a, metric: rule.metric, duration_seconds: rule.duration_seconds, rule_name: rule.name });
 
-  /** Opens the alert unless one is firing; the winner of a race posts the notice and queues the delivery. */
   /** A fire or resolve notice in the root server's chatter, in the transaction that decided it. */
   function postNotice(tx: DbTx, serverId: number, notice: { title: string; message: string }) {
     return postMessage(tx, {
@@ -164,6 +163,7 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     });
   }
 
+  /** Opens the alert unless one is firing; the winner of a race posts the notice and queues the delivery. */
   async function fire(serverId: number, rule: RuleFacts, value: number) {
     const name = await serverName(serverId);
     const alertId = await db.$transaction(async (tx) => {

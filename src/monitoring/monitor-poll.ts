@@ -79,7 +79,7 @@ export function pollTimeoutMs(interval: number): number {
 
 /**
  * Identifies what a connection was opened with; any change opens a new one. Computed the same way
- * in SQL (SIGNATURE_SQL), so a batch write can tell that a server's address or credentials changed.
+ * in SQL by recordSamples(), so a batch write can tell that a server's address or credentials changed.
  */
 export function connectionSignature(s: Pick<RootServer, 'ip' | 'port' | 'username' | 'password' | 'key' | 'host_key'>): string {
   const parts = [s.ip, String(s.port), s.username, s.password, s.key, s.host_key].filter((p): p is string => p !== null);
