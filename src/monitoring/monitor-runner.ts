@@ -1,7 +1,9 @@
 // The monitor runner: runs in every worker process and polls the monitored servers it holds a
 // lease on. Everything another worker needs is in Redis or PostgreSQL:
 // - the schedule (monitor-service.ts): a hash of server id → interval and phase; a server is due
-//   at every t ≡ phase (mod interval), the same grid for every worker;
+//   at every t ≡ phase (mod interval), the same grid for every worker; a version bumped with
+//   every write of it, so a sync (one round trip: heartbeat, live workers, version) re-reads the
+//   hash only when it changed;
 // - a lease per server (`…:monitor:lease:<id>` = worker id, expiring after LEASE_MS, renewed every
 //   sync): the workers alive (a heartbeat sorted set) split the servers by rendezvous hashing, and
 //   a dead worker's leases expire and go to the others;
@@ -29,7 +31,7 @@ import {
   type SampleToRecord,
 } from './monitor-poll.js';
 import { SampleStream, streamSampler, StreamUnsupported } from './monitor-stream.js';
-import { parseSchedule, sampleKey, scheduleKey, type MonitorSchedule } from './monitor-service.js';
+import { parseSchedule, sampleKey, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
 
 export interface MonitorRunnerOptions {
@@ -104,16 +106,22 @@ function weight(worker: string, id: number): number {
   return createHash('md5').update(`${id}/${worker}`).digest().readUInt32BE(0);
 }
 
-/** Which live worker should hold each server (rendezvous hashing), cached while the live set stays the same. */
+/**
+ * Which live worker should hold each server (rendezvous hashing), cached while the live set stays
+ * the same: given the live set (once per sync), answers the chooser for that set.
+ */
 function rendezvous() {
   let liveKey = '';
   const cache = new Map<number, string | undefined>();
-  return (id: number, live: string[]): string | undefined => {
+  return (live: string[]) => {
     const key = live.join(' ');
     if (key !== liveKey) {
       liveKey = key;
       cache.clear();
     }
+    return (id: number) => preferred(id, live);
+  };
+  function preferred(id: number, live: string[]): string | undefined {
     if (cache.has(id)) return cache.get(id);
     let best: string | undefined;
     let bestWeight = -1;
@@ -123,7 +131,7 @@ function rendezvous() {
     }
     cache.set(id, best);
     return best;
-  };
+  }
 }
 
 /** The first due time after `now` of a schedule. */
@@ -352,16 +360,28 @@ export async function startMonitorRunner(
     await ctx.redis.eval(RELEASE, ids.length, ...ids.map((id) => leaseKey(prefix, id)), me);
   }
 
+  // The schedule as last read, and its version then (undefined: not read yet).
+  let scheduled = new Map<number, MonitorSchedule>();
+  let scheduleVersion: string | null | undefined;
+
   async function sync() {
     const now = Date.now();
     const wk = workersKey(prefix);
-    await ctx.redis.zadd(wk, now, me);
-    if (syncs++ % 30 === 0) await ctx.redis.zremrangebyscore(wk, '-inf', now - 60_000);
-    const live = (await ctx.redis.zrangebyscore(wk, now - leaseMs, '+inf')).sort();
+    // One round trip: the heartbeat, the live workers and the schedule's version.
+    const read = ctx.redis.pipeline().zadd(wk, now, me);
+    if (syncs++ % 30 === 0) read.zremrangebyscore(wk, '-inf', now - 60_000);
+    read.zrangebyscore(wk, now - leaseMs, '+inf').get(scheduleVersionKey(prefix));
+    const replies = (await read.exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const live = (replies.at(-2)![1] as string[]).sort();
+    const version = replies.at(-1)![1] as string | null;
     if (syncs === 1) return; // let the workers starting with this one be seen before taking servers
-    const scheduled = new Map(
-      Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]),
-    );
+    // The schedule is read again only when it changed (or its version is gone: Redis lost it).
+    if (version === null || version !== scheduleVersion) {
+      scheduled = new Map(Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]));
+      scheduleVersion = version;
+    }
+    const preferred = preferredOf(live);
 
     // Renew what is held; what was lost (expired and taken) or is no longer monitored goes.
     const ids = [...held.keys()];
@@ -382,7 +402,7 @@ export async function startMonitorRunner(
     }
 
     // Hand over what another live worker should have (it takes it at its next sync).
-    await release([...held.keys()].filter((id) => preferredOf(id, live) !== me));
+    await release([...held.keys()].filter((id) => preferred(id) !== me));
 
     // Take free leases: our share at once, anyone's when it stayed free for two syncs.
     const wanted = [...scheduled.keys()].filter((id) => !held.has(id));
@@ -391,7 +411,7 @@ export async function startMonitorRunner(
     const tryTake: number[] = [];
     wanted.forEach((id, i) => {
       if (owners[i] !== null) freeSeen.delete(id);
-      else if (preferredOf(id, live) === me || freeSeen.has(id)) tryTake.push(id);
+      else if (preferred(id) === me || freeSeen.has(id)) tryTake.push(id);
       else freeSeen.add(id);
     });
     if (tryTake.length === 0) return;
