@@ -193,12 +193,25 @@ export function createMonitorPoller(
     };
   }
 
-  /** The monitored server, or why it is not polled now (not monitored, or offline and backing off). */
-  async function loadForPoll(serverId: number): Promise<RootServer | { outcome: 'skipped'; reason: string }> {
+  /** The server, if it is monitored (monitoring on and confirmed); else null. */
+  async function loadMonitored(serverId: number): Promise<RootServer | null> {
     const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
     // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
     // do. stop_monitor removes the schedule; worker start removes any left behind.
-    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    return server?.monitoring_enabled && server.state === 'confirmed' ? server : null;
+  }
+
+  /** The server's pooled connection; a new one when there is none or its address or credentials changed. */
+  function connect(server: RootServer, timeoutMs: number): Promise<SshConnection> {
+    return pool.acquire(poolKeyOf(server.id), connectionSignature(server), () =>
+      connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
+    );
+  }
+
+  /** The monitored server, or why it is not polled now (not monitored, or offline and backing off). */
+  async function loadForPoll(serverId: number): Promise<RootServer | { outcome: 'skipped'; reason: string }> {
+    const server = await loadMonitored(serverId);
+    if (!server) return { outcome: 'skipped', reason: 'not monitored' };
     const interval = intervalMs(server.monitor_update_interval);
     if (server.monitor_failures >= OFFLINE_AFTER_FAILURES && server.last_monitor_at) {
       const wait = Math.min(MAX_BACKOFF_MS, interval * 2 ** (server.monitor_failures - OFFLINE_AFTER_FAILURES));
@@ -219,9 +232,7 @@ export function createMonitorPoller(
     let cur: ProcSample;
     let sampledAt: Date;
     try {
-      const conn = await pool.acquire(poolKey, connectionSignature(server), () =>
-        connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
-      );
+      const conn = await connect(server, timeoutMs);
       const prev = await previousSample(server.id);
       const samples = await sampler(server, conn, prev, deadline);
       cur = samples[samples.length - 1]!;
@@ -243,8 +254,8 @@ export function createMonitorPoller(
 
   /** Records a failure found outside poll() (a streamed sample that did not come). */
   async function fail(serverId: number, error: string): Promise<PollResult> {
-    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
-    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    const server = await loadMonitored(serverId);
+    if (!server) return { outcome: 'skipped', reason: 'not monitored' };
     pool.discard(poolKeyOf(serverId));
     return recordFailed(server, error);
   }
@@ -293,5 +304,5 @@ export function createMonitorPoller(
     return out;
   }
 
-  return Object.assign(poll, { poll, fail, recordSamples });
+  return Object.assign(poll, { poll, fail, recordSamples, loadMonitored, connect });
 }

@@ -20,17 +20,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
-import { connectRootServer } from '../servers/root-server-ssh.js';
-import {
-  connectionSignature,
-  createMonitorPoller,
-  poolKeyOf,
-  pollTimeoutMs,
-  type PollResult,
-  type Sampler,
-  type SampleToRecord,
-} from './monitor-poll.js';
-import { SampleStream, streamSampler, StreamUnsupported } from './monitor-stream.js';
+import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
+import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
 import { parseSchedule, sampleKey, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
 
@@ -58,7 +49,6 @@ export interface MonitorRunner {
 }
 
 const SLOT_TTL_MS = 3600_000;
-const KEEPALIVE_MS = 60_000;
 const BATCH_MAX = 200;
 /** Streamed samples wait this long for others to share their write (far below any interval). */
 const BATCH_WAIT_MS = 200;
@@ -163,17 +153,10 @@ export async function startMonitorRunner(
   const poller = createMonitorPoller({ ...ctx, sshPool: pool }, observers, { pool });
   const streams = new Map<number, SampleStream>();
   const fallback = new Set<number>();
-  const signatures = new Map<number, string>();
   const held = new Map<number, Held>();
   const freeSeen = new Set<number>();
   const preferredOf = rendezvous();
-  const baseSampler = streamSampler(streams, fallback);
-  const sampler: Sampler =
-    opts.sampler ??
-    ((server, conn, prev, deadline) => {
-      signatures.set(server.id, connectionSignature(server));
-      return baseSampler(server, conn, prev, deadline);
-    });
+  const sampler: Sampler = opts.sampler ?? streamSampler(streams, fallback);
   let closed = false;
   let syncs = 0;
 
@@ -194,22 +177,14 @@ export async function startMonitorRunner(
   /** Connects and starts the stream ahead of the first due time (warm-up, take-over). */
   async function open(h: Held) {
     if (opts.sampler) return;
-    const server = await ctx.db.rootServer.findUnique({ where: { id: h.id } });
-    if (!server?.monitoring_enabled || server.state !== 'confirmed' || h.dropped) return;
+    const server = await poller.loadMonitored(h.id);
+    if (!server || h.dropped) return;
     const timeoutMs = pollTimeoutMs(h.schedule.every);
-    const conn = await pool.acquire(poolKeyOf(h.id), connectionSignature(server), () =>
-      connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
-    );
-    try {
-      const stream = await SampleStream.open(conn, timeoutMs);
-      await stream.request(timeoutMs); // the first counters: the first due time needs one sample only
-      if (h.dropped) return stream.close();
-      streams.set(h.id, stream);
-      signatures.set(h.id, connectionSignature(server));
-    } catch (err) {
-      if (err instanceof StreamUnsupported) fallback.add(h.id);
-      else throw err;
-    }
+    const stream = await openStream(server, await poller.connect(server, timeoutMs), timeoutMs, fallback);
+    if (!stream) return; // its shell cannot run the loop: the per-poll command
+    await stream.request(timeoutMs); // the first counters: the first due time needs one sample only
+    if (h.dropped) return stream.close();
+    streams.set(h.id, stream);
   }
 
   // --- due times -----------------------------------------------------------------------------
@@ -242,15 +217,11 @@ export async function startMonitorRunner(
     h.busy = true;
     const stream = streams.get(h.id);
     const prev = stream?.last;
-    if (stream && !stream.closed && prev && signatures.has(h.id) && !fallback.has(h.id) && !opts.sampler) {
+    if (stream && !stream.closed && prev && !fallback.has(h.id) && !opts.sampler) {
       stream.request(pollTimeoutMs(h.schedule.every)).then(
         (sample) => {
           h.busy = false;
-          queueRecord(
-            { serverId: h.id, metrics: computeMetrics(prev, sample), signature: signatures.get(h.id)!, at: new Date() },
-            due,
-            sample,
-          );
+          queueRecord({ serverId: h.id, metrics: computeMetrics(prev, sample), signature: stream.signature, at: new Date() }, due, sample);
         },
         async (err: Error) => {
           streams.delete(h.id);
@@ -335,7 +306,6 @@ export async function startMonitorRunner(
     held.delete(id);
     streams.get(id)?.close();
     streams.delete(id);
-    signatures.delete(id);
     pool.discard(poolKeyOf(id));
   }
 
