@@ -26,7 +26,7 @@ import {
   type Metrics,
   type ProcSample,
 } from './proc-metrics.js';
-import { intervalMs, sampleKey } from './monitor-service.js';
+import { intervalMs, sampleKey, sampleTtlMs } from './monitor-service.js';
 
 const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -57,9 +57,11 @@ export interface PollOptions {
   sampler?: Sampler;
   /**
    * Called once the outcome is known, before anything is recorded: false = another worker already
-   * recorded this due time (or took the server), and nothing is written.
+   * recorded this due time (or took the server), and nothing is written. After a good poll it is
+   * given the new counters to store with the claim (JSON, kept for `ttlMs`), in its round trip;
+   * without a claim the poll stores them itself.
    */
-  claim?: () => Promise<boolean>;
+  claim?: (sampleJson?: string, ttlMs?: number) => Promise<boolean>;
 }
 
 /** A streamed sample to record (recordSamples). */
@@ -244,8 +246,9 @@ export function createMonitorPoller(
       if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
       return recordFailed(server, (err as Error).message);
     }
-    if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
-    await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
+    const sampleJson = JSON.stringify(cur);
+    if (!claim) await ctx.redis.set(sampleKey(prefix, server.id), sampleJson, 'PX', sampleTtlMs(interval));
+    else if (!(await claim(sampleJson, sampleTtlMs(interval)))) return { outcome: 'skipped', reason: 'already polled' };
     const state = serverStateOf(metrics);
     if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
     await tellObservers([await afterSuccess(server, metrics, state)]);

@@ -22,7 +22,7 @@ import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
 import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
 import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
-import { parseSchedule, sampleKey, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
+import { parseSchedule, sampleKey, sampleTtlMs, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
 
 export interface MonitorRunnerOptions {
@@ -195,7 +195,8 @@ export async function startMonitorRunner(
     h.timer = setTimeout(() => fire(h, due), due - Date.now());
   }
 
-  async function claimOne(id: number, due: number): Promise<boolean> {
+  /** Claims one due time of a server, storing its new counters with it when given (else keeping them). */
+  async function claimOne(id: number, due: number, sampleJson = '', ttlMs = 0): Promise<boolean> {
     const [ok] = (await ctx.redis.eval(
       CLAIM,
       3,
@@ -205,8 +206,8 @@ export async function startMonitorRunner(
       me,
       SLOT_TTL_MS,
       due,
-      '',
-      0,
+      sampleJson,
+      ttlMs,
     )) as number[];
     return ok === 1;
   }
@@ -240,7 +241,7 @@ export async function startMonitorRunner(
       return;
     }
     poller
-      .poll(h.id, { sampler, claim: () => claimOne(h.id, due) })
+      .poll(h.id, { sampler, claim: (sampleJson, ttlMs) => claimOne(h.id, due, sampleJson, ttlMs) })
       .then(
         (result) => opts.onSlot?.({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome }),
         (err) => ctx.log.error({ err, root_server_id: h.id }, 'monitoring poll failed'),
@@ -279,7 +280,7 @@ export async function startMonitorRunner(
     for (const { item, due, sample } of items) {
       keys.push(leaseKey(prefix, item.serverId), slotKey(prefix, item.serverId), sampleKey(prefix, item.serverId));
       const every = held.get(item.serverId)?.schedule.every ?? 60_000;
-      args.push(due, JSON.stringify(sample), every * 3 + 60_000);
+      args.push(due, JSON.stringify(sample), sampleTtlMs(every));
     }
     const claimed = (await ctx.redis.eval(CLAIM, keys.length, ...keys, ...args)) as number[];
     const mine = items.filter((_, i) => claimed[i] === 1);

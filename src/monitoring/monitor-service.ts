@@ -50,6 +50,11 @@ export function sampleKey(prefix: string, serverId: number): string {
   return `${prefix}:monitor:sample:${serverId}`;
 }
 
+/** How long the previous counters are kept: three intervals and a minute (a late poll still has them). */
+export function sampleTtlMs(every: number): number {
+  return every * 3 + 60_000;
+}
+
 export function intervalMs(interval: string): number {
   return INTERVAL_MS[(MONITOR_INTERVALS as readonly string[]).includes(interval) ? (interval as MonitorInterval) : '1m'];
 }
