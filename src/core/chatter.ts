@@ -53,19 +53,22 @@ export function trackedValue(text: string | null, type: string): unknown {
   return text;
 }
 
+/** A message as its row is written: the defaults applied, the author flattened. */
+export function messageRow(msg: NewMessage) {
+  return {
+    model_name: msg.model_name,
+    rec_id: msg.rec_id,
+    body: msg.body,
+    message_type: msg.message_type ?? 'comment',
+    subtype_xmlid: msg.subtype_xmlid ?? 'mail.mt_note',
+    author_id: msg.author?.id ?? null,
+    author_name: msg.author?.name ?? null,
+  };
+}
+
 /** Posts a message on a record's thread. `tx` lets callers make it part of a larger unit. */
 export function postMessage(tx: DbTx | Db, msg: NewMessage) {
-  return tx.message.create({
-    data: {
-      model_name: msg.model_name,
-      rec_id: msg.rec_id,
-      body: msg.body,
-      message_type: msg.message_type ?? 'comment',
-      subtype_xmlid: msg.subtype_xmlid ?? 'mail.mt_note',
-      author_id: msg.author?.id ?? null,
-      author_name: msg.author?.name ?? null,
-    },
-  });
+  return tx.message.create({ data: messageRow(msg) });
 }
 
 /** Posts unless the record's latest message says the same: a failure met by every periodic run is said once. */

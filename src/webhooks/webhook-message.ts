@@ -7,7 +7,7 @@
 // gone fails alone. The columns are those postMessage() (core/chatter.ts) writes for the same
 // message. Rows are inserted in the order they were submitted.
 import type pg from 'pg';
-import type { NewMessage } from '../core/chatter.js';
+import { messageRow, type NewMessage } from '../core/chatter.js';
 import type { ModelInfo } from '../core/models.js';
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js';
 
@@ -36,6 +36,8 @@ function statementName(tables: string[]): string | undefined {
 export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageRow[]): Promise<boolean[]> {
   if (rows.length === 0) return [];
   const tables = [...new Set(rows.map((r) => r.table))].sort();
+  // The row postMessage() would write for each (core/chatter.ts): the same defaults.
+  const messages = rows.map((r) => messageRow(r.msg));
   const exists = tables.map((t, i) => `WHEN ${i} THEN EXISTS (SELECT 1 FROM ${quoted(t)} r WHERE r.id = m.rec_id)`).join(' ');
   const { rows: inserted } = await pool.query<{ n: number }>({
     name: statementName(tables),
@@ -51,13 +53,13 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
      SELECT n::int AS n FROM ok`,
     values: [
       rows.map((r) => tables.indexOf(r.table)),
-      rows.map((r) => r.msg.model_name),
-      rows.map((r) => r.msg.rec_id),
-      rows.map((r) => r.msg.body),
-      rows.map((r) => r.msg.message_type ?? 'comment'),
-      rows.map((r) => r.msg.subtype_xmlid ?? 'mail.mt_note'),
-      rows.map((r) => r.msg.author?.id ?? null),
-      rows.map((r) => r.msg.author?.name ?? null),
+      messages.map((m) => m.model_name),
+      messages.map((m) => m.rec_id),
+      messages.map((m) => m.body),
+      messages.map((m) => m.message_type),
+      messages.map((m) => m.subtype_xmlid),
+      messages.map((m) => m.author_id),
+      messages.map((m) => m.author_name),
     ],
   });
   const done = new Set(inserted.map((r) => r.n));
