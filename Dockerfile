@@ -3,7 +3,7 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 # Dependencies first, so a code change does not reinstall them. postinstall generates the
-# Prisma client from the schema, hence the schema before `npm ci`.
+# Prisma client from the schema, hence the schema before the install.
 COPY package.json package-lock.json prisma.config.ts ./
 COPY scripts scripts
 COPY prisma prisma
@@ -18,5 +18,5 @@ USER node
 ENV NODE_ENV=production
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:3000/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "--import", "tsx", "src/main.ts"]
