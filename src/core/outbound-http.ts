@@ -258,12 +258,39 @@ function failureOf(err: unknown, label: string, timeoutMs: number): OutboundErro
   return new OutboundError('network', `${label}: ${detail}`);
 }
 
-async function readBounded(res: Response, max: number, label: string): Promise<Uint8Array> {
+/** An answer that declares more than `max` bytes is refused before any of it is read. */
+async function refuseDeclaredOver(res: Response, max: number, label: string): Promise<void> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (declared > max) {
     await res.body?.cancel();
     throw new OutboundError('too_large', `${label}: answer of ${declared} bytes exceeds the limit of ${max} bytes`);
   }
+}
+
+/** One api_call row of the action log for a call to `target`. */
+function logCall(
+  db: Db,
+  target: OutboundTarget,
+  ok: boolean,
+  input_text: string,
+  output_text: string,
+  secrets?: readonly (string | null | undefined)[],
+) {
+  return writeActionLog(db, {
+    model_name: target.model_name,
+    rec_id: target.rec_id,
+    user_id: target.user_id ?? null,
+    job_id: target.job_id ?? null,
+    action_type: 'api_call',
+    status: ok ? 'success' : 'failure',
+    input_text,
+    output_text,
+    secrets,
+  });
+}
+
+async function readBounded(res: Response, max: number, label: string): Promise<Uint8Array> {
+  await refuseDeclaredOver(res, max, label);
   if (!res.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -318,17 +345,14 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
     }
     const answer = response && `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '')}`;
 
-    await writeActionLog(db, {
-      model_name: target.model_name,
-      rec_id: target.rec_id,
-      user_id: target.user_id ?? null,
-      job_id: target.job_id ?? null,
-      action_type: 'api_call',
-      status: response?.ok && !failure ? 'success' : 'failure',
-      input_text: describeRequest(request.method, request.url, request.headers, requestBody),
-      output_text: [answer, failure?.message].filter(Boolean).join('\n\n'),
-      secrets: opts.secrets,
-    });
+    await logCall(
+      db,
+      target,
+      Boolean(response?.ok && !failure),
+      describeRequest(request.method, request.url, request.headers, requestBody),
+      [answer, failure?.message].filter(Boolean).join('\n\n'),
+      opts.secrets,
+    );
     if (failure) throw failure;
     return result as T;
   }
@@ -391,18 +415,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
       const headers = new Headers(req.headers);
       const inputText = describeRequest('GET', req.url, headers, '');
       const trail: string[] = [];
-      const log = (ok: boolean, outcome: string) =>
-        writeActionLog(db, {
-          model_name: target.model_name,
-          rec_id: target.rec_id,
-          user_id: target.user_id ?? null,
-          job_id: target.job_id ?? null,
-          action_type: 'api_call',
-          status: ok ? 'success' : 'failure',
-          input_text: inputText,
-          output_text: [...trail, outcome].join('\n'),
-          secrets,
-        });
+      const log = (ok: boolean, outcome: string) => logCall(db, target, ok, inputText, [...trail, outcome].join('\n'), secrets);
       const fail = async (err: Error, answer = ''): Promise<never> => {
         const masked = err instanceof OutboundError ? new OutboundError(err.reason, maskSecrets(err.message, secrets)) : err;
         await log(false, [answer, masked.message].filter(Boolean).join('\n\n'));
@@ -457,10 +470,10 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
           text,
         );
       }
-      const declared = Number(res.headers.get('content-length') ?? NaN);
-      if (declared > maxBytes) {
-        await res.body.cancel();
-        return fail(new OutboundError('too_large', `${label}: answer of ${declared} bytes exceeds the limit of ${maxBytes} bytes`));
+      try {
+        await refuseDeclaredOver(res, maxBytes, label);
+      } catch (err) {
+        return fail(err as Error);
       }
 
       const { body, received } = streamBody(res, { label, maxBytes, timeoutMs });
