@@ -118,6 +118,8 @@ export async function setConnections(deps: Deps, sub: Sub, mode: Connections, wh
 }
 
 export interface DatabaseStatus {
+  /** user@host:port of its server, for messages. */
+  where: string;
   exists: boolean;
   /** Opened for a backup (superusers only) and not closed again. */
   openForSuperusers: boolean;
@@ -131,6 +133,7 @@ export async function databaseStatus(deps: Deps, sub: Sub): Promise<DatabaseStat
     const { rows } = await query('SELECT datallowconn, datconnlimit FROM pg_database WHERE datname = $1', [at.name]);
     const row = rows[0] as { datallowconn: boolean; datconnlimit: number } | undefined;
     return {
+      where: at.where,
       exists: row !== undefined,
       allowConnections: row?.datallowconn ?? false,
       openForSuperusers: row?.datallowconn === true && row.datconnlimit === 0,

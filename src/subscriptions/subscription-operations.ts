@@ -13,7 +13,7 @@ import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
 import { createBackupApi, type BackupServerRecord, type RemoteBackup } from '../backup/backup-api.js';
 import { backupServerFor, REMOTE_STATES } from '../backup/backup-state.js';
-import { assertOwnDatabase, databaseLocation, databaseStatus, dropDatabase, setConnections, type Who } from './subscription-database.js';
+import { assertOwnDatabase, databaseStatus, dropDatabase, setConnections, type DatabaseStatus, type Who } from './subscription-database.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
 import { REMOTE_TX } from './subscription-suspension.js';
 
@@ -119,13 +119,16 @@ export function createDatabaseOperations(ctx: Deps) {
    * The backup server must connect to the database: a closed one (suspended) is opened to
    * superusers only for the backup, and closed again afterwards whatever happened.
    */
-  async function withBackupAccess<T>(sub: Subscription, who: Who, author: Author | null, work: () => Promise<T>): Promise<T> {
+  async function withBackupAccess<T>(
+    sub: Subscription,
+    who: Who,
+    author: Author | null,
+    work: () => Promise<T>,
+    known?: DatabaseStatus,
+  ): Promise<T> {
     // Without a template the service does not know the server: the backup server is on its own.
-    const status = sub.database_template_id ? await databaseStatus(ctx, sub) : null;
-    if (status && !status.exists) {
-      const { where } = await databaseLocation(db, sub);
-      throw new UserError(`Database ${sub.database_name} does not exist on ${where}`);
-    }
+    const status = known ?? (sub.database_template_id ? await databaseStatus(ctx, sub) : null);
+    if (status && !status.exists) throw new UserError(`Database ${sub.database_name} does not exist on ${status.where}`);
     const opened = status !== null && !status.allowConnections;
     if (opened) {
       await setConnections(ctx, sub, 'superusers', who);
@@ -351,8 +354,9 @@ export function createDatabaseOperations(ctx: Deps) {
       );
       let dropSent = false;
       try {
-        const { where } = await databaseLocation(db, sub);
-        if (!(await databaseStatus(ctx, sub)).exists) {
+        const status = await databaseStatus(ctx, sub);
+        const { where } = status;
+        if (!status.exists) {
           await db.$transaction((tx) =>
             markDropped(tx, id, author, `Database ${name} does not exist on ${where}: nothing to back up or drop; subscription cancelled.`),
           );
@@ -361,7 +365,7 @@ export function createDatabaseOperations(ctx: Deps) {
         let backup: RemoteBackup | null = null;
         if (!skipBackup) {
           const server = await backupServerFor(db, sub.backup_server_id);
-          backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author));
+          backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author), status);
           await note(db, id, backupDone('Final backup', backup, sub, server), author);
         }
         await note(db, id, `Dropping database ${name} on ${where} (DROP DATABASE WITH (FORCE)).`, author);
