@@ -68,7 +68,6 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     }
   }
 
-  /** A failed step: the job fails with the step's (masked) output as its error. */
   /** A failed step: the job fails with the step's (masked) output; `exitCode: false` when its exit code misleads. */
   function stepFailed(
     session: RemoteSession,
