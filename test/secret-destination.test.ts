@@ -38,9 +38,6 @@ afterAll(async () => {
   await sshd.stop();
 });
 
-/** Everything a set of recordings received, as one text to search secrets in. */
-const everything = (...texts: string[]) => texts.join('\n');
-
 /** An SSH server of the attacker's: records every authentication attempt, accepts none. */
 async function attackerSshServer() {
   const attempts: string[] = [];
@@ -138,7 +135,7 @@ describe('root servers', () => {
         await ctx.db.rootServer.update({ where: { id }, data: { password: await ctx.box.encrypt(password) } });
         expect((await api(as.operator, 'PATCH', `/api/v1/root-servers/${id}`, patch)).json().password_set).toBe(false);
       }
-      const seen = everything(...attacker.attempts);
+      const seen = attacker.attempts.join('\n');
       for (const secret of [password, editor, 'PRIVATE KEY']) expect(seen).not.toContain(secret);
       const logs = JSON.stringify(await ctx.db.actionLog.findMany({ where: { rec_id: id } }));
       expect(logs).not.toContain(password);

@@ -187,7 +187,6 @@ async function writeHostKey(dir: string): Promise<string> {
   return fingerprintOfPublicKey(await readFile(`${file}.pub`, 'utf8'));
 }
 
-/** Pids of the direct children of `parent` (from /proc/<pid>/stat). */
 /** Every process below `root` (sshd's per-connection monitor, its session child, their commands). */
 async function descendantPids(root: number): Promise<number[]> {
   const parentOf = new Map<number, number>();
