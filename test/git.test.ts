@@ -15,8 +15,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { callers, confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
 import { gitJobs } from '../src/git/git-job-specs.js';
@@ -46,15 +46,7 @@ beforeAll(async () => {
   app = await buildApp(ctx);
   workers = await startWorkers(ctx);
   as = await callers(ctx);
-  const server = await request(app, as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
-  });
-  serverId = server.json().id;
-  expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/confirm` })).statusCode).toBe(
-    200,
-  );
+  serverId = (await confirmedRootServer(app, as.operator, sshd, keyLogin(sshd))).id;
   accountId = (await createAccount(TOKEN)).id;
 });
 

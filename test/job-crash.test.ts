@@ -19,9 +19,9 @@ import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.
 import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
 import { keyVersionOf } from '../src/core/crypto.js';
 import { createRecordService } from '../src/core/records.js';
-import { findJob, request, waitForJob } from './helpers/api.js';
+import { confirmedRootServer, findJob, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { startSshd, type Sshd } from './helpers/sshd.js';
 import { startService, type ServiceProcess } from './helpers/spawn.js';
 
 const TIMINGS = { JOB_LOCK_MS: '2000', JOB_STALLED_INTERVAL_MS: '1000' };
@@ -111,16 +111,9 @@ describe('crash recovery per queue', () => {
 
 describe('kill -9 of the worker during run_cmd', () => {
   it('runs the command once: the job ends failed/interrupted, the action log, chatter and cmd_output say so', async () => {
-    const created = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/root-servers',
-      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.password.name, password: TEST_USERS.password.password },
-    });
-    expect(created.statusCode, created.body).toBe(201);
-    const serverId = created.json().id as number;
+    const serverId = (await confirmedRootServer(t.app, t.as.operator, sshd)).id;
     const act = (name: string, payload?: object) =>
       request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/${name}`, payload });
-    expect((await act('confirm')).statusCode).toBe(200);
 
     const marker = path.join(scratch, 'marker');
     const cmd = `echo ran >> ${marker}; sleep 20`;

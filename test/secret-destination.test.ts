@@ -10,10 +10,10 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request, waitForJob, type Caller } from './helpers/api.js';
+import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
 
@@ -90,17 +90,11 @@ describe('root servers', () => {
     try {
       const password = TEST_USERS.password.password;
       const editor = 'Editor-pw-4411aa';
-      const created = await api(t.as.operator, 'POST', '/api/v1/root-servers', {
-        ip: sshd.host,
-        port: sshd.port,
-        username: TEST_USERS.password.name,
-        password,
+      const { id } = await confirmedRootServer(t.app, t.as.operator, sshd, {
+        ...passwordLogin(),
         key: sshd.keys.ed25519Openssh,
         code_server_password: editor,
       });
-      expect(created.statusCode).toBe(201);
-      const id = created.json().id;
-      expect((await api(t.as.operator, 'POST', `/api/v1/root-servers/${id}/actions/confirm`)).statusCode).toBe(200);
 
       const moved = await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, { port: attacker.port });
       expect(moved.statusCode).toBe(200);

@@ -30,6 +30,12 @@ export const TEST_USERS = {
   sudoPassword: { name: 'svc_t_sudo_pw', password: 'Pw-svc-t-8e4af0' },
 } as const satisfies Record<string, TestUser>;
 
+/** A root server's login fields for the password user. */
+export const passwordLogin = () => ({ username: TEST_USERS.password.name, password: TEST_USERS.password.password });
+
+/** A root server's login fields for the key user, with a key `sshd` authorizes. */
+export const keyLogin = (sshd: Sshd) => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh });
+
 /** Private keys authorized for every test user of a harness. */
 export interface TestKeys {
   rsaOpenssh: string;
