@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { BULLMQ_STALLED_REASON, jobErrorOf, recordInterruption } from '../src/jobs/job-interruption.js';
 import { createJobCatalog, type JobSpec } from '../src/core/jobs.js';
@@ -63,15 +63,8 @@ function startWorkerProcess(): Promise<ServiceProcess> {
   });
 }
 
-async function until<T>(what: string, read: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** How long a test waits for a step of the worker (vi.waitUntil polls every 50 ms). */
+const WAIT = { timeout: 30_000 };
 
 const readLines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 
@@ -123,7 +116,7 @@ describe('kill -9 of the worker during run_cmd', () => {
     const jobId = queued.json().job_id as string;
 
     // The command has started on the server, and its row is in the action log before it ends.
-    await until('the marker', async () => (await readLines(marker)).length === 1);
+    await vi.waitUntil(async () => (await readLines(marker)).length === 1, WAIT);
     const running = await t.ctx.db.actionLog.findMany({ where: { job_id: jobId } });
     expect(running).toEqual([expect.objectContaining({ action_type: 'ssh_command', status: 'running', input_text: cmd })]);
 
@@ -185,12 +178,13 @@ describe('kill -9 of the worker during key rotation', () => {
       const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/settings/actions/rotate_encryption_key' });
       expect(res.statusCode).toBe(202);
       const jobId = res.json().job_id as string;
-      await until('the rotation to wait on the locked row', async () => {
+      // The rotation waits on the locked row.
+      await vi.waitUntil(async () => {
         const [row] = await t.ctx.db.$queryRaw<{ n: number }[]>`
           SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE "postgresql_servers"%'`;
         return row!.n === 1;
-      });
+      }, WAIT);
       const halfway = await rows();
       expect(keyVersionOf(halfway[0]!.password)).not.toBe(keyVersionOf(halfway.at(-1)!.password));
 
