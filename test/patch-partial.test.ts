@@ -75,6 +75,19 @@ describe('PATCH of one field', () => {
       is_default: true,
     });
     await patchesOnly('notification-servers', ntfy, { name: 'push' });
+    const rule = await create('alert-rules', {
+      name: 'RAM',
+      metric: 'ram_percent',
+      threshold: 80,
+      duration_seconds: 120,
+      root_server_ids: [root],
+      notification_server_id: ntfy,
+      topic: 'ops',
+      email_to: ['ops@example.com'],
+      notify_resolved: false,
+      active: false,
+    });
+    await patchesOnly('alert-rules', rule, { name: 'RAM busy' });
     const hook = await create('webhooks', {
       model_name: 'res.partner',
       rec_id: partner,
