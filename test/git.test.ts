@@ -724,6 +724,25 @@ sys.stdout.buffer.write(buf.getvalue())`;
     expect((await readdir(releasesDir(live))).filter((r) => r.startsWith('r-'))).toEqual([]);
   });
 
+  it('the check does not follow a symlink out of the tree (it could point at /dev/zero); one inside is checked as its target', async () => {
+    const live = path.join(scratch, 'script-test', 'symlinks');
+    const outside = path.join(scratch, 'outside-not-python.py');
+    await writeFile(outside, 'this is not python (\n');
+    const make = `import io, sys, tarfile
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    data = b"V = 1\\n"
+    f = tarfile.TarInfo("top/v.py"); f.size = len(data); t.addfile(f, io.BytesIO(data))
+    for name, target in (("top/out.py", sys.argv[1]), ("top/in.py", "v.py")):
+        m = tarfile.TarInfo(name); m.type = tarfile.SYMTYPE; m.linkname = target; t.addfile(m)
+sys.stdout.buffer.write(buf.getvalue())`;
+    const tarball = execFileSync('python3', ['-c', make, outside]);
+    const out = await bash(deployScript({ sha: 'c'.repeat(40), livePath: live, seq: 1 }), tarball);
+    expect(out.code, out.stderr).toBe(0);
+    expect(readDeployOutput(out.stdout).report).toMatchObject({ checked: { py: 1, xml: 0 }, invalid: [] });
+    expect(await readFile(path.join(live, 'in.py'), 'utf8')).toBe('V = 1\n');
+  });
+
   it('refuses to build a script for anything but a commit id', () => {
     for (const sha of ['--upload-pack=touch /tmp/x', '$(id)', 'ABCDEF'.repeat(7), 'a'.repeat(39), `${'a'.repeat(40)}\n`]) {
       expect(() => deployScript({ sha, livePath: '/opt/odoo/custom-addons/x', seq: 1 })).toThrow(/is not a commit id/);

@@ -131,6 +131,18 @@ describe('request bodies', () => {
     expect(res.statusCode).toBe(202);
   });
 
+  it('an action without parameters refuses a body with fields (400 naming them) and takes an empty one', async () => {
+    const url = '/api/v1/settings/actions/rotate_encryption_key';
+    const refused = await request(app, admin, { method: 'POST', url, payload: { dry_run: true } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({
+      code: 'validation_error',
+      details: { fields: [{ field: 'body.dry_run', message: 'not a parameter of this action' }] },
+    });
+    expect((await request(app, admin, { method: 'POST', url, payload: [1] })).statusCode).toBe(400);
+    expect((await request(app, admin, { method: 'POST', url, payload: {} })).statusCode).toBe(202);
+  });
+
   it('a JSON body with __proto__ is refused (prototype poisoning)', async () => {
     const res = await request(app, admin, {
       method: 'PATCH',

@@ -84,3 +84,17 @@ describe('Idempotency-Key', () => {
     expect(await t.ctx.db.partner.count({ where: { email: body.email } })).toBe(1);
   });
 });
+
+describe('what is kept in Redis', () => {
+  it('a kept answer holding a secret shown once (a new API token) is not kept in plaintext', async () => {
+    const res = await post(t.as.admin, '/api/v1/api-tokens', { user_id: t.as.user.userId, name: 'kept' }, 'token-once-1');
+    expect(res.statusCode).toBe(201);
+    const token = res.json().token as string;
+    const keys = await t.ctx.redis.keys(`${t.ctx.config.QUEUE_PREFIX}:idempotency:*`);
+    const values = await Promise.all(keys.map((k) => t.ctx.redis.get(k)));
+    expect(values.length).toBeGreaterThan(0);
+    expect(values.filter((v) => v?.includes(token))).toEqual([]);
+    const again = await post(t.as.admin, '/api/v1/api-tokens', { user_id: t.as.user.userId, name: 'kept' }, 'token-once-1');
+    expect(again.json().token).toBe(token);
+  });
+});

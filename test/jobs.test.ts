@@ -10,6 +10,8 @@ import { createTestContext, type TestContext } from './helpers/context.js';
 import { createCaller, findJob, request, waitForJob, type Caller } from './helpers/api.js';
 import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
 import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
+import { composeFeatures } from '../src/features.js';
+import { createJobService } from '../src/jobs/job-service.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -101,6 +103,34 @@ describe('graceful shutdown', () => {
     for (const query of ['state=finished', 'queue=nope', 'name=rm_rf', 'colour=red']) {
       expect((await request(app, user, { method: 'GET', url: `/api/v1/jobs?${query}` })).statusCode, query).toBe(400);
     }
+  });
+
+  it('a page far past the jobs kept reads none of them; no read asks for more jobs than are kept', async () => {
+    await ctx.queues.queue('maintenance').obliterate({ force: true });
+    await ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+    // Count what the list asks Redis for, through the queues it is given.
+    const ranges: number[] = [];
+    const queues = {
+      ...ctx.queues,
+      queue(name: string) {
+        const queue = ctx.queues.queue(name);
+        return new Proxy(queue, {
+          get(target, prop, receiver) {
+            if (prop !== 'getJobs') return Reflect.get(target, prop, receiver);
+            return (types: string[], start: number, end: number, asc: boolean) => {
+              ranges.push(end - start + 1);
+              return target.getJobs(types as never, start, end, asc);
+            };
+          },
+        });
+      },
+    } as typeof ctx.queues;
+    const service = createJobService({ queues }, composeFeatures(ctx).jobs);
+    expect((await service.list({ limit: 50, offset: 2_147_483_000 })).items).toEqual([]);
+    expect(ranges).toEqual([]);
+    const named = await service.list({ limit: 50, offset: 2_147_483_000, name: 'prune_webhook_calls' });
+    expect(named).toMatchObject({ items: [], total: 1 });
+    expect(Math.max(...ranges)).toBe(1);
   });
 
   it('cancel removes a waiting or delayed job (it never runs); a finished one is a 409; users may not cancel', async () => {

@@ -148,11 +148,8 @@ describe('suspend and reactivate', () => {
     const template = await t.ctx.db.databaseTemplate.create({
       data: { name: 'dead', postgresql_server_id: dead.id, template_db_name: 'x' },
     });
-    await request(t.app, t.as.operator, {
-      method: 'PATCH',
-      url: `/api/v1/subscriptions/${sub.id}`,
-      payload: { database_template_id: template.id },
-    });
+    // As if its server had become unreachable (the API refuses to move a live database's template).
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { database_template_id: template.id } });
 
     const res = await act(t, sub.id, 'suspend');
     expect(res.statusCode).toBe(400);
@@ -545,5 +542,71 @@ describe('an interrupted drop_database (worker died)', () => {
     const catalog = composeFeatures(t.ctx).jobs;
     expect(catalog.afterCrashOf('backups')).toBe('interrupt');
     expect(catalog.afterCrashOf('lifecycle')).toBe('rerun');
+  });
+});
+
+describe('the database a subscription acts on (an operator cannot point the operations at another database)', () => {
+  it('while its database exists, database_name and database_template_id cannot change, suspended included', async () => {
+    const sub = await fx.deployed();
+    const patch = (payload: object) => request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${sub.id}`, payload });
+    for (const state of ['running', 'suspended']) {
+      if (state === 'suspended') expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
+      for (const [field, value] of [
+        ['database_name', 'postgres'],
+        ['database_template_id', fx.templateId + 1000],
+      ] as const) {
+        const res = await patch({ [field]: value });
+        expect(res.statusCode, `${state} ${field}`).toBe(409);
+        expect(res.json().error.details.fields).toEqual([{ field, message: 'the database exists' }]);
+      }
+    }
+    expect((await get(t, sub.id)).database_name).toBe(sub.database_name);
+  });
+
+  it('a subscription whose deployment never created its database_name does nothing to that database', async () => {
+    const victim = `${t.ctx.dbName}_victim`;
+    await adminQuery(`CREATE DATABASE "${victim}"`);
+    const partner = await fx.partner();
+    const created = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: {
+        name: 'Pointing elsewhere',
+        partner_id: partner.id,
+        database_template_id: fx.templateId,
+        database_name: victim,
+        backup_server_id: backupServerId,
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as number;
+    expect((await act(t, id, 'cancel')).statusCode).toBe(200);
+
+    const backup = await act(t, id, 'backup');
+    expect(backup.statusCode).toBe(400);
+    expect(backup.json().error.message).toBe(`Subscription ${id} has no database of its own: no deployment of it created ${victim}`);
+    expect((await act(t, id, 'drop_database', { skip_backup: true }, t.as.admin)).statusCode).toBe(400);
+    expect(await databaseRow(victim)).toEqual({ datallowconn: true, datconnlimit: -1 });
+    expect(remote.backups.filter((b) => b.db_name === victim)).toEqual([]);
+  });
+
+  it("the template's PostgreSQL server cannot change while databases made from it live there", async () => {
+    await fx.deployed();
+    const other = await t.ctx.db.postgresqlServer.create({ data: { name: 'elsewhere', ip: '127.0.0.1', port: 5433 } });
+    const res = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/database-templates/${fx.templateId}`,
+      payload: { postgresql_server_id: other.id },
+    });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.details.fields).toEqual([
+      { field: 'postgresql_server_id', message: 'subscription databases live on the current server' },
+    ]);
+    const renamed = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/database-templates/${fx.templateId}`,
+      payload: { name: 'renamed' },
+    });
+    expect(renamed.statusCode).toBe(200);
   });
 });

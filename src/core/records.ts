@@ -1,7 +1,7 @@
 // Generic record operations shared by the REST resources: paging, secret fields (encrypted on the
 // way in, `<field>_set` on the way out), tracked fields written to the chatter, JSON-safe output.
 // Feature services start from this and add their rules and actions.
-import { indexColumns, violatedIndexOf, type Db } from './db.js';
+import { indexColumns, violatedIndexOf, type Db, type DbTx } from './db.js';
 import type { SecretBox } from './crypto.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { labelOf, type ModelInfo } from './models.js';
@@ -23,6 +23,8 @@ interface Delegate {
 
 export interface RecordServiceOptions {
   orderBy?: object;
+  /** Checks an update against the row as it is, in the update's transaction (throw to refuse it). */
+  checkUpdate?(tx: DbTx, before: Row, data: Data): Promise<void>;
 }
 
 type JsonValue<V> = V extends Date ? string : V extends bigint ? number : V;
@@ -208,6 +210,7 @@ export function createRecordService(deps: { db: Db; box: SecretBox }, model: Mod
           const txDelegate = (tx as unknown as Record<string, Delegate>)[model.delegate]!;
           before = await txDelegate.findUnique({ where: { id } });
           if (!before) throw notFound();
+          await opts.checkUpdate?.(tx, before, data);
           const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, data)) });
           await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
           return after;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
 import { patchOf, queryId, refId, timestamp } from '../core/http/schemas.js';
+import { ConflictError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import { databaseTemplateModel } from './database-template-models.js';
 
@@ -32,7 +33,19 @@ export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppCon
     path: '/database-templates',
     model: databaseTemplateModel,
     tag: 'database-templates',
-    service: createRecordService(ctx, databaseTemplateModel),
+    service: createRecordService(ctx, databaseTemplateModel, {
+      // Customer databases are found on their template's server: that server cannot change under them.
+      async checkUpdate(tx, before, data) {
+        if (!('postgresql_server_id' in data) || data.postgresql_server_id === before.postgresql_server_id) return;
+        const bound = await tx.subscription.count({ where: { database_template_id: before.id, database_created_at: { not: null } } });
+        if (bound > 0) {
+          throw new ConflictError(
+            `${bound} subscription database(s) made from this template live on its PostgreSQL server: postgresql_server_id cannot change`,
+            { fields: [{ field: 'postgresql_server_id', message: 'subscription databases live on the current server' }] },
+          );
+        }
+      },
+    }),
     output: databaseTemplate,
     create: databaseTemplateCreate,
     update: patchOf(databaseTemplateCreate),

@@ -62,17 +62,16 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
     /**
      * Jobs newest first. Each queue is read newest first by state, the pages merged by creation
      * time; a window of offset + limit per state is enough unless a name filter drops rows, in
-     * which case the window grows until the page is full or the queues are exhausted.
+     * which case the window grows until the page is full or the queues are exhausted. The jobs
+     * kept are counted first: a page past them reads nothing, and no window is larger than they are.
      */
     async list(q: JobListQuery) {
-      const queueNames = q.name
-        ? [catalog.find(q.name)?.queue].filter((x): x is string => !!x)
-        : q.queue
-          ? [q.queue]
-          : catalog.queueNames();
+      const queueNames = q.name ? [catalog.find(q.name)!.queue] : q.queue ? [q.queue] : catalog.queueNames();
       const states = q.state ? [q.state] : [...JOB_STATES];
+      const kept = await countOf(queueNames, states);
+      if (kept === 0 || (!q.name && q.offset >= kept)) return { items: [], total: q.name ? 0 : kept, limit: q.limit, offset: q.offset };
       const need = q.offset + q.limit;
-      let window = need;
+      let window = Math.min(need, kept);
       for (;;) {
         const rows: { job: Job; state: JobState }[] = [];
         let exhausted = true;
@@ -80,21 +79,20 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
           const queue = ctx.queues.queue(name);
           for (const state of states) {
             const jobs = (await queue.getJobs([...BULL_STATES[state]], 0, window - 1, false)).filter(Boolean);
-            if (jobs.length >= window) exhausted = false;
+            if (jobs.length >= window && window < kept) exhausted = false;
             for (const job of jobs) if (!q.name || job.name === q.name) rows.push({ job, state });
           }
         }
         if (rows.length >= need || exhausted) {
           rows.sort((a, b) => b.job.timestamp - a.job.timestamp || Number(b.job.id) - Number(a.job.id));
-          const total = q.name || !exhausted ? rows.length : await countOf(queueNames, states);
           return {
             items: rows.slice(q.offset, need).map((r) => view(r.job, r.state)),
-            total: Math.max(total, rows.length),
+            total: q.name ? rows.length : Math.max(kept, rows.length),
             limit: q.limit,
             offset: q.offset,
           };
         }
-        window *= 4;
+        window = Math.min(window * 4, kept);
       }
     },
 

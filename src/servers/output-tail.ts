@@ -8,11 +8,23 @@ export interface OutputProgress {
   updated_at: string;
 }
 
-export function outputTail(
-  publish: (progress: OutputProgress) => Promise<unknown>,
-  mask: (text: string) => string,
-  { maxBytes = 4096, everyMs = 1000 } = {},
-) {
+type Publish = (progress: OutputProgress) => Promise<unknown>;
+type Mask = (text: string) => string;
+
+/**
+ * Runs `fn` with a tail fed by its `add`; the tail's timer stops when `fn` ends, however it ends
+ * (a command that fails before it runs must not leave a timer behind).
+ */
+export async function withOutputTail<T>(publish: Publish, mask: Mask, fn: (add: (chunk: Buffer) => void) => Promise<T>, opts = {}) {
+  const tail = outputTail(publish, mask, opts);
+  try {
+    return await fn(tail.add);
+  } finally {
+    await tail.end();
+  }
+}
+
+function outputTail(publish: Publish, mask: Mask, { maxBytes = 4096, everyMs = 1000 } = {}) {
   // A window longer than the tail by the longest secret we mask, so that a secret cut at the edge
   // of the tail is still whole in what is masked.
   let window = Buffer.alloc(0);

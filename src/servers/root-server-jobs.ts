@@ -12,7 +12,7 @@ import { rootServerJobs } from './root-server-job-specs.js';
 import { MASK } from '../core/action-log.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
-import { outputTail } from './output-tail.js';
+import { withOutputTail } from './output-tail.js';
 import { formatResult, openRemoteSession, type RemoteSession } from './remote-session.js';
 import {
   codeServerConfig,
@@ -97,9 +97,11 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           const jobId = publicJobId(job.queueName, job.id!);
           await ctx.db.rootServer.update({ where: { id }, data: { cmd_output: `[running as job ${jobId}]`, cmd_exit_code: null } });
           // While it runs, the job's progress shows the output so far.
-          const tail = outputTail((progress) => job.updateProgress(progress), session.mask);
-          const res = await session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS, onOutput: tail.add });
-          await tail.end();
+          const res = await withOutputTail(
+            (progress) => job.updateProgress(progress),
+            session.mask,
+            (onOutput) => session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS, onOutput }),
+          );
           await ctx.db.rootServer.update({
             where: { id },
             data: { cmd_output: session.mask(formatResult(res, RUN_CMD_TIMEOUT_MS, { exitCode: false })), cmd_exit_code: res.exitCode },

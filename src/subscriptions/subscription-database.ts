@@ -32,11 +32,23 @@ export interface Who {
 }
 
 type Deps = Pick<AppContext, 'db' | 'box'>;
-type Sub = Pick<Subscription, 'id' | 'database_name' | 'database_template_id'>;
+type Sub = Pick<Subscription, 'id' | 'database_name' | 'database_template_id' | 'database_created_at'>;
 
-/** The PostgreSQL server the subscription's database lives on, and its name; a UserError when unknown. */
-export async function databaseLocation(db: Db | DbTx, sub: Sub) {
+/** A UserError unless the subscription's deployment created a database that is still there. */
+export function assertOwnDatabase(sub: Sub): asserts sub is Sub & { database_name: string } {
   if (!sub.database_name) throw new UserError(`Subscription ${sub.id} has no database_name`);
+  if (!sub.database_created_at) {
+    throw new UserError(`Subscription ${sub.id} has no database of its own: no deployment of it created ${sub.database_name}`);
+  }
+}
+
+/**
+ * The PostgreSQL server the subscription's database lives on, and its name; a UserError when unknown.
+ * Only a database the subscription's deployment created is ever acted on (never another database a
+ * name could be set to).
+ */
+export async function databaseLocation(db: Db | DbTx, sub: Sub) {
+  assertOwnDatabase(sub);
   const template = sub.database_template_id
     ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { postgresql_server: true } })
     : null;

@@ -84,6 +84,7 @@ export async function deploySubscription(
       // A database made again (after a drop) starts open and unsuspended.
       await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author, {
         database_dropped_at: null,
+        database_created_at: new Date(),
         suspended_at: null,
         suspend_reason: null,
       });

@@ -13,7 +13,7 @@ import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
 import { createBackupApi, type BackupServerRecord, type RemoteBackup } from '../backup/backup-api.js';
 import { backupServerFor, REMOTE_STATES } from '../backup/backup-state.js';
-import { databaseLocation, databaseStatus, dropDatabase, setConnections, type Who } from './subscription-database.js';
+import { assertOwnDatabase, databaseLocation, databaseStatus, dropDatabase, setConnections, type Who } from './subscription-database.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
 import { REMOTE_TX } from './subscription-suspension.js';
 
@@ -40,7 +40,7 @@ function assertOperable(sub: Subscription, states: readonly SubscriptionState[],
   if (sub.database_dropped_at) {
     throw new ConflictError(`The database of subscription ${sub.id} was dropped on ${sub.database_dropped_at.toISOString()}`);
   }
-  if (!sub.database_name) throw new UserError(`Subscription ${sub.id} has no database_name`);
+  assertOwnDatabase(sub);
 }
 
 export function createDatabaseOperations(ctx: Deps) {
@@ -162,6 +162,7 @@ export function createDatabaseOperations(ctx: Deps) {
     const before = await lockSubscription(tx, id);
     const after = await setSubscriptionState(tx, before, 'cancelled', author, {
       database_dropped_at: new Date(),
+      database_created_at: null,
       operation: null,
       operation_job_id: null,
       suspended_at: null,

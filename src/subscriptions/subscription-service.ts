@@ -26,8 +26,14 @@ export type SubscriptionTransition = keyof typeof SUBSCRIPTION_TRANSITIONS;
 
 /** A deployment may start from these states (a failed one can be deployed again). */
 export const DEPLOYABLE_STATES: readonly SubscriptionState[] = ['confirmed', 'failed'];
-/** While the database exists or is being created, its name must not change. */
-const DATABASE_BOUND_STATES: readonly SubscriptionState[] = ['deploying', 'running'];
+/**
+ * Where the database is (its name, and the template that says its server) must not change while it
+ * is being created or while a database the deployment created exists: every database operation
+ * finds it there, and moving the name would point them at somebody else's database.
+ */
+function databaseBound(sub: Subscription): boolean {
+  return sub.state === 'deploying' || sub.database_created_at !== null;
+}
 
 /** Locks the subscription row for the rest of the transaction and returns it. */
 export async function lockSubscription(tx: DbTx, id: number): Promise<Subscription> {
@@ -161,8 +167,11 @@ export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | '
     async update(id: number, data: Data, author: Author | null = null) {
       const row = await ctx.db.$transaction(async (tx) => {
         const before = await lockSubscription(tx, id);
-        if ('database_name' in data && before.database_name !== data.database_name && DATABASE_BOUND_STATES.includes(before.state)) {
-          throw new ConflictError(`The database name cannot change while the subscription is ${before.state}`);
+        const moves = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
+        if (moves.length > 0 && databaseBound(before)) {
+          throw new ConflictError(`The database of subscription ${id} exists: ${moves.join(' and ')} cannot change until it is dropped`, {
+            fields: moves.map((field) => ({ field, message: 'the database exists' })),
+          });
         }
         const next: Data = { ...data };
         // A new trial end gets its own reminder.

@@ -2,10 +2,12 @@
 // dropped connection) sends it again with the same key; the same key, user and route within 24
 // hours answers the first answer again, without doing the work twice. The same key with another
 // body is a 409, and so is a second request while the first is still being answered. Kept in
-// Redis, so every API process sees the same keys.
+// Redis, so every API process sees the same keys; the kept answer is encrypted, as it may hold a
+// secret shown once (a new API token).
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
+import type { SecretBox } from '../crypto.js';
 import { ConflictError, ValidationError } from '../errors.js';
 
 const HEADER = 'idempotency-key';
@@ -18,19 +20,20 @@ interface Stored {
   state: 'pending' | 'done';
   body: string;
   status?: number;
+  /** The answer's body, encrypted. */
   payload?: string;
   contentType?: string;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The Redis key this request reserved, to store its answer under. */
-    idempotencyKey: string | null;
+    /** The Redis key this request reserved and its body's hash, to store its answer under. */
+    idempotency: { key: string; body: string } | null;
   }
 }
 
-export function registerIdempotency(app: FastifyInstance, redis: Redis, prefix: string) {
-  app.decorateRequest('idempotencyKey', null);
+export function registerIdempotency(app: FastifyInstance, redis: Redis, box: SecretBox, prefix: string) {
+  app.decorateRequest('idempotency', null);
 
   const bodyHash = (req: FastifyRequest) =>
     createHash('sha256')
@@ -48,7 +51,7 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, prefix: 
     const body = bodyHash(req);
     const pending: Stored = { state: 'pending', body };
     if (await redis.set(key, JSON.stringify(pending), 'EX', PENDING_SECONDS, 'NX')) {
-      req.idempotencyKey = key;
+      req.idempotency = { key, body };
       return;
     }
     const stored = JSON.parse((await redis.get(key)) ?? 'null') as Stored | null;
@@ -57,13 +60,13 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, prefix: 
     if (stored.state === 'pending') throw new ConflictError('A request with this Idempotency-Key is still being answered');
     reply.header('idempotent-replayed', 'true');
     if (stored.contentType) reply.header('content-type', stored.contentType);
-    return reply.status(stored.status!).send(stored.payload);
+    return reply.status(stored.status!).send(await box.decrypt(stored.payload!));
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
-    const key = req.idempotencyKey;
-    if (!key) return payload;
-    req.idempotencyKey = null;
+    if (!req.idempotency) return payload;
+    const { key, body } = req.idempotency;
+    req.idempotency = null;
     // A server error is not an answer to keep: the same key may try again.
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await redis.del(key);
@@ -71,9 +74,9 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, prefix: 
     }
     const done: Stored = {
       state: 'done',
-      body: bodyHash(req),
+      body,
       status: reply.statusCode,
-      payload,
+      payload: await box.encrypt(payload),
       contentType: String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8'),
     };
     await redis.set(key, JSON.stringify(done), 'EX', TTL_SECONDS);
