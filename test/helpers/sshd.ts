@@ -311,13 +311,23 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       await launch();
     },
     async freezeConnections(frozen) {
-      if (!child?.pid) return;
-      for (const pid of await descendantPids(child.pid)) {
-        try {
-          process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
-        } catch {
-          /* gone meanwhile */
+      const root = child?.pid;
+      if (!root) return;
+      // A process may fork between the scan and its SIGSTOP (sshd forks a connection's post-auth
+      // child after the client saw its login succeed): scan again until no new process shows up.
+      const signalled = new Set<number>();
+      for (;;) {
+        const pids = (await descendantPids(root)).filter((pid) => !signalled.has(pid));
+        if (pids.length === 0) return;
+        for (const pid of pids) {
+          signalled.add(pid);
+          try {
+            process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
+          } catch {
+            /* gone meanwhile */
+          }
         }
+        if (!frozen) return;
       }
     },
     async stop() {
