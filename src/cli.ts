@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './core/config.js';
 import { applyMigrations, writeMigration } from './core/migrate.js';
-import { UnreachableError, withPostgres } from './core/reachability.js';
+import { checkPostgres, UnreachableError } from './core/reachability.js';
 import { createDb } from './core/db.js';
 import { createAuthService } from './auth/auth-service.js';
 
@@ -25,7 +25,8 @@ async function run(argv: string[]): Promise<void> {
 
   switch (command) {
     case 'migrate': {
-      const applied = await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
+      await checkPostgres(config.DATABASE_URL);
+      const applied = await applyMigrations(config.DATABASE_URL);
       console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'No pending migrations');
       return;
     }
@@ -38,7 +39,8 @@ async function run(argv: string[]): Promise<void> {
     case 'create-admin':
     case 'create-token': {
       if (!values.email) throw new UsageError(`${command} needs --email`);
-      await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
+      await checkPostgres(config.DATABASE_URL);
+      await applyMigrations(config.DATABASE_URL);
       const db = createDb(config.DATABASE_URL, 1);
       try {
         const auth = createAuthService({ db });

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { loggerOptions } from './core/logger.js';
 import { applyMigrations } from './core/migrate.js';
-import { checkRedis, UnreachableError, withPostgres } from './core/reachability.js';
+import { checkPostgres, checkRedis, UnreachableError } from './core/reachability.js';
 import { createContext } from './context.js';
 import { buildApp } from './app.js';
 import { startWorkers } from './worker.js';
@@ -24,8 +24,9 @@ function readConfig(): Config {
 async function main() {
   const config = readConfig();
   const log = pino(loggerOptions(config.LOG_LEVEL));
-  const applied = await withPostgres(config.DATABASE_URL, () => applyMigrations(config.DATABASE_URL));
+  await checkPostgres(config.DATABASE_URL);
   await checkRedis(config.REDIS_URL);
+  const applied = await applyMigrations(config.DATABASE_URL);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
 
   const ctx = await createContext(config, log);

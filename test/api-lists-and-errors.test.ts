@@ -91,6 +91,18 @@ describe('error details', () => {
     for (const f of details.fields) expect(typeof f.message).toBe('string');
   });
 
+  it('messages name a record in the singular, -ies plurals included', async () => {
+    const res = await request(t.app, t.as.admin, { method: 'GET', url: '/api/v1/git-repositories/999999' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.message).toBe('Git repository not found');
+  });
+
+  it('a date-time PostgreSQL cannot store (year 0) is a 400 naming the field', async () => {
+    const res = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/action-logs?from=0000-01-01T00:00:00Z' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.details.fields).toEqual([{ field: 'querystring.from', message: 'must be between the years 1 and 9999' }]);
+  });
+
   it('a uniqueness conflict names the fields and the record that has them', async () => {
     const first = (await post('/api/v1/partners', { name: 'Dup', email: 'dup@example.com' })).json();
     const dup = await post('/api/v1/partners', { name: 'Dup 2', email: 'DUP@example.com' });

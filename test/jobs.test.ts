@@ -12,6 +12,7 @@ import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
 import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
 import { composeFeatures } from '../src/features.js';
 import { createJobService } from '../src/jobs/job-service.js';
+import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -85,6 +86,16 @@ describe('GET /api/v1/jobs/{id}', () => {
     const b = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
     expect(b).toBe(a);
     await (await findJob(ctx, a))!.remove();
+  });
+});
+
+describe('deduplication keys', () => {
+  it('a restore of another backup asked while one waits is its own job; the same backup again is the same job', async () => {
+    const restore = (backup_id: string) =>
+      ctx.queues.enqueue(subscriptionJobs.restore_subscription, { subscription_id: 424242, backup_id, user_id: null });
+    const first = await restore('b-1');
+    expect(await restore('b-1')).toBe(first);
+    expect(await restore('b-2')).not.toBe(first);
   });
 });
 

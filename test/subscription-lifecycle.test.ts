@@ -590,6 +590,23 @@ describe('the database a subscription acts on (an operator cannot point the oper
     expect(remote.backups.filter((b) => b.db_name === victim)).toEqual([]);
   });
 
+  it('a database_name another subscription has is a 409 naming the field and that subscription', async () => {
+    const taken = await fx.deployed();
+    const partner = await fx.partner();
+    const draft = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'Draft', partner_id: partner.id, database_template_id: fx.templateId },
+    });
+    const res = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${draft.json().id}`,
+      payload: { database_name: taken.database_name },
+    });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.details).toMatchObject({ fields: [{ field: 'database_name' }], existing_id: taken.id });
+  });
+
   it("the template's PostgreSQL server cannot change while databases made from it live there", async () => {
     await fx.deployed();
     const other = await t.ctx.db.postgresqlServer.create({ data: { name: 'elsewhere', ip: '127.0.0.1', port: 5433 } });

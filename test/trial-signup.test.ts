@@ -70,6 +70,23 @@ describe('form pages', () => {
     expect(res.body).toMatch(/name="_csrf" value="\d+\.[A-Za-z0-9_-]{43}"/);
   });
 
+  it('with the database not answering, the visitor gets the HTML error page (not the API error JSON)', async () => {
+    const down = () => Promise.reject(new Error('connection refused'));
+    const { trialPackage, settings } = ctx.db;
+    const saved = [trialPackage.findMany, settings.findUniqueOrThrow];
+    Object.assign(trialPackage, { findMany: down });
+    Object.assign(settings, { findUniqueOrThrow: down });
+    try {
+      const res = await app.inject({ method: 'GET', url: '/saas/trial' });
+      expect(res.statusCode).toBe(500);
+      expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(res.body).toContain('<title>Something went wrong · svc</title>');
+    } finally {
+      Object.assign(trialPackage, { findMany: saved[0] });
+      Object.assign(settings, { findUniqueOrThrow: saved[1] });
+    }
+  });
+
   it('every page, error pages included, carries the security headers: no script, no framing, no sniffing', async () => {
     for (const [url, status] of [
       ['/saas/trial', 200],

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { operationId } from '../core/http/actions.js';
-import { idParams, listOf, listQuery, queryId, timestamp } from '../core/http/schemas.js';
+import { idParams, listOf, listQuery, queryId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { ActionStatus, ActionType } from '../generated/prisma/enums.js';
 import { createActionLogService } from './action-log-service.js';
 
@@ -38,8 +38,8 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
         action_type: z.enum(ActionType).optional(),
         status: z.enum(ActionStatus).optional(),
         job_id: z.string().max(200).optional(),
-        from: z.iso.datetime({ offset: true }).optional().describe('Rows created at or after this time (ISO 8601)'),
-        to: z.iso.datetime({ offset: true }).optional().describe('Rows created before this time (ISO 8601)'),
+        from: isoInstant({ offset: true }).optional().describe('Rows created at or after this time (ISO 8601)'),
+        to: isoInstant({ offset: true }).optional().describe('Rows created before this time (ISO 8601)'),
       }),
       response: { 200: listOf(actionLog) },
     },

@@ -1,7 +1,7 @@
 // Users and API tokens as the API shows and accepts them.
 import { z } from 'zod';
 import { GROUPS } from '../core/groups.js';
-import { nullableTimestamp, patchOf, refId, timestamp } from '../core/http/schemas.js';
+import { nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 
 export const user = z.object({
   id: z.number(),
@@ -37,7 +37,7 @@ export const apiTokenCreate = z
   .object({
     user_id: refId.describe('Defaults to the caller'),
     name: z.string().max(200).default(''),
-    expires_at: z.iso.datetime().nullable().default(null),
+    expires_at: isoInstant().nullable().default(null),
   })
   .partial({ user_id: true })
   .strict()

@@ -7,7 +7,7 @@ import { ActivityState } from '../generated/prisma/enums.js';
 import { groupAllows } from '../core/groups.js';
 import { operationId } from '../core/http/actions.js';
 import { authorOf } from '../core/http/auth.js';
-import { idParams, listOf, listQuery, nullableTimestamp, queryId, refId, timestamp } from '../core/http/schemas.js';
+import { idParams, listOf, listQuery, nullableTimestamp, queryId, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { labelOf } from '../core/models.js';
 import { MessageType, SUBTYPES } from '../core/chatter.js';
 import type { Registry } from '../feature.js';
@@ -43,7 +43,7 @@ const activityInput = z
   .object({
     summary: z.string().min(1).max(500),
     note: z.string().max(10_000).optional(),
-    due_date: z.iso.datetime().nullable().optional(),
+    due_date: isoInstant().nullable().optional(),
     user_id: refId.nullable().optional(),
   })
   .strict()

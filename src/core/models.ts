@@ -42,9 +42,14 @@ export function defineModel<const M extends ModelInfo>(model: M): M {
   return model;
 }
 
+/** "git repositories" → "git repository", "root servers" → "root server". */
+export function singularOf(plural: string): string {
+  return plural.endsWith('ies') ? `${plural.slice(0, -3)}y` : plural.replace(/s$/, '');
+}
+
 /** "root server" for "root-servers": how messages name a record of the model. */
 export function labelOf(model: ModelInfo): string {
-  return (model.resource ?? model.table).replace(/[-_]/g, ' ').replace(/s$/, '');
+  return singularOf((model.resource ?? model.table).replace(/[-_]/g, ' '));
 }
 
 /** What `?sort=` accepts for a model's list. */

@@ -2,8 +2,10 @@
 // stops start-up with one line naming the variable and the address, not a stack trace (and not
 // one log line per queue retrying in the background).
 import { Redis } from 'ioredis';
+import pg from 'pg';
 
 const CHECK_TIMEOUT_MS = 5_000;
+const UNDEFINED_DATABASE = '3D000';
 
 export class UnreachableError extends Error {
   override name = 'UnreachableError';
@@ -23,12 +25,21 @@ function reasonOf(err: unknown): string {
   return code && !message.includes(code) ? `${message} (${code})` : message;
 }
 
-/** Runs `use`; any failure becomes an UnreachableError naming PostgreSQL, the address and DATABASE_URL. */
-export async function withPostgres<T>(databaseUrl: string, use: () => Promise<T>): Promise<T> {
+/**
+ * Connects to PostgreSQL once; an UnreachableError naming DATABASE_URL when it cannot. A database
+ * that does not exist yet is no failure (the migrations create it). Only the connection is checked
+ * here: a failing migration is a bug and keeps its stack.
+ */
+export async function checkPostgres(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CHECK_TIMEOUT_MS });
+  client.on('error', () => {}); // a connection dropped after the check: nothing to report
   try {
-    return await use();
+    await client.connect();
   } catch (err) {
+    if ((err as { code?: string }).code === UNDEFINED_DATABASE) return;
     throw new UnreachableError(`Cannot use PostgreSQL at ${addressOf(databaseUrl, 5432)} (DATABASE_URL): ${reasonOf(err)}`);
+  } finally {
+    await client.end().catch(() => {});
   }
 }
 

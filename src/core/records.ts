@@ -23,8 +23,12 @@ interface Delegate {
 
 export interface RecordServiceOptions {
   orderBy?: object;
-  /** Checks an update against the row as it is, in the update's transaction (throw to refuse it). */
-  checkUpdate?(tx: DbTx, before: Row, data: Data): Promise<void>;
+  /**
+   * Runs in the update's transaction, with the row locked and read: throws to refuse the update, or
+   * answers the data to write instead of `data` (rules that depend on the row as it is). `moved`:
+   * the destination fields the update changes (its secrets are then cleared).
+   */
+  prepareUpdate?(tx: DbTx, before: Row, data: Data, moved: string[]): Promise<Data | undefined>;
 }
 
 type JsonValue<V> = V extends Date ? string : V extends bigint ? number : V;
@@ -208,10 +212,12 @@ export function createRecordService(deps: { db: Db; box: SecretBox }, model: Mod
       try {
         const row = await db.$transaction(async (tx) => {
           const txDelegate = (tx as unknown as Record<string, Delegate>)[model.delegate]!;
+          // Locked, so that concurrent changes of one record are applied and tracked one after the other.
+          await tx.$queryRawUnsafe(`SELECT 1 FROM "${model.table}" WHERE id = $1 FOR UPDATE`, id);
           before = await txDelegate.findUnique({ where: { id } });
           if (!before) throw notFound();
-          await opts.checkUpdate?.(tx, before, data);
-          const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, data)) });
+          const next = (await opts.prepareUpdate?.(tx, before, data, movedFields(before, data))) ?? data;
+          const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, next)) });
           await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
           return after;
         });

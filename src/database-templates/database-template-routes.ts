@@ -35,8 +35,8 @@ export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppCon
     tag: 'database-templates',
     service: createRecordService(ctx, databaseTemplateModel, {
       // Customer databases are found on their template's server: that server cannot change under them.
-      async checkUpdate(tx, before, data) {
-        if (!('postgresql_server_id' in data) || data.postgresql_server_id === before.postgresql_server_id) return;
+      async prepareUpdate(tx, before, data) {
+        if (!('postgresql_server_id' in data) || data.postgresql_server_id === before.postgresql_server_id) return undefined;
         const bound = await tx.subscription.count({ where: { database_template_id: before.id, database_created_at: { not: null } } });
         if (bound > 0) {
           throw new ConflictError(
@@ -44,6 +44,7 @@ export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppCon
             { fields: [{ field: 'postgresql_server_id', message: 'subscription databases live on the current server' }] },
           );
         }
+        return undefined;
       },
     }),
     output: databaseTemplate,

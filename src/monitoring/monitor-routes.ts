@@ -4,14 +4,14 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { idParams, listOf, listQuery } from '../core/http/schemas.js';
+import { idParams, listOf, listQuery, isoInstant } from '../core/http/schemas.js';
 import { operationId } from '../core/http/actions.js';
 import { readMonitorLogs } from './monitor-log-service.js';
 import { monitorBucketOut, monitorLogOut } from './monitor-schemas.js';
 
 const query = listQuery.extend({
-  from: z.iso.datetime({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: `to` minus one hour'),
-  to: z.iso.datetime({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now'),
+  from: isoInstant({ offset: true }).optional().describe('Start (inclusive), ISO 8601; default: `to` minus one hour'),
+  to: isoInstant({ offset: true }).optional().describe('End (exclusive), ISO 8601; default: now'),
   bucket: z
     .string()
     .regex(/^[1-9][0-9]{0,4}[smhd]$/, 'must be a duration like 30s, 5m, 1h or 1d')

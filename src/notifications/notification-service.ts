@@ -68,7 +68,13 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
   const http = createOutboundHttp(ctx);
   const ntfy = createNtfyClient(http);
   const fcm = createFcmClient(http, ctx.config.FCM_API_URL);
-  const records = createRecordService(ctx, notificationServerModel);
+  const records = createRecordService(ctx, notificationServerModel, {
+    // Tokens made on the old server are of no use on another one: gone with the move, in its transaction.
+    async prepareUpdate(tx, before, _data, moved) {
+      if (moved.length > 0) await tx.notificationUserToken.deleteMany({ where: { notification_server_id: before.id } });
+      return undefined;
+    },
+  });
 
   /** is_default is stored true or NULL (so the unique index allows one default per company). */
   const output = (row: Data) => ({ ...row, is_default: row.is_default === true });
@@ -161,12 +167,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
           (err.details as { fields: FieldError[] }).fields,
         );
       }
-      const row = await writeChecked(async () => {
-        const updated = await records.update(id, toStored(patch), author);
-        // Tokens made on the old server are of no use on another one.
-        if (moved.length > 0) await db.notificationUserToken.deleteMany({ where: { notification_server_id: id } });
-        return updated;
-      }, data.company_id ?? before.company_id);
+      const row = await writeChecked(() => records.update(id, toStored(patch), author), data.company_id ?? before.company_id);
       return afterSave(row, author);
     },
 

@@ -23,7 +23,8 @@ export const subscriptionJobs = defineJobs({
   restore_subscription: job({
     queue: 'backups',
     payload: z.object({ subscription_id: refId, backup_id: remoteBackupId, ...requestedBy }),
-    key: (p) => String(p.subscription_id),
+    // A restore of another backup asked meanwhile is its own job (it runs after this one), not this one's id.
+    key: (p) => `${p.subscription_id}:${p.backup_id}`,
     afterCrash: 'interrupt', // overwrites the customer database
   }),
   // The final backup, then DROP DATABASE; the subscription ends cancelled.

@@ -1,7 +1,7 @@
 // Subscriptions as the API shows and accepts them (DESIGN §6); the package fields are shared with
 // trial packages, which supply them.
 import { z } from 'zod';
-import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp } from '../core/http/schemas.js';
+import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
 
 export const modelLimits = z
@@ -66,8 +66,8 @@ export const subscriptionCreate = z
     partner_id: refId,
     is_trial: z.boolean().optional(),
     ...packageFieldsIn,
-    trial_end_date: z.iso.datetime().nullable().optional(),
-    grace_end_date: z.iso.datetime().nullable().optional(),
+    trial_end_date: isoInstant().nullable().optional(),
+    grace_end_date: isoInstant().nullable().optional(),
     database_template_id: refId.nullable().optional(),
     database_name: z
       .string()

@@ -141,8 +141,33 @@ export async function createTrialSubscription(
 /** A date as stored (Date) or as sent (ISO string), in milliseconds; null when unset. */
 const time = (v: unknown) => (v === null || v === undefined ? null : v instanceof Date ? v.getTime() : Date.parse(String(v)));
 
+/**
+ * The rules of a PATCH, on the locked row (the lifecycle claims rows with conditional updates
+ * meanwhile): a live database stays where it is, a new trial end gets its own reminder, and the
+ * grace period does not end before the trial.
+ */
+async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>, data: Data): Promise<Data> {
+  const before = row as unknown as Subscription;
+  const moves = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
+  if (moves.length > 0 && databaseBound(before)) {
+    throw new ConflictError(`The database of subscription ${before.id} exists: ${moves.join(' and ')} cannot change until it is dropped`, {
+      fields: moves.map((field) => ({ field, message: 'the database exists' })),
+    });
+  }
+  const next: Data = { ...data };
+  if ('trial_end_date' in data && time(before.trial_end_date) !== time(data.trial_end_date)) next.trial_reminder_sent_at = null;
+  const trialEnd = time('trial_end_date' in data ? data.trial_end_date : before.trial_end_date);
+  const graceEnd = time('grace_end_date' in data ? data.grace_end_date : before.grace_end_date);
+  if (trialEnd !== null && graceEnd !== null && graceEnd < trialEnd) {
+    throw new ValidationError('grace_end_date cannot be before trial_end_date', [
+      { field: 'grace_end_date', message: 'must not be before trial_end_date' },
+    ]);
+  }
+  return next;
+}
+
 export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'config'>) {
-  const records = createRecordService(ctx, subscriptionModel);
+  const records = createRecordService(ctx, subscriptionModel, { prepareUpdate: prepareSubscriptionUpdate });
   /** The answer: the row and the instance's address. */
   const withUrl = (out: Data) => ({
     ...out,
@@ -163,32 +188,7 @@ export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | '
     get: async (id: number) => withUrl(await records.get(id)),
     create: async (data: Data, author: Author | null) => withUrl(await records.create(data, author)),
 
-    /** PATCH under the row lock: the lifecycle claims rows with conditional updates meanwhile. */
-    async update(id: number, data: Data, author: Author | null = null) {
-      const row = await ctx.db.$transaction(async (tx) => {
-        const before = await lockSubscription(tx, id);
-        const moves = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
-        if (moves.length > 0 && databaseBound(before)) {
-          throw new ConflictError(`The database of subscription ${id} exists: ${moves.join(' and ')} cannot change until it is dropped`, {
-            fields: moves.map((field) => ({ field, message: 'the database exists' })),
-          });
-        }
-        const next: Data = { ...data };
-        // A new trial end gets its own reminder.
-        if ('trial_end_date' in data && time(before.trial_end_date) !== time(data.trial_end_date)) next.trial_reminder_sent_at = null;
-        const trialEnd = time('trial_end_date' in data ? data.trial_end_date : before.trial_end_date);
-        const graceEnd = time('grace_end_date' in data ? data.grace_end_date : before.grace_end_date);
-        if (trialEnd !== null && graceEnd !== null && graceEnd < trialEnd) {
-          throw new ValidationError('grace_end_date cannot be before trial_end_date', [
-            { field: 'grace_end_date', message: 'must not be before trial_end_date' },
-          ]);
-        }
-        const after = await tx.subscription.update({ where: { id }, data: next });
-        await trackChanges(tx, { model_name: 'svc.subscription', rec_id: id }, subscriptionModel.tracked, before, after, author);
-        return after;
-      });
-      return view(row);
-    },
+    update: async (id: number, data: Data, author: Author | null = null) => withUrl(await records.update(id, data, author)),
 
     confirm: (id: number, author: Author | null) => run(id, 'confirm', author),
     cancel: (id: number, author: Author | null) => run(id, 'cancel', author),

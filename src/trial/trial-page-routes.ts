@@ -15,6 +15,7 @@ import { createTrialVerificationService, type CodeEntry, type SignupField } from
 
 const VIEWS = path.resolve(fileURLToPath(new URL('../../views', import.meta.url)));
 const FORM_PATH = '/saas/trial';
+const DEFAULT_PAGE_SETTINGS = { brand: 'svc', privacyUrl: null };
 
 /** The trial form as a browser posts it (for the API docs; the service validates it). */
 const signupFormDocs = z
@@ -69,7 +70,8 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
     }
 
     async function render(req: FastifyRequest, reply: FastifyReply, status: number, page: string, data: object) {
-      const settings = await service.pageSettings();
+      // The error page too must render when the database does not answer: then with the defaults.
+      const settings = await service.pageSettings().catch(() => DEFAULT_PAGE_SETTINGS);
       const html = await reply.viewAsync(`trial/${page}`, { ...settings, ...data, csrf: csrf.issue(nonceFor(req, reply)) });
       return reply.code(status).type('text/html; charset=utf-8').send(html);
     }

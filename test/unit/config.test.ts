@@ -61,6 +61,11 @@ describe('config', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
   });
 
+  it('an empty number (PORT= in .env) is unset, not 0', () => {
+    const config = loadConfig({ PORT: '', WORKER_CONCURRENCY: '', JOB_LOCK_MS: '' });
+    expect(config).toMatchObject({ PORT: 3000, WORKER_CONCURRENCY: 10, JOB_LOCK_MS: 30_000 });
+  });
+
   it('reads .env of the working directory; a variable already set wins; no file, no change', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-env-'));
     try {

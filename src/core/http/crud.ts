@@ -8,7 +8,7 @@ import type { Author } from '../chatter.js';
 import type { ListParams } from '../records.js';
 import { operationId } from './actions.js';
 import { authorOf } from './auth.js';
-import type { ModelInfo } from '../models.js';
+import { singularOf, type ModelInfo } from '../models.js';
 import { idParams, listOf, listQueryOf } from './schemas.js';
 
 type Data = Record<string, unknown>;
@@ -42,7 +42,7 @@ export interface CrudOptions {
 /** "/git-repositories" → { one: "git repository", many: "git repositories" }. */
 function nounOf(path: string): { one: string; many: string } {
   const many = path.replace(/^\//, '').replace(/-/g, ' ');
-  return { many, one: many.endsWith('ies') ? `${many.slice(0, -3)}y` : many.replace(/s$/, '') };
+  return { many, one: singularOf(many) };
 }
 
 export function registerCrud(parent: FastifyInstance, o: CrudOptions) {

@@ -73,6 +73,17 @@ export function listOf<T extends z.ZodType>(item: T) {
 }
 
 export const timestamp = z.string().describe('ISO 8601 date-time');
+
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const AFTER_LAST_INSTANT = Date.UTC(10000, 0, 1);
+
+/** An ISO 8601 date-time in input, within years 1 to 9999 (PostgreSQL refuses year 0 and ISO 8601 stops at 9999). */
+export function isoInstant(opts: { offset?: boolean } = {}) {
+  return z.iso.datetime(opts).refine((v) => {
+    const t = Date.parse(v);
+    return t >= FIRST_INSTANT && t < AFTER_LAST_INSTANT;
+  }, 'must be between the years 1 and 9999');
+}
 export const nullableTimestamp = timestamp.nullable();
 
 export const jobAccepted = z.object({ job_id: z.string() });
