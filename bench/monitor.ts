@@ -25,7 +25,7 @@ import { loadConfig } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
-import { parseSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
+import { parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
 import { leaseKey } from '../src/monitoring/monitor-runner.js';
 import { startSshd, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
@@ -287,7 +287,7 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
     await ctx.db.rootServer.updateMany({ where: { id: { in: ids } }, data: { monitoring_enabled: false } });
-    await ctx.redis.del(scheduleKey(ctx.queues.prefix));
+    await ctx.redis.del(scheduleKey(ctx.queues.prefix), scheduleVersionKey(ctx.queues.prefix));
     await ctx.db.monitorLog.deleteMany({ where: { root_server_id: { in: ids } } });
     await ctx.db.rootServer.deleteMany({ where: { id: { in: ids } } });
   }

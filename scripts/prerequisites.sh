@@ -8,7 +8,7 @@
 # services started with the machine's own commands; otherwise it stops at once and says how.
 set -euo pipefail
 
-pg_host=127.0.0.1; pg_port=5432; redis_port=6379
+host=127.0.0.1; pg_port=5432; redis_port=6379
 
 missing=()
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
@@ -35,8 +35,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-pg_up() { pg_isready -h "$pg_host" -p "$pg_port" -q; }
-redis_up() { redis-cli -h "$pg_host" -p "$redis_port" ping >/dev/null 2>&1; }
+pg_up() { pg_isready -h "$host" -p "$pg_port" -q; }
+redis_up() { redis-cli -h "$host" -p "$redis_port" ping >/dev/null 2>&1; }
 
 if ! pg_up && $can_install && command -v pg_ctlcluster >/dev/null 2>&1; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
@@ -48,12 +48,12 @@ fi
 for _ in $(seq 1 30); do pg_up && redis_up && break; sleep 1; done
 
 if ! pg_up; then
-  echo "PostgreSQL does not answer on $pg_host:$pg_port (the tests use it with trust auth as user postgres)." >&2
+  echo "PostgreSQL does not answer on $host:$pg_port (the tests use it with trust auth as user postgres)." >&2
   echo "  Start it, e.g.: docker compose up -d postgres" >&2
   exit 1
 fi
 if ! redis_up; then
-  echo "Redis does not answer on $pg_host:$redis_port." >&2
+  echo "Redis does not answer on $host:$redis_port." >&2
   echo "  Start it, e.g.: docker compose up -d redis" >&2
   exit 1
 fi

@@ -19,7 +19,7 @@ export interface Registry {
   models: ModelRegistry;
   jobs: JobCatalog;
   webhookMethods: WebhookMethodTable;
-  /** Called after every recorded monitoring poll, good or failed (the features' onMonitorPoll). */
+  /** Called with the recorded monitoring polls, good or failed (the features' onMonitorPoll). */
   monitorPollObservers: readonly MonitorPollObserver[];
 }
 
@@ -41,7 +41,11 @@ export interface MonitorPollEvent {
   at: Date;
 }
 
-export type MonitorPollObserver = (event: MonitorPollEvent) => Promise<void>;
+/**
+ * Told the polls recorded together: one event for a single poll, many for a batch write of
+ * streamed samples (each event once; in the order recorded).
+ */
+export type MonitorPollObserver = (events: readonly MonitorPollEvent[]) => Promise<void>;
 
 export interface Feature {
   /** The folder's name, for errors and logs. */
@@ -56,7 +60,7 @@ export interface Feature {
   schedules?(ctx: AppContext): Promise<void>;
   /** The methods inbound webhooks may call on this feature's models (DESIGN §3 registry). */
   webhookMethods?(ctx: AppContext): WebhookMethodTable;
-  /** Reacts to every recorded monitoring poll; runs in the worker that recorded it, after the poll is stored. */
+  /** Reacts to every recorded monitoring poll (a batch at a time); runs in the worker that recorded them, after they are stored. */
   onMonitorPoll?(ctx: AppContext): MonitorPollObserver;
   /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */
   background?(ctx: AppContext, registry: Registry): Promise<BackgroundTask>;

@@ -268,12 +268,12 @@ describe('evaluation after every poll', () => {
     const second = () => new Promise((r) => setTimeout(r, 1100));
     await poll(server.id); // starts holding
     await second();
-    await observe!(event({})); // a failed poll in between
+    await observe!([event({})]); // a failed poll in between
     await poll(server.id);
     expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
     await second();
     // The first poll after monitoring was started again (previous state no_monitor) starts afresh too.
-    await observe!(event({ outcome: 'ok', previous_state: 'no_monitor', metrics: { disk_percent: 50 }, failures: 0, error: null }));
+    await observe!([event({ outcome: 'ok', previous_state: 'no_monitor', metrics: { disk_percent: 50 }, failures: 0, error: null })]);
     expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(0);
     await second();
     await poll(server.id);
@@ -361,7 +361,7 @@ describe('two workers', () => {
         error: null,
         at: new Date(),
       };
-      for (let i = 0; i < 5; i++) await Promise.all([...observers1, ...observers2].map((o) => o(event)));
+      for (let i = 0; i < 5; i++) await Promise.all([...observers1, ...observers2].map((o) => o([event])));
 
       for (const rule of rules) expect(await alertsOf(`rule_id=${rule.id}`)).toHaveLength(1);
       expect(await alertNotices(server.id)).toHaveLength(rules.length);
@@ -369,8 +369,8 @@ describe('two workers', () => {
 
       // Resolving races too: one resolve each, one resolve notice each.
       for (const rule of rules) await patchRule(rule.id, { threshold: 1000 });
-      await Promise.all([...observers1, ...observers2].map((o) => o(event)));
-      await Promise.all([...observers1, ...observers2].map((o) => o(event)));
+      await Promise.all([...observers1, ...observers2].map((o) => o([event])));
+      await Promise.all([...observers1, ...observers2].map((o) => o([event])));
       expect(await resolveNotices(server.id)).toHaveLength(rules.length);
       await expect.poll(() => publishes(ntfy, `${server.name}: cpu_percent`).length, { timeout: 15_000 }).toBe(2 * rules.length);
     } finally {

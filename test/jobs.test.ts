@@ -168,6 +168,16 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it("a schedule's next run cannot be cancelled: 409 saying so", async () => {
+    await ctx.queues.schedule('new-year-test', { pattern: '0 0 1 1 *', tz: 'UTC' }, webhookJobs.prune_webhook_calls, {});
+    const next = (await ctx.queues.queue('maintenance').getJobs(['delayed'])).find((j) => j.repeatJobKey === 'new-year-test');
+    expect(next).toBeDefined();
+    const res = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/maintenance-${next!.id}/actions/cancel` });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.message).toMatch(/is the next run of a schedule .*: it cannot be cancelled$/);
+    await ctx.queues.unschedule(webhookJobs.prune_webhook_calls, 'new-year-test');
+  });
+
   it('close() waits for the running job to finish', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

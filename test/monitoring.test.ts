@@ -240,7 +240,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     const failing = async () => {
       throw new Error('observer down');
     };
-    const poll = createMonitorPoller(ctx, [failing, async (e) => void events.push(e)]);
+    const poll = createMonitorPoller(ctx, [failing, async (e) => void events.push(...e)]);
     expect((await poll(server.id)).outcome).toBe('ok');
     await patch(server.id, { port: await freePort(), ...passwordLogin });
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
@@ -408,7 +408,7 @@ describe('streaming samples and the per-poll fallback', () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
     const events: MonitorPollEvent[] = [];
-    const poller = createMonitorPoller(ctx, [async (e) => void events.push(e)]);
+    const poller = createMonitorPoller(ctx, [async (e) => void events.push(...e)]);
     const streams = new Map<number, SampleStream>();
     const fallback = new Set<number>();
     const viaStream = streamSampler(streams, fallback);
@@ -446,7 +446,7 @@ describe('streaming samples and the per-poll fallback', () => {
     const server = await confirmedServer(keyLogin());
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
     const events: MonitorPollEvent[] = [];
-    const poller = createMonitorPoller(ctx, [async (e) => void events.push(e)]);
+    const poller = createMonitorPoller(ctx, [async (e) => void events.push(...e)]);
     const base: Metrics = {
       cpu_percent: 10,
       ram_used_bytes: 1,

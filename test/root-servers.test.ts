@@ -13,6 +13,7 @@ import { startWorkers, type Workers } from '../src/worker.js';
 import { rootServerWebhookMethods } from '../src/servers/root-server-webhook-methods.js';
 import { runWebhookMethod } from '../src/core/webhook-methods.js';
 import { monitorSchedule } from '../src/monitoring/monitor-service.js';
+import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { freePort, keyLogin, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
@@ -625,5 +626,23 @@ describe('secrets', () => {
       expect(text).not.toContain(secret);
       expect(audit).not.toContain(secret);
     }
+  });
+});
+
+describe('trust on first use and a move', () => {
+  it('a connection opened from a snapshot taken before the server moved does not record its host key on the moved record', async () => {
+    const created = await createServer(credentials.password());
+    const snapshot = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } });
+    expect(snapshot.host_key).toBeNull();
+    // The operator points the record elsewhere while a job still holds the old row.
+    const moved = await request(app, as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/root-servers/${created.id}`,
+      payload: { port: await freePort(), ...credentials.password() },
+    });
+    expect(moved.statusCode).toBe(200);
+    const conn = await connectRootServer(ctx, snapshot);
+    conn.close();
+    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } })).host_key).toBeNull();
   });
 });

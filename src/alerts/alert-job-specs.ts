@@ -6,9 +6,9 @@ export const ALERT_CHANNELS = ['push', 'mail'] as const;
 
 export const alertJobs = defineJobs({
   // The push and mail notices of one alert event, apart from the poll (it never waits on them).
-  // Retried with a growing delay; channels already delivered are remembered in `delivered`, so a
-  // retry after a failed mail does not push again. A crash mid-delivery runs it again: a notice
-  // may then be sent twice, never lost.
+  // Retried with a growing delay; each channel is remembered in `delivered` as soon as it is sent,
+  // so a retry after a failed mail, or a rerun after a crash, does not push again. A crash between
+  // a send and that record runs it again: that notice may then be sent twice, never lost.
   alert_notify: job({
     queue: 'alerts',
     payload: z.object({

@@ -2,7 +2,9 @@
 // notification server or the company's default (ntfy: the rule's topic, priority 4; FCM: to the
 // topic), mail to the rule's email_to. Each attempt's failure is kept in the alert's notify_error
 // and in its action log, and the job fails so that BullMQ retries it with a growing delay;
-// channels already delivered are not sent again. The chatter notice was posted with the alert.
+// channels already delivered are not sent again: each is recorded in the job's data as soon as it
+// is sent, so neither a retry nor a rerun after a crash sends it twice (only a crash between the
+// send and that record can). The chatter notice was posted with the alert.
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
@@ -54,39 +56,51 @@ export function createAlertNotifier(ctx: Pick<AppContext, 'db' | 'box' | 'config
     const delivered = new Set<Channel>(payload.delivered);
     const errors: string[] = [];
     const done: string[] = [];
+    /** Remembered in the job at once: a rerun after a crash does not send this channel again. */
+    const deliveredBy = async (channel: Channel) => {
+      delivered.add(channel);
+      await job.updateData({ ...payload, delivered: [...delivered] });
+    };
 
     if (!delivered.has('push')) {
       const via = await pushServerId(rule.notification_server_id);
       if (via === null)
-        delivered.add('push'); // no notification server: nothing to push through
+        await deliveredBy('push'); // no notification server: nothing to push through
       else {
+        let sent: Awaited<ReturnType<typeof notifications.sendNotification>> | null = null;
         try {
-          const sent = await notifications.sendNotification(
+          sent = await notifications.sendNotification(
             via,
             { title: notice.title, message: notice.message, topic: rule.topic, priority: 4 },
             null,
           );
-          delivered.add('push');
-          done.push(`push via notification server ${via} (${sent.api}, id ${sent.id})`);
         } catch (err) {
           errors.push(`push via notification server ${via}: ${(err as Error).message}`);
+        }
+        if (sent) {
+          await deliveredBy('push');
+          done.push(`push via notification server ${via} (${sent.api}, id ${sent.id})`);
         }
       }
     }
     if (!delivered.has('mail')) {
-      if (rule.email_to.length === 0) delivered.add('mail');
+      if (rule.email_to.length === 0) await deliveredBy('mail');
       else {
+        const to = rule.email_to.join(', ');
+        let sent = false;
         try {
           const { text, html } = renderMail('alert', { title: notice.title, message: notice.message });
-          await ctx.mailer.send({ to: rule.email_to.join(', '), subject: notice.title, text, html });
-          delivered.add('mail');
-          done.push(`mail to ${rule.email_to.join(', ')}`);
+          await ctx.mailer.send({ to, subject: notice.title, text, html });
+          sent = true;
         } catch (err) {
-          errors.push(`mail to ${rule.email_to.join(', ')}: ${(err as Error).message}`);
+          errors.push(`mail to ${to}: ${(err as Error).message}`);
+        }
+        if (sent) {
+          await deliveredBy('mail');
+          done.push(`mail to ${to}`);
         }
       }
     }
-    await job.updateData({ ...payload, delivered: [...delivered] });
 
     const attempt = `attempt ${job.attemptsMade + 1} of ${job.opts.attempts ?? 1}`;
     await writeActionLog(db, {

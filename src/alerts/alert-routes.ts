@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { operationId } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
-import { idParams, listOf, listQueryOf, queryId } from '../core/http/schemas.js';
+import { idParams, listOf, listQueryOf, queryBoolean, queryId } from '../core/http/schemas.js';
 import { NotFoundError } from '../core/errors.js';
 import { jsonSafe } from '../core/records.js';
 import { AlertState } from '../generated/prisma/enums.js';
@@ -22,12 +22,7 @@ export function registerAlertRoutes(parent: FastifyInstance, ctx: AppContext) {
     output: alertRuleOut,
     create: alertRuleCreate,
     update: alertRuleUpdate,
-    filters: z.object({
-      active: z
-        .enum(['true', 'false'])
-        .transform((v) => v === 'true')
-        .optional(),
-    }),
+    filters: z.object({ active: queryBoolean.optional() }),
     read: 'user',
     write: 'operator',
   });

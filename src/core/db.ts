@@ -24,14 +24,20 @@ export function violatedIndexOf(err: unknown): string | null {
   return cause?.driverAdapterError?.cause?.constraint?.index ?? null;
 }
 
-/** The columns of an index, in index order. */
+const columnsOfIndex = new Map<string, string[]>();
+
+/** The columns of an index, in order (read once per index: the schema does not change while the process runs). */
 export async function indexColumns(db: Db | DbTx, index: string): Promise<string[]> {
+  const known = columnsOfIndex.get(index);
+  if (known) return known;
   const rows = await db.$queryRaw<{ column: string }[]>`
     SELECT a.attname AS column FROM pg_index i
     JOIN pg_class ic ON ic.oid = i.indexrelid
     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
     WHERE ic.relname = ${index} ORDER BY array_position(i.indkey, a.attnum)`;
-  return rows.map((r) => r.column);
+  const columns = rows.map((r) => r.column);
+  if (columns.length > 0) columnsOfIndex.set(index, columns);
+  return columns;
 }
 
 /** A caller's open transaction, and where to put work that must wait for its commit (queueing jobs). */

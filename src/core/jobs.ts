@@ -115,7 +115,6 @@ export function createJobCatalog(specs: readonly JobSpec[]) {
     find: (name: string): JobSpec | null => byName.get(name) ?? null,
     names: () => [...byName.keys()].sort(),
     queueNames: (): string[] => [...byQueue.keys()].sort(),
-    hasQueue: (queue: string) => byQueue.has(queue),
     afterCrashOf: (queue: string): AfterCrash | null => byQueue.get(queue)?.afterCrash ?? null,
   };
 }

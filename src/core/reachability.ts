@@ -12,7 +12,7 @@ export class UnreachableError extends Error {
 }
 
 /** host:port of a service URL, without its credentials. */
-export function addressOf(url: string, defaultPort: number): string {
+function addressOf(url: string, defaultPort: number): string {
   const u = new URL(url);
   return `${u.hostname}:${u.port || defaultPort}`;
 }

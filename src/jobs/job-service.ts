@@ -104,6 +104,10 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
       if (state !== 'waiting' && state !== 'delayed') {
         throw new ConflictError(`Job ${id} is ${state}: only a waiting or delayed job can be cancelled`, { state });
       }
+      // BullMQ keeps a schedule's next run as a delayed job it refuses to remove: say so, not "started".
+      if (job.repeatJobKey) {
+        throw new ConflictError(`Job ${id} is the next run of a schedule (${job.repeatJobKey}): it cannot be cancelled`, { state });
+      }
       const answer = view(job, state);
       try {
         await job.remove();

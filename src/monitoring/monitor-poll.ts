@@ -7,7 +7,8 @@
 // server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
 // every change is posted to the server's chatter. An offline server is retried with a growing
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval. Every recorded poll is
-// then told to the observers (alerts), exactly once; an observer's failure is logged, never the poll's.
+// then told to the observers (alerts), exactly once, a batch write's polls in one call; an
+// observer's failure is logged, never the poll's.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { connectRootServer } from '../servers/root-server-ssh.js';
@@ -25,7 +26,7 @@ import {
   type Metrics,
   type ProcSample,
 } from './proc-metrics.js';
-import { intervalMs, sampleKey } from './monitor-service.js';
+import { intervalMs, sampleKey, sampleTtlMs } from './monitor-service.js';
 
 const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -56,9 +57,11 @@ export interface PollOptions {
   sampler?: Sampler;
   /**
    * Called once the outcome is known, before anything is recorded: false = another worker already
-   * recorded this due time (or took the server), and nothing is written.
+   * recorded this due time (or took the server), and nothing is written. After a good poll it is
+   * given the new counters to store with the claim (JSON, kept for `ttlMs`), in its round trip;
+   * without a claim the poll stores them itself.
    */
-  claim?: () => Promise<boolean>;
+  claim?: (sampleJson?: string, ttlMs?: number) => Promise<boolean>;
 }
 
 /** A streamed sample to record (recordSamples). */
@@ -78,7 +81,7 @@ export function pollTimeoutMs(interval: number): number {
 
 /**
  * Identifies what a connection was opened with; any change opens a new one. Computed the same way
- * in SQL (SIGNATURE_SQL), so a batch write can tell that a server's address or credentials changed.
+ * in SQL by recordSamples(), so a batch write can tell that a server's address or credentials changed.
  */
 export function connectionSignature(s: Pick<RootServer, 'ip' | 'port' | 'username' | 'password' | 'key' | 'host_key'>): string {
   const parts = [s.ip, String(s.port), s.username, s.password, s.key, s.host_key].filter((p): p is string => p !== null);
@@ -96,12 +99,13 @@ export function createMonitorPoller(
 ) {
   const prefix = ctx.queues.prefix;
 
-  async function tellObservers(event: MonitorPollEvent) {
+  async function tellObservers(events: readonly MonitorPollEvent[]) {
+    if (events.length === 0) return;
     for (const observe of observers) {
       try {
-        await observe(event);
+        await observe(events);
       } catch (err) {
-        ctx.log.error({ err, root_server_id: event.root_server_id }, 'a monitoring poll observer failed');
+        ctx.log.error({ err, root_server_ids: events.map((e) => e.root_server_id) }, 'a monitoring poll observer failed');
       }
     }
   }
@@ -151,20 +155,27 @@ export function createMonitorPoller(
     if (after.server_state !== server.server_state) {
       await stateChanged(server, after.server_state, `${after.failures} failed polls in a row; last error: ${error}`);
     }
-    await tellObservers({
-      root_server_id: server.id,
-      outcome: 'failed',
-      previous_state: server.server_state,
-      server_state: after.server_state,
-      metrics: null,
-      failures: after.failures,
-      error,
-      at: new Date(),
-    });
+    await tellObservers([
+      {
+        root_server_id: server.id,
+        outcome: 'failed',
+        previous_state: server.server_state,
+        server_state: after.server_state,
+        metrics: null,
+        failures: after.failures,
+        error,
+        at: new Date(),
+      },
+    ]);
     return { outcome: 'failed', server_state: after.server_state, failures: after.failures, error };
   }
 
-  async function afterSuccess(server: Pick<RootServer, 'id' | 'server_state'>, metrics: Metrics, state: 'online' | 'warning') {
+  /** After a good poll is recorded: the chatter message of a state change, and the observers' event. */
+  async function afterSuccess(
+    server: Pick<RootServer, 'id' | 'server_state'>,
+    metrics: Metrics,
+    state: 'online' | 'warning',
+  ): Promise<MonitorPollEvent> {
     if (state !== server.server_state) {
       const why =
         state === 'warning'
@@ -172,7 +183,7 @@ export function createMonitorPoller(
           : '';
       await stateChanged(server as RootServer, state, why);
     }
-    await tellObservers({
+    return {
       root_server_id: server.id,
       outcome: 'ok',
       previous_state: server.server_state,
@@ -181,15 +192,28 @@ export function createMonitorPoller(
       failures: 0,
       error: null,
       at: new Date(),
-    });
+    };
+  }
+
+  /** The server, if it is monitored (monitoring on and confirmed); else null. */
+  async function loadMonitored(serverId: number): Promise<RootServer | null> {
+    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
+    // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
+    // do. stop_monitor removes the schedule; worker start removes any left behind.
+    return server?.monitoring_enabled && server.state === 'confirmed' ? server : null;
+  }
+
+  /** The server's pooled connection; a new one when there is none or its address or credentials changed. */
+  function connect(server: RootServer, timeoutMs: number): Promise<SshConnection> {
+    return pool.acquire(poolKeyOf(server.id), connectionSignature(server), () =>
+      connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
+    );
   }
 
   /** The monitored server, or why it is not polled now (not monitored, or offline and backing off). */
   async function loadForPoll(serverId: number): Promise<RootServer | { outcome: 'skipped'; reason: string }> {
-    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
-    // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
-    // do. stop_monitor removes the schedule; worker start removes any left behind.
-    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    const server = await loadMonitored(serverId);
+    if (!server) return { outcome: 'skipped', reason: 'not monitored' };
     const interval = intervalMs(server.monitor_update_interval);
     if (server.monitor_failures >= OFFLINE_AFTER_FAILURES && server.last_monitor_at) {
       const wait = Math.min(MAX_BACKOFF_MS, interval * 2 ** (server.monitor_failures - OFFLINE_AFTER_FAILURES));
@@ -210,9 +234,7 @@ export function createMonitorPoller(
     let cur: ProcSample;
     let sampledAt: Date;
     try {
-      const conn = await pool.acquire(poolKey, connectionSignature(server), () =>
-        connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
-      );
+      const conn = await connect(server, timeoutMs);
       const prev = await previousSample(server.id);
       const samples = await sampler(server, conn, prev, deadline);
       cur = samples[samples.length - 1]!;
@@ -224,18 +246,19 @@ export function createMonitorPoller(
       if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
       return recordFailed(server, (err as Error).message);
     }
-    if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
-    await ctx.redis.set(sampleKey(prefix, server.id), JSON.stringify(cur), 'PX', interval * 3 + 60_000);
+    const sampleJson = JSON.stringify(cur);
+    if (!claim) await ctx.redis.set(sampleKey(prefix, server.id), sampleJson, 'PX', sampleTtlMs(interval));
+    else if (!(await claim(sampleJson, sampleTtlMs(interval)))) return { outcome: 'skipped', reason: 'already polled' };
     const state = serverStateOf(metrics);
     if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
-    await afterSuccess(server, metrics, state);
+    await tellObservers([await afterSuccess(server, metrics, state)]);
     return { outcome: 'ok', server_state: state, metrics };
   }
 
   /** Records a failure found outside poll() (a streamed sample that did not come). */
   async function fail(serverId: number, error: string): Promise<PollResult> {
-    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
-    if (!server?.monitoring_enabled || server.state !== 'confirmed') return { outcome: 'skipped', reason: 'not monitored' };
+    const server = await loadMonitored(serverId);
+    if (!server) return { outcome: 'skipped', reason: 'not monitored' };
     pool.discard(poolKeyOf(serverId));
     return recordFailed(server, error);
   }
@@ -243,7 +266,8 @@ export function createMonitorPoller(
   /**
    * Records streamed samples of many servers in one statement, with poll()'s rules: each row only
    * while its server is monitored and confirmed, its state, failures reset, then the state change
-   * and the observers for each. Answers the servers written, with their connection signature now.
+   * of each, and the observers told the whole batch at once. Answers the servers written, with
+   * their connection signature now.
    */
   async function recordSamples(items: SampleToRecord[]): Promise<Map<number, { signature: string }>> {
     const out = new Map<number, { signature: string }>();
@@ -273,13 +297,15 @@ export function createMonitorPoller(
         FROM input i JOIN upd u ON u.id = i.id)
       SELECT id, prev, signature FROM upd`;
     const byId = new Map(items.map((item, n) => [item.serverId, { item, state: states[n]! as 'online' | 'warning' }]));
+    const events: MonitorPollEvent[] = [];
     for (const row of rows) {
       const { item, state } = byId.get(row.id)!;
       out.set(row.id, { signature: row.signature });
-      await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state);
+      events.push(await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state));
     }
+    await tellObservers(events);
     return out;
   }
 
-  return Object.assign(poll, { poll, fail, recordSamples });
+  return Object.assign(poll, { poll, fail, recordSamples, loadMonitored, connect });
 }

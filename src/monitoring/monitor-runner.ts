@@ -1,7 +1,9 @@
 // The monitor runner: runs in every worker process and polls the monitored servers it holds a
 // lease on. Everything another worker needs is in Redis or PostgreSQL:
 // - the schedule (monitor-service.ts): a hash of server id → interval and phase; a server is due
-//   at every t ≡ phase (mod interval), the same grid for every worker;
+//   at every t ≡ phase (mod interval), the same grid for every worker; a version bumped with
+//   every write of it, so a sync (one round trip: heartbeat, live workers, version) re-reads the
+//   hash only when it changed;
 // - a lease per server (`…:monitor:lease:<id>` = worker id, expiring after LEASE_MS, renewed every
 //   sync): the workers alive (a heartbeat sorted set) split the servers by rendezvous hashing, and
 //   a dead worker's leases expire and go to the others;
@@ -18,18 +20,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
-import { connectRootServer } from '../servers/root-server-ssh.js';
-import {
-  connectionSignature,
-  createMonitorPoller,
-  poolKeyOf,
-  pollTimeoutMs,
-  type PollResult,
-  type Sampler,
-  type SampleToRecord,
-} from './monitor-poll.js';
-import { SampleStream, streamSampler, StreamUnsupported } from './monitor-stream.js';
-import { parseSchedule, sampleKey, scheduleKey, type MonitorSchedule } from './monitor-service.js';
+import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
+import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
+import { parseSchedule, sampleKey, sampleTtlMs, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
 
 export interface MonitorRunnerOptions {
@@ -56,7 +49,6 @@ export interface MonitorRunner {
 }
 
 const SLOT_TTL_MS = 3600_000;
-const KEEPALIVE_MS = 60_000;
 const BATCH_MAX = 200;
 /** Streamed samples wait this long for others to share their write (far below any interval). */
 const BATCH_WAIT_MS = 200;
@@ -104,16 +96,22 @@ function weight(worker: string, id: number): number {
   return createHash('md5').update(`${id}/${worker}`).digest().readUInt32BE(0);
 }
 
-/** Which live worker should hold each server (rendezvous hashing), cached while the live set stays the same. */
+/**
+ * Which live worker should hold each server (rendezvous hashing), cached while the live set stays
+ * the same: given the live set (once per sync), answers the chooser for that set.
+ */
 function rendezvous() {
   let liveKey = '';
   const cache = new Map<number, string | undefined>();
-  return (id: number, live: string[]): string | undefined => {
+  return (live: string[]) => {
     const key = live.join(' ');
     if (key !== liveKey) {
       liveKey = key;
       cache.clear();
     }
+    return (id: number) => preferred(id, live);
+  };
+  function preferred(id: number, live: string[]): string | undefined {
     if (cache.has(id)) return cache.get(id);
     let best: string | undefined;
     let bestWeight = -1;
@@ -123,7 +121,7 @@ function rendezvous() {
     }
     cache.set(id, best);
     return best;
-  };
+  }
 }
 
 /** The first due time after `now` of a schedule. */
@@ -155,17 +153,10 @@ export async function startMonitorRunner(
   const poller = createMonitorPoller({ ...ctx, sshPool: pool }, observers, { pool });
   const streams = new Map<number, SampleStream>();
   const fallback = new Set<number>();
-  const signatures = new Map<number, string>();
   const held = new Map<number, Held>();
   const freeSeen = new Set<number>();
   const preferredOf = rendezvous();
-  const baseSampler = streamSampler(streams, fallback);
-  const sampler: Sampler =
-    opts.sampler ??
-    ((server, conn, prev, deadline) => {
-      signatures.set(server.id, connectionSignature(server));
-      return baseSampler(server, conn, prev, deadline);
-    });
+  const sampler: Sampler = opts.sampler ?? streamSampler(streams, fallback);
   let closed = false;
   let syncs = 0;
 
@@ -186,22 +177,14 @@ export async function startMonitorRunner(
   /** Connects and starts the stream ahead of the first due time (warm-up, take-over). */
   async function open(h: Held) {
     if (opts.sampler) return;
-    const server = await ctx.db.rootServer.findUnique({ where: { id: h.id } });
-    if (!server?.monitoring_enabled || server.state !== 'confirmed' || h.dropped) return;
+    const server = await poller.loadMonitored(h.id);
+    if (!server || h.dropped) return;
     const timeoutMs = pollTimeoutMs(h.schedule.every);
-    const conn = await pool.acquire(poolKeyOf(h.id), connectionSignature(server), () =>
-      connectRootServer(ctx, server, { connectTimeoutMs: timeoutMs, keepaliveMs: KEEPALIVE_MS }),
-    );
-    try {
-      const stream = await SampleStream.open(conn, timeoutMs);
-      await stream.request(timeoutMs); // the first counters: the first due time needs one sample only
-      if (h.dropped) return stream.close();
-      streams.set(h.id, stream);
-      signatures.set(h.id, connectionSignature(server));
-    } catch (err) {
-      if (err instanceof StreamUnsupported) fallback.add(h.id);
-      else throw err;
-    }
+    const stream = await openStream(server, await poller.connect(server, timeoutMs), timeoutMs, fallback);
+    if (!stream) return; // its shell cannot run the loop: the per-poll command
+    await stream.request(timeoutMs); // the first counters: the first due time needs one sample only
+    if (h.dropped) return stream.close();
+    streams.set(h.id, stream);
   }
 
   // --- due times -----------------------------------------------------------------------------
@@ -212,7 +195,8 @@ export async function startMonitorRunner(
     h.timer = setTimeout(() => fire(h, due), due - Date.now());
   }
 
-  async function claimOne(id: number, due: number): Promise<boolean> {
+  /** Claims one due time of a server, storing its new counters with it when given (else keeping them). */
+  async function claimOne(id: number, due: number, sampleJson = '', ttlMs = 0): Promise<boolean> {
     const [ok] = (await ctx.redis.eval(
       CLAIM,
       3,
@@ -222,8 +206,8 @@ export async function startMonitorRunner(
       me,
       SLOT_TTL_MS,
       due,
-      '',
-      0,
+      sampleJson,
+      ttlMs,
     )) as number[];
     return ok === 1;
   }
@@ -234,15 +218,11 @@ export async function startMonitorRunner(
     h.busy = true;
     const stream = streams.get(h.id);
     const prev = stream?.last;
-    if (stream && !stream.closed && prev && signatures.has(h.id) && !fallback.has(h.id) && !opts.sampler) {
+    if (stream && !stream.closed && prev && !fallback.has(h.id) && !opts.sampler) {
       stream.request(pollTimeoutMs(h.schedule.every)).then(
         (sample) => {
           h.busy = false;
-          queueRecord(
-            { serverId: h.id, metrics: computeMetrics(prev, sample), signature: signatures.get(h.id)!, at: new Date() },
-            due,
-            sample,
-          );
+          queueRecord({ serverId: h.id, metrics: computeMetrics(prev, sample), signature: stream.signature, at: new Date() }, due, sample);
         },
         async (err: Error) => {
           streams.delete(h.id);
@@ -261,7 +241,7 @@ export async function startMonitorRunner(
       return;
     }
     poller
-      .poll(h.id, { sampler, claim: () => claimOne(h.id, due) })
+      .poll(h.id, { sampler, claim: (sampleJson, ttlMs) => claimOne(h.id, due, sampleJson, ttlMs) })
       .then(
         (result) => opts.onSlot?.({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome }),
         (err) => ctx.log.error({ err, root_server_id: h.id }, 'monitoring poll failed'),
@@ -300,7 +280,7 @@ export async function startMonitorRunner(
     for (const { item, due, sample } of items) {
       keys.push(leaseKey(prefix, item.serverId), slotKey(prefix, item.serverId), sampleKey(prefix, item.serverId));
       const every = held.get(item.serverId)?.schedule.every ?? 60_000;
-      args.push(due, JSON.stringify(sample), every * 3 + 60_000);
+      args.push(due, JSON.stringify(sample), sampleTtlMs(every));
     }
     const claimed = (await ctx.redis.eval(CLAIM, keys.length, ...keys, ...args)) as number[];
     const mine = items.filter((_, i) => claimed[i] === 1);
@@ -327,7 +307,6 @@ export async function startMonitorRunner(
     held.delete(id);
     streams.get(id)?.close();
     streams.delete(id);
-    signatures.delete(id);
     pool.discard(poolKeyOf(id));
   }
 
@@ -352,16 +331,28 @@ export async function startMonitorRunner(
     await ctx.redis.eval(RELEASE, ids.length, ...ids.map((id) => leaseKey(prefix, id)), me);
   }
 
+  // The schedule as last read, and its version then (undefined: not read yet).
+  let scheduled = new Map<number, MonitorSchedule>();
+  let scheduleVersion: string | null | undefined;
+
   async function sync() {
     const now = Date.now();
     const wk = workersKey(prefix);
-    await ctx.redis.zadd(wk, now, me);
-    if (syncs++ % 30 === 0) await ctx.redis.zremrangebyscore(wk, '-inf', now - 60_000);
-    const live = (await ctx.redis.zrangebyscore(wk, now - leaseMs, '+inf')).sort();
+    // One round trip: the heartbeat, the live workers and the schedule's version.
+    const read = ctx.redis.pipeline().zadd(wk, now, me);
+    if (syncs++ % 30 === 0) read.zremrangebyscore(wk, '-inf', now - 60_000);
+    read.zrangebyscore(wk, now - leaseMs, '+inf').get(scheduleVersionKey(prefix));
+    const replies = (await read.exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    const live = (replies.at(-2)![1] as string[]).sort();
+    const version = replies.at(-1)![1] as string | null;
     if (syncs === 1) return; // let the workers starting with this one be seen before taking servers
-    const scheduled = new Map(
-      Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]),
-    );
+    // The schedule is read again only when it changed (or its version is gone: Redis lost it).
+    if (version === null || version !== scheduleVersion) {
+      scheduled = new Map(Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]));
+      scheduleVersion = version;
+    }
+    const preferred = preferredOf(live);
 
     // Renew what is held; what was lost (expired and taken) or is no longer monitored goes.
     const ids = [...held.keys()];
@@ -382,7 +373,7 @@ export async function startMonitorRunner(
     }
 
     // Hand over what another live worker should have (it takes it at its next sync).
-    await release([...held.keys()].filter((id) => preferredOf(id, live) !== me));
+    await release([...held.keys()].filter((id) => preferred(id) !== me));
 
     // Take free leases: our share at once, anyone's when it stayed free for two syncs.
     const wanted = [...scheduled.keys()].filter((id) => !held.has(id));
@@ -391,7 +382,7 @@ export async function startMonitorRunner(
     const tryTake: number[] = [];
     wanted.forEach((id, i) => {
       if (owners[i] !== null) freeSeen.delete(id);
-      else if (preferredOf(id, live) === me || freeSeen.has(id)) tryTake.push(id);
+      else if (preferred(id) === me || freeSeen.has(id)) tryTake.push(id);
       else freeSeen.add(id);
     });
     if (tryTake.length === 0) return;

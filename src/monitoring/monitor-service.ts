@@ -1,7 +1,8 @@
 // start_monitor / stop_monitor (spec §4.4): the schedule of every monitored root server (its
-// interval and phase) in one Redis hash, which the monitor runners of all worker processes read
-// (monitor-runner.ts): they split the servers between them with leases, and each due time is
-// recorded once whichever worker takes it.
+// interval and phase) in one Redis hash, with a version bumped by every write of it, which the
+// monitor runners of all worker processes read (monitor-runner.ts): they split the servers
+// between them with leases, and each due time is recorded once whichever worker takes it.
+import type { ChainableCommander } from 'ioredis';
 import type { AppContext } from '../context.js';
 import type { Db, DbTx, InTransaction } from '../core/db.js';
 import type { Author } from '../core/chatter.js';
@@ -12,6 +13,14 @@ import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-
 /** Redis hash of the monitored servers: id → "<interval ms>:<phase ms>" (see MonitorSchedule). */
 export function scheduleKey(prefix: string): string {
   return `${prefix}:monitor:schedule`;
+}
+
+/**
+ * Redis counter bumped (INCR) with every write of the schedule hash, in the same MULTI: the runners
+ * read it every sync and re-read the hash only when it moved (or is missing).
+ */
+export function scheduleVersionKey(prefix: string): string {
+  return `${prefix}:monitor:schedule-version`;
 }
 
 /** A server is due at every time t with t mod every = phase (UTC milliseconds). */
@@ -41,6 +50,11 @@ export function sampleKey(prefix: string, serverId: number): string {
   return `${prefix}:monitor:sample:${serverId}`;
 }
 
+/** How long the previous counters are kept: three intervals and a minute (a late poll still has them). */
+export function sampleTtlMs(every: number): number {
+  return every * 3 + 60_000;
+}
+
 export function intervalMs(interval: string): number {
   return INTERVAL_MS[(MONITOR_INTERVALS as readonly string[]).includes(interval) ? (interval as MonitorInterval) : '1m'];
 }
@@ -50,6 +64,12 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
   const inTx = <T>(tx: DbTx | undefined, fn: (tx: DbTx) => Promise<T>) => (tx ? fn(tx) : ctx.db.$transaction(fn));
 
   const key = scheduleKey(ctx.queues.prefix);
+  const versionKey = scheduleVersionKey(ctx.queues.prefix);
+
+  /** Runs a MULTI and throws its first error. */
+  async function exec(multi: ChainableCommander) {
+    for (const [err] of (await multi.exec()) ?? []) if (err) throw err;
+  }
 
   /**
    * Puts the server on the schedule at its interval. A new schedule's phase is now (the first poll
@@ -60,12 +80,16 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
     const every = intervalMs(server.monitor_update_interval);
     const current = await ctx.redis.hget(key, String(server.id));
     if (current && parseSchedule(current).every === every) return;
-    await ctx.redis.hset(key, String(server.id), `${every}:${phase ?? Date.now() % every}`);
+    await exec(
+      ctx.redis
+        .multi()
+        .hset(key, String(server.id), `${every}:${phase ?? Date.now() % every}`)
+        .incr(versionKey),
+    );
   }
 
   async function unschedule(serverId: number) {
-    await ctx.redis.hdel(key, String(serverId));
-    await ctx.redis.del(sampleKey(ctx.queues.prefix, serverId));
+    await exec(ctx.redis.multi().hdel(key, String(serverId)).del(sampleKey(ctx.queues.prefix, serverId)).incr(versionKey));
   }
 
   return {
@@ -136,9 +160,23 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
         where: { monitoring_enabled: true, state: 'confirmed' },
         select: { id: true, monitor_update_interval: true },
       });
-      for (const server of monitored) await schedule(server, spreadPhase(server.id, intervalMs(server.monitor_update_interval)));
-      const wanted = new Set(monitored.map((s) => String(s.id)));
-      for (const id of await ctx.redis.hkeys(key)) if (!wanted.has(id)) await unschedule(Number(id));
+      // One read, the difference worked out here, one write (as schedule() and unschedule() would).
+      const current = await ctx.redis.hgetall(key);
+      const wanted = new Map(monitored.map((s) => [String(s.id), intervalMs(s.monitor_update_interval)]));
+      const missing: Record<string, string> = {};
+      for (const [id, every] of wanted) {
+        const value = current[id];
+        if (!value || parseSchedule(value).every !== every) missing[id] = `${every}:${spreadPhase(Number(id), every)}`;
+      }
+      const strays = Object.keys(current).filter((id) => !wanted.has(id));
+      const write = ctx.redis.multi();
+      if (Object.keys(missing).length > 0) write.hset(key, missing);
+      if (strays.length > 0) {
+        write.hdel(key, ...strays);
+        write.del(...strays.map((id) => sampleKey(ctx.queues.prefix, Number(id))));
+      }
+      // Bumped even when nothing changed, so that the version exists from worker start on.
+      await exec(write.incr(versionKey));
       return monitored.length;
     },
   };

@@ -5,7 +5,8 @@
 // A server whose shell cannot run the loop (it ends before "@@ready") falls back to the per-poll
 // command (execSampler) for as long as this process runs.
 import type { SshConnection, SshStream } from '../core/ssh.js';
-import { execSampler, type Sampler } from './monitor-poll.js';
+import type { RootServer } from '../generated/prisma/client.js';
+import { connectionSignature, execSampler, type Sampler } from './monitor-poll.js';
 import { MetricsParseError, parseSamples, STREAM_COMMAND, type ProcSample } from './proc-metrics.js';
 
 /** The loop did not start (its shell cannot run it): use the per-poll command. */
@@ -27,6 +28,8 @@ export class SampleStream {
   private constructor(
     readonly conn: SshConnection,
     private readonly channel: SshStream,
+    /** The connection signature of the server when the stream was opened (see connectionSignature). */
+    readonly signature: string,
   ) {
     channel.onData((chunk) => this.take(chunk.toString('utf8')));
     channel.onClose((code) => {
@@ -40,10 +43,14 @@ export class SampleStream {
   }
 
   /** Starts the loop on `conn` and waits for "@@ready". */
-  static async open(conn: SshConnection, timeoutMs: number, command = STREAM_COMMAND): Promise<SampleStream> {
+  static async open(
+    conn: SshConnection,
+    timeoutMs: number,
+    { command = STREAM_COMMAND, signature = '' }: { command?: string; signature?: string } = {},
+  ): Promise<SampleStream> {
     const deadline = Date.now() + timeoutMs;
     const channel = await conn.stream(command, { timeoutMs });
-    const stream = new SampleStream(conn, channel);
+    const stream = new SampleStream(conn, channel, signature);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => {
@@ -137,6 +144,26 @@ export class SampleStream {
 }
 
 /**
+ * Opens a stream for the server on `conn` (its connection), keeping the server's connection
+ * signature with it; null, and the server added to `fallback`, when its shell cannot run the loop.
+ */
+export async function openStream(
+  server: RootServer,
+  conn: SshConnection,
+  timeoutMs: number,
+  fallback: Set<number>,
+  command = STREAM_COMMAND,
+): Promise<SampleStream | null> {
+  try {
+    return await SampleStream.open(conn, timeoutMs, { command, signature: connectionSignature(server) });
+  } catch (err) {
+    if (!(err instanceof StreamUnsupported)) throw err;
+    fallback.add(server.id);
+    return null;
+  }
+}
+
+/**
  * A Sampler over per-server streams: reuses the server's stream while its connection lives, opens
  * one otherwise, and falls back to the per-poll command for servers whose shell cannot run the
  * loop. `streams` is the caller's (the monitor runner keeps one per server it polls).
@@ -148,13 +175,9 @@ export function streamSampler(streams: Map<number, SampleStream>, fallback: Set<
     if (!stream || stream.closed || stream.conn !== conn) {
       stream?.close();
       streams.delete(server.id);
-      try {
-        stream = await SampleStream.open(conn, Math.max(1000, deadline - Date.now()), command);
-      } catch (err) {
-        if (!(err instanceof StreamUnsupported)) throw err;
-        fallback.add(server.id);
-        return execSampler(server, conn, prev, deadline);
-      }
+      const opened = await openStream(server, conn, Math.max(1000, deadline - Date.now()), fallback, command);
+      if (!opened) return execSampler(server, conn, prev, deadline);
+      stream = opened;
       streams.set(server.id, stream);
     }
     const first = await stream.request(Math.max(1000, deadline - Date.now()));

@@ -52,7 +52,7 @@ export async function openRemoteSession(ctx: Pick<AppContext, 'db' | 'box'>, ser
   const where = `${server.username}@${server.ip}:${server.port}`;
   let conn;
   try {
-    conn = await connectRootServer(ctx, server);
+    conn = await connectRootServer(ctx, server, {}, target);
   } catch (err) {
     await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: `ssh ${where}`, output_text: (err as Error).message });
     throw err;

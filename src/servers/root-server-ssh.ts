@@ -38,11 +38,18 @@ export async function connectRootServer(
   deps: { db: Db; box: SecretBox },
   server: RootServerSshRecord,
   opts: ConnectOptions = {},
+  /** The target, when the caller has it already (its secrets are decrypted once). */
+  known?: SshTarget,
 ): Promise<SshConnection> {
-  const target = await sshTargetOf(deps.box, server);
+  const target = known ?? (await sshTargetOf(deps.box, server));
   const conn = await connectSsh(target, opts);
   if (server.host_key === null) {
-    const { count } = await deps.db.rootServer.updateMany({ where: { id: server.id, host_key: null }, data: { host_key: conn.hostKey } });
+    // Recorded only while the row still points where this connection went (a move meanwhile
+    // resets host_key, and the key of the old host must not be recorded for the new one).
+    const { count } = await deps.db.rootServer.updateMany({
+      where: { id: server.id, host_key: null, ip: server.ip, port: server.port, username: server.username },
+      data: { host_key: conn.hostKey },
+    });
     if (count === 0) {
       // Another connection recorded a key meanwhile: it must be this one.
       const stored = await deps.db.rootServer.findUnique({ where: { id: server.id }, select: { host_key: true } });

@@ -12,8 +12,18 @@ export async function loadRootServer(db: Db | DbTx, id: number): Promise<RootSer
   return server;
 }
 
+/**
+ * What the service itself changes on a root server (state, command output, monitoring, code
+ * editor). Where it connects and with what is the REST update's alone (records.update), which
+ * clears the credentials when the destination moves: the compiler keeps those fields out of here.
+ */
+type ServiceUpdate = Omit<
+  Prisma.RootServerUpdateInput,
+  'ip' | 'port' | 'username' | 'password' | 'key' | 'code_server_password' | 'host_key'
+>;
+
 /** Updates a root server and records the tracked changes, in the caller's transaction. */
-export async function updateRootServer(tx: DbTx, id: number, data: Prisma.RootServerUpdateInput, author: Author | null = null) {
+export async function updateRootServer(tx: DbTx, id: number, data: ServiceUpdate, author: Author | null = null) {
   const before = await loadRootServer(tx, id);
   const after = await tx.rootServer.update({ where: { id }, data });
   await trackChanges(tx, { model_name: 'svc.root.server', rec_id: id }, rootServerModel.tracked, before, after, author);

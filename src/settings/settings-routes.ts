@@ -7,7 +7,6 @@ import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
 import { authorOf } from '../core/http/auth.js';
 import { timestamp } from '../core/http/schemas.js';
-import { jsonSafe } from '../core/records.js';
 import { DnsResolver } from '../generated/prisma/enums.js';
 import { createSettingsService } from './settings-service.js';
 import { createDomainLookup } from './domain-lookup.js';
@@ -59,7 +58,7 @@ export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext)
   app.get('/api/v1/settings', {
     config: { group: 'user' },
     schema: { tags, operationId: operationId('/settings', 'get'), summary: 'Get the settings', response: { 200: settings } },
-    handler: async () => jsonSafe(await service.get()),
+    handler: () => service.get(),
   });
 
   app.patch('/api/v1/settings', {
@@ -71,7 +70,7 @@ export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext)
       body: settingsUpdate,
       response: { 200: settings },
     },
-    handler: async (req) => jsonSafe(await service.update(req.body, authorOf(req.user))),
+    handler: (req) => service.update(req.body, authorOf(req.user)),
   });
 
   registerActions(parent, {

@@ -1,22 +1,15 @@
-// Settings singleton (spec §2.13, row id 1 created by the first migration).
+// Settings singleton (spec §2.13, row id 1 created by the first migration): a record like any
+// other (its changes tracked in its chatter), always id 1.
 import type { AppContext } from '../context.js';
-import type { Prisma } from '../generated/prisma/client.js';
-import { trackChanges, type Author } from '../core/chatter.js';
+import type { Author } from '../core/chatter.js';
+import { createRecordService, type JsonSafe } from '../core/records.js';
+import type { Settings } from '../generated/prisma/client.js';
 import { settingsModel } from './settings-models.js';
 
-export function createSettingsService(ctx: Pick<AppContext, 'db'>) {
-  const { db } = ctx;
+export function createSettingsService(ctx: Pick<AppContext, 'db' | 'box'>) {
+  const records = createRecordService(ctx, settingsModel);
   return {
-    get() {
-      return db.settings.findUniqueOrThrow({ where: { id: 1 } });
-    },
-    update(data: Prisma.SettingsUpdateInput, author: Author | null) {
-      return db.$transaction(async (tx) => {
-        const before = await tx.settings.findUniqueOrThrow({ where: { id: 1 } });
-        const after = await tx.settings.update({ where: { id: 1 }, data });
-        await trackChanges(tx, { model_name: settingsModel.name, rec_id: 1 }, settingsModel.tracked, before, after, author);
-        return after;
-      });
-    },
+    get: () => records.get(1) as Promise<JsonSafe<Settings>>,
+    update: (data: Record<string, unknown>, author: Author | null) => records.update(1, data, author) as Promise<JsonSafe<Settings>>,
   };
 }

@@ -10,7 +10,7 @@
 import type { AppContext } from '../context.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { renderMail, type MailMessage } from '../core/mail.js';
-import type { Prisma, Subscription } from '../generated/prisma/client.js';
+import type { Prisma, Settings, Subscription } from '../generated/prisma/client.js';
 import { subscriptionUrl } from './subscription-service.js';
 
 export const LIFECYCLE_MAILS = ['trial_ready', 'trial_ending', 'trial_expired'] as const;
@@ -61,8 +61,7 @@ export interface MailRunResult {
 export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>) {
   const { db } = ctx;
 
-  async function compose(mail: LifecycleMail, sub: Subscription & { partner: { name: string; email: string } }): Promise<MailMessage> {
-    const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+  function compose(mail: LifecycleMail, sub: Subscription & { partner: { name: string; email: string } }, settings: Settings): MailMessage {
     const trialEnd = sub.trial_end_date;
     const data = {
       name: sub.partner.name,
@@ -84,7 +83,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
   }
 
   /** Sends `mail` for one subscription if it is due and no one else claimed it; true when sent. */
-  async function sendOne(mail: LifecycleMail, id: number, due: Prisma.SubscriptionWhereInput, result: MailRunResult) {
+  async function sendOne(mail: LifecycleMail, id: number, due: Prisma.SubscriptionWhereInput, settings: Settings, result: MailRunResult) {
     const column = SENT_COLUMN[mail];
     const claimedAt = new Date();
     const claimed = await db.subscription.updateMany({ where: { id, [column]: null, ...due }, data: { [column]: claimedAt } });
@@ -93,7 +92,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
     const ref = { model_name: 'svc.subscription' as const, rec_id: id };
     let message: MailMessage | null = null;
     try {
-      message = await compose(mail, sub);
+      message = compose(mail, sub, settings);
       await ctx.mailer.send(message);
     } catch (err) {
       const error = (err as Error).message;
@@ -120,7 +119,9 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
   return {
     /** Sends every due mail (of one subscription, or all), one claim at a time. */
     async sendDue(opts: { subscriptionId?: number; mails?: readonly LifecycleMail[] } = {}): Promise<MailRunResult> {
-      const { trial_reminder_days: reminderDays } = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+      // Read once per run: every mail of it is composed with the same settings.
+      const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+      const reminderDays = settings.trial_reminder_days;
       const result: MailRunResult = { sent: 0, failed: [] };
       for (const mail of opts.mails ?? LIFECYCLE_MAILS) {
         if (mail === 'trial_ending' && reminderDays === 0) continue;
@@ -131,7 +132,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
           select: { id: true },
           orderBy: { id: 'asc' },
         });
-        for (const c of candidates) await sendOne(mail, c.id, due, result);
+        for (const c of candidates) await sendOne(mail, c.id, due, settings, result);
       }
       return result;
     },

@@ -233,6 +233,41 @@ export function createDatabaseOperations(ctx: Deps) {
   const step = (id: number, who: Who, input_text: string) =>
     startActionLog(db, { ...ref(id), action_type: 'database', input_text, user_id: who.userId, job_id: who.jobId });
 
+  /**
+   * A backup or restore: claimed, its step in the action log, then `work`; on either outcome the
+   * claim is released, the chatter told and the step finished, in one transaction.
+   */
+  async function operate<T>(
+    id: number,
+    operation: 'backup' | 'restore',
+    states: readonly SubscriptionState[],
+    who: Who,
+    what: string,
+    inputText: (sub: Subscription) => string,
+    work: (sub: Subscription, author: Author | null) => Promise<{ done: string; result: T }>,
+  ): Promise<T> {
+    const author = await authorOfUser(db, who.userId);
+    const sub = await claim(id, operation, states, who.jobId);
+    const row = await step(id, who, inputText(sub));
+    try {
+      const { done, result } = await work(sub, author);
+      await db.$transaction(async (tx) => {
+        await release(tx, id, who.jobId);
+        await note(tx, id, done, author);
+        await row.finish('success', done, tx);
+      });
+      return result;
+    } catch (err) {
+      const message = `${what} failed: ${(err as Error).message}`;
+      await db.$transaction(async (tx) => {
+        await release(tx, id, who.jobId);
+        await note(tx, id, `${message}. The subscription is unchanged.`, author, true);
+        await row.finish('failure', message, tx);
+      });
+      throw err;
+    }
+  }
+
   return {
     /** API checks before a backup job is queued. */
     async checkBackup(id: number) {
@@ -265,58 +300,39 @@ export function createDatabaseOperations(ctx: Deps) {
       return named.id;
     },
 
-    async backup(id: number, who: Who) {
-      const author = await authorOfUser(db, who.userId);
-      const sub = await claim(id, 'backup', BACKUP_STATES, who.jobId);
-      const row = await step(id, who, `backup of database ${sub.database_name}`);
-      try {
-        const server = await backupServerFor(db, sub.backup_server_id);
-        const backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author));
-        const done = `Backup ${backup.id} of ${sub.database_name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`;
-        await db.$transaction(async (tx) => {
-          await release(tx, id, who.jobId);
-          await note(tx, id, done, author);
-          await row.finish('success', done, tx);
-        });
-        return { subscription_id: id, backup_server_id: server.id, backup };
-      } catch (err) {
-        const message = `Backup failed: ${(err as Error).message}`;
-        await db.$transaction(async (tx) => {
-          await release(tx, id, who.jobId);
-          await note(tx, id, `${message}. The subscription is unchanged.`, author, true);
-          await row.finish('failure', message, tx);
-        });
-        throw err;
-      }
-    },
+    backup: (id: number, who: Who) =>
+      operate(
+        id,
+        'backup',
+        BACKUP_STATES,
+        who,
+        'Backup',
+        (sub) => `backup of database ${sub.database_name}`,
+        async (sub, author) => {
+          const server = await backupServerFor(db, sub.backup_server_id);
+          const backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author));
+          return { done: backupDone('Backup', backup, sub, server), result: { subscription_id: id, backup_server_id: server.id, backup } };
+        },
+      ),
 
-    async restore(id: number, backupId: string | number, who: Who) {
-      const author = await authorOfUser(db, who.userId);
-      const sub = await claim(id, 'restore', RESTORE_STATES, who.jobId);
-      const row = await step(id, who, `restore of database ${sub.database_name} from backup ${backupId}`);
-      try {
-        const server = await backupServerFor(db, sub.backup_server_id);
-        const answer = await api.restore(server, { ...ref(id), user_id: who.userId, job_id: who.jobId }, sub.database_name!, backupId);
-        if (answer.state && REMOTE_STATES[answer.state.toLowerCase()] === 'failed') {
-          throw new UserError(`The backup server answered the restore with state "${answer.state}"`);
-        }
-        const done = `Database ${sub.database_name} restored from backup ${backupId} by backup server ${server.id}${answer.state ? ` (state: ${answer.state})` : ''}.`;
-        await db.$transaction(async (tx) => {
-          await release(tx, id, who.jobId);
-          await note(tx, id, done, author);
-          await row.finish('success', done, tx);
-        });
-        return { subscription_id: id, backup_server_id: server.id, backup_id: backupId, answer };
-      } catch (err) {
-        const message = `Restore failed: ${(err as Error).message}`;
-        await db.$transaction(async (tx) => {
-          await release(tx, id, who.jobId);
-          await note(tx, id, `${message}. The subscription is unchanged.`, author, true);
-          await row.finish('failure', message, tx);
-        });
-        throw err;
-      }
-    },
+    restore: (id: number, backupId: string | number, who: Who) =>
+      operate(
+        id,
+        'restore',
+        RESTORE_STATES,
+        who,
+        'Restore',
+        (sub) => `restore of database ${sub.database_name} from backup ${backupId}`,
+        async (sub) => {
+          const server = await backupServerFor(db, sub.backup_server_id);
+          const answer = await api.restore(server, { ...ref(id), user_id: who.userId, job_id: who.jobId }, sub.database_name!, backupId);
+          if (answer.state && REMOTE_STATES[answer.state.toLowerCase()] === 'failed') {
+            throw new UserError(`The backup server answered the restore with state "${answer.state}"`);
+          }
+          const done = `Database ${sub.database_name} restored from backup ${backupId} by backup server ${server.id}${answer.state ? ` (state: ${answer.state})` : ''}.`;
+          return { done, result: { subscription_id: id, backup_server_id: server.id, backup_id: backupId, answer } };
+        },
+      ),
 
     /**
      * The final backup (which must end done, unless skip_backup), then DROP DATABASE, then
@@ -346,12 +362,7 @@ export function createDatabaseOperations(ctx: Deps) {
         if (!skipBackup) {
           const server = await backupServerFor(db, sub.backup_server_id);
           backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author));
-          await note(
-            db,
-            id,
-            `Final backup ${backup.id} of ${name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`,
-            author,
-          );
+          await note(db, id, backupDone('Final backup', backup, sub, server), author);
         }
         await note(db, id, `Dropping database ${name} on ${where} (DROP DATABASE WITH (FORCE)).`, author);
         dropSent = true;
@@ -384,4 +395,8 @@ async function getSubscription(db: Db, id: number) {
   const sub = await db.subscription.findUnique({ where: { id } });
   if (!sub) throw new NotFoundError('Subscription');
   return sub;
+}
+
+function backupDone(what: string, backup: RemoteBackup, sub: Subscription, server: { id: number }) {
+  return `${what} ${backup.id} of ${sub.database_name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`;
 }

@@ -25,7 +25,8 @@ declare module 'fastify' {
   }
 }
 
-const API_PREFIX = '/api/v1';
+/** Routes under this prefix are the REST API: each declares its group, and their input is guarded. */
+export const API_PREFIX = '/api/v1';
 
 export function registerAuth(app: FastifyInstance, authenticate: Authenticate) {
   app.decorateRequest('user', null);

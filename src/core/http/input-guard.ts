@@ -3,12 +3,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { API_PREFIX } from './auth.js';
 
 const NUL = '\u0000';
-const API_PREFIX = '/api/v1';
 
 /** The path of the first string holding a NUL, e.g. "body.contacts.0.name", or null. */
-export function findNul(value: unknown, path: string, depth = 0): string | null {
+function findNul(value: unknown, path: string, depth = 0): string | null {
   if (typeof value === 'string') return value.includes(NUL) ? path : null;
   if (depth > 32 || value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return null;
   for (const [key, inner] of Object.entries(value)) {
