@@ -14,17 +14,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { loadConfig } from '../src/core/config.js';
-import { applyMigrations } from '../src/core/migrate.js';
-import { createContext } from '../src/context.js';
 import { startWorkers } from '../src/worker.js';
 import { createGitRepositoryService } from '../src/git/git-repository-service.js';
 import { VALIDATE_PY } from '../src/git/deploy-script.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { startFakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
-import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { createAuthService } from '../src/auth/auth-service.js';
 import { findJob } from '../test/helpers/api.js';
+import { createBenchContext } from './bench-context.js';
 
 const run = promisify(execFile);
 // The interpreter a server's login shell finds (not a version manager's shim, which costs a shell per start).
@@ -96,19 +93,8 @@ async function main() {
   const host = await startFakeGitHost(TOKEN);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-git-'));
   await run('chmod', ['777', scratch]);
-  const dbName = `svc_bench_git_${Date.now().toString(36)}`;
-  const url = databaseUrl(dbName);
-  await applyMigrations(url);
-  const config = loadConfig({
-    DATABASE_URL: url,
-    REDIS_URL,
-    QUEUE_PREFIX: dbName,
-    SVC_MASTER_KEY_FILE: `${os.tmpdir()}/${dbName}.key`,
-    LOG_LEVEL: 'warn',
-    GIT_API_URL: host.url,
-    ODOO_BASE_PATH: path.join(scratch, 'opt', 'odoo'),
-  });
-  const ctx = await createContext(config);
+  const bench = await createBenchContext('git', { GIT_API_URL: host.url, ODOO_BASE_PATH: path.join(scratch, 'opt', 'odoo') });
+  const { ctx, config } = bench;
   const workers = await startWorkers(ctx);
   try {
     const user = await createAuthService(ctx).createUser({ email: 'bench@svc.test', group: 'administrator' });
@@ -153,14 +139,10 @@ async function main() {
     console.log(`ratio per-file / one process: ${(v.perFile / v.oneProcess).toFixed(1)}×`);
   } finally {
     await workers.close();
-    const keys = await ctx.redis.keys(`${dbName}:*`);
-    if (keys.length > 0) await ctx.redis.del(...keys);
-    await ctx.close();
+    await bench.close();
     await host.close();
     await sshd.stop();
-    await dropDatabase(dbName);
     await rm(scratch, { recursive: true, force: true });
-    await rm(config.SVC_MASTER_KEY_FILE, { force: true });
   }
 }
 

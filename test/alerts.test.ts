@@ -5,21 +5,19 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
-import { startWorkers, type Workers } from '../src/worker.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { serverStateKey } from '../src/alerts/alert-state.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import type { TestContext } from './helpers/context.js';
+import { request, type Caller } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
-let workers: Workers;
 let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
 let ntfy: RecordingServer;
@@ -37,10 +35,18 @@ beforeAll(async () => {
     return sendJson(res, 404, { error: 'page not found' });
   });
   refusing = await startRecordingServer((_req, res) => sendJson(res, 403, { code: 40301, http: 403, error: 'forbidden' }));
-  ctx = await createTestContext({ SMTP_URL: smtp.url, OUTBOUND_TIMEOUT_MS: '2000' });
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  as = await callers(ctx);
+});
+afterAll(async () => {
+  await sshd?.stop();
+  await ntfy?.close();
+  await refusing?.close();
+  await smtp?.close();
+});
+
+const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url, OUTBOUND_TIMEOUT_MS: '2000' }) });
+
+beforeAll(async () => {
+  ({ ctx, app, as } = t);
   poll = createMonitorPoller(ctx, composeFeatures(ctx).monitorPollObservers);
   const mk = async (payload: object) => {
     const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
@@ -49,15 +55,6 @@ beforeAll(async () => {
   };
   defaultPushId = await mk({ name: 'ntfy', provider: 'selfhosted_push', url: ntfy.url, is_default: true });
   refusingPushId = await mk({ name: 'refusing', provider: 'selfhosted_push', url: refusing.url });
-});
-afterAll(async () => {
-  await workers?.close();
-  await app?.close();
-  await ctx?.cleanup();
-  await sshd?.stop();
-  await ntfy?.close();
-  await refusing?.close();
-  await smtp?.close();
 });
 
 const passwordLogin = { username: TEST_USERS.password.name, password: TEST_USERS.password.password };

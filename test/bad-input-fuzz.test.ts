@@ -3,11 +3,9 @@
 // parameter and body field gets integers past PostgreSQL's range (2^31, 2^63), id spellings that
 // are not ids (`0x1`, ` 1`, `1e0`), and NUL characters in strings, one bad value per request on an
 // otherwise plausible request. The public routes (trial pages, webhook endpoint) are sent the same.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { createCaller, request, type Caller } from './helpers/api.js';
+import { describe, expect, it } from 'vitest';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { createTrialPackage, injectTransport, signupFields, Visitor } from './helpers/trial.js';
 
 interface JsonSchema {
@@ -31,22 +29,10 @@ const BIG_INTEGERS = [2 ** 31, 2 ** 63];
 const NUL = 'a\u0000b';
 const NOT_IDS = ['2147483648', '9223372036854775808', '0x1', '%201', '1e0', '%00', '1.5', '-1'];
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let admin: Caller;
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  // Record 1 of each family would be what `0x1` or ` 1` reach if they were taken for ids: the
-  // first user is not the caller, so a request that slipped through cannot lock the test out.
-  await createCaller(ctx, 'user');
-  admin = await createCaller(ctx, 'administrator');
-});
-afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
-});
+// Record 1 of each family would be what `0x1` or ` 1` reach if they were taken for ids: the first
+// user (and token) is useTestApp's user-group caller, not the administrator the requests are sent
+// as, so a request that slipped through cannot lock the test out.
+const t = useTestApp();
 
 function typeOf(s: JsonSchema): string | undefined {
   const variant = s.anyOf?.find((v) => v.type !== 'null') ?? s.oneOf?.find((v) => v.type !== 'null');
@@ -136,7 +122,7 @@ function casesOf(path: string, method: string, op: Operation): Case[] {
 
 describe('the REST API', () => {
   it('answers 400 validation_error, never 5xx, to out-of-range integers, non-ids and NUL characters', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
       paths: Record<string, Record<string, Operation>>;
     };
     const failures: string[] = [];
@@ -148,7 +134,7 @@ describe('the REST API', () => {
         operations += 1;
         for (const c of casesOf(path, method, op)) {
           sent += 1;
-          const res = await request(app, admin, { method: c.method as 'GET', url: c.url, payload: c.payload as object });
+          const res = await request(t.app, t.as.admin, { method: c.method as 'GET', url: c.url, payload: c.payload as object });
           const code = res.headers['content-type']?.toString().includes('json') ? res.json()?.error?.code : undefined;
           if (res.statusCode !== 400 || code !== 'validation_error') {
             failures.push(`${c.method} ${path} ${c.what} → ${res.statusCode} ${res.body.slice(0, 160)}`);
@@ -160,12 +146,53 @@ describe('the REST API', () => {
     expect(sent).toBeGreaterThan(1000);
     expect(failures).toEqual([]);
   });
+  it('answers 400 validation_error to a query parameter or body field it does not know', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+      paths: Record<string, Record<string, Operation>>;
+    };
+    const failures: string[] = [];
+    let operations = 0;
+    for (const [path, ops] of Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/v1/'))) {
+      for (const [method, op] of Object.entries(ops)) {
+        operations += 1;
+        const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => (name.endsWith('id') ? '999999' : 'x'));
+        const body = op.requestBody?.content['application/json']?.schema;
+        const baseBody = body ? plausible(body) : undefined;
+        const m = method.toUpperCase();
+        // The answer must name the unknown field: a body that fails for another reason (plausible()
+        // values are not always valid) must not hide a schema that lets unknown fields through. The
+        // query string is validated after the path and the body, so an error there stands for it.
+        const cases: [Case, (field: string) => boolean][] = [
+          [
+            { what: 'query zz_unknown=1', method: m, url: `${url}?zz_unknown=1`, payload: baseBody },
+            (f) => f === 'querystring.zz_unknown' || /^(params|body)\b/.test(f),
+          ],
+        ];
+        if (body && typeOf(body) === 'object') {
+          cases.push([
+            { what: 'body zz_unknown', method: m, url, payload: { ...(baseBody as object), zz_unknown: 1 } },
+            (f) => f === 'body.zz_unknown',
+          ]);
+        }
+        for (const [c, names] of cases) {
+          const res = await request(t.app, t.as.admin, { method: c.method as 'GET', url: c.url, payload: c.payload as object });
+          const error = res.headers['content-type']?.toString().includes('json') ? res.json()?.error : undefined;
+          const fields = ((error?.details?.fields ?? []) as { field: string }[]).map((f) => f.field);
+          if (res.statusCode !== 400 || error?.code !== 'validation_error' || !fields.some(names)) {
+            failures.push(`${c.method} ${path} ${c.what} → ${res.statusCode} ${res.body.slice(0, 160)}`);
+          }
+        }
+      }
+    }
+    expect(operations).toBeGreaterThan(150);
+    expect(failures).toEqual([]);
+  });
 });
 
 describe('the public routes', () => {
   it('trial pages answer 400 to NUL in any form field or path, and a page rather than a crash', async () => {
-    const pkg = await createTrialPackage(ctx);
-    const visitor = new Visitor(injectTransport(app));
+    const pkg = await createTrialPackage(t.ctx);
+    const visitor = new Visitor(injectTransport(t.app));
     await visitor.open();
     const fields = signupFields('nul@example.com', pkg.id);
     for (const name of Object.keys(fields)) {
@@ -183,16 +210,20 @@ describe('the public routes', () => {
     expect((await visitor.open('/saas/trial/a%00b')).status).toBe(400);
     const huge = String(2 ** 63);
     expect((await visitor.post('/saas/trial/submit', { ...fields, trial_package_id: huge })).status).toBe(400);
-    expect(await ctx.db.trialVerification.count()).toBe(0);
+    expect(await t.ctx.db.trialVerification.count()).toBe(0);
   });
 
   it('the webhook endpoint answers 400 to NUL in the message and to an oversized body, and posts nothing', async () => {
-    const partner = await ctx.db.partner.create({ data: { name: 'P', email: 'p@example.com' } });
+    const partner = await t.ctx.db.partner.create({ data: { name: 'P', email: 'p@example.com' } });
     const hook = (
-      await request(app, admin, { method: 'POST', url: '/api/v1/webhooks', payload: { model_name: 'res.partner', rec_id: partner.id } })
+      await request(t.app, t.as.admin, {
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        payload: { model_name: 'res.partner', rec_id: partner.id },
+      })
     ).json();
     const post = (url: string, payload: string) =>
-      app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
+      t.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
     for (const payload of [JSON.stringify({ message: NUL }), JSON.stringify({ message: 'ok', message_type: NUL })]) {
       expect((await post(`/svc/webhook/${hook.token}`, payload)).statusCode).toBe(400);
     }
@@ -201,7 +232,7 @@ describe('the public routes', () => {
     expect((await post(`/svc/webhook/${hook.token}`, big)).statusCode).toBe(400);
     expect((await post('/svc/webhook/%00', '{}')).statusCode).toBe(400);
     expect(
-      await ctx.db.message.count({ where: { model_name: 'res.partner', rec_id: partner.id, message_type: { not: 'tracking' } } }),
+      await t.ctx.db.message.count({ where: { model_name: 'res.partner', rec_id: partner.id, message_type: { not: 'tracking' } } }),
     ).toBe(0);
   });
 });

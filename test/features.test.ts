@@ -4,10 +4,7 @@
 // its schedule, its webhook method. Real PostgreSQL and Redis. The model reuses the partners
 // table under a name of its own, so no migration is needed for the test.
 import { z } from 'zod';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
+import { describe, expect, it } from 'vitest';
 import { FEATURES } from '../src/features.js';
 import { featureJobs, type Feature } from '../src/feature.js';
 import { defineModel } from '../src/core/models.js';
@@ -17,8 +14,8 @@ import { registerCrud } from '../src/core/http/crud.js';
 import { createRecordService } from '../src/core/records.js';
 import { postMessage } from '../src/core/chatter.js';
 import { refId, timestamp } from '../src/core/http/schemas.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 
 declare module '../src/core/models.js' {
   interface ModelNames {
@@ -85,27 +82,11 @@ const contacts: Feature = {
   webhookMethods: () => ({ 'test.contact': { action_wave: async () => {} } }),
 };
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let as: { user: Caller; operator: Caller; admin: Caller };
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  const features = [...FEATURES, contacts];
-  app = await buildApp(ctx, features);
-  workers = await startWorkers(ctx, features);
-  as = await callers(ctx);
-});
-afterAll(async () => {
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-});
+const t = useTestApp({ workers: true, features: [...FEATURES, contacts] });
 
 describe('a feature added to the list', () => {
   it('contributes its resource, action, chatter routes, job, schedule and webhook method', async () => {
-    const created = await request(app, as.operator, {
+    const created = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/test-contacts',
       payload: { name: 'Ada', email: 'ada@example.com' },
@@ -113,22 +94,22 @@ describe('a feature added to the list', () => {
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().id;
 
-    const queued = await request(app, as.operator, { method: 'POST', url: `/api/v1/test-contacts/${id}/actions/greet` });
+    const queued = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/test-contacts/${id}/actions/greet` });
     expect(queued.statusCode).toBe(202);
-    expect(await waitForJob(app, as.user, queued.json().job_id)).toMatchObject({ state: 'completed', result: { greeted: id } });
+    expect(await waitForJob(t.app, t.as.user, queued.json().job_id)).toMatchObject({ state: 'completed', result: { greeted: id } });
 
-    const thread = (await request(app, as.user, { method: 'GET', url: `/api/v1/test-contacts/${id}/messages` })).json();
+    const thread = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/test-contacts/${id}/messages` })).json();
     expect(thread.items.map((m: { body: string }) => m.body)).toEqual(['Hello!', 'Record created']);
 
-    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
     expect(doc.paths['/api/v1/test-contacts/{id}/actions/greet'].post).toMatchObject({
       operationId: 'testContacts.greet',
       summary: 'Greet a contact',
     });
 
-    expect(await ctx.queues.queue('test_contacts').getJobScheduler('greet-nobody')).toMatchObject({ every: 3_600_000 });
+    expect(await t.ctx.queues.queue('test_contacts').getJobScheduler('greet-nobody')).toMatchObject({ every: 3_600_000 });
 
-    const hook = await request(app, as.admin, {
+    const hook = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/webhooks',
       payload: { model_name: 'test.contact', rec_id: id, trigger_action: 'action_wave' },

@@ -15,8 +15,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { callers, confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
 import { gitJobs } from '../src/git/git-job-specs.js';
@@ -46,15 +46,7 @@ beforeAll(async () => {
   app = await buildApp(ctx);
   workers = await startWorkers(ctx);
   as = await callers(ctx);
-  const server = await request(app, as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
-  });
-  serverId = server.json().id;
-  expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/confirm` })).statusCode).toBe(
-    200,
-  );
+  serverId = (await confirmedRootServer(app, as.operator, sshd, keyLogin(sshd))).id;
   accountId = (await createAccount(TOKEN)).id;
 });
 
@@ -92,6 +84,8 @@ async function newRepository(
 
 const act = (id: number, name: string, caller: Caller = as.admin) =>
   request(app, caller, { method: 'POST', url: `/api/v1/git-repositories/${id}/actions/${name}` });
+/** Runs push_commit as an administrator and returns the finished job. */
+const pushCommit = async (id: number) => waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
 const getRepo = async (id: number) => (await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
 const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 const chatter = async (id: number) =>
@@ -386,7 +380,7 @@ describe('push_commit: validated deploys over SSH', () => {
   it('the tree comes from the API tarball through its redirect: the token goes to the API only, the URL token is never stored', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     const sha = remote.commit({ 'm/t.py': 'T = 1\n' }, 'tarball');
-    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    const job = await pushCommit(id);
     expect(job.state, job.error).toBe('completed');
     expect(await readFile(path.join(String(record.deploy_path), 'm', 't.py'), 'utf8')).toBe('T = 1\n');
 
@@ -415,13 +409,13 @@ describe('push_commit: validated deploys over SSH', () => {
   it('a tree larger than GIT_DEPLOY_MAX_BYTES, downloaded or unpacked, is refused with a clear error; the live path stays', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     remote.commit({ 'm/ok.py': 'OK = 1\n' }, 'small');
-    expect((await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000)).state).toBe('completed');
+    expect((await pushCommit(id)).state).toBe('completed');
     const live = String(record.deploy_path);
     const before = await readlink(live);
 
     // Hardly compressible: the download and what it unpacks to grow together; either bound may trip first.
     const big = remote.commit({ 'm/blob.txt': randomBytes(MAX_TREE).toString('base64') }, 'big');
-    const tooBig = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    const tooBig = await pushCommit(id);
     expect(tooBig.state).toBe('failed');
     expect(tooBig.error).toMatch(
       new RegExp(`^The tarball of ${big.slice(0, 12)} (is larger|unpacks to more) than ${MAX_TREE} bytes \\(GIT_DEPLOY_MAX_BYTES\\)$`),
@@ -429,7 +423,7 @@ describe('push_commit: validated deploys over SSH', () => {
 
     // A download of a few kilobytes that unpacks past the bound (a gzip bomb, in small).
     const bomb = remote.commit({ 'm/blob.txt': '', 'm/zeros.txt': '0'.repeat(MAX_TREE * 4) }, 'bomb');
-    const unpacked = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    const unpacked = await pushCommit(id);
     expect(unpacked.state).toBe('failed');
     expect(unpacked.error).toBe(`The tarball of ${bomb.slice(0, 12)} unpacks to more than ${MAX_TREE} bytes (GIT_DEPLOY_MAX_BYTES)`);
     // The download itself was small and whole: the bound on what it unpacks to is what refused it.
@@ -449,7 +443,7 @@ describe('push_commit: validated deploys over SSH', () => {
   it('a download cut off midway fails the deploy; the server never takes the cut tree for a whole one', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     remote.commit({ 'm/ok.py': 'OK = 1\n' }, 'first');
-    expect((await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000)).state).toBe('completed');
+    expect((await pushCommit(id)).state).toBe('completed');
     const live = String(record.deploy_path);
     const before = await readlink(live);
     // Cut midway, and cut at once (the failure may then come before the SSH command starts).
@@ -461,7 +455,7 @@ describe('push_commit: validated deploys over SSH', () => {
       host.cutTarballAfter = cut;
       let job;
       try {
-        job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+        job = await pushCommit(id);
       } finally {
         host.cutTarballAfter = null;
       }
@@ -518,7 +512,7 @@ describe('push_commit: validated deploys over SSH', () => {
       deploy_path: path.join(basePath, 'sudo-addons'),
     });
     remote.commit({ 'm/y.py': 'Z = 3\n' }, 'via sudo');
-    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    const job = await pushCommit(id);
     expect(job.state, job.error).toBe('completed');
     const release = await stat(path.join(String(record.deploy_path), 'm', 'y.py'));
     expect(release.uid).toBe(0); // written as root through sudo
@@ -654,7 +648,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
     }
 
     const sha = remote.commit({ 'shop/models.py': 'PRICE = 42\n' }, 'deploy to the operator’s server');
-    const job = await waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+    const job = await pushCommit(id);
     expect(job.state, job.error).toBe('completed');
     expect(job.result).toMatchObject({ deployed: true, commit: sha });
     expect(await readFile(path.join(livePath, 'shop', 'models.py'), 'utf8')).toBe('PRICE = 42\n');

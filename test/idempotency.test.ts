@@ -61,6 +61,28 @@ describe('Idempotency-Key', () => {
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json().error.details.fields[0].field).toBe('headers.idempotency-key');
   });
+
+  it('a server error is not kept: the same key tries again and does the work', async () => {
+    // A trigger makes the insert fail inside PostgreSQL, as an outage would.
+    await t.ctx.db.$executeRawUnsafe(
+      `CREATE FUNCTION idempotency_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+    );
+    await t.ctx.db.$executeRawUnsafe(
+      'CREATE TRIGGER idempotency_test_refuse BEFORE INSERT ON partners FOR EACH ROW EXECUTE FUNCTION idempotency_test_refuse()',
+    );
+    const body = { name: 'Retry', email: 'retry-after-500@example.com' };
+    let failed: Awaited<ReturnType<typeof post>>;
+    try {
+      failed = await post(t.as.operator, '/api/v1/partners', body, 'retry-after-500');
+    } finally {
+      await t.ctx.db.$executeRawUnsafe('DROP TRIGGER idempotency_test_refuse ON partners');
+    }
+    expect(failed.statusCode).toBe(500);
+    const again = await post(t.as.operator, '/api/v1/partners', body, 'retry-after-500');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect(await t.ctx.db.partner.count({ where: { email: body.email } })).toBe(1);
+  });
 });
 
 describe('what is kept in Redis', () => {

@@ -10,9 +10,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { BULLMQ_STALLED_REASON, jobErrorOf, recordInterruption } from '../src/jobs/job-interruption.js';
 import { createJobCatalog, type JobSpec } from '../src/core/jobs.js';
@@ -21,16 +19,13 @@ import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.
 import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
 import { keyVersionOf } from '../src/core/crypto.js';
 import { createRecordService } from '../src/core/records.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, findJob, request, waitForJob, type Caller } from './helpers/api.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { confirmedRootServer, findJob, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { startSshd, type Sshd } from './helpers/sshd.js';
 import { startService, type ServiceProcess } from './helpers/spawn.js';
 
 const TIMINGS = { JOB_LOCK_MS: '2000', JOB_STALLED_INTERVAL_MS: '1000' };
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
 let scratch: string;
 let worker: ServiceProcess | null = null;
@@ -40,10 +35,13 @@ beforeAll(async () => {
   sshd = await startSshd();
   scratch = await mkdtemp(path.join(tmpdir(), 'svc-job-crash-'));
   await chmod(scratch, 0o777); // the SSH test user writes the marker here
-  ctx = await createTestContext(TIMINGS);
-  app = await buildApp(ctx);
-  as = await callers(ctx);
 });
+afterAll(async () => {
+  await sshd?.stop();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+const t = useTestApp({ env: TIMINGS });
 
 afterEach(async () => {
   await worker?.kill9();
@@ -52,41 +50,27 @@ afterEach(async () => {
   workers = null;
 });
 
-afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
-  await sshd.stop();
-  await rm(scratch, { recursive: true, force: true });
-});
-
 /** A worker process on this test's database, Redis prefix and master key. */
 function startWorkerProcess(): Promise<ServiceProcess> {
   return startService({
     SVC_ROLE: 'worker',
-    DATABASE_URL: ctx.config.DATABASE_URL,
-    REDIS_URL: ctx.config.REDIS_URL,
-    QUEUE_PREFIX: ctx.config.QUEUE_PREFIX,
-    SVC_MASTER_KEY_FILE: ctx.config.SVC_MASTER_KEY_FILE,
+    DATABASE_URL: t.ctx.config.DATABASE_URL,
+    REDIS_URL: t.ctx.config.REDIS_URL,
+    QUEUE_PREFIX: t.ctx.config.QUEUE_PREFIX,
+    SVC_MASTER_KEY_FILE: t.ctx.config.SVC_MASTER_KEY_FILE,
     LOG_LEVEL: 'info',
     ...TIMINGS,
   });
 }
 
-async function until<T>(what: string, read: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** How long a test waits for a step of the worker (vi.waitUntil polls every 50 ms). */
+const WAIT = { timeout: 30_000 };
 
 const readLines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 
 describe('crash recovery per queue', () => {
   it('jobs that change a remote system are never run again; maintenance is', () => {
-    const catalog = composeFeatures(ctx).jobs;
+    const catalog = composeFeatures(t.ctx).jobs;
     expect(Object.fromEntries(catalog.queueNames().map((q) => [q, catalog.afterCrashOf(q)]))).toEqual({
       maintenance: 'rerun',
       trials: 'rerun',
@@ -120,16 +104,9 @@ describe('crash recovery per queue', () => {
 
 describe('kill -9 of the worker during run_cmd', () => {
   it('runs the command once: the job ends failed/interrupted, the action log, chatter and cmd_output say so', async () => {
-    const created = await request(app, as.operator, {
-      method: 'POST',
-      url: '/api/v1/root-servers',
-      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.password.name, password: TEST_USERS.password.password },
-    });
-    expect(created.statusCode, created.body).toBe(201);
-    const serverId = created.json().id as number;
+    const serverId = (await confirmedRootServer(t.app, t.as.operator, sshd)).id;
     const act = (name: string, payload?: object) =>
-      request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/${name}`, payload });
-    expect((await act('confirm')).statusCode).toBe(200);
+      request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/${name}`, payload });
 
     const marker = path.join(scratch, 'marker');
     const cmd = `echo ran >> ${marker}; sleep 20`;
@@ -139,20 +116,20 @@ describe('kill -9 of the worker during run_cmd', () => {
     const jobId = queued.json().job_id as string;
 
     // The command has started on the server, and its row is in the action log before it ends.
-    await until('the marker', async () => (await readLines(marker)).length === 1);
-    const running = await ctx.db.actionLog.findMany({ where: { job_id: jobId } });
+    await vi.waitUntil(async () => (await readLines(marker)).length === 1, WAIT);
+    const running = await t.ctx.db.actionLog.findMany({ where: { job_id: jobId } });
     expect(running).toEqual([expect.objectContaining({ action_type: 'ssh_command', status: 'running', input_text: cmd })]);
 
     await worker.kill9();
     worker = null;
-    workers = await startWorkers(ctx);
+    workers = await startWorkers(t.ctx);
 
-    const job = await waitForJob(app, as.user, jobId, 60_000);
+    const job = await waitForJob(t.app, t.as.user, jobId, 60_000);
     expect(job).toMatchObject({ state: 'failed', name: 'root_server_run_cmd' });
     expect(job.error).toMatch(
       /^interrupted: the worker stopped while the job ran; it was not run again because it changes a remote system$/,
     );
-    const server = (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${serverId}` })).json();
+    const server = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/root-servers/${serverId}` })).json();
     expect(server.cmd_output).toMatch(
       new RegExp(`^\\[interrupted\\] The worker stopped while the command ran \\(job ${jobId}\\); the command was not run again`),
     );
@@ -160,10 +137,10 @@ describe('kill -9 of the worker during run_cmd', () => {
     // The queue went on past the stalled job (the old behaviour ran it again at this point):
     // a later command on the same queue completes, and the first one ran exactly once.
     const next = await act('run_cmd', { cmd: 'echo next' });
-    expect((await waitForJob(app, as.user, next.json().job_id, 30_000)).state).toBe('completed');
+    expect((await waitForJob(t.app, t.as.user, next.json().job_id, 30_000)).state).toBe('completed');
     expect(await readLines(marker)).toEqual(['ran']);
 
-    const logs = await request(app, as.user, { method: 'GET', url: `/api/v1/action-logs?job_id=${jobId}` });
+    const logs = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?job_id=${jobId}` });
     expect(logs.json().items).toEqual([
       expect.objectContaining({
         action_type: 'ssh_command',
@@ -172,7 +149,7 @@ describe('kill -9 of the worker during run_cmd', () => {
         output_text: expect.stringMatching(/^interrupted: /),
       }),
     ]);
-    const messages = (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${serverId}/messages?limit=200` })).json()
+    const messages = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/root-servers/${serverId}/messages?limit=200` })).json()
       .items;
     expect(messages).toContainEqual(
       expect.objectContaining({
@@ -185,50 +162,51 @@ describe('kill -9 of the worker during run_cmd', () => {
 
 describe('kill -9 of the worker during key rotation', () => {
   it('is run again by the next worker, which finishes it', async () => {
-    const servers = createRecordService(ctx, postgresqlServerModel);
+    const servers = createRecordService(t.ctx, postgresqlServerModel);
     const ids: number[] = [];
     for (let i = 0; i < 3; i++) ids.push((await servers.create({ ip: `10.9.0.${i}`, password: `rot-secret-${i}` })).id as number);
-    const rows = () => ctx.db.$queryRaw<{ id: number; password: string }[]>`SELECT id, password FROM postgresql_servers ORDER BY id`;
-    const plaintexts = new Map(await Promise.all((await rows()).map(async (r) => [r.id, await ctx.box.decrypt(r.password)] as const)));
+    const rows = () => t.ctx.db.$queryRaw<{ id: number; password: string }[]>`SELECT id, password FROM postgresql_servers ORDER BY id`;
+    const plaintexts = new Map(await Promise.all((await rows()).map(async (r) => [r.id, await t.ctx.box.decrypt(r.password)] as const)));
 
     // A lock on the last row holds the rotation there, halfway, while the worker is killed.
-    const blocker = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+    const blocker = new pg.Client({ connectionString: t.ctx.config.DATABASE_URL });
     await blocker.connect();
     try {
       await blocker.query('BEGIN');
       await blocker.query('SELECT id FROM postgresql_servers WHERE id = $1 FOR UPDATE', [ids.at(-1)]);
       worker = await startWorkerProcess();
-      const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/settings/actions/rotate_encryption_key' });
+      const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/settings/actions/rotate_encryption_key' });
       expect(res.statusCode).toBe(202);
       const jobId = res.json().job_id as string;
-      await until('the rotation to wait on the locked row', async () => {
-        const [row] = await ctx.db.$queryRaw<{ n: number }[]>`
+      // The rotation waits on the locked row.
+      await vi.waitUntil(async () => {
+        const [row] = await t.ctx.db.$queryRaw<{ n: number }[]>`
           SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE "postgresql_servers"%'`;
         return row!.n === 1;
-      });
+      }, WAIT);
       const halfway = await rows();
       expect(keyVersionOf(halfway[0]!.password)).not.toBe(keyVersionOf(halfway.at(-1)!.password));
 
       await worker.kill9();
       worker = null;
       await blocker.query('COMMIT');
-      workers = await startWorkers(ctx);
+      workers = await startWorkers(t.ctx);
 
-      const job = await waitForJob(app, as.user, jobId, 60_000);
+      const job = await waitForJob(t.app, t.as.user, jobId, 60_000);
       expect(job).toMatchObject({ state: 'completed', error: null });
       // Taken back after the crash and run a second time (BullMQ's own counters).
-      const bull = (await findJob(ctx, jobId))!;
+      const bull = (await findJob(t.ctx, jobId))!;
       expect({ stalled: bull.stalledCounter, started: bull.attemptsStarted }).toEqual({ stalled: 1, started: 2 });
 
       const { key_version } = job.result as { key_version: number };
       for (const row of await rows()) {
         expect(keyVersionOf(row.password)).toBe(key_version);
-        expect(await ctx.box.decrypt(row.password)).toBe(plaintexts.get(row.id));
+        expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts.get(row.id));
       }
-      const active = await ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
+      const active = await t.ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
       expect(active.map((k) => k.version)).toEqual([key_version]);
-      expect(await ctx.db.actionLog.findMany({ where: { job_id: jobId } })).toEqual([
+      expect(await t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).toEqual([
         expect.objectContaining({ input_text: 'rotate_encryption_key', status: 'success' }),
       ]);
     } finally {
@@ -239,29 +217,29 @@ describe('kill -9 of the worker during key rotation', () => {
 
 describe('an interrupted deployment', () => {
   it('leaves the subscription failed, an action-log row saying interrupted (the job left none) and a chatter alert', async () => {
-    const partner = await ctx.db.partner.create({ data: { name: 'Crash', email: `crash-${Date.now()}@svc.test` } });
-    const sub = await ctx.db.subscription.create({
+    const partner = await t.ctx.db.partner.create({ data: { name: 'Crash', email: `crash-${Date.now()}@svc.test` } });
+    const sub = await t.ctx.db.subscription.create({
       data: { name: 'Crash', partner_id: partner.id, state: 'deploying', database_name: 'crash_db' },
     });
     const jobId = 'deployments-999';
     await recordInterruption(
-      ctx,
-      { name: 'deploy_subscription', id: jobId, payload: { subscription_id: sub.id, user_id: as.operator.userId } },
+      t.ctx,
+      { name: 'deploy_subscription', id: jobId, payload: { subscription_id: sub.id, user_id: t.as.operator.userId } },
       subscriptionJobHandlers.interruptions.deploy_subscription!,
     );
 
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('failed');
-    expect(await ctx.db.actionLog.findMany({ where: { job_id: jobId } })).toEqual([
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('failed');
+    expect(await t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).toEqual([
       expect.objectContaining({
         model_name: 'svc.subscription',
         rec_id: sub.id,
         action_type: 'deployment',
         status: 'failure',
-        user_id: as.operator.userId,
+        user_id: t.as.operator.userId,
         output_text: expect.stringMatching(/^interrupted: /),
       }),
     ]);
-    const messages = await ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
+    const messages = await t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
     expect(messages.map((m) => m.body)).toContainEqual(
       expect.stringMatching(/^deploy_subscription \(job deployments-999\) was interrupted/),
     );

@@ -1,39 +1,25 @@
 // PATCH changes what it names and nothing else (issue 13 item 5: zod applied `.default()` inside
 // `.partial()`, so renaming an administrator demoted it). Real PostgreSQL and Redis, the app over
 // inject(): for every resource, create a record, PATCH one field, and compare the whole record.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import { describe, expect, it } from 'vitest';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let as: { user: Caller; operator: Caller; admin: Caller };
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  as = await callers(ctx);
-});
-afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
-});
+const t = useTestApp();
 
 async function create(resource: string, payload: object): Promise<number> {
-  const res = await request(app, as.admin, { method: 'POST', url: `/api/v1/${resource}`, payload });
+  const res = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/${resource}`, payload });
   expect(res.statusCode, `${resource}: ${res.body}`).toBe(201);
   return res.json().id;
 }
 
 const get = async (resource: string, id: number) =>
-  (await request(app, as.admin, { method: 'GET', url: `/api/v1/${resource}/${id}` })).json();
+  (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/${resource}/${id}` })).json();
 
 /** PATCHes one field and checks that only it (and updated_at) changed. */
 async function patchesOnly(resource: string, id: number, patch: Record<string, unknown>) {
   const before = await get(resource, id);
-  const res = await request(app, as.admin, { method: 'PATCH', url: `/api/v1/${resource}/${id}`, payload: patch });
+  const res = await request(t.app, t.as.admin, { method: 'PATCH', url: `/api/v1/${resource}/${id}`, payload: patch });
   expect(res.statusCode, `${resource}: ${res.body}`).toBe(200);
   const after = await get(resource, id);
   const changed = Object.keys(after).filter((k) => k !== 'updated_at' && JSON.stringify(after[k]) !== JSON.stringify(before[k]));
@@ -89,6 +75,19 @@ describe('PATCH of one field', () => {
       is_default: true,
     });
     await patchesOnly('notification-servers', ntfy, { name: 'push' });
+    const rule = await create('alert-rules', {
+      name: 'RAM',
+      metric: 'ram_percent',
+      threshold: 80,
+      duration_seconds: 120,
+      root_server_ids: [root],
+      notification_server_id: ntfy,
+      topic: 'ops',
+      email_to: ['ops@example.com'],
+      notify_resolved: false,
+      active: false,
+    });
+    await patchesOnly('alert-rules', rule, { name: 'RAM busy' });
     const hook = await create('webhooks', {
       model_name: 'res.partner',
       rec_id: partner,
@@ -112,7 +111,7 @@ describe('PATCH of one field', () => {
     expect((await get('users', admin)).email).toBe('boss@example.com');
     await patchesOnly('users', admin, { name: 'The Boss' });
     expect((await get('users', admin)).group).toBe('administrator');
-    const res = await request(app, as.admin, {
+    const res = await request(t.app, t.as.admin, {
       method: 'PATCH',
       url: `/api/v1/users/${admin}`,
       payload: { email: 'New.Boss@Example.COM' },
@@ -121,13 +120,13 @@ describe('PATCH of one field', () => {
   });
 
   it('settings: changing one keeps the others', async () => {
-    const before = (await request(app, as.admin, { method: 'GET', url: '/api/v1/settings' })).json();
-    const res = await request(app, as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { webhook_call_log_days: 30 } });
+    const before = (await request(t.app, t.as.admin, { method: 'GET', url: '/api/v1/settings' })).json();
+    const res = await request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { webhook_call_log_days: 30 } });
     expect(res.json()).toEqual({ ...before, webhook_call_log_days: 30, updated_at: expect.any(String) });
   });
 
   it('no PATCH body in the API documents a default (a default would be applied to fields left out)', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
     const withDefaults: string[] = [];
     for (const [path, ops] of Object.entries(
       doc.paths as Record<

@@ -16,7 +16,7 @@ import { monitorSchedule } from '../src/monitoring/monitor-service.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, waitForJob, type Caller } from './helpers/api.js';
-import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { freePort, keyLogin, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -77,8 +77,8 @@ afterAll(async () => {
 });
 
 const credentials = {
-  password: () => ({ username: TEST_USERS.password.name, password: TEST_USERS.password.password }),
-  key: () => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh }),
+  password: passwordLogin,
+  key: () => keyLogin(sshd),
   sudoNoPassword: () => ({
     username: TEST_USERS.sudoNoPassword.name,
     password: TEST_USERS.sudoNoPassword.password,

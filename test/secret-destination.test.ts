@@ -10,36 +10,21 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
 
 beforeAll(async () => {
   sshd = await startSshd();
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  as = await callers(ctx);
 });
 afterAll(async () => {
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-  await sshd.stop();
+  await sshd?.stop();
 });
 
-/** Everything a set of recordings received, as one text to search secrets in. */
-const everything = (...texts: string[]) => texts.join('\n');
+const t = useTestApp({ workers: true });
 
 /** An SSH server of the attacker's: records every authentication attempt, accepts none. */
 async function attackerSshServer() {
@@ -97,7 +82,7 @@ async function attackerPgServer() {
 }
 
 const api = (caller: Caller, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
-  request(app, caller, { method, url, payload });
+  request(t.app, caller, { method, url, payload });
 
 describe('root servers', () => {
   it('moving ip, port or username clears password, key and code editor password; run_cmd sends nothing to the new host', async () => {
@@ -105,19 +90,13 @@ describe('root servers', () => {
     try {
       const password = TEST_USERS.password.password;
       const editor = 'Editor-pw-4411aa';
-      const created = await api(as.operator, 'POST', '/api/v1/root-servers', {
-        ip: sshd.host,
-        port: sshd.port,
-        username: TEST_USERS.password.name,
-        password,
+      const { id } = await confirmedRootServer(t.app, t.as.operator, sshd, {
+        ...passwordLogin(),
         key: sshd.keys.ed25519Openssh,
         code_server_password: editor,
       });
-      expect(created.statusCode).toBe(201);
-      const id = created.json().id;
-      expect((await api(as.operator, 'POST', `/api/v1/root-servers/${id}/actions/confirm`)).statusCode).toBe(200);
 
-      const moved = await api(as.operator, 'PATCH', `/api/v1/root-servers/${id}`, { port: attacker.port });
+      const moved = await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, { port: attacker.port });
       expect(moved.statusCode).toBe(200);
       expect(moved.json()).toMatchObject({
         port: attacker.port,
@@ -127,20 +106,20 @@ describe('root servers', () => {
         host_key: null,
       });
 
-      const job = await api(as.operator, 'POST', `/api/v1/root-servers/${id}/actions/run_cmd`, { cmd: 'id' });
+      const job = await api(t.as.operator, 'POST', `/api/v1/root-servers/${id}/actions/run_cmd`, { cmd: 'id' });
       expect(job.statusCode).toBe(202);
-      const done = await waitForJob(app, as.operator, job.json().job_id);
+      const done = await waitForJob(t.app, t.as.operator, job.json().job_id);
       expect(done.state).toBe('failed');
       expect(done.error).toMatch(/Neither a password nor a private key/);
 
       // Username and ip move the credentials' destination just the same.
       for (const patch of [{ username: 'someone_else' }, { ip: 'localhost' }]) {
-        await ctx.db.rootServer.update({ where: { id }, data: { password: await ctx.box.encrypt(password) } });
-        expect((await api(as.operator, 'PATCH', `/api/v1/root-servers/${id}`, patch)).json().password_set).toBe(false);
+        await t.ctx.db.rootServer.update({ where: { id }, data: { password: await t.ctx.box.encrypt(password) } });
+        expect((await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, patch)).json().password_set).toBe(false);
       }
-      const seen = everything(...attacker.attempts);
+      const seen = attacker.attempts.join('\n');
       for (const secret of [password, editor, 'PRIVATE KEY']) expect(seen).not.toContain(secret);
-      const logs = JSON.stringify(await ctx.db.actionLog.findMany({ where: { rec_id: id } }));
+      const logs = JSON.stringify(await t.ctx.db.actionLog.findMany({ where: { rec_id: id } }));
       expect(logs).not.toContain(password);
     } finally {
       await attacker.close();
@@ -148,22 +127,22 @@ describe('root servers', () => {
   });
 
   it('credentials set again in the same request are kept and go to the new host; other fields keep the secrets', async () => {
-    const created = await api(as.operator, 'POST', '/api/v1/root-servers', {
+    const created = await api(t.as.operator, 'POST', '/api/v1/root-servers', {
       ip: '10.0.0.1',
       password: 'old-pass-1',
       code_server_password: 'old-editor-pw',
     });
     const id = created.json().id;
-    const renamed = await api(as.operator, 'PATCH', `/api/v1/root-servers/${id}`, { name: 'web 1', sudo_user: false, port: 22 });
+    const renamed = await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, { name: 'web 1', sudo_user: false, port: 22 });
     expect(renamed.json()).toMatchObject({ name: 'web 1', password_set: true, code_server_password_set: true });
-    const moved = await api(as.operator, 'PATCH', `/api/v1/root-servers/${id}`, {
+    const moved = await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, {
       ip: sshd.host,
       port: sshd.port,
       username: TEST_USERS.password.name,
       password: TEST_USERS.password.password,
     });
     expect(moved.json()).toMatchObject({ password_set: true, code_server_password_set: false });
-    expect((await api(as.operator, 'POST', `/api/v1/root-servers/${id}/actions/confirm`)).statusCode).toBe(200);
+    expect((await api(t.as.operator, 'POST', `/api/v1/root-servers/${id}/actions/confirm`)).statusCode).toBe(200);
   });
 });
 
@@ -173,17 +152,17 @@ describe('PostgreSQL servers', () => {
     try {
       const password = 'pg-secret-77c1';
       const id = (
-        await api(as.operator, 'POST', '/api/v1/postgresql-servers', { ip: '127.0.0.1', port: 5432, username: 'postgres', password })
+        await api(t.as.operator, 'POST', '/api/v1/postgresql-servers', { ip: '127.0.0.1', port: 5432, username: 'postgres', password })
       ).json().id;
-      const moved = await api(as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { port: attacker.port });
+      const moved = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { port: attacker.port });
       expect(moved.json()).toMatchObject({ port: attacker.port, password_set: false });
-      const tested = await api(as.operator, 'POST', `/api/v1/postgresql-servers/${id}/actions/test_connection`);
+      const tested = await api(t.as.operator, 'POST', `/api/v1/postgresql-servers/${id}/actions/test_connection`);
       expect(tested.statusCode).toBe(400);
       expect(attacker.received()).toContain('postgres'); // the attacker's server was reached...
       expect(attacker.received()).not.toContain(password); // ...and got no password
-      const kept = await api(as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { name: 'renamed' });
+      const kept = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { name: 'renamed' });
       expect(kept.json().password_set).toBe(false);
-      const reset = await api(as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { port: 5432, password: 'given-again' });
+      const reset = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { port: 5432, password: 'given-again' });
       expect(reset.json().password_set).toBe(true);
     } finally {
       await attacker.close();
@@ -206,25 +185,25 @@ describe('backup servers', () => {
   it('moving url clears the API key; test_connection and sync_cloud_accounts send nothing to the new host', async () => {
     const apiKey = 'backup-key-5f0e2d';
     const id = (
-      await api(as.operator, 'POST', '/api/v1/backup-servers', { url: legit.url, download_url: legit.url, api_key: apiKey })
+      await api(t.as.operator, 'POST', '/api/v1/backup-servers', { url: legit.url, download_url: legit.url, api_key: apiKey })
     ).json().id;
-    expect((await api(as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/test_connection`)).statusCode).toBe(200);
+    expect((await api(t.as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/test_connection`)).statusCode).toBe(200);
     expect(legit.calls.at(-1)!.headers['x-api-key']).toBe(apiKey);
 
-    const moved = await api(as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { url: attacker.url });
+    const moved = await api(t.as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { url: attacker.url });
     expect(moved.json()).toMatchObject({ url: attacker.url, api_key_set: false });
     for (const action of ['test_connection', 'sync_cloud_accounts']) {
-      const res = await api(as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/${action}`);
+      const res = await api(t.as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/${action}`);
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(/no api_key/);
     }
     expect(attacker.calls).toEqual([]);
     // A path change is no move (it is appended to the same host).
-    const again = await api(as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { url: legit.url, api_key: apiKey });
+    const again = await api(t.as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { url: legit.url, api_key: apiKey });
     expect(again.json().api_key_set).toBe(true);
-    expect((await api(as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { backup_db_path: '/other/backup' })).json().api_key_set).toBe(
-      true,
-    );
+    expect(
+      (await api(t.as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { backup_db_path: '/other/backup' })).json().api_key_set,
+    ).toBe(true);
   });
 });
 
@@ -237,7 +216,7 @@ describe('notification servers', () => {
 
   it('moving url or provider clears the secrets; test_admin_credentials sends nothing to the new host', async () => {
     const password = 'ntfy-admin-9d8c';
-    const created = await api(as.operator, 'POST', '/api/v1/notification-servers', {
+    const created = await api(t.as.operator, 'POST', '/api/v1/notification-servers', {
       provider: 'selfhosted_push',
       url: 'http://ntfy.invalid',
       username: 'admin',
@@ -246,9 +225,9 @@ describe('notification servers', () => {
     });
     expect(created.statusCode).toBe(201);
     const id = created.json().id;
-    const moved = await api(as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, { url: attacker.url });
+    const moved = await api(t.as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, { url: attacker.url });
     expect(moved.json()).toMatchObject({ url: attacker.url, password_set: false, auth_token_set: false });
-    const res = await api(as.operator, 'POST', `/api/v1/notification-servers/${id}/actions/test_admin_credentials`);
+    const res = await api(t.as.operator, 'POST', `/api/v1/notification-servers/${id}/actions/test_admin_credentials`);
     expect(res.statusCode).toBe(400);
     expect(JSON.stringify(attacker.calls)).not.toContain(Buffer.from(`admin:${password}`).toString('base64'));
     expect(attacker.calls).toEqual([]);
@@ -257,7 +236,7 @@ describe('notification servers', () => {
   it('a server whose authentication needs the password refuses a url change without it, and changes nothing', async () => {
     const password = 'ntfy-pub-31f0';
     const id = (
-      await api(as.operator, 'POST', '/api/v1/notification-servers', {
+      await api(t.as.operator, 'POST', '/api/v1/notification-servers', {
         provider: 'selfhosted_push',
         url: 'http://ntfy.invalid',
         auth_enabled: true,
@@ -266,19 +245,19 @@ describe('notification servers', () => {
         password,
       })
     ).json().id;
-    const refused = await api(as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, { url: attacker.url });
+    const refused = await api(t.as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, { url: attacker.url });
     expect(refused.statusCode).toBe(400);
     expect(refused.json().error.message).toMatch(/changing url clears the stored secrets/);
-    expect((await api(as.operator, 'GET', `/api/v1/notification-servers/${id}`)).json()).toMatchObject({
+    expect((await api(t.as.operator, 'GET', `/api/v1/notification-servers/${id}`)).json()).toMatchObject({
       url: 'http://ntfy.invalid',
       password_set: true,
     });
-    const withPassword = await api(as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, {
+    const withPassword = await api(t.as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, {
       url: attacker.url,
       password: 'new-one-for-new-host',
     });
     expect(withPassword.json()).toMatchObject({ url: attacker.url, password_set: true });
-    const toCloud = await api(as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, {
+    const toCloud = await api(t.as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, {
       provider: 'cloud_push',
       auth_enabled: false,
       fcm_project_id: 'p1',

@@ -2,7 +2,7 @@
 // from a real template on the real PostgreSQL (suspension really refuses connections, drops really
 // remove the database), a local backup server implementing DESIGN §7 with real pg_dump/pg_restore,
 // the real BullMQ workers.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { composeFeatures } from '../src/features.js';
 import { recordInterruption } from '../src/jobs/job-interruption.js';
 import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.js';
@@ -494,6 +494,9 @@ describe('drop_database', () => {
         `Subscription ${sub.id} is running with backup running (job ${jobId}); suspend must wait until it ends`,
       );
       expect((await act(t, sub.id, 'cancel')).statusCode).toBe(409);
+      // The job claims the subscription before it asks for the backup: release() once the backup
+      // server holds it, or the request arriving later waits for the next release.
+      await vi.waitUntil(() => remote.backups.some((b) => b.db_name === sub.database_name && b.state === 'running'), { timeout: 10_000 });
       remote.release();
       expect((await job(res)).state).toBe('completed');
       expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);

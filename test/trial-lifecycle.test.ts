@@ -4,21 +4,18 @@
 // real template and really closed, and dropped after a real final backup (local backup server of
 // DESIGN §7 with pg_dump).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';
 import { runTrialLifecycle } from '../src/subscriptions/subscription-lifecycle.js';
 import { startWorkers, type Workers } from '../src/worker.js';
-import { callers, request, waitForJob } from './helpers/api.js';
-import type { TestApp } from './helpers/app.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
-import { createTestContext } from './helpers/context.js';
 import { act, canConnect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
 import { codeFrom, startSmtpServer, textOf, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, injectTransport, Visitor } from './helpers/trial.js';
 
 const DAY = 86_400_000;
-const t = {} as TestApp;
 let smtp: TestSmtpServer;
 let remote: BackupApi;
 let fx: Awaited<ReturnType<typeof setupLifecycle>>;
@@ -28,10 +25,18 @@ let n = 0;
 beforeAll(async () => {
   smtp = await startSmtpServer();
   remote = await startBackupApi();
-  t.ctx = await createTestContext({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '20000' });
-  t.app = await buildApp(t.ctx);
-  t.workers = await startWorkers(t.ctx);
-  t.as = await callers(t.ctx);
+});
+afterAll(async () => {
+  await remote?.close();
+  await smtp?.close();
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '20000' }),
+});
+
+beforeAll(async () => {
   fx = await setupLifecycle(t);
   const server = await request(t.app, t.as.operator, {
     method: 'POST',
@@ -44,12 +49,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await second?.workers.close();
   await second?.ctx.close();
-  await t.workers?.close();
-  await t.app?.close();
   await fx?.cleanup();
-  await t.ctx?.cleanup();
-  await remote?.close();
-  await smtp?.close();
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -3,65 +3,35 @@
 // real PostgreSQL server (a postgresql_servers row for 127.0.0.1:5432) and creates the customer
 // database from a real template database made here; the test checks the copy and drops it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { setupLifecycle } from './helpers/lifecycle.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
 import { trialJobs } from '../src/trial/trial-job-specs.js';
 import { processTrialRequest } from '../src/trial/trial-processing.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let user: Caller;
-let operator: Caller;
+const t = useTestApp({ workers: true });
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
 let templateDb: string;
 let templateId: number;
 let n = 0;
 
+// A real template database with content, on the real server, and its database template.
 beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  ({ user, operator } = await callers(ctx));
-
-  // A real template database with content, on the real server.
-  templateDb = `${ctx.dbName}_template`;
-  await adminQuery(`CREATE DATABASE "${templateDb}"`);
-  const client = new pg.Client({ connectionString: databaseUrl(templateDb) });
-  await client.connect();
-  await client.query(`CREATE TABLE res_company (id int primary key, name text); INSERT INTO res_company VALUES (1, 'template company')`);
-  await client.end();
-
-  const [server] = await ctx.db.$queryRaw<{ id: number }[]>`
-    INSERT INTO postgresql_servers (name, ip, port, username, password, updated_at)
-    VALUES ('local', '127.0.0.1', 5432, 'postgres', NULL, now()) RETURNING id`;
-  const res = await request(app, operator, {
-    method: 'POST',
-    url: '/api/v1/database-templates',
-    payload: { name: 'Odoo 17 base', postgresql_server_id: server!.id, template_db_name: templateDb },
-  });
-  expect(res.statusCode).toBe(201);
-  templateId = res.json().id;
+  fx = await setupLifecycle(t);
+  ({ templateDb, templateId } = fx);
 });
-
 afterAll(async () => {
-  await workers.close();
-  await app.close();
-  const dbs = await adminQuery<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${ctx.dbName}%`]);
-  for (const { datname } of dbs) if (datname !== ctx.dbName) await dropDatabase(datname);
-  await ctx.cleanup();
+  await fx?.cleanup();
 });
 
 /** Customer database names start with the company slug: keep them inside this file's namespace. */
-const company = () => `${ctx.dbName} Co ${++n}`;
+const company = () => `${t.ctx.dbName} Co ${++n}`;
 
 async function createRequest(packageId: number, data: Record<string, unknown> = {}) {
-  const res = await request(app, operator, {
+  const res = await request(t.app, t.as.operator, {
     method: 'POST',
     url: '/api/v1/trial-requests',
     payload: {
@@ -83,7 +53,7 @@ async function databaseExists(name: string) {
 }
 
 async function messagesOf(resource: string, id: number) {
-  const res = await request(app, user, { method: 'GET', url: `/api/v1/${resource}/${id}/messages?limit=200` });
+  const res = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/${resource}/${id}/messages?limit=200` });
   expect(res.statusCode).toBe(200);
   return res.json().items as {
     body: string;
@@ -96,16 +66,17 @@ async function messagesOf(resource: string, id: number) {
 describe('REST resources and groups', () => {
   it('users read, operators write; no token → 401; trial verifications are read only', async () => {
     for (const resource of ['trial-packages', 'trial-requests', 'trial-verifications', 'partners', 'subscriptions', 'database-templates']) {
-      expect((await request(app, user, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(200);
-      expect((await request(app, null, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(401);
+      expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(200);
+      expect((await request(t.app, null, { method: 'GET', url: `/api/v1/${resource}` })).statusCode).toBe(401);
     }
     const pkgBody = { name: 'P', url_string: `p-${++n}` };
-    expect((await request(app, user, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(403);
-    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(201);
+    expect((await request(t.app, t.as.user, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/trial-packages', payload: pkgBody })).statusCode).toBe(201);
     expect(
-      (await request(app, user, { method: 'POST', url: '/api/v1/partners', payload: { name: 'X', email: 'x@example.com' } })).statusCode,
+      (await request(t.app, t.as.user, { method: 'POST', url: '/api/v1/partners', payload: { name: 'X', email: 'x@example.com' } }))
+        .statusCode,
     ).toBe(403);
-    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-verifications', payload: {} })).statusCode).toBe(404);
+    expect((await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/trial-verifications', payload: {} })).statusCode).toBe(404);
   });
 
   it('trial packages: url_string unique (409) and validated (400)', async () => {
@@ -116,11 +87,11 @@ describe('REST resources and groups', () => {
       auto_run_subscription: true,
       model_limits: { 'res.partner': 100 },
     };
-    const created = await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body });
+    const created = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body });
     expect(created.statusCode).toBe(201);
     expect(created.json()).toMatchObject({ ...body, active: true, trial_duration_days: 14, database_template_id: null });
-    expect((await request(app, operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body })).statusCode).toBe(409);
-    const bad = await request(app, operator, {
+    expect((await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body })).statusCode).toBe(409);
+    const bad = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/trial-packages',
       payload: { name: 'x', url_string: 'Not A Slug' },
@@ -130,25 +101,29 @@ describe('REST resources and groups', () => {
   });
 
   it('trial verifications never show the code hash or the access token', async () => {
-    const pkg = await createTrialPackage(ctx);
-    await ctx.db.$executeRaw`
+    const pkg = await createTrialPackage(t.ctx);
+    await t.ctx.db.$executeRaw`
       INSERT INTO trial_verifications (contact_name, company_name, email, mobile, company_size, trial_package_id, access_token, code_hash, code_expiry, ip_address, updated_at)
       VALUES ('J', 'C', 'v@example.com', '+1 555', '1-5', ${pkg.id}, ${'a'.repeat(64)}, ${'b'.repeat(64)}, now(), '10.0.0.1', now())`;
-    const list = await request(app, user, { method: 'GET', url: '/api/v1/trial-verifications?email=V@example.com' });
+    const list = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/trial-verifications?email=V@example.com' });
     expect(list.statusCode).toBe(200);
     const [item] = list.json().items;
     expect(item).toMatchObject({ email: 'v@example.com', company_size: '1-5', state: 'pending', ip_address: '10.0.0.1' });
     expect(JSON.stringify(list.json())).not.toMatch(/aaaaaaaa|bbbbbbbb|code_hash|access_token/);
-    const one = await request(app, user, { method: 'GET', url: `/api/v1/trial-verifications/${item.id}` });
+    const one = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/trial-verifications/${item.id}` });
     expect(one.json()).not.toHaveProperty('code_hash');
     expect(one.json()).not.toHaveProperty('access_token');
   });
 
   it('partners: e-mail stored lower-cased and unique whatever the case (409)', async () => {
-    const a = await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Ann', email: 'Ann@Example.com' } });
+    const a = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/partners',
+      payload: { name: 'Ann', email: 'Ann@Example.com' },
+    });
     expect(a.statusCode).toBe(201);
     expect(a.json().email).toBe('ann@example.com');
-    const b = await request(app, operator, {
+    const b = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/partners',
       payload: { name: 'Ann 2', email: 'ANN@example.com' },
@@ -159,7 +134,7 @@ describe('REST resources and groups', () => {
 
 describe('trial requests', () => {
   it('(email, trial package) is unique in the database: 409, whatever the case of the e-mail', async () => {
-    const pkg = await createTrialPackage(ctx);
+    const pkg = await createTrialPackage(t.ctx);
     const first = await createRequest(pkg.id, { email: 'Dup@Example.com' });
     expect(first).toMatchObject({
       email: 'dup@example.com',
@@ -167,7 +142,7 @@ describe('trial requests', () => {
       company_size: '11-30',
       links: { partner: null, subscription: null },
     });
-    const again = await request(app, operator, {
+    const again = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/trial-requests',
       payload: {
@@ -181,21 +156,24 @@ describe('trial requests', () => {
     });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('conflict');
-    const indexes = await ctx.db.$queryRaw<{ count: number }[]>`
+    const indexes = await t.ctx.db.$queryRaw<{ count: number }[]>`
       SELECT count(*)::int AS count FROM pg_indexes WHERE indexname = 'trial_requests_email_trial_package_id_key'`;
     expect(indexes).toEqual([{ count: 1 }]);
   });
 
   it('cancel (New → Cancelled) and reset_to_new (Cancelled → New), tracked; other moves 409', async () => {
-    const pkg = await createTrialPackage(ctx);
+    const pkg = await createTrialPackage(t.ctx);
     const req = await createRequest(pkg.id);
-    const action = (name: string) => request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/${name}` });
+    const action = (name: string) =>
+      request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/${name}` });
     expect((await action('reset_to_new')).statusCode).toBe(409);
     expect((await action('cancel')).json().state).toBe('cancelled');
     expect((await action('cancel')).statusCode).toBe(409);
     expect((await action('create_subscription')).statusCode).toBe(409);
     expect((await action('reset_to_new')).json().state).toBe('new');
-    expect((await request(app, user, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/cancel` })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.user, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/cancel` })).statusCode).toBe(
+      403,
+    );
 
     const states = (await messagesOf('trial-requests', req.id))
       .flatMap((m) => m.tracking_values)
@@ -206,9 +184,9 @@ describe('trial requests', () => {
   });
 
   it('PATCH records tracked fields in the chatter; state is not writable', async () => {
-    const pkg = await createTrialPackage(ctx);
+    const pkg = await createTrialPackage(t.ctx);
     const req = await createRequest(pkg.id);
-    const res = await request(app, operator, {
+    const res = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/trial-requests/${req.id}`,
       payload: { mobile: '+33 6 12 34 56 78', company_size: '100+', notes: 'VIP' },
@@ -222,14 +200,15 @@ describe('trial requests', () => {
       ]),
     );
     expect(
-      (await request(app, operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { state: 'done' } })).statusCode,
+      (await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/trial-requests/${req.id}`, payload: { state: 'done' } }))
+        .statusCode,
     ).toBe(400);
   });
 });
 
 describe('processing and deployment', () => {
   it('create_subscription: partner created, trial subscription from the package, deployment creates the database from the template', async () => {
-    const pkg = await createTrialPackage(ctx, {
+    const pkg = await createTrialPackage(t.ctx, {
       packages: ['crm', 'sales', 'website'],
       user_limit: 5,
       storage_limit_gb: 10,
@@ -241,9 +220,12 @@ describe('processing and deployment', () => {
     });
     const req = await createRequest(pkg.id);
     // No Auto Run Subscription: nothing happens on its own.
-    expect(await ctx.queues.queue('trials').getJobCounts()).toMatchObject({ waiting: 0, active: 0 });
+    expect(await t.ctx.queues.queue('trials').getJobCounts()).toMatchObject({ waiting: 0, active: 0 });
 
-    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
+    });
     expect(res.statusCode).toBe(200);
     const result = res.json();
     expect(result).toMatchObject({
@@ -255,10 +237,10 @@ describe('processing and deployment', () => {
       partner: `/api/v1/partners/${result.partner_id}`,
       subscription: `/api/v1/subscriptions/${result.subscription_id}`,
     });
-    const partner = (await request(app, user, { method: 'GET', url: `/api/v1/partners/${result.partner_id}` })).json();
+    const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${result.partner_id}` })).json();
     expect(partner).toMatchObject({ name: 'Jane Doe', email: req.email, company_name: req.company_name, mobile: '+49 170 1234567' });
 
-    const sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${result.subscription_id}` })).json();
+    const sub = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${result.subscription_id}` })).json();
     expect(sub).toMatchObject({
       partner_id: result.partner_id,
       is_trial: true,
@@ -275,10 +257,10 @@ describe('processing and deployment', () => {
     expect(Date.parse(sub.grace_end_date) - Date.parse(sub.trial_end_date)).toBe(7 * 86_400_000);
     expect(Math.round((Date.parse(sub.trial_end_date) - Date.parse(sub.created_at)) / 86_400_000)).toBe(30);
 
-    const job = await waitForJob(app, user, result.deployment_job_id);
+    const job = await waitForJob(t.app, t.as.user, result.deployment_job_id);
     expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: templateDb } });
     expect(job.progress).toEqual({ step: 'done' });
-    const deployed = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
+    const deployed = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
     expect(deployed.state).toBe('running');
 
     // The customer database really exists, as a copy of the template.
@@ -289,7 +271,7 @@ describe('processing and deployment', () => {
     await client.end();
     await dropDatabase(sub.database_name);
 
-    const log = await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
+    const log = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
     expect(log.json().items).toEqual([
       expect.objectContaining({
         action_type: 'deployment',
@@ -311,40 +293,46 @@ describe('processing and deployment', () => {
     expect(reqStates).toEqual(['new', 'processing', 'done']);
 
     // A request that has a subscription: 409.
-    const again = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const again = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
+    });
     expect(again.statusCode).toBe(409);
   });
 
   it('reuses the partner with the same e-mail, whatever its case', async () => {
-    const existing = await request(app, operator, {
+    const existing = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/partners',
       payload: { name: 'Existing', email: 'reuse@example.com' },
     });
-    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id, { email: 'ReUse@Example.COM' });
-    const partners = await ctx.db.partner.count();
-    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const partners = await t.ctx.db.partner.count();
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
+    });
     expect(res.json()).toMatchObject({ partner_id: existing.json().id, partner_created: false });
-    expect(await ctx.db.partner.count()).toBe(partners);
-    const job = await waitForJob(app, user, res.json().deployment_job_id);
+    expect(await t.ctx.db.partner.count()).toBe(partners);
+    const job = await waitForJob(t.app, t.as.user, res.json().deployment_job_id);
     await dropDatabase(job.result.database_name);
   });
 
   it('Auto Run Subscription: a new request is processed by a background job and deployed', async () => {
-    const pkg = await createTrialPackage(ctx, { auto_run_subscription: true, database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { auto_run_subscription: true, database_template_id: templateId });
     const req = await createRequest(pkg.id);
     let current = req;
     for (let i = 0; i < 200 && current.state !== 'done'; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      current = (await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json();
+      current = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json();
     }
     expect(current.state).toBe('done');
     expect(current.subscription_id).not.toBeNull();
-    let sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
+    let sub = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
     for (let i = 0; i < 200 && sub.state !== 'running'; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      sub = (await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
+      sub = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
     }
     expect(sub.state).toBe('running');
     expect(await databaseExists(sub.database_name)).toBe(true);
@@ -352,25 +340,30 @@ describe('processing and deployment', () => {
   });
 
   it('a processing job whose worker died after the commit queues the missing deployment when it runs again', async () => {
-    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id);
     // The state a crash between the commit and the queueing leaves: processed, nothing queued.
-    const stopped = { ...ctx, queues: { ...ctx.queues, enqueue: () => Promise.reject(new Error('worker died')) } };
-    const first = await processTrialRequest(stopped as typeof ctx, req.id, null);
+    const stopped = { ...t.ctx, queues: { ...t.ctx.queues, enqueue: () => Promise.reject(new Error('worker died')) } };
+    const first = await processTrialRequest(stopped as typeof t.ctx, req.id, null);
     expect(first.deployment_job_id).toBeNull();
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('confirmed');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('confirmed');
 
-    const again = await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null });
-    const rerun = await waitForJob(app, user, again);
+    const again = await t.ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null });
+    const rerun = await waitForJob(t.app, t.as.user, again);
     expect(rerun).toMatchObject({ state: 'completed', result: { resumed: true, deployment_job_id: expect.any(String) } });
-    const deployment = await waitForJob(app, user, rerun.result.deployment_job_id);
+    const deployment = await waitForJob(t.app, t.as.user, rerun.result.deployment_job_id);
     expect(deployment.state).toBe('completed');
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('running');
-    expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: first.subscription_id } })).state).toBe('running');
+    expect(await t.ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
     // Once deployed, running it again changes nothing.
     expect(
-      (await waitForJob(app, user, await ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null })))
-        .result,
+      (
+        await waitForJob(
+          t.app,
+          t.as.user,
+          await t.ctx.queues.enqueue(trialJobs.process_trial_request, { trial_request_id: req.id, user_id: null }),
+        )
+      ).result,
     ).toEqual({
       skipped: expect.stringMatching(/already has subscription/),
     });
@@ -378,17 +371,20 @@ describe('processing and deployment', () => {
   });
 
   it('a failure leaves the request New with the error in its chatter, and nothing half-made', async () => {
-    const pkg = await createTrialPackage(ctx); // no database template
+    const pkg = await createTrialPackage(t.ctx); // no database template
     const req = await createRequest(pkg.id, { email: 'nofail@example.com' });
-    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/has a database template/);
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({
       state: 'new',
       subscription_id: null,
       partner_id: null,
     });
-    expect(await ctx.db.partner.count({ where: { email: 'nofail@example.com' } })).toBe(0);
+    expect(await t.ctx.db.partner.count({ where: { email: 'nofail@example.com' } })).toBe(0);
     const [latest] = await messagesOf('trial-requests', req.id);
     expect(latest).toMatchObject({
       body: expect.stringMatching(/^Processing failed: .*database template/),
@@ -396,48 +392,51 @@ describe('processing and deployment', () => {
     });
 
     // The request's own template overrides the package's: processing now succeeds.
-    await request(app, operator, {
+    await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/trial-requests/${req.id}`,
       payload: { database_template_id: templateId },
     });
-    const ok = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const ok = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
     expect(ok.statusCode).toBe(200);
-    await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
+    await dropDatabase((await waitForJob(t.app, t.as.user, ok.json().deployment_job_id)).result.database_name);
   });
 
   it('five concurrent create_subscription calls: one subscription, the others 409', async () => {
-    const pkg = await createTrialPackage(ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id);
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
-        request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` }),
+        request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` }),
       ),
     );
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
-    expect(await ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
+    expect(await t.ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
     const ok = results.find((r) => r.statusCode === 200)!;
-    await dropDatabase((await waitForJob(app, user, ok.json().deployment_job_id)).result.database_name);
+    await dropDatabase((await waitForJob(t.app, t.as.user, ok.json().deployment_job_id)).result.database_name);
   });
 
   it("a failed deployment: subscription failed, error in its chatter and the request's, action log; deploy again once fixed", async () => {
-    const [server] = await ctx.db.$queryRaw<{ id: number }[]>`SELECT id FROM postgresql_servers LIMIT 1`;
-    const missing = await ctx.db.databaseTemplate.create({
-      data: { name: 'broken', postgresql_server_id: server!.id, template_db_name: `${ctx.dbName}_missing` },
+    const [server] = await t.ctx.db.$queryRaw<{ id: number }[]>`SELECT id FROM postgresql_servers LIMIT 1`;
+    const missing = await t.ctx.db.databaseTemplate.create({
+      data: { name: 'broken', postgresql_server_id: server!.id, template_db_name: `${t.ctx.dbName}_missing` },
     });
-    const pkg = await createTrialPackage(ctx, { database_template_id: missing.id });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: missing.id });
     const req = await createRequest(pkg.id);
-    const res = await request(app, operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
-    const job = await waitForJob(app, user, res.json().deployment_job_id);
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
+    });
+    const job = await waitForJob(t.app, t.as.user, res.json().deployment_job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/does not exist/);
     expect(job.progress).toEqual({ step: 'creating_database' });
     const subId = res.json().subscription_id;
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('failed');
     expect((await messagesOf('subscriptions', subId))[0]!.body).toMatch(/^Deployment failed: .*does not exist/);
     expect((await messagesOf('trial-requests', req.id))[0]!.body).toMatch(new RegExp(`^Deployment of subscription ${subId} failed`));
     const log = (
-      await request(app, user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${subId}` })
+      await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${subId}` })
     ).json();
     expect(log.items[0]).toMatchObject({
       action_type: 'deployment',
@@ -445,12 +444,16 @@ describe('processing and deployment', () => {
       output_text: expect.stringMatching(/does not exist/),
     });
 
-    await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${subId}`, payload: { database_template_id: templateId } });
-    const redeploy = await request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/deploy` });
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${subId}`,
+      payload: { database_template_id: templateId },
+    });
+    const redeploy = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/deploy` });
     expect(redeploy.statusCode).toBe(202);
-    const second = await waitForJob(app, user, redeploy.json().job_id);
+    const second = await waitForJob(t.app, t.as.user, redeploy.json().job_id);
     expect(second.state).toBe('completed');
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('running');
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${subId}` })).json().state).toBe('running');
     await dropDatabase(second.result.database_name);
   });
 });
@@ -458,16 +461,20 @@ describe('processing and deployment', () => {
 describe('subscription state methods', () => {
   it('confirm, cancel, reset_to_draft; wrong states 409; deploy needs confirmed or failed', async () => {
     const partner = (
-      await request(app, operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'S', email: `s-${++n}@example.com` } })
+      await request(t.app, t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/partners',
+        payload: { name: 'S', email: `s-${++n}@example.com` },
+      })
     ).json();
-    const created = await request(app, operator, {
+    const created = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/subscriptions',
       payload: { name: 'Manual', partner_id: partner.id },
     });
     expect(created.statusCode).toBe(201);
     const id = created.json().id;
-    const act = (name: string) => request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+    const act = (name: string) => request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
     expect(created.json()).toMatchObject({ state: 'draft', is_trial: false, backup_state: 'none' });
     expect((await act('deploy')).statusCode).toBe(409);
     expect((await act('reset_to_draft')).statusCode).toBe(409);
@@ -475,10 +482,13 @@ describe('subscription state methods', () => {
     expect((await act('confirm')).statusCode).toBe(409);
     expect((await act('cancel')).json().state).toBe('cancelled');
     expect((await act('reset_to_draft')).json().state).toBe('draft');
-    expect((await request(app, user, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/confirm` })).statusCode).toBe(403);
-    expect((await request(app, operator, { method: 'POST', url: '/api/v1/subscriptions/999999/actions/confirm' })).statusCode).toBe(404);
+    expect((await request(t.app, t.as.user, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/confirm` })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/subscriptions/999999/actions/confirm' })).statusCode).toBe(
+      404,
+    );
     expect(
-      (await request(app, operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } })).statusCode,
+      (await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } }))
+        .statusCode,
     ).toBe(400);
   });
 });

@@ -163,18 +163,7 @@ describe('CSRF', () => {
     const other = visitor();
     await other.open();
     for (const csrf of [null, other.csrf!, `${Math.floor(Date.now() / 1000) + 3600}.${'A'.repeat(43)}`]) {
-      const page = await v.post(
-        '/saas/trial/submit',
-        {
-          contact_name: 'J',
-          company_name: 'C',
-          email: address,
-          mobile: '+1 555 0100',
-          company_size: '1-5',
-          trial_package_id: String(pkg.id),
-        },
-        { csrf },
-      );
+      const page = await v.post('/saas/trial/submit', signupFields(address, pkg.id), { csrf });
       expect(page.status).toBe(403);
       expect(page.html).toContain('Please reload the form');
     }
@@ -216,15 +205,7 @@ describe('CSRF', () => {
         url: '/saas/trial/submit',
         remoteAddress: '10.9.9.9',
         headers: { cookie: v.cookie!, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({
-          _csrf: v.csrf!,
-          contact_name: 'J',
-          company_name: 'C',
-          email: address,
-          mobile: '+1 555 0100',
-          company_size: '1-5',
-          trial_package_id: String(pkg.id),
-        }).toString(),
+        payload: new URLSearchParams({ _csrf: v.csrf!, ...signupFields(address, pkg.id) }).toString(),
       });
       expect(res.statusCode).toBe(200);
     } finally {
@@ -483,17 +464,7 @@ describe('mail delivery failure', () => {
       mailer: createMailer(url, 'svc <no-reply@localhost>', pino({ level: 'silent' })),
     });
     const address = email('nolistener');
-    const outcome = await service.submit(
-      {
-        contact_name: 'J',
-        company_name: 'C',
-        email: address,
-        mobile: '+1 555 0100',
-        company_size: '1-5',
-        trial_package_id: String(pkg.id),
-      },
-      '10.200.0.1',
-    );
+    const outcome = await service.submit(signupFields(address, pkg.id), '10.200.0.1');
     expect(outcome).toEqual({ kind: 'mail_failed' });
     expect(await ctx.db.trialVerification.findFirst({ where: { email: address } })).toMatchObject({ state: 'cancelled', codes_sent: 0 });
   });
@@ -514,18 +485,7 @@ describe('client IP', () => {
   const submitWith = async (target: FastifyInstance, address: string, headers: Record<string, string>) => {
     const v = new Visitor(injectTransport(target, '127.0.0.1'));
     await v.open();
-    const page = await v.post(
-      '/saas/trial/submit',
-      {
-        contact_name: 'J',
-        company_name: 'C',
-        email: address,
-        mobile: '+1 555 0100',
-        company_size: '1-5',
-        trial_package_id: String(pkg.id),
-      },
-      { headers },
-    );
+    const page = await v.post('/saas/trial/submit', signupFields(address, pkg.id), { headers });
     expect(page.status).toBe(200);
     return (await verification(page.token!)).ip_address;
   };

@@ -19,6 +19,7 @@ export const userCreate = z
     group: z.enum(GROUPS).default('user'),
     active: z.boolean().optional(),
   })
+  .strict()
   .meta({ example: { email: 'ops@example.com', name: 'Ops', group: 'operator' } });
 export const userUpdate = patchOf(userCreate, { name: 'Ops team' });
 
@@ -39,4 +40,5 @@ export const apiTokenCreate = z
     expires_at: isoInstant().nullable().default(null),
   })
   .partial({ user_id: true })
+  .strict()
   .meta({ example: { user_id: 2, name: 'ops laptop', expires_at: '2027-12-31T00:00:00Z' } });

@@ -34,6 +34,7 @@ const messageInput = z
     message_type: z.enum(MessageType).default('comment'),
     subtype_xmlid: z.enum(SUBTYPES).default('mail.mt_note'),
   })
+  .strict()
   .meta({
     example: { body: 'Called the customer: the migration is planned for Monday.', message_type: 'comment', subtype_xmlid: 'mail.mt_note' },
   });
@@ -45,6 +46,7 @@ const activityInput = z
     due_date: isoInstant().nullable().optional(),
     user_id: refId.nullable().optional(),
   })
+  .strict()
   .meta({ example: { summary: 'Check the backup', note: 'After the migration', due_date: '2027-01-15T09:00:00Z' } });
 
 const activity = z.object({

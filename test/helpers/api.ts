@@ -1,9 +1,11 @@
 // HTTP helpers over app.inject(): users of each group with their bearer tokens.
 import type { FastifyInstance, InjectOptions } from 'fastify';
+import { expect } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import type { UserGroup } from '../../src/core/groups.js';
 import { createAuthService } from '../../src/auth/auth-service.js';
 import { composeFeatures } from '../../src/features.js';
+import { passwordLogin, type Sshd } from './sshd.js';
 
 export interface Caller {
   userId: number;
@@ -31,6 +33,27 @@ export async function callers(ctx: AppContext) {
 /** inject() with the caller's token; the body is sent as JSON. */
 export function request(app: FastifyInstance, caller: Caller | null, opts: InjectOptions) {
   return app.inject({ ...opts, headers: { ...(caller?.headers ?? {}), ...(opts.headers ?? {}) } });
+}
+
+/**
+ * A root server on the test sshd, created and confirmed (which records its host key) by `caller`;
+ * `body` gives the login and any other field (default: the password user). Returns the record.
+ */
+export async function confirmedRootServer(
+  app: FastifyInstance,
+  caller: Caller,
+  sshd: Pick<Sshd, 'host' | 'port'>,
+  body: Record<string, unknown> = passwordLogin(),
+) {
+  const created = await request(app, caller, {
+    method: 'POST',
+    url: '/api/v1/root-servers',
+    payload: { ip: sshd.host, port: sshd.port, ...body },
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const confirmed = await request(app, caller, { method: 'POST', url: `/api/v1/root-servers/${created.json().id}/actions/confirm` });
+  expect(confirmed.statusCode, confirmed.body).toBe(200);
+  return confirmed.json() as { id: number; [field: string]: unknown };
 }
 
 /** Polls a job until it leaves waiting/active, and returns its representation. */

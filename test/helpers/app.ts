@@ -1,9 +1,14 @@
 // The app of one test file on real parts: a fresh database, the real Redis, buildApp(), and (when
 // asked) the BullMQ workers, plus a caller of each group. It registers its own teardown, so a test
 // file only says what it needs:   const t = useTestApp({ workers: true });   ... t.app, t.as.admin
+// Stand-ins the app must know of (an SMTP server, an sshd) are started in a beforeAll registered
+// before useTestApp() and read in an env thunk; their afterAll, registered first too, then runs
+// after the app's teardown (vitest runs afterAll hooks in reverse order).
 import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import type { Feature } from '../../src/feature.js';
+import { FEATURES } from '../../src/features.js';
 import { startWorkers, type Workers } from '../../src/worker.js';
 import { callers, type Caller } from './api.js';
 import { createTestContext, type TestContext } from './context.js';
@@ -15,12 +20,22 @@ export interface TestApp {
   as: { user: Caller; operator: Caller; admin: Caller };
 }
 
-export function useTestApp(opts: { env?: Record<string, string>; workers?: boolean } = {}): TestApp {
+export interface TestAppOptions {
+  /** Configuration on top of the test defaults; a function is read when the app is built. */
+  env?: Record<string, string> | (() => Record<string, string>);
+  /** Starts the BullMQ workers too. */
+  workers?: boolean;
+  /** The features of the app and workers (default: the service's). */
+  features?: readonly Feature[];
+}
+
+export function useTestApp(opts: TestAppOptions = {}): TestApp {
   const t = { workers: null } as TestApp;
   beforeAll(async () => {
-    t.ctx = await createTestContext(opts.env);
-    t.app = await buildApp(t.ctx);
-    if (opts.workers) t.workers = await startWorkers(t.ctx);
+    const features = opts.features ?? FEATURES;
+    t.ctx = await createTestContext(typeof opts.env === 'function' ? opts.env() : opts.env);
+    t.app = await buildApp(t.ctx, features);
+    if (opts.workers) t.workers = await startWorkers(t.ctx, features);
     t.as = await callers(t.ctx);
   });
   afterAll(async () => {

@@ -4,12 +4,8 @@ import type { JobHandler, JobSpec } from '../../src/core/jobs.js';
 import type { Feature } from '../../src/feature.js';
 import { FEATURES } from '../../src/features.js';
 
-export function withJobHandler(
-  name: string,
-  wrap: (real: JobHandler<JobSpec>) => JobHandler<JobSpec>,
-  features: readonly Feature[] = FEATURES,
-): Feature[] {
-  return features.map((feature) => {
+export function withJobHandler(name: string, wrap: (real: JobHandler<JobSpec>) => JobHandler<JobSpec>): Feature[] {
+  return FEATURES.map((feature) => {
     const jobs = feature.jobs;
     if (!jobs || !Object.hasOwn(jobs.specs, name)) return feature;
     return {

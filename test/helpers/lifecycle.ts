@@ -36,6 +36,7 @@ export async function setupLifecycle(t: TestApp) {
   let n = 0;
 
   return {
+    templateDb,
     templateId,
     serverId: server!.id,
 

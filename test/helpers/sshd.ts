@@ -30,6 +30,12 @@ export const TEST_USERS = {
   sudoPassword: { name: 'svc_t_sudo_pw', password: 'Pw-svc-t-8e4af0' },
 } as const satisfies Record<string, TestUser>;
 
+/** A root server's login fields for the password user. */
+export const passwordLogin = () => ({ username: TEST_USERS.password.name, password: TEST_USERS.password.password });
+
+/** A root server's login fields for the key user, with a key `sshd` authorizes. */
+export const keyLogin = (sshd: Sshd) => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh });
+
 /** Private keys authorized for every test user of a harness. */
 export interface TestKeys {
   rsaOpenssh: string;
@@ -187,7 +193,6 @@ async function writeHostKey(dir: string): Promise<string> {
   return fingerprintOfPublicKey(await readFile(`${file}.pub`, 'utf8'));
 }
 
-/** Pids of the direct children of `parent` (from /proc/<pid>/stat). */
 /** Every process below `root` (sshd's per-connection monitor, its session child, their commands). */
 async function descendantPids(root: number): Promise<number[]> {
   const parentOf = new Map<number, number>();
@@ -306,13 +311,23 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       await launch();
     },
     async freezeConnections(frozen) {
-      if (!child?.pid) return;
-      for (const pid of await descendantPids(child.pid)) {
-        try {
-          process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
-        } catch {
-          /* gone meanwhile */
+      const root = child?.pid;
+      if (!root) return;
+      // A process may fork between the scan and its SIGSTOP (sshd forks a connection's post-auth
+      // child after the client saw its login succeed): scan again until no new process shows up.
+      const signalled = new Set<number>();
+      for (;;) {
+        const pids = (await descendantPids(root)).filter((pid) => !signalled.has(pid));
+        if (pids.length === 0) return;
+        for (const pid of pids) {
+          signalled.add(pid);
+          try {
+            process.kill(pid, frozen ? 'SIGSTOP' : 'SIGCONT');
+          } catch {
+            /* gone meanwhile */
+          }
         }
+        if (!frozen) return;
       }
     },
     async stop() {

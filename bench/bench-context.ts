@@ -1,0 +1,56 @@
+// The service context of a bench run on the machine's real parts: a fresh, migrated database
+// svc_bench_<name>_<time>, the real Redis under a key prefix of the same name, a temporary master
+// key file, LOG_LEVEL warn. close() closes the context and removes all three again.
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../src/core/config.js';
+import { applyMigrations } from '../src/core/migrate.js';
+import { createContext, type AppContext } from '../src/context.js';
+import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
+
+export interface BenchContext {
+  ctx: AppContext;
+  config: Config;
+  /** The environment the config was loaded from (e.g. for service processes the bench starts). */
+  env: Record<string, string>;
+  /** Stop the workers and servers using ctx first; closes it, then drops the database, the Redis keys and the key file. */
+  close(): Promise<void>;
+}
+
+/** `extraEnv` adds to or overrides the defaults (GIT_API_URL, LOG_LEVEL, ...). */
+export async function createBenchContext(name: string, extraEnv: Record<string, string> = {}): Promise<BenchContext> {
+  const dbName = `svc_bench_${name}_${Date.now().toString(36)}`;
+  const env: Record<string, string> = {
+    DATABASE_URL: databaseUrl(dbName),
+    REDIS_URL,
+    QUEUE_PREFIX: dbName,
+    SVC_MASTER_KEY_FILE: path.join(os.tmpdir(), `${dbName}.key`),
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
+  const config = loadConfig(env);
+  const removeData = async () => {
+    await dropDatabase(dbName);
+    await rm(config.SVC_MASTER_KEY_FILE, { force: true });
+  };
+  let ctx: AppContext;
+  try {
+    await applyMigrations(config.DATABASE_URL);
+    ctx = await createContext(config);
+  } catch (err) {
+    await removeData();
+    throw err;
+  }
+  return {
+    ctx,
+    config,
+    env,
+    async close() {
+      const keys = await ctx.redis.keys(`${config.QUEUE_PREFIX}:*`);
+      if (keys.length > 0) await ctx.redis.del(...keys);
+      await ctx.close();
+      await removeData();
+    },
+  };
+}
