@@ -174,6 +174,20 @@ describe('group commit of webhook messages', () => {
   });
 });
 
+describe('the endpoint pool', () => {
+  it('survives PostgreSQL ending its idle connections (a restart): logged, and the next calls work', async () => {
+    const hook = await newWebhook('svc.subscription', await newSubscription());
+    expect(await fire(base, hook.token, 'before')).toBe(200);
+    const [ended] = await t.ctx.db.$queryRaw<{ n: number }[]>`
+      SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'svc-webhooks' AND state = 'idle'`;
+    expect(ended!.n).toBeGreaterThan(0);
+    await expect.poll(() => t.ctx.logText(), { timeout: 5_000 }).toMatch(/an idle connection of the webhook pool was lost/);
+    expect(await fire(base, hook.token, 'after')).toBe(200);
+    expect((await messagesOf('svc.subscription', hook.rec_id)).map((m) => m.body)).toEqual(['before', 'after']);
+  });
+});
+
 describe('crash of the API process', () => {
   let service: Awaited<ReturnType<typeof startService>> | null = null;
   afterAll(async () => {

@@ -20,6 +20,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { AppError } from '../core/errors.js';
@@ -66,8 +67,8 @@ export interface WebhookCallAnswer {
 export const WEBHOOK_POOL_SIZE = 10;
 
 /** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
-function createWebhookPool(databaseUrl: string, max = WEBHOOK_POOL_SIZE): pg.Pool {
-  return new pg.Pool({
+function createWebhookPool(databaseUrl: string, log: Logger, max = WEBHOOK_POOL_SIZE): pg.Pool {
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     connectionTimeoutMillis: 10_000,
@@ -75,6 +76,10 @@ function createWebhookPool(databaseUrl: string, max = WEBHOOK_POOL_SIZE): pg.Poo
     statement_timeout: 10_000,
     application_name: 'svc-webhooks',
   });
+  // An idle connection ended by the server (a restart, a terminated backend) is an 'error' on the
+  // pool: unheard, it would end the process. The pool drops that connection and opens a new one.
+  pool.on('error', (err) => log.warn({ err }, 'an idle connection of the webhook pool was lost'));
+  return pool;
 }
 
 /** Constant-time check of `sha256=<hex>` against HMAC-SHA256(secret, raw body). */
@@ -211,7 +216,7 @@ export async function openWebhookEndpoint(
   ctx: Pick<AppContext, 'db' | 'box' | 'log' | 'config'>,
   registry: Pick<Registry, 'models' | 'webhookMethods'>,
 ) {
-  const pool = createWebhookPool(ctx.config.DATABASE_URL);
+  const pool = createWebhookPool(ctx.config.DATABASE_URL, ctx.log);
   const cache = await createWebhookCache(pool, ctx.config.DATABASE_URL, ctx.log);
   const callLog = createWebhookCallLog(pool, ctx.log);
   const messages = createMessageWriter(pool);
