@@ -9,6 +9,7 @@ import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
 import { freePort } from './helpers/http-recorder.js';
+import { connectPostgresqlServer } from '../src/postgresql/postgresql-connection.js';
 
 let ctx: TestContext;
 let app: FastifyInstance;
@@ -114,5 +115,20 @@ describe('test_connection', () => {
 
   it('an unknown server is 404', async () => {
     expect((await testConnection(999999)).statusCode).toBe(404);
+  });
+});
+
+describe('a connection the server ends', () => {
+  it('between two queries: the next query fails, the process goes on', async () => {
+    const server = await ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
+    const { client } = await connectPostgresqlServer(ctx.box, server);
+    try {
+      const [{ pid }] = (await client.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      await ctx.db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+      await new Promise((r) => setTimeout(r, 200)); // the server's message arrives while nothing runs
+      await expect(client.query('SELECT 1')).rejects.toThrow();
+    } finally {
+      await client.end().catch(() => {});
+    }
   });
 });

@@ -30,7 +30,7 @@ export async function connectPostgresqlServer(
     statement_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'svc',
   };
-  const tlsClient = new pg.Client({ ...base, ssl: { rejectUnauthorized: false } });
+  const tlsClient = quiet(new pg.Client({ ...base, ssl: { rejectUnauthorized: false } }));
   try {
     await tlsClient.connect();
     return { client: tlsClient, tls: true };
@@ -38,7 +38,7 @@ export async function connectPostgresqlServer(
     await tlsClient.end().catch(() => {});
     if (!/does not support SSL/i.test((err as Error).message)) throw err;
   }
-  const plain = new pg.Client(base);
+  const plain = quiet(new pg.Client(base));
   try {
     await plain.connect();
   } catch (err) {
@@ -46,6 +46,15 @@ export async function connectPostgresqlServer(
     throw err;
   }
   return { client: plain, tls: false };
+}
+
+/**
+ * A server that ends the connection while no query runs (a restart, a terminated backend) makes
+ * the client emit 'error': unheard, that would end the process. The next query fails instead.
+ */
+function quiet(client: pg.Client): pg.Client {
+  client.on('error', () => {});
+  return client;
 }
 
 /** Quotes an identifier (database or role name) for SQL. */
