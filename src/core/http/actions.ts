@@ -8,7 +8,6 @@ import type { Author } from '../chatter.js';
 import type { UserGroup } from '../groups.js';
 import { type AuthUser, authorOf } from './auth.js';
 import { idParams, jobAccepted } from './schemas.js';
-import { ValidationError } from '../errors.js';
 
 /** What an action's service call gets: the record id, the validated body and the caller. */
 export interface ActionInput<B> {
@@ -55,17 +54,6 @@ export function operationId(resource: string, name: string): string {
   return `${camel(resource.replace(/^\//, ''))}.${camel(name)}`;
 }
 
-/** An action without parameters takes no body, or an empty object: anything sent is a 400, not ignored. */
-function refuseBody(body: unknown) {
-  if (body === undefined || body === null) return;
-  const fields = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : [''];
-  if (fields.length === 0) return;
-  throw new ValidationError(
-    'This action takes no parameters',
-    fields.map((f) => ({ field: f ? `body.${f}` : 'body', message: 'not a parameter of this action' })),
-  );
-}
-
 export function registerActions(parent: FastifyInstance, o: ActionsOptions) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   const base = o.singleton ? `/api/v1${o.path}` : `/api/v1${o.path}/:id`;
@@ -83,7 +71,6 @@ export function registerActions(parent: FastifyInstance, o: ActionsOptions) {
         response: job ? { 202: jobAccepted } : { 200: spec.response as z.ZodType },
       },
       handler: async (req, reply) => {
-        if (!spec.body) refuseBody(req.body);
         const user = req.user!;
         const id = o.singleton ? 1 : (req.params as { id: number }).id;
         const result = await spec.run({ id, body: req.body as never, user, author: authorOf(user)! });

@@ -1,5 +1,6 @@
 // Input every route refuses the same way, in one place: U+0000 in any string (PostgreSQL text
-// cannot hold it) and query parameters a route does not know. Both answer 400 naming the field.
+// cannot hold it), query parameters a route does not know, and a body sent to a POST that takes
+// none. Each answers 400 naming the field.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
@@ -25,9 +26,24 @@ export function registerInputGuards(app: FastifyInstance) {
     if (field) throw new ValidationError('Invalid input', [{ field, message: 'must not contain NUL characters' }]);
   });
 
-  // A REST route that declares no query parameters takes none: `?name=x` is refused, not ignored.
   app.addHook('onRoute', (route) => {
-    if (!route.url.startsWith(API_PREFIX) || route.schema?.querystring) return;
-    route.schema = { ...route.schema, querystring: z.object({}).strict() };
+    if (!route.url.startsWith(API_PREFIX)) return;
+    // A REST route that declares no query parameters takes none: `?name=x` is refused, not ignored.
+    if (!route.schema?.querystring) route.schema = { ...route.schema, querystring: z.object({}).strict() };
+    // A POST without a body schema (an action without parameters) takes no body, or an empty one.
+    const methods = [route.method].flat();
+    if (methods.includes('POST') && !route.schema?.body) {
+      route.preValidation = [...[route.preValidation ?? []].flat(), async (req) => refuseBody(req.body)];
+    }
   });
+}
+
+function refuseBody(body: unknown) {
+  if (body === undefined || body === null) return;
+  const fields = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : [''];
+  if (fields.length === 0) return;
+  throw new ValidationError(
+    'This action takes no parameters',
+    fields.map((f) => ({ field: f ? `body.${f}` : 'body', message: 'not a parameter of this action' })),
+  );
 }
