@@ -14,7 +14,7 @@
 //   server in a table of 500 servers' 2 days of 5 s samples (~17 M rows, made with generate_series).
 // Each target is printed as met/missed. Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests;
 // run as root (the harness creates users).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServers } from './fleet.js';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -26,8 +26,8 @@ import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
-import { leaseKey } from '../src/monitoring/monitor-runner.js';
-import { startSshd, type Sshd } from '../test/helpers/sshd.js';
+import { leaseKey } from '../src/monitoring/monitor-leases.js';
+import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 const INTERVAL_MS = 5_000;
@@ -68,6 +68,22 @@ function machineCpu(): number {
   const idle = f[3]! + f[4]!;
   return (f.slice(0, 8).reduce((a, b) => a + b, 0) - idle) / 100;
 }
+
+/** The sampling loops running on the simulated servers (one `sh` per stream, as the key user). */
+function loopProcesses(): number {
+  try {
+    return Number(execFileSync('pgrep', ['-c', '-u', TEST_USERS.key.name, '-x', 'sh']).toString().trim());
+  } catch {
+    return 0; // pgrep exits 1 when none match
+  }
+}
+
+/** Accepted SSH logins so far (sshd's log). */
+const logins = (sshd: Sshd) =>
+  sshd
+    .logText()
+    .split('\n')
+    .filter((l) => l.includes('Accepted publickey')).length;
 
 interface Env {
   ctx: AppContext;
@@ -182,6 +198,20 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
         `p99 lateness ${ms(pct(firstInterval.lateness, 99))}`,
     );
 
+    if (workersWanted > 1) {
+      // Every server also gets a warm standby in the worker ranked second on it: wait for them
+      // (one `sh` loop per stream on the simulated servers), so the steady state includes them.
+      const standbyFrom = Date.now();
+      let streams = loopProcesses();
+      while (streams < 2 * n && Date.now() - standbyFrom < 600_000) {
+        await sleep(1000);
+        streams = loopProcesses();
+      }
+      console.log(
+        `  standbys: ${streams} of ${2 * n} streams open (held + standby) ${((Date.now() - started) / 1000).toFixed(1)} s after the workers started`,
+      );
+    }
+
     // Steady state.
     const t0 = Date.now();
     const c0 = children.map((c) => processCpu(c.pid!));
@@ -238,6 +268,7 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
     if (failover && children.length > 1) {
       const victim = children[children.length - 1]!;
       const ofVictim = [...owners.entries()].find(([o]) => o.split(':')[1] === String(victim.pid))?.[1] ?? [];
+      const loginsBefore = logins(sshd);
       const killedAt = Date.now();
       victim.kill('SIGKILL');
       await sleep(5 * INTERVAL_MS);
@@ -273,6 +304,7 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
         `    kill → first sample by the other worker: p50 ${ms(pct(takeover, 50))}, p99 ${ms(pct(takeover, 99))}, max ${ms(Math.max(...takeover))}; ` +
           `gap between samples: max ${ms(Math.max(...gaps))}`,
       );
+      console.log(`    SSH logins during the take-over: ${logins(sshd) - loginsBefore}`);
       console.log(
         `    its servers (kill - 2 intervals → end): due ${f.due}, on time ${f.recorded}, late ${f.late}, missed ${f.missed} (during the take-over), duplicates ${f.duplicates}; all servers: duplicates ${all.duplicates}`,
       );

@@ -381,6 +381,94 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
   });
 });
 
+describe('warm standbys (the worker ranked second keeps a connection and an idle stream)', () => {
+  it('a joining worker takes its share only once warm; a worker that dies is taken over without a new SSH connection', async () => {
+    await workers.close();
+    const ctxA: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
+    const ctxB: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
+    const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
+    const start = (c: AppContext, name: string) =>
+      startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
+    let a: MonitorRunner | null = null;
+    let b: MonitorRunner | null = null;
+    let watch: NodeJS.Timeout | undefined;
+    try {
+      a = await start(ctxA, 'A');
+      const servers: { id: number }[] = [];
+      for (let i = 0; i < 8; i++) servers.push(await confirmedServer(keyLogin()));
+      for (const s of servers) await act(s.id, 'start_monitor');
+      const ids = servers.map((s) => s.id);
+      const okBy = (runner: string, id: number, after = 0) =>
+        recorded.some((r) => r.runner === runner && r.serverId === id && r.outcome === 'ok' && r.recordedAt > after);
+      await expect.poll(() => ids.every((id) => okBy('A', id)), { timeout: 20_000, interval: 100 }).toBe(true);
+
+      // B joins: each server it takes, it had warm first (watched every 20 ms; A waits for B's
+      // warm mark, then B takes at its next sync, 200 ms later).
+      b = await start(ctxB, 'B');
+      const warmSeen = new Set<number>();
+      const takenCold: number[] = [];
+      const runnerB = b;
+      watch = setInterval(() => {
+        for (const id of runnerB.standby()) warmSeen.add(id);
+        for (const id of runnerB.held()) if (ids.includes(id) && !warmSeen.has(id) && !takenCold.includes(id)) takenCold.push(id);
+      }, 20);
+      const heldBy = (r: MonitorRunner) =>
+        r
+          .held()
+          .filter((id) => ids.includes(id))
+          .sort((x, y) => x - y);
+      // Rendezvous hashing gives B a share; 8 servers all staying with A has odds of 1 in 256.
+      await expect
+        .poll(() => heldBy(b!).length > 0 && heldBy(a!).length + heldBy(b!).length === ids.length, { timeout: 20_000, interval: 100 })
+        .toBe(true);
+      clearInterval(watch);
+      expect(takenCold).toEqual([]);
+      // Each keeps a warm standby of the other's servers.
+      await expect
+        .poll(
+          () =>
+            a!
+              .standby()
+              .filter((id) => ids.includes(id))
+              .sort((x, y) => x - y),
+          { timeout: 20_000, interval: 100 },
+        )
+        .toEqual(heldBy(b));
+      await expect
+        .poll(
+          () =>
+            b!
+              .standby()
+              .filter((id) => ids.includes(id))
+              .sort((x, y) => x - y),
+          { timeout: 20_000, interval: 100 },
+        )
+        .toEqual(heldBy(a));
+      await expect.poll(() => ids.every((id) => okBy('A', id) || okBy('B', id, 0)), { timeout: 20_000, interval: 100 }).toBe(true);
+
+      // B dies: A takes its servers over on the connections it kept, and samples them.
+      const ofB = heldBy(b);
+      const loginsBefore = logins(TEST_USERS.key.name);
+      b.abandon();
+      const killedAt = Date.now();
+      await expect.poll(() => ofB.every((id) => okBy('A', id, killedAt)), { timeout: 20_000, interval: 100 }).toBe(true);
+      expect(logins(TEST_USERS.key.name)).toBe(loginsBefore);
+      for (const s of servers) await act(s.id, 'stop_monitor');
+
+      const slots = recorded.filter((r) => ids.includes(r.serverId) && r.outcome === 'ok').map((r) => `${r.serverId}@${r.due}`);
+      expect(new Set(slots).size).toBe(slots.length);
+      for (const id of ids) expect(await rowCount(id)).toBe(slots.filter((x) => x.startsWith(`${id}@`)).length);
+    } finally {
+      clearInterval(watch);
+      b?.abandon();
+      await a?.close();
+      await ctxA.close();
+      await ctxB.close();
+      workers = await startWorkers(ctx);
+    }
+  });
+});
+
 describe('streaming samples and the per-poll fallback', () => {
   it('a streamed sample reads the same /proc values as the per-poll command, and gives the same metrics and state', async () => {
     const server = await confirmedServer(keyLogin());

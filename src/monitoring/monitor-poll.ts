@@ -144,6 +144,7 @@ export function createMonitorPoller(
     return row ? { failures: row.monitor_failures, server_state: row.server_state } : null;
   }
 
+  /** The counters of the last recorded sample (any worker's), while they are kept. */
   async function previousSample(serverId: number): Promise<ProcSample | null> {
     const raw = await ctx.redis.get(sampleKey(prefix, serverId));
     return raw ? (JSON.parse(raw) as ProcSample) : null;
@@ -307,5 +308,5 @@ export function createMonitorPoller(
     return out;
   }
 
-  return Object.assign(poll, { poll, fail, recordSamples, loadMonitored, connect });
+  return Object.assign(poll, { poll, fail, recordSamples, loadMonitored, connect, previousSample });
 }

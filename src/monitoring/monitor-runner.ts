@@ -1,25 +1,28 @@
 // The monitor runner: runs in every worker process and polls the monitored servers it holds a
-// lease on. Everything another worker needs is in Redis or PostgreSQL:
+// lease on. Everything another worker needs is in Redis or PostgreSQL (monitor-leases.ts):
 // - the schedule (monitor-service.ts): a hash of server id → interval and phase; a server is due
 //   at every t ≡ phase (mod interval), the same grid for every worker; a version bumped with
 //   every write of it, so a sync (one round trip: heartbeat, live workers, version) re-reads the
 //   hash only when it changed;
-// - a lease per server (`…:monitor:lease:<id>` = worker id, expiring after LEASE_MS, renewed every
-//   sync): the workers alive (a heartbeat sorted set) split the servers by rendezvous hashing, and
-//   a dead worker's leases expire and go to the others;
-// - the last due time recorded per server (`…:monitor:slot:<id>`): a sample or failure is
-//   recorded only if its due time is newer, checked together with the lease in one Lua script, so
-//   no due time is recorded twice even while a lease changes hands;
-// - the previous /proc counters (`…:monitor:sample:<id>`), so the next worker's deltas go on.
+// - a lease per server, renewed every sync: the live workers rank each server by rendezvous
+//   hashing; the first holds it, and a dead worker's leases expire and go to the others;
+// - the last due time recorded per server, checked with the lease in one Lua script, so no due
+//   time is recorded twice even while a lease changes hands;
+// - the previous /proc counters, so the next worker's deltas go on.
 // A held server has one SSH connection and one streaming channel (monitor-stream.ts): at each due
 // time the runner asks the stream for a sample and writes the samples of many servers in one
 // statement (recordSamples). Anything else (no stream yet, a failure, a server in backoff, a shell
 // that cannot run the loop) goes through poll(), one server at a time, with the same rules.
+// Connecting costs far more than sampling (the handshake, mostly on the server's side), so the
+// worker ranked second on a server keeps a warm standby (its connection and an idle stream): a
+// failover takes the server over without connecting. A worker ranked first that does not hold a
+// server yet (it just joined) warms it the same way, and the holder hands it over only then.
 import { hostname } from 'node:os';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
+import { CLAIM, leaseKey, nextDue, RELEASE, RENEW, rendezvous, slotKey, warmKey, workersKey, type Ranking } from './monitor-leases.js';
 import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
 import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
 import { parseSchedule, sampleKey, sampleTtlMs, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
@@ -42,6 +45,8 @@ export interface MonitorRunner {
   readonly workerId: string;
   /** Server ids this runner holds a lease on. */
   held(): number[];
+  /** Server ids this runner keeps a warm standby for (a connection and an idle stream). */
+  standby(): number[];
   /** Hands the servers over and stops. */
   close(): Promise<void>;
   /** Tests: stops as a killed process would (leases are left to expire, connections drop). */
@@ -52,82 +57,16 @@ const SLOT_TTL_MS = 3600_000;
 const BATCH_MAX = 200;
 /** Streamed samples wait this long for others to share their write (far below any interval). */
 const BATCH_WAIT_MS = 200;
-
-export function leaseKey(prefix: string, id: number) {
-  return `${prefix}:monitor:lease:${id}`;
-}
-export function slotKey(prefix: string, id: number) {
-  return `${prefix}:monitor:slot:${id}`;
-}
-function workersKey(prefix: string) {
-  return `${prefix}:monitor:workers`;
-}
-
-// KEYS: lease, slot, sample per item; ARGV: worker, slot ttl, then due, sample json ('' = keep), sample ttl per item.
-const CLAIM = `
-local out = {}
-for i = 1, #KEYS / 3 do
-  local ok = 0
-  if redis.call('GET', KEYS[3*i-2]) == ARGV[1] then
-    local due = tonumber(ARGV[3*i])
-    if (tonumber(redis.call('GET', KEYS[3*i-1]) or '0') or 0) < due then
-      redis.call('SET', KEYS[3*i-1], ARGV[3*i], 'PX', ARGV[2])
-      if ARGV[3*i+1] ~= '' then redis.call('SET', KEYS[3*i], ARGV[3*i+1], 'PX', ARGV[3*i+2]) end
-      ok = 1
-    end
-  end
-  out[i] = ok
-end
-return out`;
-
-const RENEW = `
-local out = {}
-for i, k in ipairs(KEYS) do
-  if redis.call('GET', k) == ARGV[1] then redis.call('PEXPIRE', k, ARGV[2]); out[i] = 1 else out[i] = 0 end
-end
-return out`;
-
-const RELEASE = `
-for _, k in ipairs(KEYS) do if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end end
-return 0`;
-
-/** The rendezvous weight of a (worker, server) pair: a well-mixed hash (worker ids differ in few characters). */
-function weight(worker: string, id: number): number {
-  return createHash('md5').update(`${id}/${worker}`).digest().readUInt32BE(0);
-}
-
-/**
- * Which live worker should hold each server (rendezvous hashing), cached while the live set stays
- * the same: given the live set (once per sync), answers the chooser for that set.
- */
-function rendezvous() {
-  let liveKey = '';
-  const cache = new Map<number, string | undefined>();
-  return (live: string[]) => {
-    const key = live.join(' ');
-    if (key !== liveKey) {
-      liveKey = key;
-      cache.clear();
-    }
-    return (id: number) => preferred(id, live);
-  };
-  function preferred(id: number, live: string[]): string | undefined {
-    if (cache.has(id)) return cache.get(id);
-    let best: string | undefined;
-    let bestWeight = -1;
-    for (const w of live) {
-      const x = weight(w, id);
-      if (x > bestWeight) [best, bestWeight] = [w, x];
-    }
-    cache.set(id, best);
-    return best;
-  }
-}
-
-/** The first due time after `now` of a schedule. */
-export function nextDue({ every, phase }: MonitorSchedule, now: number): number {
-  return Math.floor((now - phase) / every) * every + phase + every;
-}
+/** A standby that could not be opened is tried again after this long. */
+const WARM_RETRY_MS = 30_000;
+/** Connections opened at once start here and adapt to keep one under the target time. */
+const CONNECT_WINDOW_START = 20;
+const CONNECT_WINDOW_MIN = 4;
+const CONNECT_TARGET_MS = 1000;
+/** A standby may take this long to connect: no poll waits for it. */
+const STANDBY_TIMEOUT_MS = 15_000;
+/** A holder hands a server over without waiting for its new holder to be ready after this long. */
+const HANDOVER_WAIT_MS = 120_000;
 
 interface Held {
   id: number;
@@ -148,44 +87,92 @@ export async function startMonitorRunner(
   const connectsAtOnce = opts.connectsAtOnce ?? ctx.config.MONITOR_CONCURRENCY;
   const prefix = ctx.queues.prefix;
   const me = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  // Connections live as long as the lease: no idle sweep (a streaming connection is never "used").
+  // Connections live as long as the lease or standby: no idle sweep (a stream is never "used").
   const pool = createSshPool({ idleMs: 365 * 24 * 3600_000 });
   const poller = createMonitorPoller({ ...ctx, sshPool: pool }, observers, { pool });
   const streams = new Map<number, SampleStream>();
   const fallback = new Set<number>();
   const held = new Map<number, Held>();
   const freeSeen = new Set<number>();
-  const preferredOf = rendezvous();
+  const rankingOf = rendezvous();
   const sampler: Sampler = opts.sampler ?? streamSampler(streams, fallback);
   let closed = false;
   let syncs = 0;
 
-  // --- connecting, a few at a time -----------------------------------------------------------
+  // --- connections: held servers and warm standbys -------------------------------------------
+  /** Servers not held that this worker keeps (or opens) a connection and an idle stream for. */
+  let standbys = new Set<number>();
+  /** Servers this worker may have a connection to (held, standby, or being opened). */
+  const connected = new Set<number>();
+  const opening = new Map<number, Promise<SampleStream | null>>();
+  const warmRetryAt = new Map<number, number>();
+  const kept = (id: number) => !closed && (held.has(id) || standbys.has(id));
+
+  function disconnect(id: number) {
+    streams.get(id)?.close();
+    streams.delete(id);
+    pool.discard(poolKeyOf(id));
+    connected.delete(id);
+  }
+
+  // Connecting a few at a time, a take (a server to poll now) before standbys. How many at once
+  // adapts (up to connectsAtOnce): as many as keep one under CONNECT_TARGET_MS. A handshake costs
+  // the server's side most (a loaded server, or the bench's simulated fleet on the same machine):
+  // more at once would only make each slower, until all of them time out.
   let connecting = 0;
-  const waitingToConnect: (() => void)[] = [];
-  async function limited<T>(fn: () => Promise<T>): Promise<T> {
-    if (connecting >= connectsAtOnce) await new Promise<void>((r) => waitingToConnect.push(r));
-    connecting++;
+  let window = Math.min(CONNECT_WINDOW_START, connectsAtOnce);
+  const waiting = { urgent: [] as (() => void)[], later: [] as (() => void)[] };
+  async function limited<T>(urgent: boolean, fn: () => Promise<T>): Promise<T> {
+    // A waiter is woken with its place already counted.
+    if (connecting >= window) await new Promise<void>((r) => (urgent ? waiting.urgent : waiting.later).push(r));
+    else connecting++;
+    const started = Date.now();
     try {
-      return await fn();
+      const result = await fn();
+      const took = Date.now() - started;
+      if (took < CONNECT_TARGET_MS) window = Math.min(connectsAtOnce, window + 1);
+      else if (took > 2 * CONNECT_TARGET_MS) window = Math.max(CONNECT_WINDOW_MIN, window - 1);
+      return result;
     } finally {
       connecting--;
-      waitingToConnect.shift()?.();
+      while (connecting < window) {
+        const next = waiting.urgent.shift() ?? waiting.later.shift();
+        if (!next) break;
+        connecting++;
+        next();
+      }
     }
   }
 
-  /** Connects and starts the stream ahead of the first due time (warm-up, take-over). */
-  async function open(h: Held) {
-    if (opts.sampler) return;
-    const server = await poller.loadMonitored(h.id);
-    if (!server || h.dropped) return;
-    const timeoutMs = pollTimeoutMs(h.schedule.every);
-    const stream = await openStream(server, await poller.connect(server, timeoutMs), timeoutMs, fallback);
-    if (!stream) return; // its shell cannot run the loop: the per-poll command
-    await stream.request(timeoutMs); // the first counters: the first due time needs one sample only
-    if (h.dropped) return stream.close();
-    streams.set(h.id, stream);
+  /** The server's open stream, or one opened (once, however many ask); null: its shell cannot run the loop. */
+  function streamOf(id: number, every: number, urgent: boolean): Promise<SampleStream | null> {
+    const open = streams.get(id);
+    if (open && !open.closed) return Promise.resolve(open);
+    let p = opening.get(id);
+    if (!p) {
+      connected.add(id);
+      p = limited(urgent, async () => {
+        const server = kept(id) ? await poller.loadMonitored(id) : null;
+        if (!server || !kept(id)) return null;
+        // A take connects within a poll's time (a dead server is failed as soon as a poll would be).
+        const timeoutMs = urgent ? pollTimeoutMs(every) : STANDBY_TIMEOUT_MS;
+        const conn = await poller.connect(server, timeoutMs);
+        const stream = fallback.has(id) ? null : await openStream(server, conn, timeoutMs, fallback);
+        if (!kept(id)) {
+          stream?.close();
+          disconnect(id);
+          return null;
+        }
+        if (stream) streams.set(id, stream);
+        return stream;
+      }).finally(() => opening.delete(id));
+      opening.set(id, p);
+    }
+    return p;
   }
+
+  /** A standby is warm: its stream is open, or its connection is (a shell that cannot run the loop). */
+  const isWarm = (id: number) => !opening.has(id) && (streams.get(id)?.closed === false || (fallback.has(id) && connected.has(id)));
 
   // --- due times -----------------------------------------------------------------------------
   function arm(h: Held) {
@@ -299,21 +286,20 @@ export async function startMonitorRunner(
   }
 
   // --- leases --------------------------------------------------------------------------------
+  /** Stops polling a server; its connection stays while it is a standby (the next sync decides). */
   function drop(id: number) {
     const h = held.get(id);
     if (!h) return;
     h.dropped = true;
     if (h.timer) clearTimeout(h.timer);
     held.delete(id);
-    streams.get(id)?.close();
-    streams.delete(id);
-    pool.discard(poolKeyOf(id));
   }
 
   function take(id: number, schedule: MonitorSchedule) {
     const h: Held = { id, schedule, timer: null, busy: false, dropped: false };
     held.set(id, h);
-    limited(() => open(h))
+    connected.add(id);
+    (opts.sampler ? Promise.resolve() : startStream(h))
       .catch((err) => ctx.log.debug({ err, root_server_id: id }, 'opening the monitoring stream failed; the due time will retry'))
       .finally(() => {
         if (h.dropped || closed) return;
@@ -325,6 +311,16 @@ export async function startMonitorRunner(
       });
   }
 
+  /**
+   * The stream of a server just taken (the standby's, else a new one) and its first counters: the
+   * last recorded ones (any worker's), so the first delta spans about one interval; else a sample now.
+   */
+  async function startStream(h: Held) {
+    const stream = await streamOf(h.id, h.schedule.every, true);
+    if (!stream || h.dropped) return;
+    stream.last = (await poller.previousSample(h.id)) ?? (await stream.request(pollTimeoutMs(h.schedule.every)));
+  }
+
   async function release(ids: number[]) {
     if (ids.length === 0) return;
     for (const id of ids) drop(id);
@@ -334,6 +330,8 @@ export async function startMonitorRunner(
   // The schedule as last read, and its version then (undefined: not read yet).
   let scheduled = new Map<number, MonitorSchedule>();
   let scheduleVersion: string | null | undefined;
+  /** Held servers ranked to another worker, and since when (they wait for it to be warm). */
+  const handingOver = new Map<number, number>();
 
   async function sync() {
     const now = Date.now();
@@ -352,7 +350,7 @@ export async function startMonitorRunner(
       scheduled = new Map(Object.entries(await ctx.redis.hgetall(scheduleKey(prefix))).map(([id, v]) => [Number(id), parseSchedule(v)]));
       scheduleVersion = version;
     }
-    const preferred = preferredOf(live);
+    const ranking = rankingOf(live);
 
     // Renew what is held; what was lost (expired and taken) or is no longer monitored goes.
     const ids = [...held.keys()];
@@ -362,8 +360,7 @@ export async function startMonitorRunner(
         if (renewed[i] !== 1) drop(id);
       });
     }
-    const unscheduled = [...held.keys()].filter((id) => !scheduled.has(id));
-    await release(unscheduled);
+    await release([...held.keys()].filter((id) => !scheduled.has(id)));
     for (const [id, h] of held) {
       const s = scheduled.get(id)!;
       if (s.every !== h.schedule.every || s.phase !== h.schedule.phase) {
@@ -371,18 +368,32 @@ export async function startMonitorRunner(
         arm(h);
       }
     }
+    await handOver(ranking);
+    await takeFree(ranking);
+    await keepWarm(ranking);
+  }
 
-    // Hand over what another live worker should have (it takes it at its next sync).
-    await release([...held.keys()].filter((id) => preferred(id) !== me));
+  /** Releases what another live worker should hold, once it is warm (it takes it at its next sync). */
+  async function handOver(ranking: (id: number) => Ranking) {
+    const leaving = [...held.keys()].filter((id) => ranking(id).first !== me);
+    const since = new Map(leaving.map((id) => [id, handingOver.get(id) ?? Date.now()]));
+    handingOver.clear();
+    if (leaving.length === 0) return;
+    const warm = await ctx.redis.mget(...leaving.map((id) => warmKey(prefix, id)));
+    const go = leaving.filter((id, i) => warm[i] === ranking(id).first || Date.now() - since.get(id)! >= HANDOVER_WAIT_MS);
+    for (const id of leaving) if (!go.includes(id)) handingOver.set(id, since.get(id)!);
+    await release(go);
+  }
 
-    // Take free leases: our share at once, anyone's when it stayed free for two syncs.
+  /** Takes free leases: this worker's share at once, anyone's when it stayed free for two syncs. */
+  async function takeFree(ranking: (id: number) => Ranking) {
     const wanted = [...scheduled.keys()].filter((id) => !held.has(id));
     if (wanted.length === 0) return;
     const owners = await ctx.redis.mget(...wanted.map((id) => leaseKey(prefix, id)));
     const tryTake: number[] = [];
     wanted.forEach((id, i) => {
       if (owners[i] !== null) freeSeen.delete(id);
-      else if (preferred(id) === me || freeSeen.has(id)) tryTake.push(id);
+      else if (ranking(id).first === me || freeSeen.has(id)) tryTake.push(id);
       else freeSeen.add(id);
     });
     if (tryTake.length === 0) return;
@@ -395,15 +406,61 @@ export async function startMonitorRunner(
     });
   }
 
+  /**
+   * Keeps warm standbys for the servers this worker ranks first (not held yet) or second on, closes
+   * the connections it no longer needs, and tells the holders which servers it is ready to take.
+   */
+  async function keepWarm(ranking: (id: number) => Ranking) {
+    const first: number[] = [];
+    const second: number[] = [];
+    for (const id of scheduled.keys()) {
+      if (held.has(id)) continue;
+      const r = ranking(id);
+      if (r.first === me) first.push(id);
+      else if (r.second === me) second.push(id);
+    }
+    standbys = new Set([...first, ...second]);
+    for (const id of [...connected]) if (!kept(id)) disconnect(id);
+    for (const id of [...warmRetryAt.keys()]) if (!standbys.has(id)) warmRetryAt.delete(id);
+    if (opts.sampler) {
+      // Tests that sample without streams: nothing to warm, ready at once.
+      await announceReady(first);
+      return;
+    }
+    const now = Date.now();
+    for (const id of standbys) {
+      if (opening.has(id) || isWarm(id) || (warmRetryAt.get(id) ?? 0) > now) continue;
+      streamOf(id, scheduled.get(id)!.every, false).catch((err) => {
+        warmRetryAt.set(id, Date.now() + WARM_RETRY_MS);
+        ctx.log.debug({ err, root_server_id: id }, 'opening a monitoring standby failed; tried again later');
+      });
+    }
+    await announceReady(first.filter(isWarm));
+  }
+
+  async function announceReady(ids: number[]) {
+    if (ids.length === 0) return;
+    const pipe = ctx.redis.pipeline();
+    for (const id of ids) pipe.set(warmKey(prefix, id), me, 'PX', leaseMs);
+    await pipe.exec();
+  }
+
   let syncing: Promise<void> = Promise.resolve();
   const loop = setInterval(() => {
     syncing = syncing.then(sync).catch((err) => ctx.log.error({ err }, 'monitor runner sync failed'));
   }, syncMs);
   syncing = sync().catch((err) => ctx.log.error({ err }, 'monitor runner sync failed'));
 
+  function closeConnections() {
+    standbys = new Set();
+    for (const id of [...connected]) disconnect(id);
+    pool.close();
+  }
+
   return {
     workerId: me,
     held: () => [...held.keys()],
+    standby: () => [...standbys].filter(isWarm),
     async close() {
       closed = true;
       clearInterval(loop);
@@ -415,7 +472,7 @@ export async function startMonitorRunner(
       await Promise.all(flushing);
       await release(ids);
       await ctx.redis.zrem(workersKey(prefix), me);
-      pool.close();
+      closeConnections();
     },
     abandon() {
       closed = true;
@@ -423,7 +480,7 @@ export async function startMonitorRunner(
       if (batchTimer) clearTimeout(batchTimer);
       batch = [];
       for (const id of [...held.keys()]) drop(id);
-      pool.close();
+      closeConnections();
     },
   };
 }
