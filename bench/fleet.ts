@@ -3,7 +3,12 @@
 import type { AppContext } from '../src/context.js';
 import { TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 
-export async function createServers(ctx: AppContext, sshd: Sshd, n: number, extra: { server_state?: 'online' } = {}): Promise<number[]> {
+export async function createServers(
+  ctx: AppContext,
+  sshd: Sshd,
+  n: number,
+  extra: { server_state?: 'online'; monitor_update_interval?: string } = {},
+): Promise<number[]> {
   const key = await ctx.box.encrypt(sshd.keys.ed25519Openssh);
   const rows = Array.from({ length: n }, (_, i) => ({
     name: `bench-${i}`,

@@ -1,4 +1,4 @@
-// npm run bench:monitor [-- 500 2000] [--workers 2] [--seconds 60] [--failover] [--storage]
+// npm run bench:monitor [-- 500 2000] [--workers 2] [--seconds 60] [--interval 5s] [--failover] [--storage]
 // Monitors N simulated root servers (N rows pointing at one local OpenSSH server, so N real SSH
 // connections, N sshd sessions and N remote sampling loops) at the 5 s interval with W real worker
 // processes (`src/main.ts`, SVC_ROLE=worker) sharing one PostgreSQL and Redis, and prints for each N:
@@ -25,21 +25,29 @@ import { loadConfig } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
-import { parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
+import { intervalMs, parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
 import { leaseKey } from '../src/monitoring/monitor-leases.js';
+import { MONITOR_INTERVALS, type MonitorInterval } from '../src/monitoring/monitor-schemas.js';
 import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
-const INTERVAL_MS = 5_000;
+const ARGS = parseArgs();
+/** The servers' monitor_update_interval (5 s unless `--interval`: a slow machine simulates fewer polls). */
+const INTERVAL_MS = intervalMs(ARGS.interval);
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 function parseArgs() {
   const args = process.argv.slice(2);
-  const o = { sizes: [] as number[], workers: 1, seconds: 60, failover: false, storage: false };
+  const o = { sizes: [] as number[], workers: 1, seconds: 60, interval: '5s' as MonitorInterval, failover: false, storage: false };
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--seconds') o.seconds = Number(args[++i]);
     else if (args[i] === '--workers') o.workers = Number(args[++i]);
-    else if (args[i] === '--failover') o.failover = true;
+    else if (args[i] === '--interval') {
+      const v = args[++i];
+      const found = MONITOR_INTERVALS.find((x) => x === v);
+      if (!found) throw new Error(`--interval ${v}: expected one of ${MONITOR_INTERVALS.join(', ')}`);
+      o.interval = found;
+    } else if (args[i] === '--failover') o.failover = true;
     else if (args[i] === '--storage') o.storage = true;
     else o.sizes.push(Number(args[i]));
   }
@@ -153,7 +161,7 @@ async function leaseOwners(ctx: AppContext, ids: number[]): Promise<Map<string, 
 
 async function runSize(env: Env, n: number, workersWanted: number, seconds: number, failover: boolean) {
   const { ctx, sshd } = env;
-  const ids = await createServers(ctx, sshd, n);
+  const ids = await createServers(ctx, sshd, n, { monitor_update_interval: ARGS.interval });
   console.log(`\nN = ${n} servers, every ${INTERVAL_MS / 1000} s, ${workersWanted} worker process(es)`);
   const m0 = machineCpu();
   const started = Date.now();
@@ -327,7 +335,7 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
 
 async function storage(ctx: AppContext) {
   const servers = 500;
-  const perServer = (2 * 86_400_000) / INTERVAL_MS;
+  const perServer = (2 * 86_400_000) / 5000;
   console.log(
     `\nStorage: ${servers} servers × 2 days of 5 s samples (${(servers * perServer).toLocaleString('en')} rows), generate_series`,
   );
@@ -379,7 +387,7 @@ async function storage(ctx: AppContext) {
 }
 
 async function main() {
-  const o = parseArgs();
+  const o = ARGS;
   const dbName = `svc_bench_monitor_${Date.now().toString(36)}`;
   const url = databaseUrl(dbName);
   await applyMigrations(url);

@@ -65,6 +65,11 @@ const CONNECT_WINDOW_MIN = 4;
 const CONNECT_TARGET_MS = 1000;
 /** A standby may take this long to connect: no poll waits for it. */
 const STANDBY_TIMEOUT_MS = 15_000;
+/**
+ * A connection no longer needed is closed after this long: a worker that looks dead for a moment
+ * (a stalled event loop) would otherwise make the others drop and reopen their standbys.
+ */
+const LINGER_MS = 60_000;
 /** A holder hands a server over without waiting for its new holder to be ready after this long. */
 const HANDOVER_WAIT_MS = 120_000;
 
@@ -106,6 +111,8 @@ export async function startMonitorRunner(
   const connected = new Set<number>();
   const opening = new Map<number, Promise<SampleStream | null>>();
   const warmRetryAt = new Map<number, number>();
+  /** Connected servers neither held nor standbys any more, since when (closed after LINGER_MS). */
+  const unneededSince = new Map<number, number>();
   const kept = (id: number) => !closed && (held.has(id) || standbys.has(id));
 
   function disconnect(id: number) {
@@ -420,14 +427,20 @@ export async function startMonitorRunner(
       else if (r.second === me) second.push(id);
     }
     standbys = new Set([...first, ...second]);
-    for (const id of [...connected]) if (!kept(id)) disconnect(id);
+    const now = Date.now();
+    for (const id of [...connected]) {
+      if (kept(id)) unneededSince.delete(id);
+      else if (!scheduled.has(id) || now - (unneededSince.get(id) ?? now) >= LINGER_MS) {
+        disconnect(id);
+        unneededSince.delete(id);
+      } else if (!unneededSince.has(id)) unneededSince.set(id, now);
+    }
     for (const id of [...warmRetryAt.keys()]) if (!standbys.has(id)) warmRetryAt.delete(id);
     if (opts.sampler) {
       // Tests that sample without streams: nothing to warm, ready at once.
       await announceReady(first);
       return;
     }
-    const now = Date.now();
     for (const id of standbys) {
       if (opening.has(id) || isWarm(id) || (warmRetryAt.get(id) ?? 0) > now) continue;
       streamOf(id, scheduled.get(id)!.every, false).catch((err) => {
