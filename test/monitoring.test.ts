@@ -311,20 +311,38 @@ describe('schedules', () => {
   });
 });
 
+/**
+ * Monitor runners in contexts of their own, as worker processes sharing one Redis and one
+ * PostgreSQL; only they poll (the suite's worker is stopped until close()).
+ */
+async function runnerSet() {
+  await workers.close();
+  const started: { c: AppContext; r: MonitorRunner }[] = [];
+  const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
+  return {
+    recorded,
+    async start(name: string) {
+      const c = await createContext(ctx.config, pino({ level: 'silent' }));
+      const r = await startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
+      started.push({ c, r });
+      return r;
+    },
+    async close() {
+      for (const { c, r } of started) {
+        await r.close();
+        await c.close();
+      }
+      workers = await startWorkers(ctx);
+    },
+  };
+}
+
 describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', () => {
   it('split the servers, never record one due time twice, and take over the leases of a worker that died', async () => {
-    // Only these two runners poll in this test (the suite's worker is stopped meanwhile).
-    await workers.close();
-    const ctxA: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
-    const ctxB: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
-    const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
-    const start = (c: AppContext, name: string) =>
-      startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
-    let a: MonitorRunner | null = null;
-    let b: MonitorRunner | null = null;
+    const { start, recorded, close } = await runnerSet();
     try {
-      a = await start(ctxA, 'A');
-      b = await start(ctxB, 'B');
+      const a = await start('A');
+      const b = await start('B');
       const servers: { id: number }[] = [];
       // Rendezvous hashing splits them; 12 servers all landing on one side has odds of 1 in 2,048.
       for (let i = 0; i < 12; i++) servers.push(await confirmedServer(keyLogin()));
@@ -372,28 +390,17 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
         for (const due of dues) expect((due - dues[0]!) % 5000).toBe(0);
       }
     } finally {
-      await b?.close();
-      a?.abandon();
-      await ctxA.close();
-      await ctxB.close();
-      workers = await startWorkers(ctx);
+      await close();
     }
   });
 });
 
 describe('warm standbys (the worker ranked second keeps a connection and an idle stream)', () => {
   it('a joining worker takes its share only once warm; a worker that dies is taken over without a new SSH connection', async () => {
-    await workers.close();
-    const ctxA: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
-    const ctxB: AppContext = await createContext(ctx.config, pino({ level: 'silent' }));
-    const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
-    const start = (c: AppContext, name: string) =>
-      startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
-    let a: MonitorRunner | null = null;
-    let b: MonitorRunner | null = null;
+    const { start, recorded, close } = await runnerSet();
     let watch: NodeJS.Timeout | undefined;
     try {
-      a = await start(ctxA, 'A');
+      const a = await start('A');
       const servers: { id: number }[] = [];
       for (let i = 0; i < 8; i++) servers.push(await confirmedServer(keyLogin()));
       for (const s of servers) await act(s.id, 'start_monitor');
@@ -404,7 +411,7 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
 
       // B joins: each server it takes, it had warm first (watched every 20 ms; A waits for B's
       // warm mark, then B takes at its next sync, 200 ms later).
-      b = await start(ctxB, 'B');
+      const b = await start('B');
       const warmSeen = new Set<number>();
       const takenCold: number[] = [];
       const runnerB = b;
@@ -460,11 +467,7 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
       for (const id of ids) expect(await rowCount(id)).toBe(slots.filter((x) => x.startsWith(`${id}@`)).length);
     } finally {
       clearInterval(watch);
-      b?.abandon();
-      await a?.close();
-      await ctxA.close();
-      await ctxB.close();
-      workers = await startWorkers(ctx);
+      await close();
     }
   });
 });
