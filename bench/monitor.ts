@@ -279,7 +279,18 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
       const loginsBefore = logins(sshd);
       const killedAt = Date.now();
       victim.kill('SIGKILL');
-      await sleep(5 * INTERVAL_MS);
+      // When the survivor holds every lease of the victim (the lease expiry plus one sync).
+      let leasesAt = Number.POSITIVE_INFINITY;
+      while (Date.now() - killedAt < 60_000) {
+        const taken = await leaseOwners(ctx, ofVictim);
+        if (taken.size === 1 && !taken.has('(none)') && ![...taken.keys()][0]!.includes(`:${victim.pid}:`)) {
+          leasesAt = Date.now();
+          break;
+        }
+        await sleep(250);
+      }
+      const loadAtTakeOver = os.loadavg()[0]!;
+      await sleep(Math.max(0, killedAt + 5 * INTERVAL_MS - Date.now()));
       // A large share to take over (many handshakes) may need longer: wait until all are sampled.
       while (Date.now() - killedAt < 150_000) {
         const [{ n: done }] = await ctx.db.$queryRaw<[{ n: number }]>`
@@ -312,7 +323,10 @@ async function runSize(env: Env, n: number, workersWanted: number, seconds: numb
         `    kill → first sample by the other worker: p50 ${ms(pct(takeover, 50))}, p99 ${ms(pct(takeover, 99))}, max ${ms(Math.max(...takeover))}; ` +
           `gap between samples: max ${ms(Math.max(...gaps))}`,
       );
-      console.log(`    SSH logins during the take-over: ${logins(sshd) - loginsBefore}`);
+      console.log(
+        `    kill → every lease held by the other worker: ${ms(leasesAt - killedAt)} (load average then ${loadAtTakeOver.toFixed(1)}); ` +
+          `SSH logins during the take-over: ${logins(sshd) - loginsBefore}`,
+      );
       console.log(
         `    its servers (kill - 2 intervals → end): due ${f.due}, on time ${f.recorded}, late ${f.late}, missed ${f.missed} (during the take-over), duplicates ${f.duplicates}; all servers: duplicates ${all.duplicates}`,
       );

@@ -26,7 +26,9 @@ export const STREAM_SCRIPT = [
   'echo @@sample',
   'echo @/proc/uptime; read -r l < /proc/uptime; echo "$l"',
   'echo @/proc/stat; while read -r l; do case $l in "cpu "*) echo "$l"; break;; esac; done < /proc/stat',
-  'echo @/proc/meminfo; while read -r l; do case $l in MemTotal:*|MemAvailable:*|MemFree:*|Buffers:*|Cached:*) echo "$l";; esac; done < /proc/meminfo',
+  // Cached comes after the other four in every kernel's meminfo: the rest is not read (the shell's
+  // `read` takes one byte per system call).
+  'echo @/proc/meminfo; while read -r l; do case $l in MemTotal:*|MemAvailable:*|MemFree:*|Buffers:*) echo "$l";; Cached:*) echo "$l"; break;; esac; done < /proc/meminfo',
   'echo @/proc/net/dev; while read -r l; do echo "$l"; done < /proc/net/dev',
   'echo @/proc/loadavg; read -r l < /proc/loadavg; echo "$l"',
   'echo @df; df -Pk /',
