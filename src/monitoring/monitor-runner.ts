@@ -22,6 +22,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
+import { createConnectPacer } from './connect-pacer.js';
 import { CLAIM, leaseKey, nextDue, RELEASE, RENEW, rendezvous, slotKey, warmKey, workersKey, type Ranking } from './monitor-leases.js';
 import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
 import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
@@ -59,10 +60,6 @@ const BATCH_MAX = 200;
 const BATCH_WAIT_MS = 200;
 /** A standby that could not be opened is tried again after this long. */
 const WARM_RETRY_MS = 30_000;
-/** Connections opened at once start here and adapt to keep one under the target time. */
-const CONNECT_WINDOW_START = 20;
-const CONNECT_WINDOW_MIN = 4;
-const CONNECT_TARGET_MS = 1000;
 /** A standby may take this long to connect: no poll waits for it. */
 const STANDBY_TIMEOUT_MS = 15_000;
 /**
@@ -122,34 +119,8 @@ export async function startMonitorRunner(
     connected.delete(id);
   }
 
-  // Connecting a few at a time, a take (a server to poll now) before standbys. How many at once
-  // adapts (up to connectsAtOnce): as many as keep one under CONNECT_TARGET_MS. A handshake costs
-  // the server's side most (a loaded server, or the bench's simulated fleet on the same machine):
-  // more at once would only make each slower, until all of them time out.
-  let connecting = 0;
-  let window = Math.min(CONNECT_WINDOW_START, connectsAtOnce);
-  const waiting = { urgent: [] as (() => void)[], later: [] as (() => void)[] };
-  async function limited<T>(urgent: boolean, fn: () => Promise<T>): Promise<T> {
-    // A waiter is woken with its place already counted.
-    if (connecting >= window) await new Promise<void>((r) => (urgent ? waiting.urgent : waiting.later).push(r));
-    else connecting++;
-    const started = Date.now();
-    try {
-      const result = await fn();
-      const took = Date.now() - started;
-      if (took < CONNECT_TARGET_MS) window = Math.min(connectsAtOnce, window + 1);
-      else if (took > 2 * CONNECT_TARGET_MS) window = Math.max(CONNECT_WINDOW_MIN, window - 1);
-      return result;
-    } finally {
-      connecting--;
-      while (connecting < window) {
-        const next = waiting.urgent.shift() ?? waiting.later.shift();
-        if (!next) break;
-        connecting++;
-        next();
-      }
-    }
-  }
+  // Connections are opened a few at a time, takes before standbys (connect-pacer.ts).
+  const pacer = createConnectPacer({ start: 20, min: 4, max: connectsAtOnce, targetMs: 1000 });
 
   /** The server's open stream, or one opened (once, however many ask); null: its shell cannot run the loop. */
   function streamOf(id: number, every: number, urgent: boolean): Promise<SampleStream | null> {
@@ -158,21 +129,23 @@ export async function startMonitorRunner(
     let p = opening.get(id);
     if (!p) {
       connected.add(id);
-      p = limited(urgent, async () => {
-        const server = kept(id) ? await poller.loadMonitored(id) : null;
-        if (!server || !kept(id)) return null;
-        // A take connects within a poll's time (a dead server is failed as soon as a poll would be).
-        const timeoutMs = urgent ? pollTimeoutMs(every) : STANDBY_TIMEOUT_MS;
-        const conn = await poller.connect(server, timeoutMs);
-        const stream = fallback.has(id) ? null : await openStream(server, conn, timeoutMs, fallback);
-        if (!kept(id)) {
-          stream?.close();
-          disconnect(id);
-          return null;
-        }
-        if (stream) streams.set(id, stream);
-        return stream;
-      }).finally(() => opening.delete(id));
+      p = pacer
+        .run(urgent, async () => {
+          const server = kept(id) ? await poller.loadMonitored(id) : null;
+          if (!server || !kept(id)) return null;
+          // A take connects within a poll's time (a dead server is failed as soon as a poll would be).
+          const timeoutMs = urgent ? pollTimeoutMs(every) : STANDBY_TIMEOUT_MS;
+          const conn = await poller.connect(server, timeoutMs);
+          const stream = fallback.has(id) ? null : await openStream(server, conn, timeoutMs, fallback);
+          if (!kept(id)) {
+            stream?.close();
+            disconnect(id);
+            return null;
+          }
+          if (stream) streams.set(id, stream);
+          return stream;
+        })
+        .finally(() => opening.delete(id));
       opening.set(id, p);
     }
     return p;
