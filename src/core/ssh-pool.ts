@@ -8,6 +8,8 @@ export interface SshPool {
   /** The open connection for `key`, connecting (once, however many callers wait) when needed. */
   acquire(key: string, signature: string, connect: () => Promise<SshConnection>): Promise<SshConnection>;
   discard(key: string): void;
+  /** A connection for `key` is open or being opened. */
+  has(key: string): boolean;
   size(): number;
   close(): void;
 }
@@ -59,6 +61,7 @@ export function createSshPool({ idleMs = 10 * 60_000, sweepMs = 60_000 } = {}): 
       }
     },
     discard,
+    has: (key) => entries.has(key),
     size: () => entries.size,
     close() {
       clearInterval(sweep);

@@ -2,8 +2,10 @@
 // most (a loaded server, or the bench's simulated fleet on the same machine): more at once only
 // makes each slower, until every one outlasts its timeout. So the number adapts: it starts at
 // `start`, grows by one for each connection that took under `targetMs`, shrinks by one for each
-// over twice that (between `min` and `max`); failures do not count (a dead server says nothing
-// about the others). Urgent work (a server to poll now) goes before the rest (standbys).
+// over twice that (between `min` and `max`). Only work that reports a connection counts: not a
+// failure (a dead server says nothing about the others), not work that found nothing to do.
+// Urgent work (a server to poll now) goes before the rest (standbys), and waiting work can be
+// made urgent.
 
 export interface ConnectPacerOptions {
   start: number;
@@ -14,8 +16,16 @@ export interface ConnectPacerOptions {
   now?: () => number;
 }
 
+/** One piece of work: the caller sets `connected` when it opened a connection (then it counts). */
+export interface PacerTicket {
+  urgent: boolean;
+  connected?: boolean;
+}
+
 export interface ConnectPacer {
-  run<T>(urgent: boolean, fn: () => Promise<T>): Promise<T>;
+  run<T>(ticket: PacerTicket, fn: () => Promise<T>): Promise<T>;
+  /** Makes a ticket urgent; if it is waiting, it goes before the rest. */
+  hurry(ticket: PacerTicket): void;
   /** How many may run at once now. */
   readonly window: number;
   /** How many run now. */
@@ -23,16 +33,18 @@ export interface ConnectPacer {
 }
 
 export function createConnectPacer({ start, min, max, targetMs, now = Date.now }: ConnectPacerOptions): ConnectPacer {
-  let window = Math.max(Math.min(start, max), Math.min(min, max));
+  const lowest = Math.min(min, max);
+  let window = Math.max(Math.min(start, max), lowest);
   let running = 0;
-  const waiting = { urgent: [] as (() => void)[], later: [] as (() => void)[] };
+  const waiting = { urgent: [] as Waiter[], later: [] as Waiter[] };
+  type Waiter = { ticket: PacerTicket; wake: () => void };
 
   function wake() {
     while (running < window) {
       const next = waiting.urgent.shift() ?? waiting.later.shift();
       if (!next) return;
       running++; // counted for the waiter it wakes
-      next();
+      next.wake();
     }
   }
 
@@ -43,15 +55,20 @@ export function createConnectPacer({ start, min, max, targetMs, now = Date.now }
     get running() {
       return running;
     },
-    async run(urgent, fn) {
-      if (running >= window) await new Promise<void>((r) => (urgent ? waiting.urgent : waiting.later).push(r));
+    hurry(ticket) {
+      ticket.urgent = true;
+      const i = waiting.later.findIndex((w) => w.ticket === ticket);
+      if (i >= 0) waiting.urgent.push(...waiting.later.splice(i, 1));
+    },
+    async run(ticket, fn) {
+      if (running >= window) await new Promise<void>((wake) => (ticket.urgent ? waiting.urgent : waiting.later).push({ ticket, wake }));
       else running++;
       const started = now();
       try {
         const result = await fn();
         const took = now() - started;
-        if (took < targetMs) window = Math.min(max, window + 1);
-        else if (took > 2 * targetMs) window = Math.max(min, window - 1);
+        if (ticket.connected && took < targetMs) window = Math.min(max, window + 1);
+        else if (ticket.connected && took > 2 * targetMs) window = Math.max(lowest, window - 1);
         return result;
       } finally {
         running--;

@@ -22,9 +22,17 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { createSshPool } from '../core/ssh-pool.js';
 import type { MonitorPollObserver } from '../feature.js';
-import { createConnectPacer } from './connect-pacer.js';
+import { createConnectPacer, type PacerTicket } from './connect-pacer.js';
 import { CLAIM, leaseKey, nextDue, RELEASE, RENEW, rendezvous, slotKey, warmKey, workersKey, type Ranking } from './monitor-leases.js';
-import { createMonitorPoller, poolKeyOf, pollTimeoutMs, type PollResult, type Sampler, type SampleToRecord } from './monitor-poll.js';
+import {
+  connectionSignature,
+  createMonitorPoller,
+  poolKeyOf,
+  pollTimeoutMs,
+  type PollResult,
+  type Sampler,
+  type SampleToRecord,
+} from './monitor-poll.js';
 import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
 import { parseSchedule, sampleKey, sampleTtlMs, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
@@ -95,7 +103,8 @@ export async function startMonitorRunner(
   const streams = new Map<number, SampleStream>();
   const fallback = new Set<number>();
   const held = new Map<number, Held>();
-  const freeSeen = new Set<number>();
+  /** Servers seen with a free lease, since when. */
+  const freeSince = new Map<number, number>();
   const rankingOf = rendezvous();
   const sampler: Sampler = opts.sampler ?? streamSampler(streams, fallback);
   let closed = false;
@@ -106,7 +115,7 @@ export async function startMonitorRunner(
   let standbys = new Set<number>();
   /** Servers this worker may have a connection to (held, standby, or being opened). */
   const connected = new Set<number>();
-  const opening = new Map<number, Promise<SampleStream | null>>();
+  const opening = new Map<number, { promise: Promise<SampleStream | null>; ticket: PacerTicket }>();
   const warmRetryAt = new Map<number, number>();
   /** Connected servers neither held nor standbys any more, since when (closed after LINGER_MS). */
   const unneededSince = new Map<number, number>();
@@ -122,33 +131,49 @@ export async function startMonitorRunner(
   // Connections are opened a few at a time, takes before standbys (connect-pacer.ts).
   const pacer = createConnectPacer({ start: 20, min: 4, max: connectsAtOnce, targetMs: 1000 });
 
-  /** The server's open stream, or one opened (once, however many ask); null: its shell cannot run the loop. */
+  /**
+   * The server's open stream, or one opened (once, however many ask); null: its shell cannot run
+   * the loop. A take that finds a standby still waiting to open hurries it.
+   */
   function streamOf(id: number, every: number, urgent: boolean): Promise<SampleStream | null> {
     const open = streams.get(id);
     if (open && !open.closed) return Promise.resolve(open);
-    let p = opening.get(id);
-    if (!p) {
-      connected.add(id);
-      p = pacer
-        .run(urgent, async () => {
-          const server = kept(id) ? await poller.loadMonitored(id) : null;
-          if (!server || !kept(id)) return null;
-          // A take connects within a poll's time (a dead server is failed as soon as a poll would be).
-          const timeoutMs = urgent ? pollTimeoutMs(every) : STANDBY_TIMEOUT_MS;
-          const conn = await poller.connect(server, timeoutMs);
-          const stream = fallback.has(id) ? null : await openStream(server, conn, timeoutMs, fallback);
-          if (!kept(id)) {
-            stream?.close();
-            disconnect(id);
-            return null;
-          }
-          if (stream) streams.set(id, stream);
-          return stream;
-        })
-        .finally(() => opening.delete(id));
-      opening.set(id, p);
+    const pending = opening.get(id);
+    if (pending) {
+      if (urgent) pacer.hurry(pending.ticket);
+      return pending.promise;
     }
-    return p;
+    connected.add(id);
+    const ticket: PacerTicket = { urgent };
+    const promise = pacer
+      .run(ticket, async () => {
+        const server = kept(id) ? await poller.loadMonitored(id) : null;
+        if (!server || !kept(id)) return null;
+        // A take connects within a poll's time (a dead server is failed as soon as a poll would be).
+        const timeoutMs = ticket.urgent ? pollTimeoutMs(every) : STANDBY_TIMEOUT_MS;
+        ticket.connected = !pool.has(poolKeyOf(id)); // only a handshake paces
+        const conn = await poller.connect(server, timeoutMs);
+        const stream = fallback.has(id) ? null : await openStream(server, conn, timeoutMs, fallback);
+        if (!kept(id)) {
+          stream?.close();
+          disconnect(id);
+          return null;
+        }
+        const current = streams.get(id); // a poll may have opened one meanwhile
+        if (stream && current && !current.closed) {
+          stream.close();
+          return current;
+        }
+        if (stream) streams.set(id, stream);
+        return stream;
+      })
+      .catch((err) => {
+        if (!held.has(id)) disconnect(id); // a standby that failed is not warm
+        throw err;
+      })
+      .finally(() => opening.delete(id));
+    opening.set(id, { promise, ticket });
+    return promise;
   }
 
   /** A standby is warm: its stream is open, or its connection is (a shell that cannot run the loop). */
@@ -181,7 +206,7 @@ export async function startMonitorRunner(
 
   function fire(h: Held, due: number) {
     arm(h);
-    if (h.busy || h.dropped) return;
+    if (h.busy || h.dropped || closed) return;
     h.busy = true;
     const stream = streams.get(h.id);
     const prev = stream?.last;
@@ -195,7 +220,8 @@ export async function startMonitorRunner(
           streams.delete(h.id);
           stream.close();
           try {
-            if (!(await claimOne(h.id, due))) return;
+            // Dropped or stopping (its connections were closed under it): not the server's failure.
+            if (h.dropped || closed || !(await claimOne(h.id, due))) return;
             const result = await poller.fail(h.id, err.message);
             opts.onSlot?.({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome });
           } catch (e) {
@@ -296,8 +322,16 @@ export async function startMonitorRunner(
    * last recorded ones (any worker's), so the first delta spans about one interval; else a sample now.
    */
   async function startStream(h: Held) {
-    const stream = await streamOf(h.id, h.schedule.every, true);
+    let stream = await streamOf(h.id, h.schedule.every, true);
     if (!stream || h.dropped) return;
+    const server = await poller.loadMonitored(h.id);
+    if (server && connectionSignature(server) !== stream.signature) {
+      // A standby opened before the address or credentials changed: connect with the new ones.
+      disconnect(h.id);
+      connected.add(h.id);
+      stream = await streamOf(h.id, h.schedule.every, true);
+      if (!stream || h.dropped) return;
+    }
     stream.last = (await poller.previousSample(h.id)) ?? (await stream.request(pollTimeoutMs(h.schedule.every)));
   }
 
@@ -365,25 +399,31 @@ export async function startMonitorRunner(
     await release(go);
   }
 
-  /** Takes free leases: this worker's share at once, anyone's when it stayed free for two syncs. */
+  /**
+   * Takes free leases: this worker's share at once, anyone's once it stayed free for a lease time
+   * (long enough for the worker it was handed to, or its standby, to take it first).
+   */
   async function takeFree(ranking: (id: number) => Ranking) {
     const wanted = [...scheduled.keys()].filter((id) => !held.has(id));
     if (wanted.length === 0) return;
     const owners = await ctx.redis.mget(...wanted.map((id) => leaseKey(prefix, id)));
+    const now = Date.now();
     const tryTake: number[] = [];
     wanted.forEach((id, i) => {
-      if (owners[i] !== null) freeSeen.delete(id);
-      else if (ranking(id).first === me || freeSeen.has(id)) tryTake.push(id);
-      else freeSeen.add(id);
+      if (owners[i] !== null) freeSince.delete(id);
+      else if (ranking(id).first === me || now - (freeSince.get(id) ?? now) >= leaseMs) tryTake.push(id);
+      else if (!freeSince.has(id)) freeSince.set(id, now);
     });
     if (tryTake.length === 0) return;
     const pipe = ctx.redis.pipeline();
     for (const id of tryTake) pipe.set(leaseKey(prefix, id), me, 'PX', leaseMs, 'NX');
     const results = (await pipe.exec()) ?? [];
-    tryTake.forEach((id, i) => {
-      freeSeen.delete(id);
-      if (results[i]?.[1] === 'OK' && !closed) take(id, scheduled.get(id)!);
+    const won = tryTake.filter((id, i) => {
+      freeSince.delete(id);
+      return results[i]?.[1] === 'OK';
     });
+    if (closed) return release(won); // stopping meanwhile: the others take them at once
+    for (const id of won) take(id, scheduled.get(id)!);
   }
 
   /**

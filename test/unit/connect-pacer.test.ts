@@ -2,7 +2,7 @@
 // and connections that end when the test says: how many run at once, how that adapts to how long
 // they take, and that takes go before standbys. Needs no service.
 import { describe, expect, it } from 'vitest';
-import { createConnectPacer } from '../../src/monitoring/connect-pacer.js';
+import { createConnectPacer, type PacerTicket } from '../../src/monitoring/connect-pacer.js';
 
 /** Work items the test ends by hand, each "taking" the time the clock moved meanwhile. */
 function harness(opts: { start: number; min: number; max: number }) {
@@ -10,16 +10,21 @@ function harness(opts: { start: number; min: number; max: number }) {
   const pacer = createConnectPacer({ ...opts, targetMs: 1000, now: () => clock });
   const started: string[] = [];
   const enders = new Map<string, (fail?: boolean) => void>();
-  const submit = (name: string, urgent = false) =>
-    pacer
-      .run(urgent, () => {
+  const tickets = new Map<string, PacerTicket>();
+  const submit = (name: string, urgent = false, connected = true) => {
+    const ticket: PacerTicket = { urgent, connected };
+    tickets.set(name, ticket);
+    return pacer
+      .run(ticket, () => {
         started.push(name);
         return new Promise<string>((resolve, reject) => enders.set(name, (fail) => (fail ? reject(new Error(name)) : resolve(name))));
       })
       .catch(() => 'failed');
+  };
   const flush = () => new Promise((r) => setTimeout(r, 0));
   return {
     pacer,
+    tickets,
     started,
     submit,
     advance: (ms: number) => {
@@ -49,7 +54,7 @@ describe('createConnectPacer', () => {
     expect(h.pacer.running).toBe(1);
   });
 
-  it('grows by one per fast connection up to max, shrinks per slow one down to min; failures do not count', async () => {
+  it('grows by one per fast connection up to max, shrinks per slow one down to min; failures and work without a handshake do not count', async () => {
     const h = harness({ start: 2, min: 2, max: 3 });
     void h.submit('a');
     await h.flush();
@@ -69,6 +74,11 @@ describe('createConnectPacer', () => {
     h.advance(60_000);
     await h.end('d', true); // a timeout of a dead server
     expect(h.pacer.window).toBe(3);
+    void h.submit('reused', false, false); // found its connection open: says nothing of handshakes
+    await h.flush();
+    h.advance(5000);
+    await h.end('reused');
+    expect(h.pacer.window).toBe(3);
     for (const n of ['e', 'f']) void h.submit(n);
     await h.flush();
     h.advance(3000);
@@ -87,5 +97,19 @@ describe('createConnectPacer', () => {
     await h.flush();
     for (const n of ['running', 'take-1', 'take-2', 'standby-1']) await h.end(n);
     expect(h.started).toEqual(['running', 'take-1', 'take-2', 'standby-1', 'standby-2']);
+  });
+
+  it('hurries a waiting ticket before the other waiting ones; a max below min is still the max', async () => {
+    const h = harness({ start: 1, min: 4, max: 1 });
+    void h.submit('running');
+    void h.submit('standby-1');
+    void h.submit('standby-2');
+    await h.flush();
+    h.pacer.hurry(h.tickets.get('standby-2')!);
+    expect(h.tickets.get('standby-2')!.urgent).toBe(true);
+    h.advance(5000);
+    await h.end('running');
+    expect(h.pacer.window).toBe(1);
+    expect(h.started).toEqual(['running', 'standby-2']);
   });
 });
