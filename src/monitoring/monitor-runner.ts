@@ -394,8 +394,11 @@ export async function startMonitorRunner(
     handingOver.clear();
     if (leaving.length === 0) return;
     const warm = await ctx.redis.mget(...leaving.map((id) => warmKey(prefix, id)));
-    const go = leaving.filter((id, i) => warm[i] === ranking(id).first || Date.now() - since.get(id)! >= HANDOVER_WAIT_MS);
-    for (const id of leaving) if (!go.includes(id)) handingOver.set(id, since.get(id)!);
+    const go: number[] = [];
+    leaving.forEach((id, i) => {
+      if (warm[i] === ranking(id).first || Date.now() - since.get(id)! >= HANDOVER_WAIT_MS) go.push(id);
+      else handingOver.set(id, since.get(id)!);
+    });
     await release(go);
   }
 
