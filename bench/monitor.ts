@@ -38,7 +38,14 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 function parseArgs() {
   const args = process.argv.slice(2);
-  const o = { sizes: [] as number[], workers: 1, seconds: 60, interval: '5s' as MonitorInterval, failover: false, storage: false };
+  const o = {
+    sizes: [] as number[],
+    workers: 1,
+    seconds: 60,
+    interval: '5s' as MonitorInterval,
+    failover: false,
+    storage: false,
+  };
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--seconds') o.seconds = Number(args[++i]);
     else if (args[i] === '--workers') o.workers = Number(args[++i]);
@@ -49,7 +56,8 @@ function parseArgs() {
       o.interval = found;
     } else if (args[i] === '--failover') o.failover = true;
     else if (args[i] === '--storage') o.storage = true;
-    else o.sizes.push(Number(args[i]));
+    else if (/^\d+$/.test(args[i]!)) o.sizes.push(Number(args[i]));
+    else throw new Error(`unknown argument ${args[i]}`);
   }
   if (o.sizes.length === 0 && !o.storage) o.sizes = [500];
   return o;
