@@ -352,9 +352,9 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
       // Both take part, and every server is held by exactly one of them. (A slow runner's share may
       // first be taken by the other, which hands it over at its next sync: wait for the split.)
       const split = () => ({
-        total: heldBy(a!).length + heldBy(b!).length,
-        bothTakePart: heldBy(a!).length > 0 && heldBy(b!).length > 0,
-        sharedByBoth: heldBy(a!).filter((id) => heldBy(b!).includes(id)),
+        total: heldBy(a).length + heldBy(b).length,
+        bothTakePart: heldBy(a).length > 0 && heldBy(b).length > 0,
+        sharedByBoth: heldBy(a).filter((id) => heldBy(b).includes(id)),
       });
       await expect.poll(split, { timeout: 10_000, interval: 100 }).toEqual({ total: ids.length, bothTakePart: true, sharedByBoth: [] });
       const okBy = (runner: string, id: number) => recorded.filter((r) => r.runner === runner && r.serverId === id && r.outcome === 'ok');
@@ -366,7 +366,7 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
       const ofA = heldBy(a);
       a.abandon();
       const killedAt = Date.now();
-      await expect.poll(() => ofA.every((id) => b!.held().includes(id)), { timeout: 15_000, interval: 100 }).toBe(true);
+      await expect.poll(() => ofA.every((id) => b.held().includes(id)), { timeout: 15_000, interval: 100 }).toBe(true);
       await expect
         .poll(
           () =>
@@ -414,43 +414,22 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
       const b = await start('B');
       const warmSeen = new Set<number>();
       const takenCold: number[] = [];
-      const runnerB = b;
       watch = setInterval(() => {
-        for (const id of runnerB.standby()) warmSeen.add(id);
-        for (const id of runnerB.held()) if (ids.includes(id) && !warmSeen.has(id) && !takenCold.includes(id)) takenCold.push(id);
+        for (const id of b.standby()) warmSeen.add(id);
+        for (const id of b.held()) if (ids.includes(id) && !warmSeen.has(id) && !takenCold.includes(id)) takenCold.push(id);
       }, 20);
-      const heldBy = (r: MonitorRunner) =>
-        r
-          .held()
-          .filter((id) => ids.includes(id))
-          .sort((x, y) => x - y);
+      const ours = (list: number[]) => list.filter((id) => ids.includes(id)).sort((x, y) => x - y);
+      const heldBy = (r: MonitorRunner) => ours(r.held());
+      const standbyOf = (r: MonitorRunner) => ours(r.standby());
       // Rendezvous hashing gives B a share; 8 servers all staying with A has odds of 1 in 256.
       await expect
-        .poll(() => heldBy(b!).length > 0 && heldBy(a!).length + heldBy(b!).length === ids.length, { timeout: 20_000, interval: 100 })
+        .poll(() => heldBy(b).length > 0 && heldBy(a).length + heldBy(b).length === ids.length, { timeout: 20_000, interval: 100 })
         .toBe(true);
       clearInterval(watch);
       expect(takenCold).toEqual([]);
       // Each keeps a warm standby of the other's servers.
-      await expect
-        .poll(
-          () =>
-            a!
-              .standby()
-              .filter((id) => ids.includes(id))
-              .sort((x, y) => x - y),
-          { timeout: 20_000, interval: 100 },
-        )
-        .toEqual(heldBy(b));
-      await expect
-        .poll(
-          () =>
-            b!
-              .standby()
-              .filter((id) => ids.includes(id))
-              .sort((x, y) => x - y),
-          { timeout: 20_000, interval: 100 },
-        )
-        .toEqual(heldBy(a));
+      await expect.poll(() => standbyOf(a), { timeout: 20_000, interval: 100 }).toEqual(heldBy(b));
+      await expect.poll(() => standbyOf(b), { timeout: 20_000, interval: 100 }).toEqual(heldBy(a));
       await expect.poll(() => ids.every((id) => okBy('A', id) || okBy('B', id, 0)), { timeout: 20_000, interval: 100 }).toBe(true);
 
       // B dies: A takes its servers over on the connections it kept, and samples them.
