@@ -2,10 +2,11 @@
 // DESIGN §10 checked on the rule as it will be stored (the stored values merged with the change),
 // each failure a 400 naming its field. Deleting a rule resolves its firing alerts without notices.
 import type { AppContext } from '../context.js';
+import type { Db } from '../core/db.js';
 import type { Author } from '../core/chatter.js';
 import { ValidationError } from '../core/errors.js';
-import { createRecordService, listPage, sortOrder } from '../core/records.js';
-import type { AlertMetric, AlertState } from '../generated/prisma/enums.js';
+import { createRecordService } from '../core/records.js';
+import type { AlertMetric } from '../generated/prisma/enums.js';
 import { alertRuleModel } from './alert-models.js';
 import { THRESHOLD_METRICS } from './alert-schemas.js';
 import { rulesVersionKey } from './alert-state.js';
@@ -14,12 +15,13 @@ type Data = Record<string, unknown>;
 
 export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
   const { db } = ctx;
-  const records = createRecordService(ctx, alertRuleModel);
+  // An update is checked on the row as locked by the update (a concurrent PATCH cannot slip past).
+  const records = createRecordService(ctx, alertRuleModel, { prepareUpdate: (tx, before, data) => checked(tx, before, data) });
   /** Tells every worker to reload the rules on its next poll (after the write committed). */
   const changed = () => ctx.redis.incr(rulesVersionKey(ctx.queues.prefix));
 
   /** Checks the rule as it will be stored; answers the change to write (ids deduplicated). */
-  async function checked(before: Data | null, data: Data): Promise<Data> {
+  async function checked(client: Pick<Db, 'rootServer' | 'notificationServer'>, before: Data | null, data: Data): Promise<Data> {
     const out = { ...data };
     const pick = (k: string) => (k in data && data[k] !== undefined ? data[k] : before?.[k]);
     const metric = pick('metric') as AlertMetric;
@@ -34,14 +36,14 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'red
       const ids = [...new Set(data.root_server_ids as number[])];
       out.root_server_ids = ids;
       if (ids.length > 0) {
-        const found = await db.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
+        const found = await client.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
         const known = new Set(found.map((r) => r.id));
         const unknown = ids.filter((id) => !known.has(id));
         if (unknown.length > 0) throw new ValidationError(`Unknown root server ids: ${unknown.join(', ')}`, 'root_server_ids');
       }
     }
     if (typeof data.notification_server_id === 'number') {
-      const exists = await db.notificationServer.count({ where: { id: data.notification_server_id } });
+      const exists = await client.notificationServer.count({ where: { id: data.notification_server_id } });
       if (!exists) throw new ValidationError(`Unknown notification server id: ${data.notification_server_id}`, 'notification_server_id');
     }
     if (Array.isArray(data.email_to)) out.email_to = [...new Set(data.email_to as string[])];
@@ -52,14 +54,13 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'red
     ...records,
 
     async create(data: Data, author: Author | null) {
-      const created = await records.create(await checked(null, data), author);
+      const created = await records.create(await checked(db, null, data), author);
       await changed();
       return created;
     },
 
     async update(id: number, data: Data, author: Author | null) {
-      const before = await records.getRow(id);
-      const updated = await records.update(id, await checked(before, data), author);
+      const updated = await records.update(id, data, author);
       await changed();
       return updated;
     },
@@ -74,19 +75,4 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'red
       await changed();
     },
   };
-}
-
-export interface AlertQuery {
-  limit: number;
-  offset: number;
-  sort?: string;
-  state?: AlertState;
-  rule_id?: number;
-  root_server_id?: number;
-}
-
-/** The alerts, newest first unless `sort` says otherwise. */
-export function listAlerts(db: AppContext['db'], q: AlertQuery) {
-  const { limit, offset, sort, ...where } = q;
-  return listPage(db.alert, where, { limit, offset }, { orderBy: sortOrder(sort, { id: 'desc' }) });
 }
