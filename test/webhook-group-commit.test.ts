@@ -178,8 +178,11 @@ describe('the endpoint pool', () => {
   it('survives PostgreSQL ending its idle connections (a restart): logged, and the next calls work', async () => {
     const hook = await newWebhook('svc.subscription', await newSubscription());
     expect(await fire(base, hook.token, 'before')).toBe(200);
+    // With a timeout, pg_terminate_backend answers once each backend has exited, so its notice of
+    // the end (sent before exiting) is in the pool's sockets before this answer is in ours. Without
+    // it, the next call could take a connection whose end is still on its way (a 500, seen in CI).
     const [ended] = await t.ctx.db.$queryRaw<{ n: number }[]>`
-      SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+      SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'svc-webhooks' AND state = 'idle'`;
     expect(ended!.n).toBeGreaterThan(0);
     await expect.poll(() => t.ctx.logText(), { timeout: 5_000 }).toMatch(/an idle connection of the webhook pool was lost/);
