@@ -16,11 +16,18 @@ export class StreamUnsupported extends Error {
 
 const MAX_PENDING_BYTES = 256 * 1024;
 
+/** A request waiting for its sample. */
+interface Waiter {
+  resolve: (s: ProcSample) => void;
+  reject: (e: Error) => void;
+  timer?: NodeJS.Timeout;
+}
+
 /** One server's sample stream over one connection. */
 export class SampleStream {
   private buffer = '';
   private ready = false;
-  private readonly waiting: { resolve: (s: ProcSample) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }[] = [];
+  private readonly waiting: Waiter[] = [];
   private onReady: { resolve: () => void; reject: (e: Error) => void } | null = null;
   /** The last sample this stream gave (the previous counters of the next one). */
   last: ProcSample | null = null;
@@ -83,11 +90,20 @@ export class SampleStream {
   request(timeoutMs: number): Promise<ProcSample> {
     if (this.closed) return Promise.reject(new Error('The monitoring stream ended'));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.close();
-        this.failAll(new Error(`The metrics command did not answer within ${Math.round(timeoutMs / 1000)} s`));
-      }, timeoutMs);
-      this.waiting.push({ resolve, reject, timer });
+      const w: Waiter = { resolve, reject };
+      // After a stalled event loop, timers run before the input that arrived meanwhile is read:
+      // the answer may be waiting in the socket. Look once more after reading it (setImmediate
+      // runs after the I/O phase) before calling it a timeout.
+      w.timer = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (!this.waiting.includes(w)) return;
+            this.close();
+            this.failAll(new Error(`The metrics command did not answer within ${Math.round(timeoutMs / 1000)} s`));
+          }),
+        timeoutMs,
+      );
+      this.waiting.push(w);
       this.channel.write('\n');
     });
   }
