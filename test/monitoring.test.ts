@@ -15,6 +15,7 @@ import { monitorSchedule, scheduleKey } from '../src/monitoring/monitor-service.
 import { startMonitorRunner, type MonitorRunner } from '../src/monitoring/monitor-runner.js';
 import { SampleStream, streamSampler } from '../src/monitoring/monitor-stream.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
+import type { SshConnection } from '../src/core/ssh.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
 import { deleteOldMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { parseSamples, SAMPLE_COMMAND, serverStateOf, type Metrics } from '../src/monitoring/proc-metrics.js';
@@ -50,11 +51,7 @@ const act = (id: number, name: string) => request(app, as.operator, { method: 'P
 const patch = (id: number, payload: object) => request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${id}`, payload });
 const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
 const rowCount = (id: number) => ctx.db.monitorLog.count({ where: { root_server_id: id } });
-const logins = (user: string) =>
-  sshd
-    .logText()
-    .split('\n')
-    .filter((l) => l.includes(`Accepted`) && l.includes(` for ${user} from`)).length;
+const logins = (user: string) => sshd.logins(user);
 const scheduler = (id: number) => monitorSchedule(ctx, id);
 
 async function confirmedServer(body: Record<string, unknown>) {
@@ -252,6 +249,43 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     expect(events[0]).toMatchObject({ root_server_id: server.id, outcome: 'ok', previous_state: 'online', failures: 0, error: null });
     expect(events[0]!.metrics).toMatchObject({ cpu_percent: expect.any(Number), disk_percent: expect.any(Number) });
     expect(events[1]).toMatchObject({ outcome: 'failed', metrics: null, failures: 1, error: expect.stringMatching(/^Connection refused/) });
+  });
+
+  it('a failure keeps the connection (the next poll opens a new channel on it); two in a row connect afresh', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const poller = createMonitorPoller(ctx);
+    const sampler = streamSampler(new Map(), new Set());
+    const poll = () => poller.poll(server.id, { sampler });
+    const frozen = async (fn: () => Promise<void>) => {
+      await sshd.freezeConnections(true); // the server stops answering on its open connections
+      try {
+        await fn();
+      } finally {
+        await sshd.freezeConnections(false);
+      }
+    };
+    const before = logins(TEST_USERS.password.name);
+    expect((await poll()).outcome).toBe('ok');
+
+    // One stalled sample (a moment on the server, or on this side): a failure, no new login.
+    await frozen(async () => {
+      expect(await poll()).toMatchObject({ outcome: 'failed', failures: 1, error: expect.stringMatching(/did not answer within 4 s/) });
+    });
+    expect(await poll()).toMatchObject({ outcome: 'ok' });
+    // A streamed sample that did not come (the monitor runner's path) is counted the same way.
+    expect(await poller.fail(server.id, 'The metrics command did not answer within 4 s')).toMatchObject({ outcome: 'failed', failures: 1 });
+    expect(await poll()).toMatchObject({ outcome: 'ok' });
+    expect(logins(TEST_USERS.password.name) - before).toBe(1);
+
+    // Two in a row: the connection is given up, and the next poll logs in again.
+    await frozen(async () => {
+      expect(await poll()).toMatchObject({ outcome: 'failed', failures: 1 });
+      expect(await poll()).toMatchObject({ outcome: 'failed', failures: 2 });
+    });
+    expect(await poll()).toMatchObject({ outcome: 'ok' });
+    expect(logins(TEST_USERS.password.name) - before).toBe(2);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
   });
 
   it('reconnects when the connection drops', async () => {
@@ -452,12 +486,22 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
 });
 
 describe('streaming samples and the per-poll fallback', () => {
-  it('a streamed sample reads the same /proc values as the per-poll command, and gives the same metrics and state', async () => {
+  /** A sample stream on its own connection to a new confirmed server; both closed after `fn`. */
+  async function withStream(fn: (stream: SampleStream, conn: SshConnection) => Promise<void>) {
     const server = await confirmedServer(keyLogin());
     const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
     const conn = await connectRootServer(ctx, row);
     try {
       const stream = await SampleStream.open(conn, 5000);
+      await fn(stream, conn);
+      stream.close();
+    } finally {
+      conn.close();
+    }
+  }
+
+  it('a streamed sample reads the same /proc values as the per-poll command, and gives the same metrics and state', async () => {
+    await withStream(async (stream, conn) => {
       const streamed = await stream.request(5000);
       const polled = parseSamples((await conn.exec(SAMPLE_COMMAND, { sudo: false })).stdout)[0]!;
       // Counters move between the two reads; what does not move must be equal.
@@ -468,10 +512,22 @@ describe('streaming samples and the per-poll fallback', () => {
       expect(streamed.uptime).toBeLessThanOrEqual(polled.uptime);
       const again = await stream.request(5000); // the same channel answers again
       expect(again.uptime).toBeGreaterThanOrEqual(streamed.uptime);
-      stream.close();
-    } finally {
-      conn.close();
-    }
+    });
+  });
+
+  it('an answer that arrived while the event loop was stalled past the timeout is taken, not a timeout', async () => {
+    await withStream(async (stream) => {
+      const asked = stream.request(1000);
+      // A stall (CPU starvation, a long GC): the answer comes into the socket meanwhile, and when the
+      // loop runs again the expired timer runs before that input is read.
+      const until = Date.now() + 2500;
+      while (Date.now() < until) {
+        /* stalled */
+      }
+      expect((await asked).memTotal).toBeGreaterThan(0);
+      expect(stream.closed).toBe(false);
+      expect((await stream.request(5000)).memTotal).toBeGreaterThan(0); // still in step
+    });
   });
 
   it('poll() through the stream, the fallback and the per-poll command record alike; a shell that cannot run the loop falls back', async () => {

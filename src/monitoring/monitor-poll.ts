@@ -230,7 +230,6 @@ export function createMonitorPoller(
     const interval = intervalMs(server.monitor_update_interval);
     const timeoutMs = pollTimeoutMs(interval);
     const deadline = Date.now() + timeoutMs; // connect and command together
-    const poolKey = poolKeyOf(server.id);
     let metrics: Metrics;
     let cur: ProcSample;
     let sampledAt: Date;
@@ -242,8 +241,7 @@ export function createMonitorPoller(
       metrics = computeMetrics(prev ?? (samples.length > 1 ? samples[0]! : null), cur);
       sampledAt = new Date();
     } catch (err) {
-      // A failed poll may leave the connection unusable (timeout, reset): start afresh next time.
-      pool.discard(poolKey);
+      afterFailure(server);
       if (claim && !(await claim())) return { outcome: 'skipped', reason: 'already polled' };
       return recordFailed(server, (err as Error).message);
     }
@@ -260,8 +258,19 @@ export function createMonitorPoller(
   async function fail(serverId: number, error: string): Promise<PollResult> {
     const server = await loadMonitored(serverId);
     if (!server) return { outcome: 'skipped', reason: 'not monitored' };
-    pool.discard(poolKeyOf(serverId));
+    afterFailure(server);
     return recordFailed(server, error);
+  }
+
+  /**
+   * A failure closes the server's connection only when the poll before it failed too. A first
+   * timeout is often a moment, not the connection (a stall on either side): the next poll opens a
+   * new channel on it, without a handshake, so a fleet that stalls at once does not reconnect at
+   * once. A second failure in a row starts afresh; a connection that ended is replaced when next
+   * used anyway (the pool checks).
+   */
+  function afterFailure(server: RootServer) {
+    if (server.monitor_failures > 0) pool.discard(poolKeyOf(server.id));
   }
 
   /**

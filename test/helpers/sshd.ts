@@ -68,6 +68,8 @@ export interface Sshd {
   dir: string;
   /** sshd's log lines so far (stderr, -e). */
   logText(): string;
+  /** Accepted logins of `user` so far (sshd's log). */
+  logins(user: string): number;
   /**
    * Stops and starts again on the same port, with a fresh host key when asked. Open connections
    * survive a restart (their sshd processes go on) unless `dropConnections` ends them too.
@@ -305,6 +307,7 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
     keys,
     dir,
     logText: () => log,
+    logins: (user) => log.split('\n').filter((l) => l.includes('Accepted') && l.includes(` for ${user} from`)).length,
     async restart({ newHostKey = false, dropConnections = false } = {}) {
       await halt(dropConnections);
       if (newHostKey) hostKey = await writeHostKey(dir);
