@@ -1,5 +1,6 @@
 // A simulated fleet for the monitoring benches: n confirmed root servers, all pointing at one
 // local sshd (test harness) with its key login, monitored every 5 s.
+import { readFileSync } from 'node:fs';
 import type { AppContext } from '../src/context.js';
 import { TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 
@@ -23,4 +24,11 @@ export async function createServers(
     ...extra,
   }));
   return (await ctx.db.rootServer.createManyAndReturn({ data: rows, select: { id: true } })).map((r) => r.id);
+}
+
+/** CPU seconds the whole machine was busy so far (/proc/stat): the service and the fleet together. */
+export function machineCpu(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3]! + f[4]!;
+  return (f.slice(0, 8).reduce((a, b) => a + b, 0) - idle) / 100;
 }

@@ -15,7 +15,7 @@
 // Each target is printed as met/missed. Needs /usr/sbin/sshd, PostgreSQL and Redis like the tests;
 // run as root (the harness creates users).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createServers } from './fleet.js';
+import { createServers, machineCpu } from './fleet.js';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -78,12 +78,6 @@ function processCpu(pid: number): number {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;
 }
-/** CPU seconds the whole machine was busy, from /proc/stat. */
-function machineCpu(): number {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3]! + f[4]!;
-  return (f.slice(0, 8).reduce((a, b) => a + b, 0) - idle) / 100;
-}
 
 /** The sampling loops running on the simulated servers (one `sh` per stream, as the key user). */
 function loopProcesses(): number {
@@ -94,12 +88,8 @@ function loopProcesses(): number {
   }
 }
 
-/** Accepted SSH logins so far (sshd's log). */
-const logins = (sshd: Sshd) =>
-  sshd
-    .logText()
-    .split('\n')
-    .filter((l) => l.includes('Accepted publickey')).length;
+/** SSH logins so far (the simulated servers log in as the key user). */
+const logins = (sshd: Sshd) => sshd.logins(TEST_USERS.key.name);
 
 interface Env {
   ctx: AppContext;
