@@ -8,7 +8,7 @@ import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connectSsh, type SshTarget } from '../src/core/ssh.js';
 import { STREAM_COMMAND } from '../src/monitoring/proc-metrics.js';
-import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
+import { sshTarget, startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { machineCpu } from './fleet.js';
 
 const N = Number(process.argv[2] ?? 200);
@@ -32,15 +32,7 @@ async function holdSessions(target: SshTarget) {
 async function main() {
   const sshd = await startSshd({ maxStartups: 500, maxSessions: 10 });
   try {
-    const target: SshTarget = {
-      host: sshd.host,
-      port: sshd.port,
-      username: TEST_USERS.key.name,
-      password: null,
-      privateKey: sshd.keys.ed25519Openssh,
-      sudo: 'none',
-      knownHostKey: null,
-    };
+    const target = sshTarget(sshd, { username: TEST_USERS.key.name, password: null, privateKey: sshd.keys.ed25519Openssh });
     const before = processes();
     const child = fork(import.meta.filename, [String(N), JSON.stringify(target)], { execArgv: ['--import', 'tsx'] });
     await new Promise((r) => child.once('message', r));

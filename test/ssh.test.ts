@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSsh, describeConnectError, type SshConnection, type SshTarget } from '../src/core/ssh.js';
 import { SshError } from '../src/core/ssh-error.js';
 import { usablePrivateKey } from '../src/core/ssh-keys.js';
-import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { freePort, sshTarget, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
 beforeAll(async () => {
@@ -23,18 +23,7 @@ afterAll(async () => {
   await sshd.stop();
 });
 
-function target(over: Partial<SshTarget> = {}): SshTarget {
-  return {
-    host: sshd.host,
-    port: sshd.port,
-    username: TEST_USERS.password.name,
-    password: TEST_USERS.password.password,
-    privateKey: null,
-    sudo: 'none',
-    knownHostKey: null,
-    ...over,
-  };
-}
+const target = (over: Partial<SshTarget> = {}) => sshTarget(sshd, over);
 
 async function withConnection<T>(t: SshTarget, fn: (c: SshConnection) => Promise<T>): Promise<T> {
   const conn = await connectSsh(t, { connectTimeoutMs: 10_000 });

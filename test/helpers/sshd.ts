@@ -11,6 +11,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile }
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { SshTarget } from '../../src/core/ssh.js';
 
 export const SSHD_BIN = '/usr/sbin/sshd';
 
@@ -35,6 +36,18 @@ export const passwordLogin = () => ({ username: TEST_USERS.password.name, passwo
 
 /** A root server's login fields for the key user, with a key `sshd` authorizes. */
 export const keyLogin = (sshd: Sshd) => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh });
+
+/** A connection target for core/ssh.ts: the password user of `sshd` unless `over` says otherwise. */
+export const sshTarget = (sshd: Sshd, over: Partial<SshTarget> = {}): SshTarget => ({
+  host: sshd.host,
+  port: sshd.port,
+  username: TEST_USERS.password.name,
+  password: TEST_USERS.password.password,
+  privateKey: null,
+  sudo: 'none',
+  knownHostKey: null,
+  ...over,
+});
 
 /** Private keys authorized for every test user of a harness. */
 export interface TestKeys {
