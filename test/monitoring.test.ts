@@ -51,7 +51,6 @@ const act = (id: number, name: string) => request(app, as.operator, { method: 'P
 const patch = (id: number, payload: object) => request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${id}`, payload });
 const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
 const rowCount = (id: number) => ctx.db.monitorLog.count({ where: { root_server_id: id } });
-const logins = (user: string) => sshd.logins(user);
 const scheduler = (id: number) => monitorSchedule(ctx, id);
 
 async function confirmedServer(body: Record<string, unknown>) {
@@ -86,7 +85,7 @@ describe('start_monitor → polls → stop_monitor', () => {
     const silentPort = (silent.address() as { port: number }).port;
     const hanging = await confirmedServer(keyLogin());
     await patch(hanging.id, { port: silentPort, ...keyLogin() });
-    const loginsBefore = logins(TEST_USERS.password.name);
+    const loginsBefore = sshd.logins(TEST_USERS.password.name);
 
     expect((await act(good.id, 'start_monitor')).json()).toMatchObject({ monitoring_enabled: true, server_state: 'no_monitor' });
     expect((await act(dead.id, 'start_monitor')).statusCode).toBe(200);
@@ -115,7 +114,7 @@ describe('start_monitor → polls → stop_monitor', () => {
       expect(row.load_1).toBeGreaterThanOrEqual(0);
     }
     // One SSH login for all those polls: the connection is reused.
-    expect(logins(TEST_USERS.password.name) - loginsBefore).toBe(1);
+    expect(sshd.logins(TEST_USERS.password.name) - loginsBefore).toBe(1);
 
     const representation = await getServer(good.id);
     const last = rows.at(-1)!;
@@ -265,7 +264,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
         await sshd.freezeConnections(false);
       }
     };
-    const before = logins(TEST_USERS.password.name);
+    const before = sshd.logins(TEST_USERS.password.name);
     expect((await poll()).outcome).toBe('ok');
 
     // One stalled sample (a moment on the server, or on this side): a failure, no new login.
@@ -276,7 +275,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     // A streamed sample that did not come (the monitor runner's path) is counted the same way.
     expect(await poller.fail(server.id, 'The metrics command did not answer within 4 s')).toMatchObject({ outcome: 'failed', failures: 1 });
     expect(await poll()).toMatchObject({ outcome: 'ok' });
-    expect(logins(TEST_USERS.password.name) - before).toBe(1);
+    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(1);
 
     // Two in a row: the connection is given up, and the next poll logs in again.
     await frozen(async () => {
@@ -284,7 +283,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
       expect(await poll()).toMatchObject({ outcome: 'failed', failures: 2 });
     });
     expect(await poll()).toMatchObject({ outcome: 'ok' });
-    expect(logins(TEST_USERS.password.name) - before).toBe(2);
+    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(2);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
   });
 
@@ -292,17 +291,17 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
     const poll = createMonitorPoller(ctx);
-    const before = logins(TEST_USERS.password.name);
+    const before = sshd.logins(TEST_USERS.password.name);
     expect((await poll(server.id)).outcome).toBe('ok');
     expect((await poll(server.id)).outcome).toBe('ok');
-    expect(logins(TEST_USERS.password.name) - before).toBe(1);
+    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(1);
 
     await sshd.restart({ dropConnections: true });
     // The first poll after the drop may find the connection dead (a failure); the next reconnects.
     let result = await poll(server.id);
     if (result.outcome !== 'ok') result = await poll(server.id);
     expect(result.outcome).toBe('ok');
-    expect(logins(TEST_USERS.password.name) - before).toBe(2);
+    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(2);
     expect((await getServer(server.id)).monitor_failures).toBe(0);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
   });
@@ -468,11 +467,11 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
 
       // B dies: A takes its servers over on the connections it kept, and samples them.
       const ofB = heldBy(b);
-      const loginsBefore = logins(TEST_USERS.key.name);
+      const loginsBefore = sshd.logins(TEST_USERS.key.name);
       b.abandon();
       const killedAt = Date.now();
       await expect.poll(() => ofB.every((id) => okBy('A', id, killedAt)), { timeout: 20_000, interval: 100 }).toBe(true);
-      expect(logins(TEST_USERS.key.name)).toBe(loginsBefore);
+      expect(sshd.logins(TEST_USERS.key.name)).toBe(loginsBefore);
       for (const s of servers) await act(s.id, 'stop_monitor');
 
       const slots = recorded.filter((r) => ids.includes(r.serverId) && r.outcome === 'ok').map((r) => `${r.serverId}@${r.due}`);
