@@ -1,7 +1,8 @@
 // The worker role: one BullMQ worker per queue of the job catalog, dispatching each job to the
-// handler its feature gives (src/features.ts), and every feature's schedules. close() lets running
-// jobs finish. Crash recovery follows each queue's afterCrash (src/core/jobs.ts): a job whose
-// worker died is run again, or, if it changes a remote system, recorded as interrupted and failed.
+// handler its feature gives (src/features.ts), and every feature's schedules, put back whenever
+// Redis lost its data. close() lets running jobs finish. Crash recovery follows each queue's
+// afterCrash (src/core/jobs.ts): a job whose worker died is run again, or, if it changes a remote
+// system, recorded as interrupted and failed.
 import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { AppContext } from './context.js';
 import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
@@ -66,6 +67,50 @@ function concurrencyOf(queue: string, ctx: AppContext): number {
   return queue === 'maintenance' ? 1 : ctx.config.WORKER_CONCURRENCY;
 }
 
+/** Every feature's schedules, from PostgreSQL; idempotent, so worker processes may do it at once. */
+async function installSchedules(ctx: AppContext, features: readonly Feature[]) {
+  for (const feature of features) await feature.schedules?.(ctx);
+}
+
+/**
+ * Redis keeps nothing on disk: restarted, it has lost the schedules. Every REDIS_LOSS_CHECK_MS the
+ * epoch of its data set is read (set if missing, src/core/queue.ts); another one than this process
+ * knew means the data set is new, and the schedules are put back. Every worker process does so on
+ * its own: installing them is idempotent.
+ */
+function watchRedisLoss(ctx: AppContext, features: readonly Feature[], known: string): BackgroundTask {
+  let timer: NodeJS.Timeout | undefined;
+  let checking: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const check = async () => {
+    try {
+      const epoch = await ctx.queues.epoch();
+      if (epoch === known) return;
+      ctx.log.warn({ epoch, previous: known }, 'Redis lost its data: putting the schedules back from PostgreSQL');
+      await installSchedules(ctx, features);
+      known = epoch; // only once they are back: a failure is tried again at the next check
+      ctx.log.info({ epoch }, 'schedules put back after the loss of Redis data');
+    } catch (err) {
+      ctx.log.error({ err }, 'checking Redis for a loss of its data failed; tried again at the next check');
+    }
+  };
+  const next = () => {
+    timer = setTimeout(() => {
+      checking = check().finally(() => {
+        if (!stopped) next();
+      });
+    }, ctx.config.REDIS_LOSS_CHECK_MS);
+  };
+  next();
+  return {
+    async close() {
+      stopped = true;
+      clearTimeout(timer);
+      await checking;
+    },
+  };
+}
+
 export interface Workers {
   workers: Worker[];
   close(): Promise<void>;
@@ -94,8 +139,10 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));
-  for (const feature of features) await feature.schedules?.(ctx);
-  const background: BackgroundTask[] = [];
+  // Read before the schedules go in: a loss meanwhile is seen at the first check.
+  const epoch = await ctx.queues.epoch();
+  await installSchedules(ctx, features);
+  const background: BackgroundTask[] = [watchRedisLoss(ctx, features, epoch)];
   for (const feature of features) if (feature.background) background.push(await feature.background(ctx, registry));
   ctx.log.info({ queues: queueNames }, 'workers started');
   return {

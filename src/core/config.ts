@@ -88,6 +88,9 @@ const envSchema = z.object({
   // jobs are taken as stalled too.
   JOB_LOCK_MS: intVar(1000, 600_000, 30_000),
   JOB_STALLED_INTERVAL_MS: intVar(500, 600_000, 30_000),
+  // How often each worker process checks whether Redis lost its data (it keeps nothing on disk),
+  // to put the schedules back from PostgreSQL; at most a minute.
+  REDIS_LOSS_CHECK_MS: intVar(100, 60_000, 15_000),
   // Every outbound call (HTTP APIs, DNS lookups) gives up after this long.
   OUTBOUND_TIMEOUT_MS: intVar(100, 600_000, 10_000),
   // Longest answer body read from a remote HTTP API; a longer one fails the call.

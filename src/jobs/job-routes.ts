@@ -24,7 +24,7 @@ const jobOut = z.object({
 const jobId = z
   .string()
   .max(200)
-  .regex(/^[a-z][a-z_]*-[A-Za-z0-9:_-]+$/, 'must be a job id as answered by a 202, e.g. ssh-12');
+  .regex(/^[a-z][a-z_]*-[A-Za-z0-9:_-]+$/, 'must be a job id as answered by a 202, e.g. ssh-t5k2qa-12');
 
 export function registerJobRoutes(parent: FastifyInstance, ctx: AppContext, registry: Registry) {
   const service = createJobService(ctx, registry.jobs);

@@ -84,7 +84,8 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
           }
         }
         if (rows.length >= need || exhausted) {
-          rows.sort((a, b) => b.job.timestamp - a.job.timestamp || Number(b.job.id) - Number(a.job.id));
+          // Same millisecond: the later id first ("<epoch>-<n>", the numbers compared as numbers).
+          rows.sort((a, b) => b.job.timestamp - a.job.timestamp || b.job.id!.localeCompare(a.job.id!, 'en', { numeric: true }));
           return {
             items: rows.slice(q.offset, need).map((r) => view(r.job, r.state)),
             total: q.name ? rows.length : Math.max(kept, rows.length),
