@@ -364,10 +364,10 @@ describe('backup', () => {
 
   it('a backup the server reports failed: backup_state failed, job failed', async () => {
     const sub = await fx.deployed({ backup_server_id: backupServerId });
-    // pg_dump fails on a database that refuses connections: closed behind the service's back.
-    await adminQuery(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS false`);
-    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { database_template_id: null } });
-    const failed = await job(await act(t, sub.id, 'backup'));
+    remote.behaviour.failWith = 'No space left on device';
+    const failed = await job(await act(t, sub.id, 'backup')).finally(() => {
+      remote.behaviour.failWith = null;
+    });
     expect(failed.error).toMatch(/reports backup \d+ of .* as failed/);
     expect((await get(t, sub.id)).backup_state).toBe('failed');
   });
@@ -555,7 +555,7 @@ describe('the database a subscription acts on (an operator cannot point the oper
     for (const state of ['running', 'suspended']) {
       if (state === 'suspended') expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
       for (const [field, value] of [
-        ['database_name', 'postgres'],
+        ['database_name', 'somebody_else'],
         ['database_template_id', fx.templateId + 1000],
       ] as const) {
         const res = await patch({ [field]: value });

@@ -1,7 +1,7 @@
 // PostgreSQL servers (spec §2.5): connection settings with a write-only password, and
 // test_connection, which really connects (TLS when the server offers it) and reports the version.
 import type { AppContext } from '../context.js';
-import { NotFoundError, UserError } from '../core/errors.js';
+import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import { writeActionLog } from '../core/action-log.js';
 import { connectPostgresqlServer } from './postgresql-connection.js';
@@ -17,7 +17,25 @@ export interface ConnectionReport {
 
 export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'box'>) {
   const { db, box } = ctx;
-  const records = createRecordService(ctx, postgresqlServerModel);
+  const records = createRecordService(ctx, postgresqlServerModel, {
+    // Customer databases are found on this server: it cannot be pointed at another cluster under them.
+    async prepareUpdate(tx, before, _data, moved) {
+      const fields = moved.filter((f) => f === 'ip' || f === 'port');
+      if (fields.length === 0) return undefined;
+      const bound = await tx.subscription.count({
+        where: {
+          database_template: { postgresql_server_id: before.id },
+          OR: [{ database_created_at: { not: null } }, { state: 'deploying' }],
+        },
+      });
+      if (bound > 0) {
+        throw new ConflictError(`${bound} subscription database(s) live on this PostgreSQL server: ${fields.join(' and ')} cannot change`, {
+          fields: fields.map((field) => ({ field, message: 'subscription databases live on this server' })),
+        });
+      }
+      return undefined;
+    },
+  });
 
   return {
     ...records,

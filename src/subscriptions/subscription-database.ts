@@ -2,6 +2,9 @@
 // template, DESIGN §9): who may connect, whether it exists, and dropping it. Every change is an
 // action-log row (`database`) written before the statements run.
 //
+// Only the database the subscription's deployment created is ever acted on: before every statement
+// the database found under its name must be on the cluster, and have the oid, recorded at creation.
+//
 // Suspension is ALLOW_CONNECTIONS false (nobody connects, superusers included) with CONNECTION
 // LIMIT 0. A backup of a closed database opens it with ALLOW_CONNECTIONS true alone: the limit 0
 // still keeps customers' ordinary roles out while the backup server's superuser dumps it.
@@ -11,6 +14,15 @@ import { UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
+import {
+  clusterIdentifier,
+  findDatabase,
+  ownDatabase,
+  sameDatabase,
+  SYSTEM_DATABASES,
+  type DatabaseIdentity,
+  type FoundDatabase,
+} from '../postgresql/database-identity.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 
@@ -32,7 +44,10 @@ export interface Who {
 }
 
 type Deps = Pick<AppContext, 'db' | 'box'>;
-type Sub = Pick<Subscription, 'id' | 'database_name' | 'database_template_id' | 'database_created_at'>;
+type Sub = Pick<
+  Subscription,
+  'id' | 'database_name' | 'database_template_id' | 'database_created_at' | 'database_system_identifier' | 'database_oid'
+>;
 
 /** A UserError unless the subscription's deployment created a database that is still there. */
 export function assertOwnDatabase(sub: Sub): asserts sub is Sub & { database_name: string } {
@@ -59,6 +74,12 @@ export async function databaseLocation(db: Db | DbTx, sub: Sub) {
 
 type Location = Awaited<ReturnType<typeof databaseLocation>>;
 
+interface RemoteOptions {
+  timeout?: string;
+  /** The transaction that holds the subscription's row lock, when one does: writes to the row go through it. */
+  tx?: DbTx;
+}
+
 /** Runs `work` on a connection to the server's `postgres` database; connection failures are UserErrors. */
 async function onServer<T>(deps: Deps, at: Location, work: (query: Query) => Promise<T>, timeout = STATEMENT_TIMEOUT) {
   let client;
@@ -75,6 +96,69 @@ async function onServer<T>(deps: Deps, at: Location, work: (query: Query) => Pro
   }
 }
 
+/**
+ * Runs `work` on the subscription's server once the database under its name is known to be the one
+ * its deployment created (`found`; null when no database has that name any more). Anything else
+ * there (another cluster, a database made again under the name, the service's own) is a UserError
+ * and nothing is done.
+ */
+async function onOwnDatabase<T>(
+  deps: Deps,
+  sub: Sub,
+  at: Location,
+  work: (query: Query, found: FoundDatabase | null) => Promise<T>,
+  opts: RemoteOptions = {},
+) {
+  return onServer(
+    deps,
+    at,
+    async (query) => {
+      const found = await findDatabase(query, at.name);
+      const cluster = found?.systemIdentifier ?? (await clusterIdentifier(query));
+      const created = await createdIdentity(opts.tx ?? deps.db, sub, at, found);
+      const refuse = (why: string) => new UserError(`${why}: nothing was done`);
+      if (created && cluster !== created.systemIdentifier) {
+        throw refuse(
+          `PostgreSQL at ${at.where} is not the cluster database ${at.name} was created on (system identifier ${cluster}, created on ${created.systemIdentifier})`,
+        );
+      }
+      if (found && created && found.oid !== created.oid) {
+        throw refuse(
+          `Database ${at.name} on ${at.where} is not the one the deployment of subscription ${sub.id} created (oid ${found.oid}, created as ${created.oid})`,
+        );
+      }
+      if (found && (SYSTEM_DATABASES.includes(at.name) || sameDatabase(found, await ownDatabase(deps.db)))) {
+        throw refuse(`Database ${at.name} on ${at.where} is the service's own or PostgreSQL's own database`);
+      }
+      return work(query, found);
+    },
+    opts.timeout,
+  );
+}
+
+/**
+ * The identity recorded at creation. A subscription deployed before identities were recorded adopts
+ * the database it finds, but only when its server record has not changed since the database was
+ * created (a record moved meanwhile could name anybody's database). Null: nothing there to adopt.
+ */
+async function createdIdentity(db: Db | DbTx, sub: Sub, at: Location, found: FoundDatabase | null): Promise<DatabaseIdentity | null> {
+  if (sub.database_system_identifier && sub.database_oid !== null) {
+    return { systemIdentifier: sub.database_system_identifier, oid: sub.database_oid };
+  }
+  if (!found) return null;
+  if (at.server.updated_at > sub.database_created_at!) {
+    throw new UserError(
+      `Subscription ${sub.id} was deployed before databases were identified, and PostgreSQL server ${at.server.id} was changed since: ` +
+        `database ${at.name} on ${at.where} cannot be told to be the one its deployment created; nothing was done`,
+    );
+  }
+  await db.subscription.update({
+    where: { id: sub.id },
+    data: { database_system_identifier: found.systemIdentifier, database_oid: found.oid },
+  });
+  return found;
+}
+
 /** A remote change with its action-log row; a failure is a UserError carrying PostgreSQL's message. */
 async function change(
   deps: Deps,
@@ -83,7 +167,7 @@ async function change(
   who: Who,
   statements: string[],
   work: (query: Query) => Promise<string>,
-  timeout?: string,
+  opts: RemoteOptions = {},
 ) {
   const step = await startActionLog(deps.db, {
     model_name: 'svc.subscription',
@@ -94,7 +178,16 @@ async function change(
     job_id: who.jobId,
   });
   try {
-    const result = await onServer(deps, at, work, timeout);
+    const result = await onOwnDatabase(
+      deps,
+      sub,
+      at,
+      (query, found) => {
+        if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
+        return work(query);
+      },
+      opts,
+    );
     await step.finish('success', result);
     return result;
   } catch (err) {
@@ -105,16 +198,24 @@ async function change(
 }
 
 /** Sets who may connect; closing also ends the sessions open on the database. Answers what was done. */
-export async function setConnections(deps: Deps, sub: Sub, mode: Connections, who: Who): Promise<string> {
+export async function setConnections(deps: Deps, sub: Sub, mode: Connections, who: Who, tx?: DbTx): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
   const alter = `ALTER DATABASE ${quoteIdent(at.name)} WITH ${OPTIONS[mode]}`;
   const terminate = 'SELECT count(pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity WHERE datname = $1';
-  return change(deps, sub, at, who, mode === 'closed' ? [alter, terminate] : [alter], async (query) => {
-    await query(alter);
-    if (mode !== 'closed') return `Database ${at.name} on ${at.where}: ${OPTIONS[mode]}`;
-    const { rows } = await query(terminate, [at.name]);
-    return `Database ${at.name} on ${at.where} closed to connections; ${rows[0]!.ended} open session(s) ended`;
-  });
+  return change(
+    deps,
+    sub,
+    at,
+    who,
+    mode === 'closed' ? [alter, terminate] : [alter],
+    async (query) => {
+      await query(alter);
+      if (mode !== 'closed') return `Database ${at.name} on ${at.where}: ${OPTIONS[mode]}`;
+      const { rows } = await query(terminate, [at.name]);
+      return `Database ${at.name} on ${at.where} closed to connections; ${rows[0]!.ended} open session(s) ended`;
+    },
+    { tx },
+  );
 }
 
 export interface DatabaseStatus {
@@ -127,18 +228,20 @@ export interface DatabaseStatus {
 }
 
 /** Whether the database exists and who may connect to it (a read: no action-log row). */
-export async function databaseStatus(deps: Deps, sub: Sub): Promise<DatabaseStatus> {
+export async function databaseStatus(deps: Deps, sub: Sub, tx?: DbTx): Promise<DatabaseStatus> {
   const at = await databaseLocation(deps.db, sub);
-  return onServer(deps, at, async (query) => {
-    const { rows } = await query('SELECT datallowconn, datconnlimit FROM pg_database WHERE datname = $1', [at.name]);
-    const row = rows[0] as { datallowconn: boolean; datconnlimit: number } | undefined;
-    return {
+  return onOwnDatabase(
+    deps,
+    sub,
+    at,
+    async (_query, found) => ({
       where: at.where,
-      exists: row !== undefined,
-      allowConnections: row?.datallowconn ?? false,
-      openForSuperusers: row?.datallowconn === true && row.datconnlimit === 0,
-    };
-  });
+      exists: found !== null,
+      allowConnections: found?.allowConnections ?? false,
+      openForSuperusers: found?.allowConnections === true && found.connectionLimit === 0,
+    }),
+    { tx },
+  );
 }
 
 /** DROP DATABASE ... WITH (FORCE): open sessions are ended, the database is gone when it answers. */
@@ -155,6 +258,33 @@ export async function dropDatabase(deps: Deps, sub: Sub, who: Who): Promise<stri
       await query(statement);
       return `Database ${at.name} dropped on ${at.where}`;
     },
-    DROP_TIMEOUT,
+    { timeout: DROP_TIMEOUT },
   );
+}
+
+/**
+ * Refuses a template that is not an ordinary database of the operator's: PostgreSQL's own, the
+ * service's own, or a customer's database (a copy would hand one tenant's data to another).
+ */
+export async function assertTemplateDatabase(db: Db, query: Query, name: string, where: string): Promise<void> {
+  if (SYSTEM_DATABASES.includes(name)) throw new UserError(`Template database ${name} is PostgreSQL's own: it is never a template`);
+  const found = await findDatabase(query, name);
+  if (!found) throw new UserError(`Template database ${name} does not exist on ${where}`);
+  if (sameDatabase(found, await ownDatabase(db)))
+    throw new UserError(`Template database ${name} on ${where} is the service's own database`);
+  const tenant = await db.subscription.findFirst({
+    where: { database_system_identifier: found.systemIdentifier, database_oid: found.oid },
+    select: { id: true },
+  });
+  if (tenant)
+    throw new UserError(
+      `Template database ${name} on ${where} is the database of subscription ${tenant.id}: a customer's database is never a template`,
+    );
+}
+
+/** The identity of the database just created, to record with the subscription. */
+export async function createdDatabase(query: Query, name: string) {
+  const found = await findDatabase(query, name);
+  if (!found) throw new UserError(`Database ${name} was not found after CREATE DATABASE`);
+  return { database_system_identifier: found.systemIdentifier, database_oid: found.oid };
 }

@@ -12,6 +12,7 @@ import { startActionLog, writeActionLog, type ActionLogStep } from '../core/acti
 import { authorOfUser, postMessage, type Author, type RecordRef } from '../core/chatter.js';
 import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
 import { createLifecycleMail } from './subscription-mail.js';
+import { assertTemplateDatabase, createdDatabase } from './subscription-database.js';
 import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState } from './subscription-service.js';
 
 export interface DeploymentResult {
@@ -64,11 +65,15 @@ export async function deploySubscription(
     });
     await report({ step: 'connecting' });
     const { client } = await connectPostgresqlServer(ctx.box, server);
+    const query = (sql: string, params?: unknown[]) => client.query(sql, params);
+    let identity: Awaited<ReturnType<typeof createdDatabase>>;
     try {
       await report({ step: 'creating_database' });
+      await assertTemplateDatabase(ctx.db, query, template.template_db_name, `${server.ip}:${server.port}`);
       // Copying a large template takes longer than an ordinary statement may.
       await client.query(`SET statement_timeout = '${CREATE_DATABASE_TIMEOUT}'`);
       await client.query(statement);
+      identity = await createdDatabase(query, databaseName);
     } finally {
       await client.end().catch(() => {});
     }
@@ -85,6 +90,7 @@ export async function deploySubscription(
       await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author, {
         database_dropped_at: null,
         database_created_at: new Date(),
+        ...identity,
         suspended_at: null,
         suspend_reason: null,
       });

@@ -116,6 +116,16 @@ export function createDatabaseOperations(ctx: Deps) {
   }
 
   /**
+   * The database this subscription's deployment created, there now: the only name a backup server
+   * is ever sent.
+   */
+  async function existingDatabase(sub: Subscription, known?: DatabaseStatus) {
+    const status = known ?? (await databaseStatus(ctx, sub));
+    if (!status.exists) throw new UserError(`Database ${sub.database_name} does not exist on ${status.where}`);
+    return status;
+  }
+
+  /**
    * The backup server must connect to the database: a closed one (suspended) is opened to
    * superusers only for the backup, and closed again afterwards whatever happened.
    */
@@ -126,10 +136,8 @@ export function createDatabaseOperations(ctx: Deps) {
     work: () => Promise<T>,
     known?: DatabaseStatus,
   ): Promise<T> {
-    // Without a template the service does not know the server: the backup server is on its own.
-    const status = known ?? (sub.database_template_id ? await databaseStatus(ctx, sub) : null);
-    if (status && !status.exists) throw new UserError(`Database ${sub.database_name} does not exist on ${status.where}`);
-    const opened = status !== null && !status.allowConnections;
+    const status = await existingDatabase(sub, known);
+    const opened = !status.allowConnections;
     if (opened) {
       await setConnections(ctx, sub, 'superusers', who);
       await note(
@@ -166,6 +174,8 @@ export function createDatabaseOperations(ctx: Deps) {
     const after = await setSubscriptionState(tx, before, 'cancelled', author, {
       database_dropped_at: new Date(),
       database_created_at: null,
+      database_system_identifier: null,
+      database_oid: null,
       operation: null,
       operation_job_id: null,
       suspended_at: null,
@@ -185,7 +195,7 @@ export function createDatabaseOperations(ctx: Deps) {
     if (sub.operation_job_id !== jobId) return; // the job never claimed it: nothing was done
     const who = { userId: author?.id ?? null, jobId };
     try {
-      const status = await databaseStatus(ctx, sub);
+      const status = await databaseStatus(ctx, sub, tx);
       if (!status.exists) {
         await markDropped(
           tx,
@@ -197,7 +207,7 @@ export function createDatabaseOperations(ctx: Deps) {
       }
       await release(tx, id, jobId);
       let closed = '';
-      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', who)}.`;
+      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', who, tx)}.`;
       await note(
         tx,
         id,
@@ -225,8 +235,8 @@ export function createDatabaseOperations(ctx: Deps) {
     await release(tx, id, jobId);
     if (!sub.database_template_id) return;
     try {
-      const status = await databaseStatus(ctx, sub);
-      if (status.openForSuperusers) await note(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId })}.`, null);
+      const status = await databaseStatus(ctx, sub, tx);
+      if (status.openForSuperusers) await note(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId }, tx)}.`, null);
     } catch (err) {
       await note(tx, id, `Could not check that database ${sub.database_name} is closed again: ${(err as Error).message}`, null, true);
     }
@@ -328,6 +338,7 @@ export function createDatabaseOperations(ctx: Deps) {
         (sub) => `restore of database ${sub.database_name} from backup ${backupId}`,
         async (sub) => {
           const server = await backupServerFor(db, sub.backup_server_id);
+          await existingDatabase(sub);
           const answer = await api.restore(server, { ...ref(id), user_id: who.userId, job_id: who.jobId }, sub.database_name!, backupId);
           if (answer.state && REMOTE_STATES[answer.state.toLowerCase()] === 'failed') {
             throw new UserError(`The backup server answered the restore with state "${answer.state}"`);

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
+import { SYSTEM_DATABASES } from '../postgresql/database-identity.js';
 
 export const modelLimits = z
   .record(z.string().min(1).max(200), z.number().int().min(0).max(INT32_MAX))
@@ -72,6 +73,7 @@ export const subscriptionCreate = z
     database_name: z
       .string()
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'lower-case letters, digits and _, starting with a letter or _, at most 63')
+      .refine((name) => !SYSTEM_DATABASES.includes(name), "PostgreSQL's own databases are never a customer's")
       .nullable()
       .optional()
       .describe('Generated at deployment when empty'),

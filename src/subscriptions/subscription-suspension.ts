@@ -33,7 +33,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
   }
 
   async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, who: Who) {
-    const done = await setConnections(ctx, before, 'closed', who);
+    const done = await setConnections(ctx, before, 'closed', who, tx);
     const after = await setSubscriptionState(tx, before, 'suspended', author, {
       suspended_at: new Date(),
       suspend_reason: reason,
@@ -45,7 +45,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
   }
 
   async function reopen(tx: DbTx, before: Subscription, author: Author | null, who: Who, extra: Record<string, unknown>, why: string) {
-    const done = await setConnections(ctx, before, 'open', who);
+    const done = await setConnections(ctx, before, 'open', who, tx);
     const after = await setSubscriptionState(tx, before, 'running', author, {
       suspended_at: null,
       suspend_reason: null,

@@ -1,7 +1,7 @@
 // A local backup server implementing DESIGN §7 on the real PostgreSQL: X-API-Key on every call,
 // GET /api/ping, GET /api/cloud-accounts, POST {backup path} {db_name} (a real pg_dump in the
 // background: pending → running → done, or failed when pg_dump fails, e.g. a database that refuses
-// connections), GET /api/backups?db_name= (latest first), POST {restore path} {db_name, backup_id}
+// connections, or when told to fail), GET /api/backups?db_name= (latest first), POST {restore path} {db_name, backup_id}
 // (a real pg_restore of that dump; an unknown id answers 404 with an error). Tests steer it:
 // hold backups running, answer the request with or without the backup's id, refuse requests.
 import { execFile } from 'node:child_process';
@@ -39,6 +39,8 @@ export interface BackupApi extends RecordingServer {
     answerWithId: boolean;
     /** The backup and restore requests answer this status with {"error": ...} instead. */
     refuseWith: number | null;
+    /** Backups run and end `failed` with this error (a full disk on the backup server, say). */
+    failWith: string | null;
   };
   /** Lets held backups run. */
   release(): void;
@@ -49,7 +51,7 @@ export interface BackupApi extends RecordingServer {
 export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<BackupApi> {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-backups-'));
   const backups: RemoteBackupRecord[] = [];
-  const behaviour: BackupApi['behaviour'] = { hold: false, unlisted: false, answerWithId: true, refuseWith: null };
+  const behaviour: BackupApi['behaviour'] = { hold: false, unlisted: false, answerWithId: true, refuseWith: null, failWith: null };
   let releaseHeld: () => void = () => {};
   let held = new Promise<void>((resolve) => (releaseHeld = resolve));
   let seq = 100;
@@ -60,6 +62,10 @@ export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<Ba
     b.state = 'running';
     if (behaviour.hold) await held;
     try {
+      if (behaviour.failWith) {
+        await new Promise((r) => setTimeout(r, 10)); // after the request is answered, as a dump would fail
+        throw new Error(behaviour.failWith);
+      }
       await run('pg_dump', [...PG, '-Fc', '-f', b.file, b.db_name]);
       b.state = 'done';
     } catch (err) {

@@ -1,0 +1,222 @@
+// A subscription acts only on the database its deployment created, on real PostgreSQL clusters:
+// the machine's own and a second one started here (an operator's "own" cluster). An operator who
+// names a victim database (the service's own, another customer's, one made again under a name)
+// through a server record, a template or a database name reaches nothing.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
+import { act, canConnect, databaseRow, setupLifecycle } from './helpers/lifecycle.js';
+import { adminQuery, dropDatabase } from './helpers/pg.js';
+import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
+
+const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '5000' } });
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let other: TlsCluster;
+let remote: BackupApi;
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  other = await startTlsCluster();
+  remote = await startBackupApi();
+  const res = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/backup-servers',
+    payload: { url: remote.url, download_url: 'http://127.0.0.1/dl', api_key: remote.apiKey },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+});
+
+afterAll(async () => {
+  await remote?.close();
+  other?.stop();
+  await fx?.cleanup();
+});
+
+const post = (url: string, payload: object, caller = t.as.operator) => request(t.app, caller, { method: 'POST', url, payload });
+const patch = (url: string, payload: object) => request(t.app, t.as.operator, { method: 'PATCH', url, payload });
+
+async function jobOf(res: { statusCode: number; body: string; json(): { job_id: string } }) {
+  expect(res.statusCode, res.body).toBe(202);
+  return waitForJob(t.app, t.as.user, res.json().job_id, 30_000);
+}
+
+/** A subscription named `databaseName`, deployed from `templateId`. */
+async function deployFrom(templateId: number, databaseName: string) {
+  const partner = await fx.partner();
+  const created = await post('/api/v1/subscriptions', {
+    name: `On ${databaseName}`,
+    partner_id: partner.id,
+    database_template_id: templateId,
+    database_name: databaseName,
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const id = created.json().id as number;
+  expect((await act(t, id, 'confirm')).statusCode).toBe(200);
+  return { id, job: await jobOf(await act(t, id, 'deploy')) };
+}
+
+/** Backups the backup server was asked for, by database name. */
+const backupRequests = () =>
+  remote.calls.filter((c) => c.method === 'POST').map((c) => (JSON.parse(c.body || '{}') as { db_name?: string }).db_name);
+
+describe('a PostgreSQL server record holding subscription databases', () => {
+  it('cannot change ip or port (409 naming the field); other fields still change', async () => {
+    await fx.deployed();
+    const url = `/api/v1/postgresql-servers/${fx.serverId}`;
+    for (const [field, value] of [
+      ['port', 5433],
+      ['ip', 'localhost'],
+    ] as const) {
+      const res = await patch(url, { [field]: value });
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().error.details.fields).toEqual([{ field, message: expect.any(String) }]);
+    }
+    const renamed = await patch(url, { name: 'still here' });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    expect(renamed.json()).toMatchObject({ ip: '127.0.0.1', port: 5432 });
+  });
+
+  it("pointed at the service's own cluster after a deploy on the operator's own: suspend, backup and drop touch nothing", async () => {
+    // The operator's cluster, a template there, and a subscription named after the service's own database.
+    const server = await post('/api/v1/postgresql-servers', {
+      name: 'mine',
+      ip: '127.0.0.1',
+      port: other.port,
+      username: other.user,
+      password: other.password,
+    });
+    expect(server.statusCode, server.body).toBe(201);
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: other.port,
+      user: other.user,
+      password: other.password,
+      database: 'postgres',
+      ssl: { rejectUnauthorized: false },
+    });
+    await client.connect();
+    await client.query('CREATE DATABASE bait_template');
+    await client.end();
+    const template = await post('/api/v1/database-templates', {
+      name: 'bait',
+      postgresql_server_id: server.json().id,
+      template_db_name: 'bait_template',
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    const victim = t.ctx.dbName;
+    const { id, job } = await deployFrom(template.json().id, victim);
+    expect(job.state, job.error).toBe('completed');
+
+    const move = await patch(`/api/v1/postgresql-servers/${server.json().id}`, { port: 5432, username: 'postgres' });
+    expect(move.statusCode, move.body).toBe(409);
+    // As a changed DNS record or a hand-edited row would move it.
+    await t.ctx.db.postgresqlServer.update({ where: { id: server.json().id }, data: { port: 5432, username: 'postgres', password: null } });
+
+    const suspend = await act(t, id, 'suspend');
+    expect(suspend.statusCode, suspend.body).toBe(400);
+    expect(suspend.json().error.message).toMatch(/is not the cluster database .* was created on.*nothing was done/);
+    expect(await databaseRow(victim)).toEqual({ datallowconn: true, datconnlimit: -1 });
+
+    const backup = await jobOf(await act(t, id, 'backup'));
+    expect(backup.state).toBe('failed');
+    expect(backup.error).toMatch(/is not the cluster/);
+    expect(backupRequests()).not.toContain(victim);
+
+    expect((await act(t, id, 'cancel')).statusCode).toBe(200);
+    const drop = await jobOf(await act(t, id, 'drop_database', { skip_backup: true }, t.as.admin));
+    expect(drop.state).toBe('failed');
+    expect(drop.error).toMatch(/is not the cluster/);
+    expect(await canConnect(victim)).toBe(true);
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+});
+
+describe('a database made again under a subscription database name', () => {
+  it('is not the subscription’s: suspend and drop refuse and leave it as it is', async () => {
+    const sub = await fx.deployed();
+    await dropDatabase(sub.database_name);
+    await adminQuery(`CREATE DATABASE "${sub.database_name}"`);
+
+    const suspend = await act(t, sub.id, 'suspend');
+    expect(suspend.statusCode, suspend.body).toBe(400);
+    expect(suspend.json().error.message).toMatch(/is not the one the deployment of subscription \d+ created/);
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: true, datconnlimit: -1 });
+
+    expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
+    const drop = await jobOf(await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin));
+    expect(drop.state).toBe('failed');
+    expect(await canConnect(sub.database_name)).toBe(true);
+  });
+});
+
+describe('templates', () => {
+  it("refuses PostgreSQL's and the service's own databases as names (400 naming template_db_name), on create and update", async () => {
+    for (const name of ['postgres', 'template0', 'template1', t.ctx.dbName]) {
+      const res = await post('/api/v1/database-templates', { name: 'x', postgresql_server_id: fx.serverId, template_db_name: name });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual(['template_db_name']);
+      const upd = await patch(`/api/v1/database-templates/${fx.templateId}`, { template_db_name: name });
+      expect(upd.statusCode, upd.body).toBe(400);
+    }
+    const listed = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/database-templates/${fx.templateId}` });
+    expect(listed.json().template_db_name).toBe(fx.templateDb);
+  });
+
+  it("a deployment refuses the service's own database and a customer's database as its template, and creates nothing", async () => {
+    const tenant = await fx.deployed();
+    const cases = [
+      { source: t.ctx.dbName, message: /is the service's own database/ },
+      { source: tenant.database_name, message: new RegExp(`is the database of subscription ${tenant.id}`) },
+    ];
+    for (const [n, { source, message }] of cases.entries()) {
+      // Written past the API, as a template record from before this check would be.
+      const template = await t.ctx.db.databaseTemplate.create({
+        data: { name: `copy ${n}`, postgresql_server_id: fx.serverId, template_db_name: source },
+      });
+      const target = `${t.ctx.dbName}_copy${n}`;
+      const { job } = await deployFrom(template.id, target);
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatch(message);
+      expect(await databaseRow(target)).toBeNull();
+    }
+  });
+
+  it('cannot be deleted while subscription databases made from it exist (409)', async () => {
+    await fx.deployed();
+    const res = await request(t.app, t.as.operator, { method: 'DELETE', url: `/api/v1/database-templates/${fx.templateId}` });
+    expect(res.statusCode, res.body).toBe(409);
+  });
+
+  it("a subscription's database_name is never PostgreSQL's own (400)", async () => {
+    const partner = await fx.partner();
+    for (const name of ['postgres', 'template0', 'template1']) {
+      const res = await post('/api/v1/subscriptions', { name: 'x', partner_id: partner.id, database_name: name });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual(['body.database_name']);
+    }
+  });
+});
+
+describe('subscriptions deployed before databases were identified', () => {
+  it('adopt the database they find while their server record is unchanged, and refuse once it changed', async () => {
+    const sub = await fx.deployed();
+    const forget = () =>
+      t.ctx.db.subscription.update({ where: { id: sub.id }, data: { database_system_identifier: null, database_oid: null } });
+    await forget();
+    const suspend = await act(t, sub.id, 'suspend');
+    expect(suspend.statusCode, suspend.body).toBe(200);
+    const [own] = await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [sub.database_name]);
+    const row = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    expect(row.database_oid).toBe(BigInt(own!.oid));
+    expect(row.database_system_identifier).toMatch(/^\d+$/);
+
+    await forget();
+    await t.ctx.db.postgresqlServer.update({ where: { id: fx.serverId }, data: { updated_at: new Date() } });
+    const reactivate = await act(t, sub.id, 'reactivate');
+    expect(reactivate.statusCode, reactivate.body).toBe(400);
+    expect(reactivate.json().error.message).toMatch(/was changed since/);
+    expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
+  });
+});
