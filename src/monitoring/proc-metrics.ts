@@ -76,11 +76,26 @@ export class MetricsParseError extends Error {
   override name = 'MetricsParseError';
 }
 
-function num(value: string | undefined, what: string): number {
-  const n = Number(value);
-  if (value === undefined || value === '' || !Number.isFinite(n))
-    throw new MetricsParseError(`Unreadable ${what}: ${value ?? '(missing)'}`);
-  return n;
+// What a sample may hold. A remote party's values are checked here, before any reaches a batch
+// write: a value the monitor log cannot store would fail the whole batch, so it fails only this
+// server's poll instead.
+/** kB and df's 1024-blocks (stored as bytes in bigint columns): up to 2^53 − 1, so bytes stay exact and below 2^63. */
+const MAX_KB = Number.MAX_SAFE_INTEGER;
+/** The kernel's counters (CPU jiffies, interface bytes) are 64-bit. */
+const MAX_COUNTER = 2 ** 64;
+/** Uptime (seconds) and load averages: far above any real value. */
+const MAX_DECIMAL = 1e12;
+/** Unsigned decimal integers and decimals, as /proc and df print them (no sign, exponent or hex). */
+const INTEGER = /^\d+$/;
+const DECIMAL = /^\d+(?:\.\d+)?$/;
+
+function num(value: string | undefined, what: string, max: number, form = INTEGER): number {
+  const readable = value !== undefined && form.test(value);
+  const n = readable ? Number(value) : Number.NaN;
+  if (n <= max) return n;
+  // Shown in the server's chatter: the remote party's text, cut short.
+  const [name, shown] = [what.slice(0, 40), (value ?? '(missing)').slice(0, 40)];
+  throw new MetricsParseError(readable ? `${name} out of range: ${shown}` : `Unreadable ${name}: ${shown}`);
 }
 
 function sections(text: string): Map<string, string[]> {
@@ -104,13 +119,13 @@ export function parseSample(text: string): ProcSample {
     return lines;
   };
 
-  const uptime = num(need('/proc/uptime')[0]!.trim().split(/\s+/)[0], 'uptime');
+  const uptime = num(need('/proc/uptime')[0]!.trim().split(/\s+/)[0], 'uptime', MAX_DECIMAL, DECIMAL);
 
   const cpu = need('/proc/stat')[0]!
     .trim()
     .split(/\s+/)
     .slice(1)
-    .map((v) => num(v, 'cpu counter'));
+    .map((v) => num(v, 'cpu counter', MAX_COUNTER));
   if (cpu.length < 4) throw new MetricsParseError('Unreadable cpu line of /proc/stat');
   // user nice system idle iowait irq softirq steal (guest time is already counted in user).
   const cpuTotal = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
@@ -119,7 +134,7 @@ export function parseSample(text: string): ProcSample {
   const mem = new Map(
     need('/proc/meminfo').map((line) => {
       const [key, value] = line.split(':');
-      return [key!.trim(), num(value!.trim().split(/\s+/)[0], key!) * 1024];
+      return [key!.trim(), num(value?.trim().split(/\s+/)[0], key!, MAX_KB) * 1024];
     }),
   );
   const memTotal = mem.get('MemTotal');
@@ -138,19 +153,23 @@ export function parseSample(text: string): ProcSample {
       .slice(colon + 1)
       .trim()
       .split(/\s+/);
-    netRx += num(fields[0], `${name} rx bytes`);
-    netTx += num(fields[8], `${name} tx bytes`);
+    netRx += num(fields[0], `${name} rx bytes`, MAX_COUNTER);
+    netTx += num(fields[8], `${name} tx bytes`, MAX_COUNTER);
   }
 
   const loadFields = need('/proc/loadavg')[0]!.trim().split(/\s+/);
-  const load: [number, number, number] = [num(loadFields[0], 'load'), num(loadFields[1], 'load'), num(loadFields[2], 'load')];
+  const load: [number, number, number] = [
+    num(loadFields[0], 'load', MAX_DECIMAL, DECIMAL),
+    num(loadFields[1], 'load', MAX_DECIMAL, DECIMAL),
+    num(loadFields[2], 'load', MAX_DECIMAL, DECIMAL),
+  ];
 
   // "Filesystem 1024-blocks Used Available Capacity Mounted-on"; read from the right, as the
   // filesystem name may contain spaces.
   const df = need('df').filter((l) => !l.startsWith('Filesystem'));
   const cols = df[df.length - 1]?.trim().split(/\s+/) ?? [];
   if (cols.length < 6) throw new MetricsParseError('Unreadable df output');
-  const [blocks, used, avail] = cols.slice(-5, -2).map((v) => num(v, 'df column') * 1024) as [number, number, number];
+  const [blocks, used, avail] = cols.slice(-5, -2).map((v) => num(v, 'df column', MAX_KB) * 1024) as [number, number, number];
 
   return { uptime, cpuTotal, cpuIdle, memTotal, memAvailable, netRx, netTx, load, diskTotal: blocks, diskUsed: used, diskAvailable: avail };
 }
@@ -163,7 +182,8 @@ export function parseSamples(output: string): ProcSample[] {
 }
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
-const percent = (part: number, whole: number) => (whole > 0 ? round2((part / whole) * 100) : 0);
+/** Within 0–100 whatever the counters did (e.g. more idle time than time passed). */
+const percent = (part: number, whole: number) => (whole > 0 ? round2(Math.min(100, Math.max(0, (part / whole) * 100))) : 0);
 
 /**
  * Metrics of `cur`, with CPU and network as deltas from `prev`. Without a usable `prev` (none, or
@@ -174,7 +194,9 @@ export function computeMetrics(prev: ProcSample | null, cur: ProcSample): Metric
   const base = usable ? prev : { uptime: 0, cpuTotal: 0, cpuIdle: 0, netRx: 0, netTx: 0 };
   const seconds = cur.uptime - base.uptime;
   const busy = cur.cpuTotal - base.cpuTotal - (cur.cpuIdle - base.cpuIdle);
-  const rate = (now: number, before: number) => (seconds > 0 && now >= before ? round2((now - before) / seconds) : 0);
+  // Finite however close two uptimes are: no counter moves more than 2^64 bytes.
+  const rate = (now: number, before: number) =>
+    seconds > 0 && now >= before ? round2(Math.min(MAX_COUNTER, (now - before) / seconds)) : 0;
   const ramUsed = Math.max(0, cur.memTotal - cur.memAvailable);
   return {
     cpu_percent: percent(busy, cur.cpuTotal - base.cpuTotal),

@@ -93,6 +93,30 @@ describe('parseSample', () => {
     expect(() => parseSample(sample(base).replace('MemTotal:       8000000 kB', 'MemTotal: lots kB'))).toThrow('Unreadable MemTotal: lots');
     expect(() => parseSamples('bash: awk: command not found')).toThrow('No sample in the metrics output');
   });
+
+  it('refuses values the files never hold or the monitor log cannot store (a bad sample is a failed poll)', () => {
+    const bad = (from: string, to: string) => () => parseSample(sample(base).replace(from, to));
+    const mem = 'MemTotal:       8000000 kB';
+    // Byte counts go to bigint columns: whole kB only, and few enough that bytes stay below 2^63.
+    expect(bad(mem, 'MemTotal: 0.3 kB')).toThrow('Unreadable MemTotal: 0.3');
+    expect(bad(mem, 'MemTotal: 99999999999999999 kB')).toThrow('MemTotal out of range: 99999999999999999');
+    expect(bad(mem, 'MemTotal: 1e308 kB')).toThrow('Unreadable MemTotal: 1e308');
+    expect(bad(mem, 'MemTotal: -8000000 kB')).toThrow('Unreadable MemTotal: -8000000');
+    expect(bad('264212084', '2.5e8')).toThrow('Unreadable df column: 2.5e8');
+    expect(bad('26576264', 'Infinity')).toThrow('Unreadable df column: Infinity');
+    expect(bad('1.45 0.99', '1e308 0.99')).toThrow('Unreadable load: 1e308');
+    expect(bad('1.45 0.99', `${'9'.repeat(400)} 0.99`)).toThrow(`load out of range: ${'9'.repeat(40)}`);
+    expect(bad('1000.00 7321.04', '0x10 7321.04')).toThrow('Unreadable uptime: 0x10');
+    expect(bad('cpu  1000', 'cpu  1000.5')).toThrow('Unreadable cpu counter: 1000.5');
+    expect(bad('eth0: 10000000', 'eth0: 1e7')).toThrow('Unreadable eth0 rx bytes: 1e7');
+    // The largest values that fit: 2^53 − 1 kB is just below 2^63 bytes; counters are 64-bit.
+    const most = parseSample(
+      sample({ ...base, memTotalKb: Number.MAX_SAFE_INTEGER }).replace('eth0: 10000000', 'eth0: 18446744073709551615'),
+    );
+    expect(most.memTotal).toBe(Number.MAX_SAFE_INTEGER * 1024);
+    expect(BigInt(most.memTotal)).toBeLessThan(2n ** 63n);
+    expect(most.netRx).toBeGreaterThan(1.8e19);
+  });
 });
 
 describe('computeMetrics', () => {
@@ -125,6 +149,21 @@ describe('computeMetrics', () => {
     expect(sinceBoot.net_rx_bytes_per_s).toBe(10_001); // 10,001,000 bytes over 1000 s
     const rebooted = parseSample(sample({ ...base, uptime: 20, cpu: [10, 0, 10, 60, 20, 0, 0, 0, 0, 0], rx: 4000, tx: 1000 }));
     expect(computeMetrics(cur, rebooted)).toMatchObject({ cpu_percent: 20, net_rx_bytes_per_s: 250, net_tx_bytes_per_s: 150 });
+  });
+});
+
+describe('figures within what the monitor log holds', () => {
+  it('percents stay within 0–100 and rates finite, whatever the counters did', () => {
+    const prev = parseSample(sample({ ...base, uptime: 1000, cpu: [100, 0, 0, 50] }));
+    // More idle time than time passed (user went backwards): 0 % busy, not a negative figure.
+    const cur = parseSample(sample({ ...base, uptime: 1005, cpu: [90, 0, 0, 70] }));
+    expect(computeMetrics(prev, cur).cpu_percent).toBe(0);
+    // Uptimes a hair apart: a finite rate (at most 2^64 bytes/s), not Infinity.
+    const tiny = (uptime: string, rx: string) =>
+      parseSample(sample(base).replace('1000.00 7321.04', `${uptime} 1`).replace('eth0: 10000000', `eth0: ${rx}`));
+    const m = computeMetrics(tiny(`0.${'0'.repeat(300)}1`, '0'), tiny(`0.${'0'.repeat(300)}2`, '18446744073709551615'));
+    expect(m.net_rx_bytes_per_s).toBe(2 ** 64);
+    for (const v of Object.values(m)) expect(Number.isFinite(v)).toBe(true);
   });
 });
 
