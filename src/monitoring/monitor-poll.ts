@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { connectRootServer } from '../servers/root-server-ssh.js';
 import { postMessage } from '../core/chatter.js';
+import { isBadValueError } from '../core/db.js';
 import type { SshConnection } from '../core/ssh.js';
 import type { SshPool } from '../core/ssh-pool.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
@@ -72,6 +73,17 @@ export interface SampleToRecord {
   signature: string;
   /** When the sample was read: the row's created_at (a write that waits does not move it). */
   at: Date;
+}
+
+/** What became of a streamed sample: written (with the server's connection signature now), or a failed poll. */
+export type SampleRecorded = { outcome: 'ok'; signature: string } | { outcome: 'failed'; error: string };
+
+/** The failure of a sample the database refused, in its words (PostgreSQL's message when the driver gives it). */
+function refusedSample(err: unknown): string {
+  const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown } } } }).meta?.driverAdapterError?.cause;
+  const text =
+    typeof cause?.originalMessage === 'string' ? cause.originalMessage : ((err as Error).message.trim().split('\n').at(-1) ?? '');
+  return `The sample could not be recorded: ${text.slice(0, 300)}`;
 }
 
 /** A poll must end before the next one is due: 80 % of the interval, between 4 and 30 seconds. */
@@ -249,7 +261,15 @@ export function createMonitorPoller(
     if (!claim) await ctx.redis.set(sampleKey(prefix, server.id), sampleJson, 'PX', sampleTtlMs(interval));
     else if (!(await claim(sampleJson, sampleTtlMs(interval)))) return { outcome: 'skipped', reason: 'already polled' };
     const state = serverStateOf(metrics);
-    if (!(await recordSuccess(server, metrics, state, sampledAt))) return { outcome: 'skipped', reason: 'monitoring stopped' };
+    let written: boolean;
+    try {
+      written = await recordSuccess(server, metrics, state, sampledAt);
+    } catch (err) {
+      // A value the database refuses is this server's failed poll (as in recordSamples).
+      if (!isBadValueError(err)) throw err;
+      return recordFailed(server, refusedSample(err));
+    }
+    if (!written) return { outcome: 'skipped', reason: 'monitoring stopped' };
     await tellObservers([await afterSuccess(server, metrics, state)]);
     return { outcome: 'ok', server_state: state, metrics };
   }
@@ -274,13 +294,35 @@ export function createMonitorPoller(
   }
 
   /**
-   * Records streamed samples of many servers in one statement, with poll()'s rules: each row only
-   * while its server is monitored and confirmed, its state, failures reset, then the state change
-   * of each, and the observers told the whole batch at once. Answers the servers written, with
-   * their connection signature now.
+   * Records streamed samples of many servers in one statement (writeSamples). When the database
+   * refuses a value, the rows are written one by one, so a row it refuses costs only its own
+   * server: a failed poll, with the reason. Any other error is the database's, not a row's (every
+   * row would fail alike): it is thrown. Answers what became of each sample; a server not
+   * monitored any more is left out.
    */
-  async function recordSamples(items: SampleToRecord[]): Promise<Map<number, { signature: string }>> {
-    const out = new Map<number, { signature: string }>();
+  async function recordSamples(items: SampleToRecord[]): Promise<Map<number, SampleRecorded>> {
+    try {
+      return await writeSamples(items);
+    } catch (err) {
+      if (!isBadValueError(err)) throw err;
+      if (items.length === 1) {
+        const error = refusedSample(err);
+        const result = await fail(items[0]!.serverId, error);
+        return new Map(result.outcome === 'failed' ? [[items[0]!.serverId, { outcome: 'failed', error }]] : []);
+      }
+      const out = new Map<number, SampleRecorded>();
+      for (const item of items) for (const [id, r] of await recordSamples([item])) out.set(id, r);
+      return out;
+    }
+  }
+
+  /**
+   * Writes streamed samples of many servers in one statement, with poll()'s rules: each row only
+   * while its server is monitored and confirmed, its state, failures reset, then the state change
+   * of each, and the observers told the whole batch at once.
+   */
+  async function writeSamples(items: SampleToRecord[]): Promise<Map<number, SampleRecorded>> {
+    const out = new Map<number, SampleRecorded>();
     if (items.length === 0) return out;
     const col = <K extends keyof Metrics>(k: K) => items.map((i) => i.metrics[k]);
     const states = items.map((i) => serverStateOf(i.metrics));
@@ -310,7 +352,7 @@ export function createMonitorPoller(
     const events: MonitorPollEvent[] = [];
     for (const row of rows) {
       const { item, state } = byId.get(row.id)!;
-      out.set(row.id, { signature: row.signature });
+      out.set(row.id, { outcome: 'ok', signature: row.signature });
       events.push(await afterSuccess({ id: row.id, server_state: row.prev as RootServer['server_state'] }, item.metrics, state));
     }
     await tellObservers(events);

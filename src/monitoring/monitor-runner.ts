@@ -282,12 +282,12 @@ export async function startMonitorRunner(
     for (const { item, due } of mine) {
       const row = written.get(item.serverId);
       // The address or credentials changed: the next due time connects again with the new ones.
-      if (row && row.signature !== item.signature) {
+      if (row?.outcome === 'ok' && row.signature !== item.signature) {
         streams.get(item.serverId)?.close();
         streams.delete(item.serverId);
         pool.discard(poolKeyOf(item.serverId));
       }
-      opts.onSlot?.({ serverId: item.serverId, due, recordedAt: now, outcome: row ? 'ok' : 'skipped' });
+      opts.onSlot?.({ serverId: item.serverId, due, recordedAt: now, outcome: row?.outcome ?? 'skipped' });
     }
   }
 
