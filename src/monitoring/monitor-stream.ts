@@ -14,7 +14,12 @@ export class StreamUnsupported extends Error {
   override name = 'StreamUnsupported';
 }
 
-const MAX_PENDING_BYTES = 256 * 1024;
+/**
+ * Output kept while waiting for a line end (before "@@ready") or for a sample's end (after it); a
+ * sample is a few KB. Checked before each chunk is kept, so a party that sends endless output
+ * without them costs this much and no more; going over it ends the stream as a failure.
+ */
+export const MAX_PENDING_BYTES = 256 * 1024;
 
 /** A request waiting for its sample. */
 interface Waiter {
@@ -27,6 +32,8 @@ interface Waiter {
 export class SampleStream {
   private buffer = '';
   private ready = false;
+  /** Went over MAX_PENDING_BYTES: what still arrives before the channel closes is dropped. */
+  private overflowed = false;
   private readonly waiting: Waiter[] = [];
   private onReady: { resolve: () => void; reject: (e: Error) => void } | null = null;
   /** The last sample this stream gave (the previous counters of the next one). */
@@ -38,7 +45,7 @@ export class SampleStream {
     /** The connection signature of the server when the stream was opened (see connectionSignature). */
     readonly signature: string,
   ) {
-    channel.onData((chunk) => this.take(chunk.toString('utf8')));
+    channel.onData((chunk) => this.take(chunk));
     channel.onClose((code) => {
       const err = this.ready
         ? new Error('The monitoring stream ended')
@@ -86,6 +93,11 @@ export class SampleStream {
     return this.channel.closed || this.conn.closed;
   }
 
+  /** Characters received and not yet consumed (at most MAX_PENDING_BYTES). */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
   /** Asks for one sample; a sample that does not come in time ends the stream (answers would be out of step). */
   request(timeoutMs: number): Promise<ProcSample> {
     if (this.closed) return Promise.reject(new Error('The monitoring stream ended'));
@@ -119,8 +131,10 @@ export class SampleStream {
     }
   }
 
-  private take(text: string) {
-    this.buffer += text;
+  private take(chunk: Buffer) {
+    if (this.overflowed) return;
+    if (this.buffer.length + chunk.length > MAX_PENDING_BYTES) return this.overflow();
+    this.buffer += chunk.toString('utf8');
     if (!this.ready) {
       const nl = this.buffer.indexOf('\n');
       if (nl < 0) return;
@@ -152,10 +166,22 @@ export class SampleStream {
         w.reject(err as MetricsParseError);
       }
     }
-    if (this.buffer.length > MAX_PENDING_BYTES) {
-      this.close();
-      this.failAll(new MetricsParseError('The monitoring stream sent an unreadable sample'));
-    }
+  }
+
+  /** Too much without a line end (or a sample's end): the server's failure, not a shell that cannot run the loop. */
+  private overflow() {
+    this.overflowed = true;
+    this.buffer = '';
+    const kib = MAX_PENDING_BYTES / 1024;
+    const err = new MetricsParseError(
+      this.ready
+        ? `The monitoring stream sent more than ${kib} KiB without ending a sample ("@@end")`
+        : `The monitoring loop sent more than ${kib} KiB without a line end before "@@ready"`,
+    );
+    this.onReady?.reject(err);
+    this.onReady = null;
+    this.failAll(err);
+    this.close();
   }
 }
 
