@@ -27,6 +27,8 @@ export async function createBenchContext(name: string, extraEnv: Record<string, 
     QUEUE_PREFIX: dbName,
     SVC_MASTER_KEY_FILE: path.join(os.tmpdir(), `${dbName}.key`),
     LOG_LEVEL: 'warn',
+    // The benches' stand-ins listen on loopback, which the outbound guard refuses by default.
+    OUTBOUND_ALLOW_NETS: '127.0.0.0/8,::1/128',
     ...extraEnv,
   };
   const config = loadConfig(env);

@@ -52,7 +52,8 @@ const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/ping
 await applyMigrations(benchUrl.toString());
 const db = createDb(benchUrl.toString());
 try {
-  const http = createOutboundHttp({ db, config });
+  // The stand-in listens on loopback, which the outbound guard refuses unless allowed.
+  const http = createOutboundHttp({ db, config: { ...config, OUTBOUND_ALLOW_NETS: ['127.0.0.1/32'] } });
   const target = { model_name: 'svc.saas.backup.server' as const, rec_id: 1 };
   const headers = { 'X-API-Key': 'bench-key' };
   const bare = () => fetch(url, { headers, signal: AbortSignal.timeout(10_000) }).then((r) => r.json());

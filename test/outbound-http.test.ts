@@ -33,6 +33,9 @@ beforeAll(async () => {
       case '/html':
         res.writeHead(200, { 'content-type': 'text/html' });
         return res.end('<html><body>Welcome to nginx</body></html>');
+      case '/long':
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end(`${'w'.repeat(1500)}END-OF-ANSWER`);
       case '/moved':
         res.writeHead(302, { location: '/echo' });
         return res.end();
@@ -134,6 +137,34 @@ describe('request', () => {
     const res = await http.request(target(), { url: `${remote.url}/moved`, headers: { 'x-api-key': 'k' } });
     expect(res.status).toBe(302);
     expect(remote.callsTo('/echo').length).toBe(before);
+  });
+
+  it('the action log keeps a short excerpt of the answer', async () => {
+    const t = target();
+    await http.request(t, { url: `${remote.url}/long` });
+    const [log] = await logsOf(t.rec_id);
+    expect(log!.output_text).toMatch(/^HTTP 200\nw{300}… \[1213 more characters\]$/);
+  });
+
+  it('a header value HTTP cannot carry fails with bad_header naming the header, sending nothing', async () => {
+    const calls = remote.calls.length;
+    for (const value of ['key€', 'key\r\nX-Injected: 1']) {
+      const t = target();
+      const err = await http
+        .request(t, { url: `${remote.url}/echo`, headers: { 'X-API-Key': value } }, { secrets: [value] })
+        .catch((e) => e);
+      expect(err).toBeInstanceOf(OutboundError);
+      expect(err).toMatchObject({ reason: 'bad_header', statusCode: 400, code: 'user_error' });
+      expect(err.message).toBe(
+        `GET ${remote.url}/echo: the x-api-key header would carry characters an HTTP header cannot carry; set that value again`,
+      );
+      const dl = await http.download(t, { url: `${remote.url}/echo`, headers: { 'X-API-Key': value } }).catch((e) => e);
+      expect(dl).toMatchObject({ reason: 'bad_header' });
+      const octokit = new Octokit({ baseUrl: remote.url, auth: value, request: { fetch: http.fetchFor(t) } });
+      const viaOctokit = await octokit.rest.repos.getCommit({ owner: 'acme', repo: 'shop', ref: 'main' }).catch((e) => e);
+      expect(viaOctokit.cause).toMatchObject({ reason: 'bad_header' });
+    }
+    expect(remote.calls.length).toBe(calls);
   });
 
   it('never stores or repeats credentials given in the URL', async () => {

@@ -1,6 +1,7 @@
 // The one place that reads process.env and .env (DESIGN §2). A bad value stops start-up naming the
 // variable.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
@@ -41,6 +42,26 @@ const dnsServers = z
   .string()
   .transform(commaList)
   .pipe(z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?$/, 'IPv4 addresses, optionally with :port')).min(1));
+
+// Comma-separated networks (CIDR, or a single address) that outbound HTTP may reach although they
+// are loopback, link-local or unspecified; normalized to address/prefix.
+const netList = z.string().transform((v, check) => {
+  const nets = commaList(v);
+  const bad = nets.filter((net) => !cidr(net));
+  if (bad.length > 0) check.addIssue({ code: 'custom', message: `not a CIDR (address/prefix) or an IP address: ${bad.join(', ')}` });
+  return nets.map((net) => cidr(net) ?? net);
+});
+
+/** "10.0.0.0/8" or "10.1.2.3" (→ /32, /128) as address/prefix; null when it is neither. */
+function cidr(v: string): string | null {
+  const [address = '', prefix, ...rest] = v.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return null;
+  const max = family === 4 ? 32 : 128;
+  if (prefix === undefined) return `${address}/${max}`;
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return null;
+  return `${address}/${Number(prefix)}`;
+}
 
 const envSchema = z.object({
   DATABASE_URL: url(['postgresql:', 'postgres:']).default('postgresql://postgres@127.0.0.1:5432/svc'),
@@ -95,6 +116,9 @@ const envSchema = z.object({
   OUTBOUND_TIMEOUT_MS: intVar(100, 600_000, 10_000),
   // Longest answer body read from a remote HTTP API; a longer one fails the call.
   OUTBOUND_MAX_RESPONSE_BYTES: intVar(1024, 1024 ** 3, 1024 ** 2),
+  // Outbound HTTP never connects to loopback, link-local or unspecified addresses, except in these
+  // networks (e.g. 127.0.0.1/32 for a backup server on the same machine). Private networks need no entry.
+  OUTBOUND_ALLOW_NETS: netList.default([]),
   // How long a backup job waits for the backup server to report the backup done or failed, and
   // how soon it first asks (the interval then doubles, up to 30 s).
   BACKUP_WAIT_MS: intVar(100, 86_400_000, 3_600_000),

@@ -2,7 +2,8 @@
 // Octokit's custom fetch). Every call has a timeout, a bounded response body, and one action-log
 // row of type api_call naming the record it was made for. The row never holds secrets: sensitive
 // headers are written as [redacted], secret fields of JSON and form bodies (request and response)
-// are redacted by name, and the caller's `secrets` values are masked wherever they appear.
+// are redacted by name, and the caller's `secrets` values are masked wherever they appear; of an
+// answer, only a short excerpt is kept. Connections go through the address guard (outbound-guard.ts).
 // download() streams a large answer (a git tarball) instead of reading it, with the same bounds.
 import { Readable } from 'node:stream';
 import type { z } from 'zod';
@@ -12,6 +13,8 @@ import { UserError } from './errors.js';
 import { SECRET_FIELD_NAMES } from './logger.js';
 import { maskSecrets, writeActionLog } from './action-log.js';
 import type { ModelName } from './models.js';
+import { BlockedAddressError, createAddressGuard } from './outbound-guard.js';
+import { createTransport } from './outbound-transport.js';
 
 /** The record a call is made for, as the action log names it. */
 export interface OutboundTarget {
@@ -67,6 +70,8 @@ export interface Download {
 
 export type OutboundFailure =
   | 'bad_url'
+  | 'bad_header'
+  | 'blocked'
   | 'timeout'
   | 'refused'
   | 'unreachable'
@@ -154,7 +159,9 @@ export function readJson<T extends z.ZodType>(schema: T, messages: { refused: st
   };
 }
 
-const LOGGED_BODY_CHARS = 4096;
+/** What the action log keeps of a request body we sent, and of an answer (which may be anyone's page). */
+const LOGGED_REQUEST_CHARS = 4096;
+const LOGGED_ANSWER_CHARS = 300;
 const SECRET_HEADER = /authorization|api-key|apikey|token|secret|password|cookie/i;
 const SECRET_BODY_FIELDS = new Set([
   ...SECRET_FIELD_NAMES,
@@ -182,8 +189,8 @@ function redactValue(value: unknown): unknown {
   return value;
 }
 
-/** A body as it may be stored: secret fields of JSON or form bodies redacted, length bounded. */
-function redactBody(text: string, contentType = ''): string {
+/** A body as it may be stored: secret fields of JSON or form bodies redacted, at most `max` characters. */
+function redactBody(text: string, contentType = '', max = LOGGED_REQUEST_CHARS): string {
   let out = text;
   if (/json/i.test(contentType) || /^\s*[[{]/.test(text)) {
     try {
@@ -196,7 +203,7 @@ function redactBody(text: string, contentType = ''): string {
     for (const key of [...params.keys()]) if (SECRET_BODY_FIELDS.has(key.toLowerCase())) params.set(key, '[redacted]');
     out = params.toString();
   }
-  return out.length > LOGGED_BODY_CHARS ? `${out.slice(0, LOGGED_BODY_CHARS)}… [${out.length - LOGGED_BODY_CHARS} more characters]` : out;
+  return out.length > max ? `${out.slice(0, max)}… [${out.length - max} more characters]` : out;
 }
 
 /** The URL as it may be stored: query parameters with secret names redacted. */
@@ -223,12 +230,33 @@ function isRedirect(status: number): boolean {
   return [301, 302, 303, 307, 308].includes(status);
 }
 
-/** new Request(), with a message that never repeats credentials written into the URL. */
-function buildRequest(input: string | URL | Request, init?: RequestInit): Request {
+/**
+ * new Headers(); a value HTTP cannot carry (beyond Latin-1, a line break) fails naming its header,
+ * never quoting the value (it is usually a credential).
+ */
+function headersOf(init: Headers | Record<string, string | readonly string[]> | undefined, label: string): Headers {
+  const headers = new Headers();
+  for (const [name, value] of init instanceof Headers ? init : Object.entries(init ?? {})) {
+    try {
+      headers.append(name, [value].flat().join(', '));
+    } catch {
+      throw new OutboundError(
+        'bad_header',
+        `${label}: the ${name.toLowerCase()} header would carry characters an HTTP header cannot carry; set that value again`,
+      );
+    }
+  }
+  return headers;
+}
+
+/** new Request(), with messages that never repeat credentials written into the URL or a header. */
+function buildRequest(input: string | URL | Request, init: RequestInit = {}): Request {
+  const url = input instanceof Request ? input.url : String(input);
+  // Octokit, the one caller with its own init, gives its headers as an object.
+  const headers = headersOf(init.headers as Record<string, string> | undefined, `${init.method ?? 'GET'} ${redactUrl(url)}`);
   try {
-    return new Request(input, init);
+    return new Request(input, { ...init, headers });
   } catch (err) {
-    const url = input instanceof Request ? input.url : String(input);
     const why = /credentials/i.test((err as Error).message) ? 'credentials in the URL are not supported' : 'not a valid URL';
     throw new OutboundError('bad_url', `${redactUrl(url)}: ${why}`);
   }
@@ -241,15 +269,17 @@ function describeRequest(method: string, url: string, headers: Headers, body: st
   return lines.join('\n');
 }
 
-/** Turns fetch's errors into a sentence an operator understands. */
+/** Turns the transport's errors into a sentence an operator understands. */
 function failureOf(err: unknown, label: string, timeoutMs: number): OutboundError {
   if (err instanceof OutboundError) return err;
-  const e = err as Error & { cause?: { code?: string; message?: string } };
+  if (err instanceof BlockedAddressError) return new OutboundError('blocked', `${label}: ${err.message}`);
+  const e = err as Error & { code?: string; errors?: { code?: string }[] };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
     return new OutboundError('timeout', `${label}: no answer within ${timeoutMs} ms`);
   }
-  const code = e?.cause?.code ?? '';
-  const detail = e?.cause?.message ?? e?.message ?? String(err);
+  // Several addresses tried (a name with IPv4 and IPv6 addresses): an AggregateError of the attempts.
+  const code = e?.code ?? e?.errors?.[0]?.code ?? '';
+  const detail = e?.message || code || String(err);
   if (code === 'ECONNREFUSED') return new OutboundError('refused', `${label}: connection refused`);
   if (['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) {
     return new OutboundError('unreachable', `${label}: host unreachable (${detail})`);
@@ -316,8 +346,12 @@ async function readBounded(res: Response, max: number, label: string): Promise<U
 
 export type OutboundHttp = ReturnType<typeof createOutboundHttp>;
 
-export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUND_TIMEOUT_MS' | 'OUTBOUND_MAX_RESPONSE_BYTES'> }) {
+export function createOutboundHttp(deps: {
+  db: Db;
+  config: Pick<Config, 'OUTBOUND_TIMEOUT_MS' | 'OUTBOUND_MAX_RESPONSE_BYTES' | 'OUTBOUND_ALLOW_NETS'>;
+}) {
   const { db, config } = deps;
+  const transport = createTransport(createAddressGuard(config.OUTBOUND_ALLOW_NETS));
 
   /** One call: fetch with timeout, bounded read, action-log row. Throws OutboundError when no answer. */
   async function send<T>(target: OutboundTarget, request: Request, opts: ReadOptions<T>): Promise<T> {
@@ -330,7 +364,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
     let response: OutboundResponse | undefined;
     let failure: Error | undefined;
     try {
-      const res = await fetch(request, { signal });
+      const res = await transport(request, signal);
       response = new OutboundResponse(label, res.status, res.headers, await readBounded(res, maxBytes, label), opts.secrets);
     } catch (err) {
       failure = failureOf(err, label, timeoutMs);
@@ -343,7 +377,9 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
         failure = err as Error;
       }
     }
-    const answer = response && `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '')}`;
+    const answer =
+      response &&
+      `HTTP ${response.status}\n${redactBody(response.text(), response.headers.get('content-type') ?? '', LOGGED_ANSWER_CHARS)}`;
 
     await logCall(
       db,
@@ -412,7 +448,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
       const maxBytes = opts.maxResponseBytes ?? config.OUTBOUND_MAX_RESPONSE_BYTES;
       const deadline = AbortSignal.timeout(timeoutMs);
       const secrets = [...(opts.secrets ?? [])];
-      const headers = new Headers(req.headers);
+      const headers = headersOf(req.headers, `GET ${redactUrl(req.url)}`);
       const inputText = describeRequest('GET', req.url, headers, '');
       const trail: string[] = [];
       const log = (ok: boolean, outcome: string) => logCall(db, target, ok, inputText, [...trail, outcome].join('\n'), secrets);
@@ -427,7 +463,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
       let res: Response;
       for (let hops = 0; ; hops++) {
         try {
-          res = await fetch(buildRequest(url, { headers, redirect: 'manual', signal: deadline }));
+          res = await transport(buildRequest(url, { headers }), deadline);
         } catch (err) {
           return fail(failureOf(err, label, timeoutMs));
         }
@@ -464,7 +500,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
         } catch (err) {
           return fail(failureOf(err, label, timeoutMs));
         }
-        const text = `HTTP ${res.status}\n${redactBody(answer.text(), res.headers.get('content-type') ?? '')}`;
+        const text = `HTTP ${res.status}\n${redactBody(answer.text(), res.headers.get('content-type') ?? '', LOGGED_ANSWER_CHARS)}`;
         return fail(
           opts.refused?.(answer) ?? new OutboundError('http_status', `${label} answered HTTP ${res.status}: ${answer.excerpt()}`),
           text,
@@ -496,7 +532,7 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
      * Redirects are not followed, so credentials stay with the host they were meant for.
      */
     async request<T = OutboundResponse>(target: OutboundTarget, req: OutboundRequest, opts: ReadOptions<T> = {}): Promise<T> {
-      const headers = new Headers(req.headers);
+      const headers = headersOf(req.headers, `${req.method ?? 'GET'} ${redactUrl(req.url)}`);
       let body: string | undefined;
       if (req.json !== undefined) {
         body = JSON.stringify(req.json);
@@ -506,13 +542,14 @@ export function createOutboundHttp(deps: { db: Db; config: Pick<Config, 'OUTBOUN
         headers.set('content-type', 'application/x-www-form-urlencoded');
       }
       if (!headers.has('accept')) headers.set('accept', 'application/json');
-      const request = buildRequest(req.url, { method: req.method ?? 'GET', headers, body, redirect: 'manual' });
+      const request = buildRequest(req.url, { method: req.method ?? 'GET', headers, body });
       return send(target, request, opts);
     },
 
     /**
      * A fetch-compatible function for libraries that take one (Octokit: `request: { fetch }`).
      * Answers are fully read (bounded) before they are returned; failures reject with OutboundError.
+     * Redirects are not followed (a 3xx is returned as it is), as with request().
      */
     fetchFor(target: OutboundTarget, opts: OutboundOptions = {}): typeof fetch {
       return async (input, init) => {

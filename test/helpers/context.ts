@@ -33,6 +33,8 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     SVC_MASTER_KEY_FILE: path.join(dir, 'master.key'),
     BASE_URL: 'http://svc.test',
     LOG_LEVEL: 'info',
+    // Every stand-in of a third-party API listens on loopback, which the outbound guard refuses by default.
+    OUTBOUND_ALLOW_NETS: '127.0.0.0/8,::1/128',
     ...env,
   });
   const lines: string[] = [];
