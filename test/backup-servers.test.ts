@@ -40,6 +40,10 @@ beforeAll(async () => {
       return res.end('<!doctype html><title>Welcome</title>');
     }
     if (req.headers['x-api-key'] !== API_KEY) return sendJson(res, 401, { error: 'invalid api key' });
+    if (req.path.startsWith('/long')) {
+      // A long answer (an internal page, say): the action log keeps only its beginning.
+      return sendJson(res, req.path === '/long/api/ping' ? 200 : 500, { filler: 'x'.repeat(5000), tail: 'END-OF-ANSWER' });
+    }
     switch (req.path) {
       case '/api/ping':
         return sendJson(res, 200, { status: 'ok' });
@@ -118,6 +122,87 @@ describe('backup server records', () => {
   });
 });
 
+describe('what the outbound client will use is checked when it is written', () => {
+  const fieldsOf = (res: { json(): { error: { details: { fields: { field: string }[] } } } }) =>
+    res.json().error.details.fields.map((d) => d.field);
+
+  it('base URLs carry no query, fragment or credentials: 400 naming the field at create and PATCH, nothing changed', async () => {
+    const server = await createServer();
+    for (const field of ['url', 'download_url']) {
+      for (const value of [
+        `${remote.url}/internal?`,
+        `${remote.url}/internal?a=1`,
+        `${remote.url}/#top`,
+        `http://me:pw@127.0.0.1:${remote.port}`,
+      ]) {
+        const before = await ctx.db.backupServer.count();
+        const created = await request(app, operator, {
+          method: 'POST',
+          url: '/api/v1/backup-servers',
+          payload: { url: remote.url, download_url: 'https://d.example.com', api_key: API_KEY, [field]: value },
+        });
+        expect(created.statusCode, `${field}=${value}`).toBe(400);
+        expect(created.json().error.code).toBe('validation_error');
+        expect(fieldsOf(created)).toEqual([`body.${field}`]);
+        expect(await ctx.db.backupServer.count()).toBe(before);
+        const patched = await request(app, operator, {
+          method: 'PATCH',
+          url: `/api/v1/backup-servers/${server.id}`,
+          payload: { [field]: value },
+        });
+        expect(patched.statusCode, `${field}=${value}`).toBe(400);
+        expect(fieldsOf(patched)).toEqual([`body.${field}`]);
+      }
+    }
+    const stored = await ctx.db.backupServer.findUniqueOrThrow({ where: { id: server.id } });
+    expect(stored).toMatchObject({ url: remote.url, download_url: 'https://backups.example.com/dl' });
+  });
+
+  it('an api_key an HTTP header cannot carry is refused at create and PATCH', async () => {
+    const server = await createServer();
+    for (const apiKey of ['key€', 'kéy', 'key\nX-Other: 1', 'two words']) {
+      const created = await request(app, operator, {
+        method: 'POST',
+        url: '/api/v1/backup-servers',
+        payload: { url: remote.url, download_url: 'https://d.example.com', api_key: apiKey },
+      });
+      expect(created.statusCode, apiKey).toBe(400);
+      expect(fieldsOf(created)).toEqual(['body.api_key']);
+      const patched = await request(app, operator, {
+        method: 'PATCH',
+        url: `/api/v1/backup-servers/${server.id}`,
+        payload: { api_key: apiKey },
+      });
+      expect(patched.statusCode, apiKey).toBe(400);
+      expect(fieldsOf(patched)).toEqual(['body.api_key']);
+    }
+  });
+
+  it('an api_key stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
+    const server = await createServer();
+    await ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await ctx.box.encrypt('key€') } });
+    const calls = remote.calls.length;
+    const res = await action(server.id, 'test_connection');
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error).toMatchObject({
+      code: 'user_error',
+      message: expect.stringMatching(/x-api-key header would carry characters an HTTP header cannot carry; set that value again/),
+    });
+    expect(res.body).not.toContain('key€');
+    expect(remote.calls.length).toBe(calls);
+  });
+
+  it('a url stored with a query before that rule is refused when used, not called', async () => {
+    const server = await createServer();
+    await ctx.db.backupServer.update({ where: { id: server.id }, data: { url: `${remote.url}/internal?` } });
+    const calls = remote.calls.length;
+    const res = await action(server.id, 'test_connection');
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error).toMatchObject({ code: 'user_error', message: expect.stringMatching(/must not have a query.*set it again$/) });
+    expect(remote.calls.length).toBe(calls);
+  });
+});
+
 describe('test_connection', () => {
   it('pings with the API key and logs an api_call row without it', async () => {
     const server = await createServer();
@@ -132,6 +217,20 @@ describe('test_connection', () => {
     expect(logs[0]).toMatchObject({ action_type: 'api_call', status: 'success', user_id: operator.userId });
     expect(logs[0]!.input_text).toContain('x-api-key: [redacted]');
     expect(JSON.stringify(logs)).not.toContain(API_KEY);
+  });
+
+  it('the action log keeps a short excerpt of the answer, successful or not', async () => {
+    for (const [path, status] of [
+      ['/long', 200],
+      ['/long-fail', 400],
+    ] as const) {
+      const server = await createServer({ url: `${remote.url}${path}` });
+      expect((await action(server.id, 'test_connection')).statusCode).toBe(status);
+      const [log] = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
+      expect(log!.output_text).toMatch(/^HTTP (200|500)\n\{"filler":"x{100}/);
+      expect(log!.output_text).not.toContain('END-OF-ANSWER');
+      expect(log!.output_text.length, log!.output_text).toBeLessThan(700);
+    }
   });
 
   it('a wrong key: 400 user_error saying the key was refused, with the remote error', async () => {

@@ -13,6 +13,8 @@ import { callers, request, waitForJob, type Caller } from './helpers/api.js';
 import { freePort, sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
 
 const ADMIN = { username: 'admin', password: 'ntfy-admin-pw-1' };
+// A publisher whose credentials are not ASCII: ntfy compares the UTF-8 bytes.
+const UNICODE_USER = { username: 'José€', password: 'pässwörd€' };
 const STATIC_TOKEN = 'tk_static_token_0001';
 const LEGACY_KEY = 'legacy-server-key-0001';
 
@@ -50,7 +52,8 @@ function ntfyHandler(req: RecordedRequest, res: import('node:http').ServerRespon
     return sendJson(res, 200, { token, label, last_access: Math.floor(Date.now() / 1000), expires });
   }
   if (req.method === 'POST' && req.path === '/') {
-    if (auth && !isAdmin && auth !== `Bearer ${STATIC_TOKEN}`) return unauthorized();
+    const publisher = auth === `Bearer ${STATIC_TOKEN}` || auth === basic(UNICODE_USER.username, UNICODE_USER.password);
+    if (auth && !isAdmin && !publisher) return unauthorized();
     const msg = JSON.parse(req.body);
     return sendJson(res, 200, { id: `m${ntfy.calls.length}`, time: 1, event: 'message', ...msg });
   }
@@ -165,6 +168,30 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
     ],
     ['self-hosted url without scheme', { provider: 'selfhosted_push', url: 'push.example.com' }, 'url', /must start with/],
     [
+      'self-hosted url with a query',
+      { provider: 'selfhosted_push', url: 'http://127.0.0.1:3939/internal?' },
+      'url',
+      /url must not have a query/,
+    ],
+    [
+      'self-hosted url with a fragment',
+      { provider: 'selfhosted_push', url: 'http://push.example.com/#x' },
+      'url',
+      /url must not have a fragment/,
+    ],
+    [
+      'self-hosted url with credentials',
+      { provider: 'selfhosted_push', url: 'http://me:pw@push.example.com' },
+      'url',
+      /url must not carry credentials/,
+    ],
+    [
+      'admin username with a colon (Basic auth cannot carry it)',
+      { provider: 'selfhosted_push', url: 'http://p', username: 'ad:min', password: 'x' },
+      'username',
+      /username must not contain ":"/,
+    ],
+    [
       'cloud with none of the three',
       { provider: 'cloud_push' },
       'fcm_project_id',
@@ -208,6 +235,18 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
       { provider: 'cloud_push', fcm_service_account_json: badSa({ token_uri: 'oauth2' }) },
       'fcm_service_account_json',
       /token_uri/,
+    ],
+    [
+      'service account token_uri with credentials',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ token_uri: 'https://me:pw@oauth2.example.com/token' }) },
+      'fcm_service_account_json',
+      /token_uri.*credentials/,
+    ],
+    [
+      'service account token_uri with a fragment',
+      { provider: 'cloud_push', fcm_service_account_json: badSa({ token_uri: 'https://oauth2.example.com/token#x' }) },
+      'fcm_service_account_json',
+      /token_uri.*fragment/,
     ],
     [
       'service account of another type',
@@ -318,6 +357,76 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
     expect(stored.password).not.toBeNull();
     // A valid change passes: switching to token auth with the token supplied.
     expect((await patch(server.id, { auth_method: 'token', auth_token: 'tok' })).statusCode).toBe(200);
+  });
+});
+
+describe('what the outbound client will use is checked when it is written', () => {
+  const fieldsOf = (res: { json(): { error: { details: { fields: { field: string }[] } } } }) =>
+    res.json().error.details.fields.map((d) => d.field);
+
+  it('a url with a query, fragment or credentials is refused by PATCH too, changing nothing', async () => {
+    const server = await create({ provider: 'selfhosted_push', url: ntfy.url });
+    for (const url of [`${ntfy.url}/internal?`, `${ntfy.url}/#x`, `http://me:pw@127.0.0.1:${ntfy.port}`]) {
+      const res = await patch(server.id, { url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().error.code).toBe('validation_error');
+      expect(fieldsOf(res)).toEqual(['url']);
+    }
+    expect((await ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } })).url).toBe(ntfy.url);
+  });
+
+  it('secrets sent in an HTTP header (auth_token, fcm_server_key) are refused with characters a header cannot carry', async () => {
+    const server = await create({ provider: 'selfhosted_push', url: ntfy.url });
+    for (const [field, payload] of [
+      ['auth_token', { provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'token', auth_token: 'tok€' }],
+      ['auth_token', { provider: 'selfhosted_push', url: ntfy.url, auth_token: 'tok\r\nX-Other: 1' }],
+      ['fcm_server_key', { provider: 'cloud_push', fcm_server_key: 'key€' }],
+    ] as const) {
+      const before = await ctx.db.notificationServer.count();
+      const created = await post(payload);
+      expect(created.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(created.json().error.code).toBe('validation_error');
+      expect(fieldsOf(created)).toEqual([`body.${field}`]);
+      expect(await ctx.db.notificationServer.count()).toBe(before);
+      const patched = await patch(server.id, { [field]: payload[field] });
+      expect(patched.statusCode).toBe(400);
+      expect(fieldsOf(patched)).toEqual([`body.${field}`]);
+    }
+  });
+
+  it('Basic auth sends any username and password as UTF-8 (RFC 7617)', async () => {
+    const server = await create({
+      provider: 'selfhosted_push',
+      url: ntfy.url,
+      auth_enabled: true,
+      auth_method: 'password',
+      ...UNICODE_USER,
+    });
+    const res = await act(server.id, 'send_notification', { title: 'T', message: 'M' });
+    expect(res.statusCode, res.body).toBe(200);
+    const header = ntfy.callsTo('/').at(-1)!.headers.authorization!;
+    expect(Buffer.from(header.replace(/^Basic /, ''), 'base64').toString('utf8')).toBe('José€:pässwörd€');
+  });
+
+  it('a header secret stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
+    const token = await create({ provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'token', auth_token: 'tok' });
+    await ctx.db.notificationServer.update({ where: { id: token.id }, data: { auth_token: await ctx.box.encrypt('tok€') } });
+    const legacy = await create({ provider: 'cloud_push', fcm_server_key: 'key' });
+    await ctx.db.notificationServer.update({ where: { id: legacy.id }, data: { fcm_server_key: await ctx.box.encrypt('key€') } });
+    const calls = ntfy.calls.length + fcm.calls.length;
+    for (const [id, name] of [
+      [token.id, 'send_notification'],
+      [legacy.id, 'test_connection'],
+    ] as const) {
+      const res = await act(id, name, name === 'send_notification' ? { title: 'T', message: 'M' } : undefined);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error).toMatchObject({
+        code: 'user_error',
+        message: expect.stringMatching(/authorization header.*characters an HTTP header cannot carry/),
+      });
+      expect(res.body).not.toMatch(/tok€|key€/);
+    }
+    expect(ntfy.calls.length + fcm.calls.length).toBe(calls);
   });
 });
 

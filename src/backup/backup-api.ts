@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { SecretBox } from '../core/crypto.js';
 import { UserError } from '../core/errors.js';
+import { joinUrl } from '../core/outbound-fields.js';
 import { readJson, type OutboundHttp, type OutboundResponse, type OutboundTarget } from '../core/outbound-http.js';
 
 export interface BackupServerRecord {
@@ -62,7 +63,7 @@ export function createBackupApi(http: OutboundHttp, box: SecretBox) {
     if (!apiKey) throw new UserError('The backup server has no api_key (it is cleared when the url changes): set it again');
     return http.request(
       target,
-      { method: req.method, url: `${server.url.replace(/\/+$/, '')}${req.path}`, headers: { 'X-API-Key': apiKey }, json: req.json },
+      { method: req.method, url: joinUrl(server.url, req.path), headers: { 'X-API-Key': apiKey }, json: req.json },
       { secrets: [apiKey], read },
     );
   }

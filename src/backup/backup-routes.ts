@@ -7,16 +7,12 @@ import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { idParams, listOf, listQuery, patchOf, timestamp } from '../core/http/schemas.js';
+import { headerSecret, httpBaseUrl } from '../core/outbound-fields.js';
 import { BackupState } from '../generated/prisma/enums.js';
 import { createBackupServerService } from './backup-service.js';
 import { createBackupStateService } from './backup-state.js';
 import { backupServerModel } from './backup-models.js';
 
-const httpUrl = z
-  .string()
-  .trim()
-  .max(2000)
-  .refine((v) => /^https?:\/\/[^/\s]+/i.test(v) && URL.canParse(v), 'must be an http:// or https:// URL');
 const apiPath = z
   .string()
   .trim()
@@ -41,9 +37,9 @@ const backupServer = z.object({
 
 const backupServerFields = {
   name: z.string().max(200).nullable(),
-  url: httpUrl.describe('Base URL of the remote backup API'),
-  download_url: httpUrl.describe('Public download URL for backup files'),
-  api_key: z.string().min(1).max(1000).describe('Write-only; sent as X-API-Key'),
+  url: httpBaseUrl.describe('Base URL of the remote backup API (no query, fragment or credentials)'),
+  download_url: httpBaseUrl.describe('Public download URL for backup files (no query, fragment or credentials)'),
+  api_key: headerSecret(z.string().min(1).max(1000)).describe('Write-only; sent as X-API-Key (printable ASCII)'),
   drop_db_path: apiPath,
   backup_db_path: apiPath,
   restore_db_path: apiPath,

@@ -1,6 +1,7 @@
 // The git resources as the API shows and accepts them (zod: the output whitelist and the input rules).
 import { z } from 'zod';
 import { patchOf, refId, timestamp } from '../core/http/schemas.js';
+import { headerSecret } from '../core/outbound-fields.js';
 import { GitProvider, GitRepositoryState } from '../generated/prisma/enums.js';
 
 export const gitAccount = z.object({
@@ -14,7 +15,7 @@ export const gitAccount = z.object({
 });
 const accountFields = {
   name: z.string().max(200).nullable(),
-  access_token: z.string().trim().min(1).max(1000).describe('Write-only personal access token of the git host'),
+  access_token: headerSecret(z.string().trim().min(1).max(1000)).describe('Write-only personal access token of the git host'),
   git_provider: z.enum(GitProvider),
   user_id: refId.describe('Owning user; default: the caller'),
 };

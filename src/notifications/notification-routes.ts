@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { idParams, int32, patchOf, refId, timestamp } from '../core/http/schemas.js';
+import { headerSecret } from '../core/outbound-fields.js';
 import { NotificationAuthMethod, NotificationProvider } from '../generated/prisma/enums.js';
 import { createNotificationService } from './notification-service.js';
 import { notificationServerModel } from './notification-models.js';
@@ -32,21 +33,22 @@ const notificationServer = z.object({
 });
 
 const secret = z.string().max(20_000).nullable();
+const headerValue = headerSecret(z.string().max(20_000)).nullable();
 const fields = {
   name: z.string().max(200).nullable(),
   company_id: refId,
   provider: z.enum(NotificationProvider),
-  url: z.string().max(2000).nullable().describe('Required for selfhosted_push; http:// or https://'),
+  url: z.string().max(2000).nullable().describe('Required for selfhosted_push; http:// or https://, no query, fragment or credentials'),
   is_default: z.boolean().describe('One default per company'),
   auto_generate_tokens: z.boolean(),
   token_expiry_days: int32.describe('1 to 3650'),
   auth_enabled: z.boolean(),
   auth_method: z.enum(NotificationAuthMethod).nullable(),
-  username: z.string().max(200).nullable(),
+  username: z.string().max(200).nullable().describe('Basic auth, sent as UTF-8; no ":"'),
   password: secret.describe('Write-only'),
-  auth_token: secret.describe('Write-only'),
+  auth_token: headerValue.describe('Write-only; sent as a Bearer token (printable ASCII)'),
   fcm_project_id: z.string().max(200).nullable(),
-  fcm_server_key: secret.describe('Write-only; legacy API, used only without a service account'),
+  fcm_server_key: headerValue.describe('Write-only; legacy API, used only without a service account (printable ASCII)'),
   fcm_service_account_json: z
     .union([secret, z.record(z.string(), z.unknown()).transform((o) => JSON.stringify(o))])
     .describe('Write-only; the service-account JSON, as a string or an object'),

@@ -1,6 +1,7 @@
 // The validation rules of spec §7.2 for notification servers, checked on the record as it will be
 // stored (the stored values merged with the change), each failure a 400 naming its field.
 import { ValidationError } from '../core/errors.js';
+import { urlProblem } from '../core/outbound-fields.js';
 import type { NotificationAuthMethod, NotificationProvider } from '../generated/prisma/enums.js';
 import { parseServiceAccount } from './service-account.js';
 
@@ -32,7 +33,11 @@ export function validateNotificationServer(s: NotificationServerState): void {
   if (s.provider === 'selfhosted_push') {
     if (!filled(s.url)) invalid('url', 'url is required for the self-hosted push provider');
     if (!/^https?:\/\//i.test(s.url!) || !URL.canParse(s.url!)) invalid('url', 'url must start with http:// or https://');
+    const problem = urlProblem(s.url!, { base: true });
+    if (problem) invalid('url', `url ${problem}`);
   }
+  // Basic auth joins them as username:password: a colon in the username would move the boundary.
+  if (s.username?.includes(':')) invalid('username', 'username must not contain ":" (Basic auth cannot send it)');
   if (s.provider === 'cloud_push' && !s.has.fcm_server_key && !filled(s.fcm_project_id) && !s.has.fcm_service_account_json) {
     invalid('fcm_project_id', 'The cloud push provider needs fcm_server_key, fcm_project_id or fcm_service_account_json');
   }

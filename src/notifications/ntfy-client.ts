@@ -2,6 +2,7 @@
 // check and token creation, through the one outbound client.
 import { z } from 'zod';
 import { UserError } from '../core/errors.js';
+import { joinUrl } from '../core/outbound-fields.js';
 import { readJson, type OutboundHttp, type OutboundTarget } from '../core/outbound-http.js';
 
 export type NtfyAuth = { kind: 'basic'; username: string; password: string } | { kind: 'bearer'; token: string } | null;
@@ -13,6 +14,7 @@ export interface NtfyMessage {
   priority: number;
 }
 
+/** Basic auth as RFC 7617 defines it for UTF-8 (what ntfy compares): any username and password can be sent. */
 function authHeader(auth: NtfyAuth): Record<string, string> {
   if (!auth) return {};
   if (auth.kind === 'bearer') return { Authorization: `Bearer ${auth.token}` };
@@ -25,13 +27,11 @@ const REFUSED = 'The push server refused the credentials';
 const reader = <T extends z.ZodType>(schema: T, what: string) => readJson(schema, { refused: REFUSED, what });
 
 export function createNtfyClient(http: OutboundHttp) {
-  const url = (base: string, path: string) => `${base.replace(/\/+$/, '')}${path}`;
-
   return {
     async health(base: string, target: OutboundTarget): Promise<void> {
       const answer = await http.request(
         target,
-        { url: url(base, '/v1/health') },
+        { url: joinUrl(base, '/v1/health') },
         { read: reader(z.object({ healthy: z.boolean() }), 'The health answer') },
       );
       if (!answer.healthy) throw new UserError(`The push server at ${base} reports that it is not healthy`);
@@ -41,7 +41,7 @@ export function createNtfyClient(http: OutboundHttp) {
     async account(base: string, auth: NtfyAuth & { kind: 'basic' }, target: OutboundTarget) {
       const account = await http.request(
         target,
-        { url: url(base, '/v1/account'), headers: authHeader(auth) },
+        { url: joinUrl(base, '/v1/account'), headers: authHeader(auth) },
         { secrets: secretsOf(auth), read: reader(z.object({ username: z.string(), role: z.string().optional() }).loose(), 'The account') },
       );
       // ntfy answers anonymous callers too (username "*"): only the named account proves the credentials.
@@ -54,7 +54,7 @@ export function createNtfyClient(http: OutboundHttp) {
     async publish(base: string, auth: NtfyAuth, message: NtfyMessage, target: OutboundTarget) {
       const answer = await http.request(
         target,
-        { method: 'POST', url: url(base, '/'), headers: authHeader(auth), json: message },
+        { method: 'POST', url: joinUrl(base, '/'), headers: authHeader(auth), json: message },
         { secrets: secretsOf(auth), read: reader(z.object({ id: z.string() }).loose(), 'The publish answer') },
       );
       return { id: answer.id };
@@ -64,7 +64,7 @@ export function createNtfyClient(http: OutboundHttp) {
     async createToken(base: string, auth: NtfyAuth & { kind: 'basic' }, label: string, expires: number, target: OutboundTarget) {
       const answer = await http.request(
         target,
-        { method: 'POST', url: url(base, '/v1/account/token'), headers: authHeader(auth), json: { label, expires } },
+        { method: 'POST', url: joinUrl(base, '/v1/account/token'), headers: authHeader(auth), json: { label, expires } },
         { secrets: [auth.password], read: reader(z.object({ token: z.string().min(1) }).loose(), 'The token answer') },
       );
       return answer.token;

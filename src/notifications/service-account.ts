@@ -1,6 +1,7 @@
 // The cloud push service-account JSON (the modern FCM credential): its required structure, and
 // the signed JWT (RS256) exchanged at its token_uri for an OAuth2 access token.
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { urlProblem } from '../core/outbound-fields.js';
 
 const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';
 
@@ -28,6 +29,8 @@ export function parseServiceAccount(json: string): ServiceAccount {
   }
   if (!/^https?:\/\//i.test(o.token_uri as string) || !URL.canParse(o.token_uri as string))
     throw new Error('has a "token_uri" that is not an http(s) URL');
+  const tokenUriProblem = urlProblem(o.token_uri as string, { base: false });
+  if (tokenUriProblem) throw new Error(`has a "token_uri" that ${tokenUriProblem}`);
   let key: KeyObject;
   try {
     key = createPrivateKey(o.private_key as string);
