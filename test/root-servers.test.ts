@@ -396,6 +396,22 @@ describe('run_cmd', () => {
     expect(ctx.logText()).not.toContain(password);
   });
 
+  it.each([true, false])(
+    'an account whose sudo asks no password (sudo_user_no_password %s): `cat | rev` shows nothing of the password',
+    async (noPassword) => {
+      const user = TEST_USERS.sudoNoPassword;
+      const server = await confirmedServer({
+        username: user.name,
+        password: user.password,
+        sudo_user: true,
+        sudo_user_no_password: noPassword,
+      });
+      const job = await runJob(server.id, 'run_cmd', { cmd: 'id -un; cat | rev' });
+      expect(job.result).toMatchObject({ exit_code: 0 });
+      expect((await getServer(server.id)).cmd_output).toBe('root');
+    },
+  );
+
   it('output containing the server password is masked in cmd_output and the action log', async () => {
     const server = await confirmedServer(credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: `echo "pw is ${TEST_USERS.password.password}"` });

@@ -5,6 +5,7 @@
 // (backpressure, failure), sudo -n and sudo -S, and the host key check across a real host key change.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -258,21 +259,22 @@ describe('sudo', () => {
     });
   });
 
-  it('sudo -S with the password on stdin, never on the command line', async () => {
+  it('sudo -S with the password on stdin when sudo prompts, never on the command line', async () => {
     const user = TEST_USERS.sudoPassword;
     const t = target({ username: user.name, password: user.password, sudo: 'password' });
     await withConnection(t, async (c) => {
-      expect((await c.exec('id -un')).stdout).toBe('root\n');
-      // The command's own stdin follows the password line, and the password is not left on it.
+      // sudo's prompt and the start line are taken out of the output.
+      expect(await c.exec('id -un')).toMatchObject({ exitCode: 0, stdout: 'root\n', stderr: '' });
+      // The command's own stdin comes once sudo let it start, and the password is not left on it.
       expect((await c.exec('cat', { stdin: 'payload' })).stdout).toBe('payload');
       // Every process's command line while sudo runs: the password is in none of them.
       const ps = await c.exec('ps -eo args');
-      expect(ps.stdout).toContain('sudo -S -k -p  -- sh -c ps -eo args');
+      expect(ps.stdout).toMatch(/^\/usr\/bin\/sudo -S -k -p svc-sudo-prompt-[0-9a-f]{32}: -- \/bin\/sh -c /m);
       expect(ps.stdout).not.toContain(user.password);
     });
   });
 
-  it('sudo -S with a streamed stdin: the password line first, then the stream, byte for byte', async () => {
+  it('sudo -S with a streamed stdin: the stream once sudo let the command start, byte for byte', async () => {
     const user = TEST_USERS.sudoPassword;
     const t = target({ username: user.name, password: user.password, sudo: 'password' });
     const data = randomBytes(1024 * 1024);
@@ -290,6 +292,7 @@ describe('sudo', () => {
     expect(res.exitCode).toBe(1);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(/incorrect password|no password was provided/);
+    expect(res.stderr).not.toContain('svc-sudo-');
   });
 
   it('sudo -n for a user that needs a password fails, not hangs', async () => {
@@ -305,6 +308,60 @@ describe('sudo', () => {
     await withConnection(t, async (c) => {
       await expect(c.exec('id')).rejects.toMatchObject({ reason: 'sudo' });
     });
+  });
+});
+
+describe('the sudo password goes to sudo only', () => {
+  const planted = TEST_USERS.sudoPlanted;
+  const home = `/home/${planted.name}`;
+  /** Where the fake sudo programs below write what they were given. */
+  const stolen = (name: string) => readFile(path.join(home, name), 'utf8').catch(() => '');
+
+  it('an account whose sudo asks no password: nothing is written to the command’s stdin', async () => {
+    // The record says sudo needs the password, the server's sudoers says NOPASSWD: sudo never prompts.
+    const user = TEST_USERS.sudoNoPassword;
+    const t = target({ username: user.name, password: user.password, sudo: 'password' });
+    await withConnection(t, async (c) => {
+      const res = await c.exec('id -un; cat | rev');
+      expect(res).toMatchObject({ exitCode: 0, stdout: 'root\n' });
+      expect(res.stdout + res.stderr).not.toContain([...user.password].reverse().join(''));
+      // The command's own input still arrives, and only it.
+      expect((await c.exec('cat', { stdin: 'payload' })).stdout).toBe('payload');
+    });
+  });
+
+  it('a fake sudo planted through ~/.bashrc (a function, or first on PATH) never receives it; the real sudo runs', async () => {
+    // bash reads ~/.bashrc before running a command sshd hands it (Debian's bash does so when
+    // SSH_CLIENT is set). Each fake answers like sudo -S: prints the prompt it was given, reads a line.
+    const fake = (file: string) =>
+      `p=; while [ $# -gt 0 ]; do [ "$1" = -p ] && p=$2; shift; done; printf '%s' "$p" >&2; IFS= read -r pw; printf '%s\n' "$pw" >> ${home}/${file}`;
+    const bashrc = await readFile(path.join(home, '.bashrc'), 'utf8').catch(() => null);
+    await mkdir(path.join(home, 'bin'), { recursive: true });
+    await writeFile(path.join(home, 'bin', 'sudo'), `#!/bin/sh\n${fake('stolen-path')}\n`, { mode: 0o755 });
+    await writeFile(
+      path.join(home, '.bashrc'),
+      [
+        // Reads whatever arrives on stdin before the command starts.
+        `IFS= read -r -t 1 early && printf '%s\\n' "$early" >> ${home}/stolen-stdin`,
+        'PATH=$HOME/bin:$PATH',
+        `sudo() { ${fake('stolen-function')}; }`,
+        '',
+      ].join('\n'),
+    );
+    try {
+      const t = target({ username: planted.name, password: planted.password, sudo: 'password' });
+      await withConnection(t, async (c) => {
+        expect(await c.exec('id -un')).toMatchObject({ exitCode: 0, stdout: 'root\n' });
+        expect(await c.exec('id -un; cat', { stdin: 'payload' })).toMatchObject({ exitCode: 0, stdout: 'root\npayload' });
+      });
+      for (const file of ['stolen-function', 'stolen-path', 'stolen-stdin'])
+        expect(await stolen(file), file).not.toContain(planted.password);
+    } finally {
+      if (bashrc === null) await rm(path.join(home, '.bashrc'), { force: true });
+      else await writeFile(path.join(home, '.bashrc'), bashrc);
+      await rm(path.join(home, 'bin'), { recursive: true, force: true });
+      for (const file of ['stolen-function', 'stolen-path', 'stolen-stdin']) await rm(path.join(home, file), { force: true });
+    }
   });
 });
 

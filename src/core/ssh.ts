@@ -1,16 +1,17 @@
 // The one SSH client of the service (ssh2). Connects with a password or a private key (OpenSSH or
 // PEM; RSA, Ed25519, ECDSA), checks the host key (trust on first use: a changed key is refused),
 // and runs commands with a timeout, capped output, exit code and stderr, wrapped in sudo when the
-// target asks for it. The sudo password goes to `sudo -S` on stdin, never on the command line.
-// A command's stdin may be a stream (a deploy's tarball): piped with backpressure after the sudo
-// password line, destroyed when the command ends without reading it all, and a stream that fails
-// kills the command.
+// target asks for it. The sudo password goes to `sudo -S` on stdin, never on the command line, and
+// only when sudo prompts for it (sudo-handshake.ts). A command's stdin may be a stream (a deploy's
+// tarball): piped with backpressure once the command runs, destroyed when the command ends without
+// reading it all, and a stream that fails kills the command.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 // ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
 import ssh2, { type ClientChannel } from 'ssh2';
 import { SshError } from './ssh-error.js';
 import { usablePrivateKey } from './ssh-keys.js';
+import { sudoHandshake, type SudoHandshake } from './sudo-handshake.js';
 
 export type SudoMode = 'none' | 'nopasswd' | 'password';
 
@@ -39,7 +40,7 @@ export interface ExecOptions {
   /** Cap per stream (stdout, stderr); the rest is dropped and `truncated` set. */
   maxOutputBytes?: number;
   /**
-   * Written to the command's standard input (after the sudo password, if any). A stream is piped
+   * Written to the command's standard input once it runs (after sudo, if any). A stream is piped
    * at the pace the command reads it; when it fails, the command is killed (it never sees an end
    * of its input) and exec rejects with the stream's error.
    */
@@ -134,12 +135,21 @@ export function hostKeyChanged(target: SshTarget, presented: string): SshError {
   );
 }
 
+/**
+ * sudo by absolute path, started with `exec`: the login shell sshd runs the command line with has
+ * read the user's start-up files (bash reads ~/.bashrc for commands sent over SSH), and these may
+ * put another `sudo` first on PATH or define a function of that name. Under sudo the command runs
+ * in /bin/sh, which reads no start-up files, with sudo's clean environment.
+ */
+export const SUDO_PATH = '/usr/bin/sudo';
+
 /** The command line that runs `command` with the target's sudo mode. */
-function sudoCommand(command: string, mode: SudoMode): string {
+function sudoCommand(command: string, mode: SudoMode, handshake: SudoHandshake | null): string {
   if (mode === 'none') return command;
-  // -k: always read the password, so a cached sudo timestamp never leaves it on the command's stdin.
-  const sudo = mode === 'nopasswd' ? 'sudo -n' : "sudo -S -k -p ''";
-  return `${sudo} -- sh -c ${shellQuote(command)}`;
+  if (mode === 'nopasswd' || !handshake) return `exec ${SUDO_PATH} -n -- /bin/sh -c ${shellQuote(command)}`;
+  // -k: sudo checks the password every time (no cached ticket), so confirm proves it.
+  const startThenRun = `printf '%s\\n' ${handshake.started} >&2; exec /bin/sh -c "$1" sh`;
+  return `exec ${SUDO_PATH} -S -k -p ${handshake.prompt} -- /bin/sh -c ${shellQuote(startThenRun)} sh ${shellQuote(command)}`;
 }
 
 export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): Promise<SshConnection> {
@@ -188,7 +198,6 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
     if (mode === 'password' && !target.password) {
       return Promise.reject(new SshError('sudo', 'sudo needs the password of the user, but the root server has none'));
     }
-    const passwordLine = mode === 'password' ? `${target.password}\n` : '';
     const source = typeof o.stdin === 'object' ? o.stdin : null;
     const cap = o.maxOutputBytes ?? SSH_MAX_OUTPUT_BYTES;
     const timeoutMs = o.timeoutMs ?? SSH_COMMAND_TIMEOUT_MS;
@@ -232,7 +241,19 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
         finish();
       }, timeoutMs);
 
-      client.exec(sudoCommand(command, mode), (err, ch: ClientChannel) => {
+      let startInput = () => {};
+      let keepErr: (data: Buffer) => void = () => {};
+      const handshake =
+        mode === 'password'
+          ? sudoHandshake({
+              // Once: a second prompt means the password was refused, and sudo gets the end of its input.
+              onPrompt: (count) => (count === 1 ? channel?.write(`${target.password}\n`) : channel?.end()),
+              onStarted: () => startInput(),
+              onOutput: (data) => keepErr(data),
+            })
+          : null;
+
+      client.exec(sudoCommand(command, mode, handshake), (err, ch: ClientChannel) => {
         if (err) {
           clearTimeout(timer);
           pending.delete(reject);
@@ -259,12 +280,14 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           size[key] += part.length;
         };
         ch.on('data', keep(out, 'out'));
-        ch.stderr.on('data', keep(errOut, 'err'));
+        keepErr = keep(errOut, 'err');
+        ch.stderr.on('data', (data: Buffer) => (handshake ? handshake.feed(data) : keepErr(data)));
         ch.on('exit', (code: number | null, sig?: string) => {
           exitCode = code;
           signal = sig ?? null;
         });
         finish = () => {
+          handshake?.end();
           clearTimeout(timer);
           pending.delete(reject);
           if (sourceError) return reject(sourceError);
@@ -278,12 +301,15 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           });
         };
         ch.on('close', finish);
-        if (!source) return void ch.end(passwordLine + (typeof o.stdin === 'string' ? o.stdin : ''));
         // Writes racing the command's end fail here; the outcome is the exit status and 'close'.
         ch.on('error', () => {});
-        if (sourceError) return void killForSource(ch);
-        if (passwordLine) ch.write(passwordLine);
-        source.pipe(ch);
+        startInput = () => {
+          if (!source) return void ch.end(typeof o.stdin === 'string' ? o.stdin : '');
+          if (sourceError) return void killForSource(ch);
+          source.pipe(ch);
+        };
+        // Through sudo -S the input waits until sudo has let the command start.
+        if (!handshake) startInput();
       });
     }).finally(() => {
       // The command ended (or failed) before reading everything: stop producing (a download ends).
@@ -352,9 +378,4 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
       client.end();
     },
   };
-}
-
-/** Values that must be masked wherever command text or output is stored. */
-export function secretsOf(target: SshTarget): string[] {
-  return [target.password, target.privateKey].filter((s): s is string => !!s);
 }

@@ -3,8 +3,8 @@
 // `running` before it starts and completed when it ends.
 import type { AppContext } from '../context.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { secretsOf, type ExecOptions, type ExecResult } from '../core/ssh.js';
-import { connectRootServer, sshTargetOf } from './root-server-ssh.js';
+import type { ExecOptions, ExecResult } from '../core/ssh.js';
+import { connectRootServer, secretsOfServer, sshTargetOf } from './root-server-ssh.js';
 import { maskSecrets, startActionLog, writeActionLog } from '../core/action-log.js';
 
 export interface Audit {
@@ -38,7 +38,7 @@ export function formatResult(res: ExecResult, timeoutMs?: number, opts: { exitCo
 
 export async function openRemoteSession(ctx: Pick<AppContext, 'db' | 'box'>, server: RootServer, audit: Audit): Promise<RemoteSession> {
   const target = await sshTargetOf(ctx.box, server);
-  const secrets = [...secretsOf(target), await ctx.box.reveal(server.code_server_password), ...(audit.secrets ?? [])];
+  const secrets = [...(await secretsOfServer(ctx.box, server)), ...(audit.secrets ?? [])];
   const mask = (text: string) => maskSecrets(text, secrets);
   const row = {
     model_name: 'svc.root.server',

@@ -2,6 +2,7 @@
 // record's secrets decrypted, its sudo mode, and trust on first use of its host key.
 import type { Db } from '../core/db.js';
 import type { SecretBox } from '../core/crypto.js';
+import type { RootServer } from '../generated/prisma/client.js';
 import { connectSsh, hostKeyChanged, type ConnectOptions, type SshConnection, type SshTarget } from '../core/ssh.js';
 
 /** The fields of a root server record that connecting needs (secrets as stored, encrypted). */
@@ -24,10 +25,19 @@ export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): 
     username: server.username,
     password: await box.reveal(server.password),
     privateKey: await box.reveal(server.key),
-    // root needs no sudo (and `sudo -S` would leave the password on the command's stdin).
+    // root needs no sudo.
     sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
     knownHostKey: server.host_key,
   };
+}
+
+/** The server's secrets in clear, to mask wherever text from or about it is stored. */
+export async function secretsOfServer(
+  box: SecretBox,
+  server: Pick<RootServer, 'password' | 'key' | 'code_server_password'>,
+): Promise<string[]> {
+  const values = await Promise.all([server.password, server.key, server.code_server_password].map((v) => box.reveal(v)));
+  return values.filter((v): v is string => !!v);
 }
 
 /**

@@ -1,8 +1,8 @@
 // A real OpenSSH server for tests: Debian's /usr/sbin/sshd run in the foreground on 127.0.0.1 and a
 // free port, with its own host key, config and authorized keys in a temporary directory (never the
 // system's port 22 or config). The test users it logs in are real system accounts, created when
-// missing (tests run as root): a password user, a key user, a sudo NOPASSWD user and a sudo user
-// that needs its password (entries in /etc/sudoers.d). Fixed passwords: these accounts exist only
+// missing (tests run as root): a password user, a key user, a sudo NOPASSWD user and two sudo users
+// that need their password (entries in /etc/sudoers.d). Fixed passwords: these accounts exist only
 // for tests and only this loopback server lets them in (AllowUsers).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
@@ -29,6 +29,11 @@ export const TEST_USERS = {
   sudoNoPassword: { name: 'svc_t_sudo_np', password: 'Pw-svc-t-5b02d4' },
   /** May run any command with sudo after giving its password. */
   sudoPassword: { name: 'svc_t_sudo_pw', password: 'Pw-svc-t-8e4af0' },
+  /**
+   * As sudoPassword, for the one test file (test/ssh.test.ts) that plants fake sudo programs in its
+   * start-up files and PATH: no other test may rely on its home.
+   */
+  sudoPlanted: { name: 'svc_t_sudo_pl', password: 'Pw-svc-t-2d7c19' },
 } as const satisfies Record<string, TestUser>;
 
 /** A root server's login fields for the password user. */
@@ -136,7 +141,10 @@ async function createTestUsers(): Promise<void> {
     if (user.password) run('chpasswd', [], `${user.name}:${user.password}\n`);
     else run('usermod', ['-p', '*', user.name]);
   }
-  const sudoers = `${TEST_USERS.sudoNoPassword.name} ALL=(ALL) NOPASSWD: ALL\n` + `${TEST_USERS.sudoPassword.name} ALL=(ALL) ALL\n`;
+  const sudoers =
+    `${TEST_USERS.sudoNoPassword.name} ALL=(ALL) NOPASSWD: ALL\n` +
+    `${TEST_USERS.sudoPassword.name} ALL=(ALL) ALL\n` +
+    `${TEST_USERS.sudoPlanted.name} ALL=(ALL) ALL\n`;
   const file = '/etc/sudoers.d/svc-test-users';
   if (existsSync(file) && (await readFile(file, 'utf8')) === sudoers) return;
   // sudo ignores files whose name contains a dot, so the temporary file is never half-read.
