@@ -2,7 +2,9 @@
 //   <dir>/<name>                      the live path: a symlink to the current release
 //   <dir>/.releases/<name>/r-<seq>-<sha12>  one release per deploy; the newest few are kept
 // The commit's tree arrives on stdin as the git host's tarball (.tar.gz, one top-level directory),
-// streamed by the service: no git and no credential on the server. It is unpacked into a new
+// streamed by the service: no git and no credential on the server. The service reads its tar headers
+// on the way (tar-entries.ts) and stops it before any entry that would land outside the release
+// directory under --strip-components=1 (`top//etc/x` becomes `/etc/x`). It is unpacked into a new
 // release directory, checked (every .py compiled by py_compile, every .xml parsed, nothing but
 // files, directories and symlinks, in one python3 process), and only then is the live symlink replaced by rename(2), which is atomic: readers see
 // the old release or the new one, never a mix. A failed unpack or check removes the release and

@@ -18,7 +18,7 @@ import { formatResult, openRemoteSession } from '../servers/remote-session.js';
 import { DEPLOY_EXIT, deployScript, readDeployOutput } from './deploy-script.js';
 import { effectiveDeployPath } from './git-repository-service.js';
 import { checkCommitId, createGitHost } from './git-host.js';
-import { limitUnpacked } from './tarball-limit.js';
+import { checkTarball } from './tarball-check.js';
 
 const DEPLOY_TIMEOUT_MS = 15 * 60_000;
 
@@ -68,7 +68,7 @@ function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
         try {
           const limits = { maxBytes: ctx.config.GIT_DEPLOY_MAX_BYTES, timeoutMs: DEPLOY_TIMEOUT_MS };
           const download = await host.tarball(token, repo.name, commitId, ref, limits);
-          const tree = limitUnpacked(download.body, limits.maxBytes, `The tarball of ${commitId.slice(0, 12)}`);
+          const tree = checkTarball(download.body, limits.maxBytes, `The tarball of ${commitId.slice(0, 12)}`);
           try {
             res = await session.run(script, {
               stdin: tree,

@@ -8,8 +8,9 @@
 //   whose entries sit under `<owner>-<repo>-<sha7>/`, refuses any Authorization header (a client
 //   that carried the API token there would leak it) and unknown tokens.
 // Every request to either server is recorded. `repo()` creates a bare repository with a work tree to
-// commit from. A hostile host: `headSha` replaces the sha the commits endpoint answers, and
-// `cutTarballAfter` ends the tarball's connection after that many bytes.
+// commit from. A hostile host: `headSha` replaces the sha the commits endpoint answers,
+// `cutTarballAfter` ends the tarball's connection after that many bytes, and `craftedTarballs`
+// serves the test's own bytes as a commit's tarball.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -45,6 +46,8 @@ export interface FakeGitHost {
   headSha: string | null;
   /** When set, the tarball's connection is cut after this many bytes. */
   cutTarballAfter: number | null;
+  /** sha → the .tar.gz served for it instead of the `git archive` of the commit. */
+  craftedTarballs: Map<string, Buffer>;
   /** The short-lived download tokens handed out in redirects so far. */
   downloadTokens: string[];
   repo(name: string): Promise<TestRepo>;
@@ -94,6 +97,7 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
     rateLimited: false,
     headSha: null,
     cutTarballAfter: null,
+    craftedTarballs: new Map(),
     downloadTokens: [],
     async repo(name) {
       await mkdir(path.dirname(bare(name)), { recursive: true });
@@ -202,6 +206,8 @@ export async function startFakeGitHost(token: string): Promise<FakeGitHost> {
     }
     const filename = archivePrefix(grant.repo, grant.sha).slice(0, -1);
     res.writeHead(200, { 'content-type': 'application/x-gzip', 'content-disposition': `attachment; filename=${filename}.tar.gz` });
+    const crafted = host.craftedTarballs.get(grant.sha);
+    if (crafted) return void res.end(crafted);
     const child = spawn('git', archiveArgs(bare(grant.repo), grant.repo, grant.sha), { stdio: ['ignore', 'pipe', 'ignore'] });
     return new Promise<void>((resolve) => {
       let sent = 0;
