@@ -257,6 +257,28 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect(logs).not.toContain(hook.config.secret);
   });
 
+  it('the inbound URL is the webhook’s secret: the action log a user reads masks its token; the host gets it whole', async () => {
+    const { id, record } = await linked();
+    const hook = [...host.hooks.values()].find((h) => h.repo === record.name)!;
+    const hookToken = hook.config.url.split('/').at(-1)!;
+    expect(hookToken).toMatch(/^[0-9a-f]{64}$/);
+    // Registered whole: the push still reaches this service.
+    const registered = host.server.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${record.name}/hooks`).at(-1)!;
+    expect(JSON.parse(registered.body).config.url).toBe(record.webhook_url);
+    expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
+
+    // A user (the lowest group) reads the repository's action log: the call is there, its token not.
+    const res = await request(app, as.user, {
+      method: 'GET',
+      url: `/api/v1/action-logs?model_name=svc.saas.git.repository&rec_id=${id}&limit=100`,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const call = res.json().items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${host.url}/repos/${record.name}/hooks`));
+    expect(call.input_text).toContain('http://svc.test/svc/webhook/********');
+    expect(res.body).not.toContain(hookToken);
+    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(hookToken);
+  });
+
   it('delete_git_webhook removes it at the host and here (its URL stops working), back to draft; then the repository can be deleted', async () => {
     const { id, record } = await linked();
     const hookId = Number(record.webhook_id);

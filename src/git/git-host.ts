@@ -8,6 +8,7 @@ import { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { createOutboundHttp, OutboundError, type Download, type OutboundTarget } from '../core/outbound-http.js';
+import { webhookUrl } from '../webhooks/webhook-token.js';
 
 /** A commit id: SHA-1 or SHA-256, lower-case hex, as git hosts write them. */
 const COMMIT_ID = /^[0-9a-f]{40,64}$/;
@@ -61,12 +62,13 @@ function gitHostError(err: unknown, what: string, repoName: string): Error {
 export function createGitHost(ctx: Pick<AppContext, 'db' | 'config'>) {
   const http = createOutboundHttp(ctx);
 
-  function client(token: string, target: OutboundTarget) {
+  /** `secrets`: further values the call's action-log row must not hold. */
+  function client(token: string, target: OutboundTarget, secrets: string[] = []) {
     return new Octokit({
       auth: token,
       baseUrl: ctx.config.GIT_API_URL,
       userAgent: 'svc',
-      request: { fetch: http.fetchFor(target, { secrets: [token] }) },
+      request: { fetch: http.fetchFor(target, { secrets: [token, ...secrets] }) },
       log: { debug() {}, info() {}, warn() {}, error() {} },
     });
   }
@@ -80,15 +82,26 @@ export function createGitHost(ctx: Pick<AppContext, 'db' | 'config'>) {
   }
 
   return {
-    /** Registers a push webhook (JSON, with a secret); answers the host's hook id. */
-    async createPushHook(token: string, repoName: string, hook: { url: string; secret: string }, target: OutboundTarget): Promise<string> {
+    /**
+     * Registers a push webhook (JSON, signed with `secret`) calling the inbound webhook of `token`;
+     * answers the host's hook id. The URL's token is the inbound webhook's secret, which only
+     * administrators may see: the action log (which every user reads) keeps the URL with the token
+     * masked, in the request and in the host's answer that repeats it.
+     */
+    async createPushHook(
+      token: string,
+      repoName: string,
+      hook: { token: string; secret: string },
+      target: OutboundTarget,
+    ): Promise<string> {
+      const url = webhookUrl(ctx.config.BASE_URL, hook.token);
       const res = await call('Registering the webhook failed', repoName, () =>
-        client(token, target).rest.repos.createWebhook({
+        client(token, target, [hook.token, hook.secret]).rest.repos.createWebhook({
           ...ownerAndRepo(repoName),
           name: 'web',
           active: true,
           events: ['push'],
-          config: { url: hook.url, content_type: 'json', secret: hook.secret, insecure_ssl: '0' },
+          config: { url, content_type: 'json', secret: hook.secret, insecure_ssl: '0' },
         }),
       );
       return String(res.data.id);

@@ -160,8 +160,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 
 
       const hookToken = newWebhookToken();
       const secret = randomBytes(32).toString('hex');
-      const url = webhookUrl(config.BASE_URL, hookToken);
-      const hookId = await host.createPushHook(token, repo.name, { url, secret }, target(id, author));
+      const hookId = await host.createPushHook(token, repo.name, { token: hookToken, secret }, target(id, author));
 
       try {
         await db.$transaction(async (tx) => {
