@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createRecordService } from '../src/core/records.js';
-import { writeActionLog } from '../src/core/action-log.js';
+import { startActionLog, writeActionLog } from '../src/core/action-log.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { callers, request, type Caller } from './helpers/api.js';
 import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
@@ -128,5 +128,39 @@ describe('action log', () => {
     expect(byType.json().items.map((i: { model_name: string }) => i.model_name)).toEqual(['svc.saas.backup.server']);
     const badType = await request(app, as.user, { method: 'GET', url: '/api/v1/action-logs?action_type=nope' });
     expect(badType.statusCode).toBe(400);
+  });
+
+  it('stores output holding NUL with U+FFFD in its place', async () => {
+    const row = await writeActionLog(ctx.db, {
+      model_name: 'svc.root.server',
+      rec_id: 10,
+      action_type: 'ssh_command',
+      input_text: 'printf "a\\0b"',
+      output_text: 'a\0b',
+    });
+    expect(row.output_text).toBe('a\uFFFDb');
+    const step = await startActionLog(ctx.db, { model_name: 'svc.root.server', rec_id: 10, action_type: 'ssh_command', input_text: 'x' });
+    await step.finish('success', 'c\0d');
+    expect(await ctx.db.actionLog.findUniqueOrThrow({ where: { id: step.id } })).toMatchObject({
+      status: 'success',
+      output_text: 'c\uFFFDd',
+    });
+  });
+
+  it('a step whose output the database refuses is still finished, saying so', async () => {
+    // A real refusal by PostgreSQL, for this test's database only.
+    await ctx.db.$executeRawUnsafe(
+      "ALTER TABLE action_logs ADD CONSTRAINT test_refuses_output CHECK (output_text NOT LIKE '%refused-by-the-test%')",
+    );
+    try {
+      const step = await startActionLog(ctx.db, { model_name: 'svc.root.server', rec_id: 11, action_type: 'ssh_command', input_text: 'x' });
+      await step.finish('failure', 'refused-by-the-test');
+      expect(await ctx.db.actionLog.findUniqueOrThrow({ where: { id: step.id } })).toMatchObject({
+        status: 'failure',
+        output_text: '[output not stored: the database refused it]',
+      });
+    } finally {
+      await ctx.db.$executeRawUnsafe('ALTER TABLE action_logs DROP CONSTRAINT test_refuses_output');
+    }
   });
 });

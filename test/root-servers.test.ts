@@ -412,6 +412,37 @@ describe('run_cmd', () => {
     },
   );
 
+  it('output holding NUL bytes is stored with U+FFFD in their place: job, cmd_output and action log complete', async () => {
+    const server = await confirmedServer(credentials.password());
+    const job = await runJob(server.id, 'run_cmd', { cmd: 'printf "a\\0b\\n"; printf "c\\0" >&2' });
+    expect(job).toMatchObject({ state: 'completed', result: { exit_code: 0 } });
+    expect(job.progress.output_tail).toContain('a\uFFFDb\n');
+    expect(await getServer(server.id)).toMatchObject({ cmd_output: 'a\uFFFDb\n[stderr]\nc\uFFFD', cmd_exit_code: 0 });
+    const log = (await actionLogs(server.id)).find((l) => l.job_id === job.id);
+    expect(log).toMatchObject({ status: 'success', output_text: 'a\uFFFDb\n[stderr]\nc\uFFFD\n[exit code 0]' });
+  });
+
+  it('a command that ran but whose output could not be stored says so, not "[not run]"', async () => {
+    const server = await confirmedServer(credentials.password());
+    // A real refusal by PostgreSQL, for this test's database only.
+    await ctx.db.$executeRawUnsafe(
+      "ALTER TABLE root_servers ADD CONSTRAINT test_refuses_output CHECK (cmd_output NOT LIKE '%refused-by-the-test%')",
+    );
+    try {
+      const job = await runJob(server.id, 'run_cmd', { cmd: 'echo refused-by-the-test' });
+      expect(job.state).toBe('failed');
+      expect(job.error).toBe('The command ran (exit code 0), but its output could not be stored');
+      expect(await getServer(server.id)).toMatchObject({
+        cmd_output: '[output not stored] The command ran (exit code 0), but its output could not be stored',
+        cmd_exit_code: 0,
+      });
+      const log = (await actionLogs(server.id)).find((l) => l.job_id === job.id);
+      expect(log).toMatchObject({ status: 'success', output_text: 'refused-by-the-test\n[exit code 0]' });
+    } finally {
+      await ctx.db.$executeRawUnsafe('ALTER TABLE root_servers DROP CONSTRAINT test_refuses_output');
+    }
+  });
+
   it('output containing the server password is masked in cmd_output and the action log', async () => {
     const server = await confirmedServer(credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: `echo "pw is ${TEST_USERS.password.password}"` });
@@ -521,6 +552,23 @@ describe('code editor', () => {
       expect(audit).not.toContain(JSON.stringify(password).slice(1, -1));
     }
     expect((await runJob(server.id, 'remove_code_server')).state).toBe('completed');
+  });
+
+  it('a failed install whose output holds NUL bytes fails with that output (U+FFFD in their place) and alerts the chatter', async () => {
+    const configured = ctx.config.CODE_SERVER_INSTALL_CMD;
+    ctx.config.CODE_SERVER_INSTALL_CMD = 'printf "download\\0failed\\n"';
+    try {
+      const server = await confirmedServer({ ...credentials.key(), code_server_password: CODE_SERVER_PASSWORD });
+      const job = await runJob(server.id, 'install_code_server');
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatch(/^code-server is not installed after the install command .*: download\uFFFDfailed$/);
+      const alert = await ctx.db.message.findFirst({
+        where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
+      });
+      expect(alert!.body).toBe(`install_code_server failed: ${job.error}`);
+    } finally {
+      ctx.config.CODE_SERVER_INSTALL_CMD = configured;
+    }
   });
 
   it('with no internet the install fails visibly and the state stays not_installed', async () => {

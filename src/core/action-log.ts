@@ -1,5 +1,5 @@
 // The one way to write the audit log of remote actions (spec §2.12). Secrets passed in `secrets`
-// are masked in both texts before anything is stored.
+// are masked in both texts before anything is stored, and the texts made storable (no NUL).
 import type { Db, DbTx } from './db.js';
 import type { ActionStatus, ActionType } from '../generated/prisma/enums.js';
 import type { ModelName } from './models.js';
@@ -22,10 +22,19 @@ const MAX_TEXT = 256 * 1024;
 export const MASK = '********';
 
 /**
- * Masks secrets in text that came from elsewhere (command output, remote answers). Texts the
- * service composes never hold a secret in the first place (they are built with MASK); this is the
- * second line. Every length is masked, and so is the JSON-escaped form (a secret with `"` or `\`
- * quoted inside a config file or a JSON body).
+ * Text from elsewhere as PostgreSQL text can hold it: NUL (which it cannot) becomes U+FFFD, as bytes
+ * that are no UTF-8 already do when output is decoded; very long text is cut, saying how much.
+ */
+export function storableText(text: string): string {
+  const out = text.replaceAll('\0', '\uFFFD');
+  return out.length > MAX_TEXT ? `${out.slice(0, MAX_TEXT)}\n[truncated ${out.length - MAX_TEXT} characters]` : out;
+}
+
+/**
+ * Masks secrets in text that came from elsewhere (command output, remote answers), then makes it
+ * storable. Texts the service composes never hold a secret in the first place (they are built with
+ * MASK); this is the second line. Every length is masked, and so is the JSON-escaped form (a secret
+ * with `"` or `\` quoted inside a config file or a JSON body).
  */
 export function maskSecrets(text: string, secrets: readonly (string | null | undefined)[] = []): string {
   let out = text;
@@ -33,7 +42,7 @@ export function maskSecrets(text: string, secrets: readonly (string | null | und
     if (!secret) continue;
     for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join(MASK);
   }
-  return out.length > MAX_TEXT ? `${out.slice(0, MAX_TEXT)}\n[truncated ${out.length - MAX_TEXT} characters]` : out;
+  return storableText(out);
 }
 
 export function writeActionLog(tx: DbTx | Db, entry: ActionLogEntry) {
@@ -54,9 +63,14 @@ export function writeActionLog(tx: DbTx | Db, entry: ActionLogEntry) {
 /** A remote step whose row is already written with status `running`; finish() completes it. */
 export interface ActionLogStep {
   readonly id: number;
-  /** Writes how the step ended; `tx` makes it part of the caller's transaction. */
+  /**
+   * Writes how the step ended; `tx` makes it part of the caller's transaction. When the database
+   * refuses the output, the status is written with a line saying so: the row never stays `running`.
+   */
   finish(status: 'success' | 'failure', output_text: string, tx?: DbTx | Db): Promise<void>;
 }
+
+const OUTPUT_NOT_STORED = '[output not stored: the database refused it]';
 
 /**
  * Writes the row of a remote step before the step starts (status `running`), so a worker that dies
@@ -67,7 +81,14 @@ export async function startActionLog(db: DbTx | Db, entry: Omit<ActionLogEntry, 
   return {
     id: row.id,
     async finish(status, output_text, tx = db) {
-      await tx.actionLog.update({ where: { id: row.id }, data: { status, output_text: maskSecrets(output_text, entry.secrets) } });
+      const write = (text: string) => tx.actionLog.update({ where: { id: row.id }, data: { status, output_text: text } });
+      try {
+        await write(maskSecrets(output_text, entry.secrets));
+      } catch (err) {
+        // Inside a transaction the first failure has aborted it: nothing more can be written there.
+        if (tx !== db) throw err;
+        await write(OUTPUT_NOT_STORED).catch(() => Promise.reject(err));
+      }
     },
   };
 }

@@ -17,7 +17,7 @@ export interface Audit {
 export interface RemoteSession {
   /** Runs a command and writes it to the action log; `label` replaces the command text there. */
   run(command: string, opts?: ExecOptions & { label?: string }): Promise<ExecResult>;
-  /** Masks the server's secrets in a text meant for storage or display. */
+  /** Masks the server's secrets in a text meant for storage or display, and makes it storable (no NUL). */
   mask(text: string): string;
   close(): void;
 }

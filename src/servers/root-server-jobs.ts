@@ -14,6 +14,7 @@ import type { RootServer } from '../generated/prisma/client.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
 import { withOutputTail } from './output-tail.js';
 import { formatResult, openRemoteSession, type RemoteSession } from './remote-session.js';
+import type { ExecResult } from '../core/ssh.js';
 import {
   codeServerConfig,
   FIND_CODE_SERVER,
@@ -91,6 +92,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
   return {
     async root_server_run_cmd(payload, job) {
       const id = payload.root_server_id;
+      const outcome: { ran?: ExecResult } = {};
       try {
         return await withSession(payload, job, async (session) => {
           const jobId = publicJobId(job.queueName, job.id!);
@@ -101,6 +103,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
             session.mask,
             (onOutput) => session.run(payload.cmd, { timeoutMs: RUN_CMD_TIMEOUT_MS, onOutput }),
           );
+          outcome.ran = res;
           await ctx.db.rootServer.update({
             where: { id },
             data: { cmd_output: session.mask(formatResult(res, RUN_CMD_TIMEOUT_MS, { exitCode: false })), cmd_exit_code: res.exitCode },
@@ -108,6 +111,16 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           return { exit_code: res.exitCode, timed_out: res.timedOut, truncated: res.truncated };
         });
       } catch (err) {
+        const { ran } = outcome;
+        if (ran && !(err instanceof UserError)) {
+          // It ran, so "[not run]" would be false; the database's own error means nothing to the operator.
+          ctx.log.error({ err, root_server_id: id }, 'run_cmd: storing the output failed');
+          const message = `The command ran${ran.exitCode === null ? '' : ` (exit code ${ran.exitCode})`}, but its output could not be stored`;
+          await ctx.db.rootServer
+            .update({ where: { id }, data: { cmd_output: `[output not stored] ${message}`, cmd_exit_code: ran.exitCode } })
+            .catch(() => {});
+          throw new UserError(message);
+        }
         // No output to show: say why on the record.
         await ctx.db.rootServer
           .update({ where: { id }, data: { cmd_output: `[not run] ${(err as Error).message}`, cmd_exit_code: null } })
@@ -123,7 +136,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           const res = await session.run(setupDirStructureScript(base), { timeoutMs: SETUP_TIMEOUT_MS });
           if (res.exitCode !== 0) stepFailed(session, `Creating the directories under ${base} failed`, res);
           await setFields(payload.root_server_id, { dir_init_done: true }, payload.user_id);
-          return { base_path: base, directories: res.stdout.trim().split('\n') };
+          return { base_path: base, directories: session.mask(res.stdout).trim().split('\n') };
         });
       } catch (err) {
         await noteFailure(payload.root_server_id, 'setup_dir_structure', err);
@@ -162,7 +175,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           if (started.exitCode !== 0) stepFailed(session, 'code-server is installed but did not start', started);
           await setFields(server.id, { code_server_state: 'running' }, payload.user_id);
           await job.updateProgress({ step: 'done', percent: 100 });
-          return { code_server_state: 'running', binary: found.stdout.trim() };
+          return { code_server_state: 'running', binary: session.mask(found.stdout).trim() };
         });
       } catch (err) {
         await noteFailure(payload.root_server_id, 'install_code_server', err);
