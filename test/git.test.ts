@@ -273,7 +273,9 @@ describe('link_git_webhook and delete_git_webhook', () => {
       url: `/api/v1/action-logs?model_name=svc.saas.git.repository&rec_id=${id}&limit=100`,
     });
     expect(res.statusCode, res.body).toBe(200);
-    const call = res.json().items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${host.url}/repos/${record.name}/hooks`));
+    const call = res
+      .json()
+      .items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${host.url}/repos/${record.name}/hooks`));
     expect(call.input_text).toContain('http://svc.test/svc/webhook/********');
     expect(res.body).not.toContain(hookToken);
     expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(hookToken);
