@@ -130,6 +130,18 @@ describe('action log', () => {
     expect(badType.statusCode).toBe(400);
   });
 
+  it('masks whole values only, and no secret shorter than 4 characters', async () => {
+    const row = await writeActionLog(ctx.db, {
+      model_name: 'svc.root.server',
+      rec_id: 9,
+      action_type: 'ssh_command',
+      input_text: 'ping -c1 localhost',
+      output_text: 'loopback ok; hunter22 hunter22s',
+      secrets: ['k', 'ok', 'hunter22'],
+    });
+    expect(row).toMatchObject({ input_text: 'ping -c1 localhost', output_text: 'loopback ok; ******** hunter22s' });
+  });
+
   it('stores output holding NUL with U+FFFD in its place', async () => {
     const row = await writeActionLog(ctx.db, {
       model_name: 'svc.root.server',

@@ -443,6 +443,48 @@ describe('run_cmd', () => {
     }
   });
 
+  it('a stored secret typed into cmd is masked in cmd and its tracking, runs as typed, and the masked text is never run', async () => {
+    const pw = TEST_USERS.password.password;
+    const server = await confirmedServer(credentials.password());
+    const job = await runJob(server.id, 'run_cmd', { cmd: `printf %s '${pw}' | wc -c` });
+    expect(job.result.exit_code).toBe(0);
+    // The command ran with the secret itself (its length is printed); the stored text has the mask.
+    expect(await getServer(server.id)).toMatchObject({ cmd: "printf %s '********' | wc -c", cmd_output: String(pw.length) });
+
+    const url = `/api/v1/root-servers/${server.id}`;
+    const patched = await request(app, as.operator, { method: 'PATCH', url, payload: { cmd: `echo ${pw}; echo ${pw}x` } });
+    expect(patched.json().cmd).toBe(`echo ********; echo ${pw}x`);
+    const chatter = (await request(app, as.user, { method: 'GET', url: `${url}/messages` })).json();
+    const cmdValues = chatter.items.flatMap((m: { tracking_values: { field: string }[] }) =>
+      m.tracking_values.filter((t) => t.field === 'cmd'),
+    );
+    expect(cmdValues).toHaveLength(2);
+    expect(JSON.stringify(cmdValues)).not.toMatch(new RegExp(`${pw}(?!x)`));
+
+    // The stored text is no longer the command: running it would run the mask.
+    const jobsBefore = await ctx.queues.queue('ssh').getJobCounts();
+    const stored = await act(server.id, 'run_cmd');
+    expect(stored.statusCode).toBe(400);
+    expect(stored.json().error).toMatchObject({
+      code: 'user_error',
+      message: expect.stringMatching(/^The stored cmd holds a masked secret/),
+    });
+    expect(await ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
+  });
+
+  it('secrets shorter than 4 characters mask nothing; longer ones only as whole values', async () => {
+    const server = await confirmedServer({ ...credentials.password(), code_server_password: 'k' });
+    await runJob(server.id, 'run_cmd', { cmd: 'echo loopback k' });
+    expect(await getServer(server.id)).toMatchObject({ cmd: 'echo loopback k', cmd_output: 'loopback k' });
+    await request(app, as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/root-servers/${server.id}`,
+      payload: { code_server_password: 'Tok3n' },
+    });
+    await runJob(server.id, 'run_cmd', { cmd: 'echo xTok3n Tok3n_1 "Tok3n"' });
+    expect(await getServer(server.id)).toMatchObject({ cmd: 'echo xTok3n Tok3n_1 "********"', cmd_output: 'xTok3n Tok3n_1 ********' });
+  });
+
   it('output containing the server password is masked in cmd_output and the action log', async () => {
     const server = await confirmedServer(credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: `echo "pw is ${TEST_USERS.password.password}"` });
@@ -536,7 +578,7 @@ describe('code editor', () => {
   it('a password with quotes, backslashes or only two characters never reaches the action log, raw or JSON-escaped', async () => {
     const port = await freePort();
     const server = await confirmedServer({ ...credentials.password(), code_server_port: port });
-    for (const password of ['pa"ss\\word', 'q7']) {
+    for (const password of ['pa"ss\\word', '§7']) {
       await request(app, as.operator, {
         method: 'PATCH',
         url: `/api/v1/root-servers/${server.id}`,

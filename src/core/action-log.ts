@@ -13,13 +13,33 @@ export interface ActionLogEntry {
   status?: ActionStatus;
   user_id?: number | null;
   job_id?: string | null;
-  /** Values that must not be stored (passwords, tokens...): replaced by ******** wherever they appear. */
+  /** Values that must not be stored (passwords, tokens...): replaced by ******** as maskSecrets says. */
   secrets?: readonly (string | null | undefined)[];
 }
 
 const MAX_TEXT = 256 * 1024;
 /** What a secret is replaced with; also what texts the service writes itself show in its place. */
 export const MASK = '********';
+
+/**
+ * Secrets shorter than this are not masked: masks of one to three characters would turn ordinary
+ * text into masks (a secret "k" inside "loopback") and tell which short strings are secrets, while
+ * hiding little (such a secret is guessed at once).
+ */
+export const MIN_MASKED_LENGTH = 4;
+
+const WORD = /[\p{L}\p{N}_]/u;
+
+/**
+ * A secret as a whole value: not preceded (followed) by a letter, digit or `_` when it starts (ends)
+ * with one, so that it is never cut out of a longer word.
+ */
+function wholeValue(form: string): RegExp {
+  const escaped = form.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&');
+  const before = WORD.test(form[0]!) ? '(?<![\\p{L}\\p{N}_])' : '';
+  const after = WORD.test(form.at(-1)!) ? '(?![\\p{L}\\p{N}_])' : '';
+  return new RegExp(`${before}${escaped}${after}`, 'gu');
+}
 
 /**
  * Text from elsewhere as PostgreSQL text can hold it: NUL (which it cannot) becomes U+FFFD, as bytes
@@ -33,15 +53,19 @@ export function storableText(text: string): string {
 /**
  * Masks secrets in text that came from elsewhere (command output, remote answers), then makes it
  * storable. Texts the service composes never hold a secret in the first place (they are built with
- * MASK); this is the second line. Every length is masked, and so is the JSON-escaped form (a secret
- * with `"` or `\` quoted inside a config file or a JSON body).
+ * MASK); this is the second line. A secret is masked as a whole value (see wholeValue), and so is its
+ * JSON-escaped form (a secret with `"` or `\` quoted inside a config file or a JSON body); longer
+ * secrets first, so one holding another is masked whole. Masking compares values: whoever chooses
+ * the text (a command that prints a guess) learns whether the guess is a secret.
  */
 export function maskSecrets(text: string, secrets: readonly (string | null | undefined)[] = []): string {
-  let out = text;
+  const forms = new Set<string>();
   for (const secret of secrets) {
-    if (!secret) continue;
-    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join(MASK);
+    if (!secret || secret.length < MIN_MASKED_LENGTH) continue;
+    forms.add(secret).add(JSON.stringify(secret).slice(1, -1));
   }
+  let out = text;
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.replace(wholeValue(form), MASK);
   return storableText(out);
 }
 

@@ -7,7 +7,8 @@ import { createRecordService } from '../core/records.js';
 import { SshError } from '../core/ssh-error.js';
 import { usablePrivateKey } from '../core/ssh-keys.js';
 import type { Author } from '../core/chatter.js';
-import { writeActionLog } from '../core/action-log.js';
+import type { RootServer } from '../generated/prisma/client.js';
+import { MASK, maskSecrets, writeActionLog } from '../core/action-log.js';
 import { createMonitorService } from '../monitoring/monitor-service.js';
 import { latestMetrics } from '../monitoring/monitor-log-service.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
@@ -15,6 +16,7 @@ import type { RootServerOut } from './root-server-schemas.js';
 import { rootServerJobs } from './root-server-job-specs.js';
 import { rootServerModel } from './root-server-models.js';
 import { formatResult, openRemoteSession } from './remote-session.js';
+import { secretsOfServer } from './root-server-ssh.js';
 
 type Data = Record<string, unknown>;
 type Row = Data & { id: number };
@@ -50,6 +52,20 @@ function checkKey(data: Data) {
 export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'redis'>) {
   const records = createRecordService(ctx, rootServerModel);
   const monitor = createMonitorService(ctx);
+
+  /**
+   * `cmd` as it is stored: the server's secrets typed into it (those stored, and those `sent` in the
+   * same request) are masked, for the field is shown to every reader and tracked in the chatter.
+   */
+  async function cmdAsStored(cmd: string, server: RootServer | null, sent: Data = {}): Promise<string> {
+    const typed = [sent.password, sent.key, sent.code_server_password].filter((v): v is string => typeof v === 'string');
+    const stored = server ? await secretsOfServer(ctx.box, server) : [];
+    return maskSecrets(cmd, [...typed, ...stored]);
+  }
+
+  async function withCmdMasked(data: Data, server: RootServer | null): Promise<Data> {
+    return typeof data.cmd === 'string' ? { ...data, cmd: await cmdAsStored(data.cmd, server, data) } : data;
+  }
 
   async function withMetrics(rows: Data[]): Promise<RootServerOut[]> {
     const latest = await latestMetrics(
@@ -93,9 +109,14 @@ export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
     const server = await confirmedServer(id, tx);
     const command = cmd ?? server.cmd?.trim();
     if (!command) throw new UserError('No command: send {"cmd": "..."} or set cmd on the root server');
-    if (cmd !== undefined && cmd !== server.cmd) {
-      if (tx) await updateRootServer(tx, id, { cmd }, author);
-      else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd }, author));
+    // The job runs the command as typed; the field keeps it with the secrets masked, so that text is no command.
+    if (cmd === undefined && command.includes(MASK)) {
+      throw new UserError(`The stored cmd holds a masked secret (${MASK}), not the command as typed: send it again with {"cmd": "..."}`);
+    }
+    const stored = cmd === undefined ? undefined : await cmdAsStored(cmd, server);
+    if (stored !== undefined && stored !== server.cmd) {
+      if (tx) await updateRootServer(tx, id, { cmd: stored }, author);
+      else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd: stored }, author));
     }
     return () => ctx.queues.enqueue(rootServerJobs.root_server_run_cmd, { root_server_id: id, cmd: command, user_id: author?.id ?? null });
   }
@@ -121,13 +142,13 @@ export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
 
     async create(data: Data, author: Author | null) {
       checkKey(data);
-      return (await withMetrics([await records.create(data, author)]))[0]!;
+      return (await withMetrics([await records.create(await withCmdMasked(data, null), author)]))[0]!;
     },
 
     async update(id: number, data: Data, author: Author | null) {
       checkKey(data);
       const before = await loadRootServer(ctx.db, id);
-      const after = await records.update(id, data, author);
+      const after = await records.update(id, await withCmdMasked(data, before), author);
       if (after.monitoring_enabled && after.monitor_update_interval !== before.monitor_update_interval) {
         await monitor.schedule({ id, monitor_update_interval: after.monitor_update_interval as string });
       }
