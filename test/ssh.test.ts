@@ -2,7 +2,9 @@
 // (test/helpers/sshd.ts) with real system users and sudoers entries: password and key logins in
 // every supported format, readable connection errors (wrong credentials, closed port, silent port,
 // unknown host), exit codes, stderr, output cap, command timeout, stdin as text or as a stream
-// (backpressure, failure), sudo -n and sudo -S, and the host key check across a real host key change.
+// (backpressure, failure), sudo -n and sudo -S (the password only for sudo's own prompt: never on
+// the stdin of a NOPASSWD account's command, never to a fake sudo planted through ~/.bashrc or on
+// PATH), and the host key check across a real host key change.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
