@@ -15,12 +15,49 @@ export const SECRET_FIELD_NAMES = [
   'token',
 ];
 
-// Any letter case and repeated slashes reach the same route, so they are redacted alike.
-const WEBHOOK_PATH = /\/+svc\/+webhook\/+[^/?#\s]*/gi;
+/** Percent-decodes until nothing changes (`%252F` → `%2F` → `/`), byte by byte: a malformed sequence stays. */
+function percentDecoded(text: string): string {
+  let out = text;
+  for (let before = ''; out !== before; ) {
+    before = out;
+    out = out.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  }
+  return out;
+}
 
-/** Replaces the secret part of inbound webhook URLs: `/svc/webhook/<token>` → `/svc/webhook/[redacted]`. */
-export function redactUrl(url: string): string {
-  return url.replace(WEBHOOK_PATH, '/svc/webhook/[redacted]');
+/** Resolves `.` and `..` segments, as a normalising proxy or router may. */
+function withoutDotSegments(path: string): string {
+  const out: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '..') {
+      if (out.length > 1) out.pop();
+    } else if (segment !== '.') {
+      out.push(segment);
+    }
+  }
+  return out.join('/');
+}
+
+const WEBHOOK_PATH = /(^|\/)svc\/webhook(?=$|[/?#])/i;
+
+/**
+ * Redacts inbound webhook tokens in text (a request URL, an error message): each run without
+ * spaces that reaches `/svc/webhook` once percent-decoded (slashes and letters included, however
+ * often), with backslashes as slashes, repeated slashes collapsed and, or else, dot segments
+ * resolved, is cut after it: `/svc/webhook/[redacted]`. Other text stays as it was.
+ */
+export function redactUrl(text: string): string {
+  return text.replace(/\S+/g, (run) => {
+    // `(?<!:)`: a URL's `scheme://` stays readable.
+    const path = percentDecoded(run)
+      .replaceAll('\\', '/')
+      .replace(/(?<!:)\/{2,}/g, '/');
+    for (const form of [path, withoutDotSegments(path)]) {
+      const m = WEBHOOK_PATH.exec(form);
+      if (m) return `${form.slice(0, m.index)}/svc/webhook/[redacted]`;
+    }
+    return run;
+  });
 }
 
 /** A request URL as logged: webhook tokens redacted, query parameters named but without values. */
