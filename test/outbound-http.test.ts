@@ -39,6 +39,9 @@ beforeAll(async () => {
       case '/moved':
         res.writeHead(302, { location: '/echo' });
         return res.end();
+      case '/repos/acme/old-name/commits/main':
+        res.writeHead(301, { location: '/repos/acme/shop/commits/main', 'content-type': 'application/json' });
+        return res.end('{"message":"Moved Permanently"}');
       case '/repos/acme/shop/commits/main':
         return sendJson(res, 200, { sha: 'abc123', commit: { message: 'Fix', author: { name: 'Ann' } } });
       default:
@@ -194,6 +197,20 @@ describe('fetchFor (fetch-compatible, for Octokit)', () => {
     expect(log!.input_text).toContain(`GET ${remote.url}/repos/acme/shop/commits/main`);
     expect(log!.input_text).toContain('authorization: [redacted]');
     expect(log!.input_text + log!.output_text).not.toContain('ghp_octo_secret');
+  });
+
+  it('a redirect is a failure naming it, not followed (nor handed to Octokit as data)', async () => {
+    const t = target();
+    const octokit = new Octokit({ baseUrl: remote.url, auth: 'ghp_octo_secret', request: { fetch: http.fetchFor(t) } });
+    const before = remote.callsTo('/repos/acme/shop/commits/main').length;
+    const err = await octokit.rest.repos.getCommit({ owner: 'acme', repo: 'old-name', ref: 'main' }).catch((e) => e);
+    expect(err.cause).toBeInstanceOf(OutboundError);
+    expect(err.cause).toMatchObject({
+      reason: 'http_status',
+      message: `GET ${remote.url}/repos/acme/old-name/commits/main answered HTTP 301 (to ${remote.url}/repos/acme/shop/commits/main): redirects are not followed`,
+    });
+    expect(remote.callsTo('/repos/acme/shop/commits/main').length).toBe(before);
+    expect((await logsOf(t.rec_id))[0]).toMatchObject({ status: 'failure' });
   });
 
   it('rejects with OutboundError when there is no answer', async () => {

@@ -549,11 +549,19 @@ export function createOutboundHttp(deps: {
     /**
      * A fetch-compatible function for libraries that take one (Octokit: `request: { fetch }`).
      * Answers are fully read (bounded) before they are returned; failures reject with OutboundError.
-     * Redirects are not followed (a 3xx is returned as it is), as with request().
+     * Redirects are not followed: a 3xx fails with http_status naming its target (Octokit would
+     * take it for a successful answer and read its body as the resource).
      */
     fetchFor(target: OutboundTarget, opts: OutboundOptions = {}): typeof fetch {
       return async (input, init) => {
-        const res = await send<OutboundResponse>(target, buildRequest(input, init), opts);
+        const request = buildRequest(input, init);
+        const read = (res: OutboundResponse) => {
+          if (!isRedirect(res.status)) return res;
+          const location = res.headers.get('location') ?? '';
+          const to = URL.canParse(location, request.url) ? describeLocation(new URL(location, request.url)) : 'nowhere';
+          throw new OutboundError('http_status', `${res.label} answered HTTP ${res.status} (to ${to}): redirects are not followed`);
+        };
+        const res = await send(target, request, { ...opts, read });
         return new Response(NULL_BODY_STATUS.has(res.status) ? null : res.body, { status: res.status, headers: res.headers });
       };
     },
