@@ -2,7 +2,8 @@
 # What the tests and benches drive besides Node (run by `npm test` and the `bench:*` scripts):
 # PostgreSQL and Redis to talk to, and the programs the tests start themselves: OpenSSH's sshd
 # (a real SSH server per test file), sudo (sudo tests), Chromium (the trial pages in a browser),
-# git (a real git host for deploys), python3 (deploy validation on the "server"), openssl (TLS),
+# git (a real git host for deploys), python3 (deploy validation on the "server"; passlib to check
+# Odoo password hashes), openssl (TLS),
 # pg_dump/pg_restore (the tests' backup server dumps and restores real databases).
 # As root with apt (a fresh Debian machine, CI) missing packages are installed and stopped
 # services started with the machine's own commands; otherwise it stops at once and says how.
@@ -16,6 +17,8 @@ command -v sudo >/dev/null 2>&1 || missing+=(sudo)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# Debian's passlib (for /usr/bin/python3): the tests check Odoo password hashes the way Odoo does.
+/usr/bin/python3 -c 'import passlib' >/dev/null 2>&1 || missing+=(python3-passlib)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 { command -v pg_isready && command -v pg_dump; } >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)

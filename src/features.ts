@@ -17,6 +17,7 @@ import { backup } from './backup/index.js';
 import { notifications } from './notifications/index.js';
 import { partners } from './partners/index.js';
 import { databaseTemplates } from './database-templates/index.js';
+import { instances } from './instances/index.js';
 import { subscriptions } from './subscriptions/index.js';
 import { trial } from './trial/index.js';
 import { webhooks } from './webhooks/index.js';
@@ -37,6 +38,7 @@ export const FEATURES: readonly Feature[] = [
   notifications,
   partners,
   databaseTemplates,
+  instances,
   subscriptions,
   trial,
   webhooks,

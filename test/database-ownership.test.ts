@@ -10,6 +10,7 @@ import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
 import { act, canConnect, databaseRow, setupLifecycle } from './helpers/lifecycle.js';
 import { adminQuery, dropDatabase } from './helpers/pg.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
+import { fillOdooTemplate } from './helpers/odoo-template.js';
 
 const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '5000' } });
 let fx: Awaited<ReturnType<typeof setupLifecycle>>;
@@ -88,17 +89,19 @@ describe('a PostgreSQL server record holding subscription databases', () => {
       password: other.password,
     });
     expect(server.statusCode, server.body).toBe(201);
-    const client = new pg.Client({
+    const on = (database: string) => ({
       host: '127.0.0.1',
       port: other.port,
       user: other.user,
       password: other.password,
-      database: 'postgres',
+      database,
       ssl: { rejectUnauthorized: false },
     });
+    const client = new pg.Client(on('postgres'));
     await client.connect();
     await client.query('CREATE DATABASE bait_template');
     await client.end();
+    await fillOdooTemplate(on('bait_template'));
     const template = await post('/api/v1/database-templates', {
       name: 'bait',
       postgresql_server_id: server.json().id,

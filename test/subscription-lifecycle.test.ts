@@ -394,7 +394,8 @@ describe('restore', () => {
     expect(restored.result).toMatchObject({ backup_id: backup!.id });
     expect(JSON.parse(remote.callsTo('/svc/database/restore').at(-1)!.body)).toEqual({ db_name: sub.database_name, backup_id: backup!.id });
     const check = await connect(sub.database_name);
-    expect((await check.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'template company' }]);
+    // The company is named after the customer at deployment (the partner has no company name).
+    expect((await check.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'Jane Customer' }]);
     await check.end();
     expect((await messages(t, sub.id)).at(-1)!.body).toMatch(new RegExp(`restored from backup ${backup!.id}`));
 

@@ -263,22 +263,21 @@ describe('processing and deployment', () => {
     const deployed = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
     expect(deployed.state).toBe('running');
 
-    // The customer database really exists, as a copy of the template.
+    // The customer database really exists, as a copy of the template made the customer's.
     expect(await databaseExists(sub.database_name)).toBe(true);
     const client = new pg.Client({ connectionString: databaseUrl(sub.database_name) });
     await client.connect();
-    expect((await client.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'template company' }]);
+    expect((await client.query('SELECT name FROM res_company')).rows).toEqual([{ name: req.company_name }]);
     await client.end();
     await dropDatabase(sub.database_name);
 
     const log = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
-    expect(log.json().items).toEqual([
-      expect.objectContaining({
-        action_type: 'deployment',
-        status: 'success',
-        input_text: expect.stringContaining(`TEMPLATE "${templateDb}"`),
-      }),
-    ]);
+    // Newest first.
+    expect(log.json().items).toEqual(
+      ['svc.* config parameters', 'becomes', 'new identity of', `TEMPLATE "${templateDb}"`].map((step) =>
+        expect.objectContaining({ action_type: 'deployment', status: 'success', input_text: expect.stringContaining(step) }),
+      ),
+    );
     const subStates = (await messagesOf('subscriptions', sub.id))
       .flatMap((m) => m.tracking_values)
       .filter((t) => t.field === 'state')

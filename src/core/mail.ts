@@ -18,6 +18,13 @@ export interface MailMessage {
   subject: string;
   text: string;
   html: string;
+  /** Values told only to the recipient (a password): never in a log line or a copy kept elsewhere. */
+  secrets?: readonly string[];
+}
+
+/** The mail's text with its secrets replaced, for every copy but the one sent. */
+export function textWithoutSecrets(message: Pick<MailMessage, 'text' | 'secrets'>): string {
+  return (message.secrets ?? []).reduce((text, secret) => (secret ? text.replaceAll(secret, '********') : text), message.text);
 }
 
 export interface Mailer {
@@ -30,7 +37,7 @@ export function createMailer(smtpUrl: string | undefined, from: string, log: Log
   if (!smtpUrl) {
     return {
       async send(message) {
-        log.warn({ to: message.to, subject: message.subject, text: message.text }, 'SMTP_URL unset: mail logged, not sent');
+        log.warn({ to: message.to, subject: message.subject, text: textWithoutSecrets(message) }, 'SMTP_URL unset: mail logged, not sent');
       },
       close() {},
     };
@@ -43,7 +50,8 @@ export function createMailer(smtpUrl: string | undefined, from: string, log: Log
   } as object);
   return {
     async send(message) {
-      await transport.sendMail({ from, ...message });
+      const { secrets: _, ...mail } = message;
+      await transport.sendMail({ from, ...mail });
     },
     close() {
       transport.close();

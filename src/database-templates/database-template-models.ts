@@ -7,7 +7,7 @@ export const databaseTemplateModel = defineModel({
   resource: 'database-templates',
   readGroup: 'user',
   search: ['name', 'template_db_name'],
-  tracked: ['name', 'postgresql_server_id', 'template_db_name'],
+  tracked: ['name', 'postgresql_server_id', 'template_db_name', 'root_server_id'],
 });
 
 declare module '../core/models.js' {

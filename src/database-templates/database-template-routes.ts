@@ -1,8 +1,10 @@
 // REST: /api/v1/database-templates (read: user, write: operator). A template names a database on a
-// PostgreSQL server that customer databases are copied from (CREATE DATABASE ... TEMPLATE ...).
+// PostgreSQL server that customer databases are copied from (CREATE DATABASE ... TEMPLATE ...), and
+// optionally the Odoo host whose filestore holds its files; `check` tells whether it can be deployed.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { action, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { patchOf, queryId, refId, timestamp } from '../core/http/schemas.js';
 import { createDatabaseTemplateService } from './database-template-service.js';
@@ -13,6 +15,7 @@ const databaseTemplate = z.object({
   name: z.string(),
   postgresql_server_id: z.number(),
   template_db_name: z.string(),
+  root_server_id: z.number().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -22,22 +25,53 @@ const databaseTemplateCreate = z
     name: z.string().trim().min(1).max(200),
     postgresql_server_id: refId,
     // PostgreSQL identifiers are at most 63 bytes.
-    template_db_name: z.string().min(1).max(63).describe("Not postgres, template0, template1 or the service's own database"),
+    template_db_name: z
+      .string()
+      .min(1)
+      .max(63)
+      .describe("Not postgres, template0, template1, the service's own database or a svc_standby_ name"),
+    root_server_id: refId
+      .nullable()
+      .optional()
+      .describe('The Odoo host whose filestore (<ODOO_BASE_PATH>/data/filestore/<database>) holds the files of its databases'),
   })
   .strict()
-  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template' } });
+  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template', root_server_id: null } });
+
+const checkReport = z.object({
+  ok: z.literal(true),
+  template_db_name: z.string(),
+  size_bytes: z.number().describe('pg_database_size of the template'),
+  filestore: z.enum(['present', 'absent', 'no_root_server']).describe('The template filestore directory on the Odoo host'),
+});
 
 export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppContext) {
+  const service = createDatabaseTemplateService(ctx);
   registerCrud(app, {
     path: '/database-templates',
     model: databaseTemplateModel,
     tag: 'database-templates',
-    service: createDatabaseTemplateService(ctx),
+    service,
     output: databaseTemplate,
     create: databaseTemplateCreate,
     update: patchOf(databaseTemplateCreate),
-    filters: z.object({ postgresql_server_id: queryId.optional() }),
+    filters: z.object({ postgresql_server_id: queryId.optional(), root_server_id: queryId.optional() }),
     read: 'user',
     write: 'operator',
+  });
+
+  registerActions(app, {
+    path: '/database-templates',
+    tag: 'database-templates',
+    group: 'operator',
+    actions: {
+      check: action({
+        summary: 'Check that a template can be deployed',
+        description:
+          "Connects to the template database and checks that it is an ordinary database of the operator's with the Odoo tables and columns a deployment sets up (400 user_error naming every missing one), and whether its filestore directory exists on the Odoo host. Briefly holds a session on the template (a copy started meanwhile waits for it).",
+        response: checkReport,
+        run: ({ id, user }) => service.check(id, user.id),
+      }),
+    },
   });
 }

@@ -1,35 +1,66 @@
 // Database templates: the rules of their records. Customer databases are found on their template's
-// server, so that cannot change under them; a template never names PostgreSQL's own databases or
-// the service's own (the deployment checks the database itself again before copying it).
+// server and their files on its Odoo host, so neither can change under them; a template never names
+// PostgreSQL's own databases, the service's own or the standby pool's (the deployment checks the
+// database itself again before copying it).
 import type { AppContext } from '../context.js';
-import { ConflictError, ValidationError } from '../core/errors.js';
+import { startActionLog } from '../core/action-log.js';
+import type { DbTx } from '../core/db.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import { filestorePath } from '../instances/filestore.js';
+import { assertTemplateDatabase, onServer, serverWhere } from '../instances/instance-database.js';
+import { assertOdooDatabase } from '../instances/odoo-database.js';
+import { STANDBY_PREFIX } from '../instances/standby-pool.js';
 import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/database-identity.js';
+import { shellQuote } from '../core/ssh.js';
+import { openRemoteSession } from '../servers/remote-session.js';
+import { requireConfirmed } from '../servers/root-server-store.js';
 import { databaseTemplateModel } from './database-template-models.js';
 
 type Data = Record<string, unknown>;
 
-async function assertTemplateName(own: Promise<{ name: string }>, data: Data) {
-  const name = data.template_db_name;
-  if (typeof name !== 'string') return;
+const invalid = (field: string, message: string, why: string) => new ValidationError(`${field}: ${why}`, [{ field, message }]);
+
+/** The template's database name as it will be (the update's or the record's), with the root server it will have. */
+async function assertTemplateName(own: Promise<{ name: string }>, next: Data) {
+  const name = String(next.template_db_name);
   if (SYSTEM_DATABASES.includes(name) || name === (await own).name) {
-    throw new ValidationError(`${name} is never a template: it is PostgreSQL's own or the service's own database`, [
-      { field: 'template_db_name', message: "PostgreSQL's own or the service's own database" },
-    ]);
+    throw invalid('template_db_name', "PostgreSQL's own or the service's own database", `${name} is never a template`);
+  }
+  if (name.startsWith(STANDBY_PREFIX))
+    throw invalid('template_db_name', 'a standby database', `${STANDBY_PREFIX}… names are the standby pool's`);
+  if (next.root_server_id !== null && next.root_server_id !== undefined) {
+    try {
+      filestorePath('', name);
+    } catch {
+      throw invalid('template_db_name', 'not a directory name', `${name} cannot name a filestore directory (letters, digits, _ . - only)`);
+    }
   }
 }
 
-export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box'>) {
+/** Subscription databases (and standbys) made from the template: where they are may not change under them. */
+async function boundDatabases(tx: Pick<DbTx, 'subscription' | 'standbyDatabase'>, templateId: number) {
+  const [subscriptions, standbys] = await Promise.all([
+    tx.subscription.count({
+      where: { database_template_id: templateId, OR: [{ database_created_at: { not: null } }, { state: 'deploying' }] },
+    }),
+    tx.standbyDatabase.count({ where: { database_template_id: templateId } }),
+  ]);
+  return { subscriptions, standbys };
+}
+
+export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
   const own = () => ownDatabase(ctx.db);
   const records = createRecordService(ctx, databaseTemplateModel, {
     async prepareUpdate(tx, before, data) {
-      await assertTemplateName(own(), data);
-      if (!('postgresql_server_id' in data) || data.postgresql_server_id === before.postgresql_server_id) return undefined;
-      const bound = await tx.subscription.count({ where: { database_template_id: before.id, database_created_at: { not: null } } });
-      if (bound > 0) {
+      await assertTemplateName(own(), { ...before, ...data });
+      const moves = (['postgresql_server_id', 'root_server_id'] as const).filter((f) => f in data && data[f] !== before[f]);
+      if (moves.length === 0) return undefined;
+      const { subscriptions } = await boundDatabases(tx, before.id);
+      if (subscriptions > 0) {
         throw new ConflictError(
-          `${bound} subscription database(s) made from this template live on its PostgreSQL server: postgresql_server_id cannot change`,
-          { fields: [{ field: 'postgresql_server_id', message: 'subscription databases live on the current server' }] },
+          `${subscriptions} subscription database(s) made from this template live on its servers: ${moves.join(' and ')} cannot change`,
+          { fields: moves.map((field) => ({ field, message: 'subscription databases live on the current server' })) },
         );
       }
       return undefined;
@@ -44,13 +75,53 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box'
     },
     /** The template says where its subscriptions' databases are: it stays while any exists. */
     async remove(id: number) {
-      const bound = await ctx.db.subscription.count({
-        where: { database_template_id: id, OR: [{ database_created_at: { not: null } }, { state: 'deploying' }] },
-      });
-      if (bound > 0) {
-        throw new ConflictError(`${bound} subscription database(s) made from this template exist: drop them before deleting it`);
+      const { subscriptions } = await boundDatabases(ctx.db, id);
+      if (subscriptions > 0) {
+        throw new ConflictError(`${subscriptions} subscription database(s) made from this template exist: drop them before deleting it`);
       }
       return records.remove(id);
+    },
+
+    /** Whether the template can be deployed: its database (Odoo tables and columns) and its filestore directory. */
+    async check(id: number, userId: number | null) {
+      const template = await ctx.db.databaseTemplate.findUnique({ where: { id }, include: { postgresql_server: true, root_server: true } });
+      if (!template) throw new NotFoundError('Database template');
+      const server = template.postgresql_server;
+      const name = template.template_db_name;
+      const where = serverWhere(server);
+      const row = await startActionLog(ctx.db, {
+        model_name: 'svc.database.template',
+        rec_id: id,
+        action_type: 'database',
+        input_text: `check template ${name} on ${where}`,
+        user_id: userId,
+      });
+      try {
+        const size = await onServer(ctx.box, server, async (query) => {
+          await assertTemplateDatabase(ctx.db, query, name, where);
+          const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
+          return Number(rows[0]!.size);
+        });
+        await onServer(ctx.box, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
+        let filestore: 'present' | 'absent' | 'no_root_server' = 'no_root_server';
+        if (template.root_server) {
+          requireConfirmed(template.root_server);
+          const session = await openRemoteSession(ctx, template.root_server, { user_id: userId });
+          try {
+            const dir = shellQuote(filestorePath(ctx.config.ODOO_BASE_PATH, name));
+            const res = await session.run(`if [ -d ${dir} ]; then echo present; else echo absent; fi`);
+            filestore = res.stdout.trim() === 'present' ? 'present' : 'absent';
+          } finally {
+            session.close();
+          }
+        }
+        const report = { ok: true as const, template_db_name: name, size_bytes: size, filestore };
+        await row.finish('success', JSON.stringify(report));
+        return report;
+      } catch (err) {
+        await row.finish('failure', (err as Error).message);
+        throw err;
+      }
     },
   };
 }

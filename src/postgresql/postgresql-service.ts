@@ -22,16 +22,20 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'box'>) {
     async prepareUpdate(tx, before, _data, moved) {
       const fields = moved.filter((f) => f === 'ip' || f === 'port');
       if (fields.length === 0) return undefined;
-      const bound = await tx.subscription.count({
-        where: {
-          database_template: { postgresql_server_id: before.id },
-          OR: [{ database_created_at: { not: null } }, { state: 'deploying' }],
-        },
-      });
+      const bound =
+        (await tx.subscription.count({
+          where: {
+            database_template: { postgresql_server_id: before.id },
+            OR: [{ database_created_at: { not: null } }, { state: 'deploying' }],
+          },
+        })) + (await tx.standbyDatabase.count({ where: { postgresql_server_id: before.id } }));
       if (bound > 0) {
-        throw new ConflictError(`${bound} subscription database(s) live on this PostgreSQL server: ${fields.join(' and ')} cannot change`, {
-          fields: fields.map((field) => ({ field, message: 'subscription databases live on this server' })),
-        });
+        throw new ConflictError(
+          `${bound} subscription or standby database(s) live on this PostgreSQL server: ${fields.join(' and ')} cannot change`,
+          {
+            fields: fields.map((field) => ({ field, message: 'subscription databases live on this server' })),
+          },
+        );
       }
       return undefined;
     },

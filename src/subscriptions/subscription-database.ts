@@ -13,7 +13,8 @@ import type { Db, DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import type { Subscription } from '../generated/prisma/client.js';
-import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
+import { quoteIdent } from '../postgresql/postgresql-connection.js';
+import { LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/instance-database.js';
 import {
   clusterIdentifier,
   findDatabase,
@@ -31,10 +32,6 @@ const OPTIONS: Record<Connections, string> = {
   closed: 'ALLOW_CONNECTIONS false CONNECTION LIMIT 0',
   superusers: 'ALLOW_CONNECTIONS true CONNECTION LIMIT 0',
 };
-
-/** ALTER DATABASE runs under a subscription's row lock: it must be short. Dropping a large database takes longer. */
-const STATEMENT_TIMEOUT = '30s';
-const DROP_TIMEOUT = '15min';
 
 type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
@@ -69,31 +66,17 @@ export async function databaseLocation(db: Db | DbTx, sub: Sub) {
     : null;
   if (!template) throw new UserError(`Subscription ${sub.id} has no database template, so the server of its database is unknown`);
   const server = template.postgresql_server;
-  return { server, name: sub.database_name, where: `${server.username ?? 'postgres'}@${server.ip}:${server.port}` };
+  return { server, name: sub.database_name, where: serverWhere(server) };
 }
 
 type Location = Awaited<ReturnType<typeof databaseLocation>>;
 
 interface RemoteOptions {
   timeout?: string;
+  /** Connect to the customer's database itself rather than the server's `postgres`. */
+  inside?: boolean;
   /** The transaction that holds the subscription's row lock, when one does: writes to the row go through it. */
   tx?: DbTx;
-}
-
-/** Runs `work` on a connection to the server's `postgres` database; connection failures are UserErrors. */
-async function onServer<T>(deps: Deps, at: Location, work: (query: Query) => Promise<T>, timeout = STATEMENT_TIMEOUT) {
-  let client;
-  try {
-    ({ client } = await connectPostgresqlServer(deps.box, at.server));
-  } catch (err) {
-    throw new UserError(`Could not connect to PostgreSQL at ${at.where}: ${(err as Error).message}`);
-  }
-  try {
-    await client.query(`SET statement_timeout = '${timeout}'`);
-    return await work((sql, params) => client.query(sql, params));
-  } finally {
-    await client.end().catch(() => {});
-  }
 }
 
 /**
@@ -110,8 +93,8 @@ async function onOwnDatabase<T>(
   opts: RemoteOptions = {},
 ) {
   return onServer(
-    deps,
-    at,
+    deps.box,
+    at.server,
     async (query) => {
       const found = await findDatabase(query, at.name);
       const cluster = found?.systemIdentifier ?? (await clusterIdentifier(query));
@@ -132,7 +115,7 @@ async function onOwnDatabase<T>(
       }
       return work(query, found);
     },
-    opts.timeout,
+    { timeout: opts.timeout, database: opts.inside ? at.name : undefined },
   );
 }
 
@@ -258,33 +241,21 @@ export async function dropDatabase(deps: Deps, sub: Sub, who: Who): Promise<stri
       await query(statement);
       return `Database ${at.name} dropped on ${at.where}`;
     },
-    { timeout: DROP_TIMEOUT },
+    { timeout: LONG_STATEMENT_TIMEOUT },
   );
 }
 
-/**
- * Refuses a template that is not an ordinary database of the operator's: PostgreSQL's own, the
- * service's own, or a customer's database (a copy would hand one tenant's data to another).
- */
-export async function assertTemplateDatabase(db: Db, query: Query, name: string, where: string): Promise<void> {
-  if (SYSTEM_DATABASES.includes(name)) throw new UserError(`Template database ${name} is PostgreSQL's own: it is never a template`);
-  const found = await findDatabase(query, name);
-  if (!found) throw new UserError(`Template database ${name} does not exist on ${where}`);
-  if (sameDatabase(found, await ownDatabase(db)))
-    throw new UserError(`Template database ${name} on ${where} is the service's own database`);
-  const tenant = await db.subscription.findFirst({
-    where: { database_system_identifier: found.systemIdentifier, database_oid: found.oid },
-    select: { id: true },
-  });
-  if (tenant)
-    throw new UserError(
-      `Template database ${name} on ${where} is the database of subscription ${tenant.id}: a customer's database is never a template`,
-    );
-}
-
-/** The identity of the database just created, to record with the subscription. */
-export async function createdDatabase(query: Query, name: string) {
-  const found = await findDatabase(query, name);
-  if (!found) throw new UserError(`Database ${name} was not found after CREATE DATABASE`);
-  return { database_system_identifier: found.systemIdentifier, database_oid: found.oid };
+/** Runs `work` inside the subscription's own database (Odoo's tables), once it is known to be that one. */
+export async function onInstance<T>(deps: Deps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
+  const at = await databaseLocation(deps.db, sub);
+  return onOwnDatabase(
+    deps,
+    sub,
+    at,
+    (query, found) => {
+      if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
+      return work(query);
+    },
+    { inside: true, tx },
+  );
 }

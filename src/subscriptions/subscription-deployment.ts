@@ -1,39 +1,79 @@
-// Deployment of a subscription (DESIGN §6): the customer database is created on the template's
-// PostgreSQL server with CREATE DATABASE <database_name> TEMPLATE <template_db_name>. The state
-// goes deploying → running, or failed with the error in the chatter; both outcomes are written
-// to the action log, and a failure is also posted on the trial request(s) the subscription came from.
-// A trial that is running for the first time gets its trial_ready mail at once (and again from the
-// lifecycle run if the delivery failed). The job's progress names the step it is at
-// ({step: DeploymentStep}): a failed job's progress says where it stopped.
+// Deployment of a subscription: a customer instance, not just a copy of the template. The database
+// is a ready standby of the trial's package when there is one (renamed, so the trial is ready at
+// once), else a copy of the template (CREATE DATABASE ... TEMPLATE). Then, each a step of the job's
+// progress and of the action log: a new identity (a copy only; a standby has its own), the
+// customer's login with a password of its own, the package limits as config parameters, and the
+// filestore on the template's Odoo host. A deployment that fails removes what it made, so deploy
+// again starts clean; what a dead worker made is removed by the next attempt (the database's
+// identity is recorded the moment it exists). The state goes deploying → running (the trial_ready
+// mail tells the password, which is stored nowhere) or failed with the error in the chatter and on
+// the trial request(s) it came from.
 import type { AppContext } from '../context.js';
-import { UserError } from '../core/errors.js';
-import type { DbTx } from '../core/db.js';
-import { startActionLog, writeActionLog, type ActionLogStep } from '../core/action-log.js';
+import { startActionLog, writeActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, type Author, type RecordRef } from '../core/chatter.js';
-import { connectPostgresqlServer, quoteIdent } from '../postgresql/postgresql-connection.js';
+import type { DbTx } from '../core/db.js';
+import { UserError } from '../core/errors.js';
+import type { Partner, RootServer, Subscription } from '../generated/prisma/client.js';
+import { createFilestores } from '../instances/filestore.js';
+import {
+  copyTemplate,
+  dropMadeDatabase,
+  LONG_STATEMENT_TIMEOUT,
+  onServer,
+  renameMadeDatabase,
+  serverWhere,
+  type MadeDatabase,
+} from '../instances/instance-database.js';
+import { assertOdooDatabase, setAddressAndDate, setCustomerLogin, setIdentity, setPackageLimits } from '../instances/odoo-database.js';
+import { newPassword } from '../instances/odoo-password.js';
+import { quoteIdent } from '../postgresql/postgresql-connection.js';
+import { standbyHandedOver, standbyLost, takeStandby } from '../instances/standby-pool.js';
+import { standbyJobs } from '../instances/standby-job-specs.js';
 import { createLifecycleMail } from './subscription-mail.js';
-import { assertTemplateDatabase, createdDatabase } from './subscription-database.js';
-import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState } from './subscription-service.js';
+import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState, subscriptionUrl } from './subscription-service.js';
+import { queueInstanceSync } from './subscription-instance-sync.js';
 
 export interface DeploymentResult {
   subscription_id: number;
   database_name: string;
   template_db_name: string;
   postgresql_server_id: number;
+  /** The standby it took, or null for a copy of the template. */
+  standby: string | null;
 }
 
-export type DeploymentStep = 'connecting' | 'creating_database' | 'recording' | 'trial_ready_mail' | 'done';
+export type DeploymentStep =
+  | 'connecting'
+  | 'removing_leftovers'
+  | 'taking_standby'
+  | 'creating_database'
+  | 'identity'
+  | 'customer_login'
+  | 'package_limits'
+  | 'filestore'
+  | 'recording'
+  | 'trial_ready_mail'
+  | 'done';
 
-const CREATE_DATABASE_TIMEOUT = '15min';
+type Ctx = Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log' | 'queues'>;
+type Who = { userId: number | null; jobId: string | null };
+
+/** What a deployment made so far: removed again when it fails. */
+interface Made {
+  database: MadeDatabase | null;
+  filestoreOn: RootServer | null;
+}
 
 export async function deploySubscription(
-  ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>,
+  ctx: Ctx,
   subscriptionId: number,
-  who: { userId: number | null; jobId: string | null },
+  who: Who,
   report: (progress: { step: DeploymentStep }) => Promise<unknown> = async () => {},
 ): Promise<DeploymentResult> {
   const author = await authorOfUser(ctx.db, who.userId);
   const ref: RecordRef = { model_name: 'svc.subscription', rec_id: subscriptionId };
+  const filestores = createFilestores(ctx);
+  const audit = { user_id: who.userId, job_id: who.jobId };
 
   // Claim: only one deployment at a time, and only from a deployable state.
   const sub = await ctx.db.$transaction(async (tx) => {
@@ -44,38 +84,135 @@ export async function deploySubscription(
     });
   });
   const databaseName = sub.database_name!;
-  let statement = `CREATE DATABASE ${quoteIdent(databaseName)}`;
-  let step: ActionLogStep | null = null;
+  const made: Made = { database: null, filestoreOn: null };
+  let current = 'deployment';
 
-  try {
-    const template = sub.database_template_id
-      ? await ctx.db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { postgresql_server: true } })
-      : null;
-    if (!template) throw new UserError('The subscription has no database template to deploy from');
-    const server = template.postgresql_server;
-    statement = `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)}`;
-
-    // Written before the statement runs, so a worker that dies during the copy leaves a trace.
-    step = await startActionLog(ctx.db, {
+  /** One step: the job's progress, an action-log row written before it starts, its outcome. */
+  async function step<T>(name: DeploymentStep, input: string, work: () => Promise<T>, output: (r: T) => string = () => 'done') {
+    current = input;
+    await report({ step: name });
+    const row = await startActionLog(ctx.db, {
       ...ref,
       action_type: 'deployment',
-      input_text: `${statement} -- on ${server.ip}:${server.port}`,
+      input_text: input,
       user_id: who.userId,
       job_id: who.jobId,
     });
-    await report({ step: 'connecting' });
-    const { client } = await connectPostgresqlServer(ctx.box, server);
-    const query = (sql: string, params?: unknown[]) => client.query(sql, params);
-    let identity: Awaited<ReturnType<typeof createdDatabase>>;
     try {
-      await report({ step: 'creating_database' });
-      await assertTemplateDatabase(ctx.db, query, template.template_db_name, `${server.ip}:${server.port}`);
-      // Copying a large template takes longer than an ordinary statement may.
-      await client.query(`SET statement_timeout = '${CREATE_DATABASE_TIMEOUT}'`);
-      await client.query(statement);
-      identity = await createdDatabase(query, databaseName);
-    } finally {
-      await client.end().catch(() => {});
+      const result = await work();
+      await row.finish('success', output(result));
+      return result;
+    } catch (err) {
+      await row.finish('failure', (err as Error).message);
+      throw err;
+    }
+  }
+
+  /** The database exists: recorded at once, so that whatever happens next it is found and removed again. */
+  async function record(database: MadeDatabase) {
+    made.database = database;
+    await ctx.db.subscription.update({
+      where: { id: sub.id },
+      data: { database_system_identifier: database.systemIdentifier, database_oid: database.oid },
+    });
+  }
+
+  try {
+    await report({ step: 'connecting' });
+    const template = sub.database_template_id
+      ? await ctx.db.databaseTemplate.findUnique({
+          where: { id: sub.database_template_id },
+          include: { postgresql_server: true, root_server: true },
+        })
+      : null;
+    if (!template) throw new UserError('The subscription has no database template to deploy from');
+    const server = template.postgresql_server;
+    const where = serverWhere(server);
+    const partner = await ctx.db.partner.findUniqueOrThrow({ where: { id: sub.partner_id } });
+    const url = subscriptionUrl(ctx.config, { database_name: databaseName, database_dropped_at: null })!;
+
+    // An earlier attempt that died after making its database (the identity recorded, never running).
+    if (sub.database_oid !== null && sub.database_system_identifier) {
+      const leftover: MadeDatabase = { name: databaseName, systemIdentifier: sub.database_system_identifier, oid: sub.database_oid };
+      await step('removing_leftovers', `remove what an earlier attempt made: database ${databaseName} on ${where}`, async () => {
+        await onServer(ctx.box, server, (query) => dropMadeDatabase(query, leftover), { timeout: LONG_STATEMENT_TIMEOUT });
+        if (template.root_server) await filestores.remove(template.root_server, databaseName, audit);
+      });
+      await ctx.db.subscription.update({ where: { id: sub.id }, data: { database_system_identifier: null, database_oid: null } });
+    }
+
+    const packageId = sub.is_trial
+      ? ((await ctx.db.trialRequest.findFirst({ where: { subscription_id: sub.id }, select: { trial_package_id: true } }))
+          ?.trial_package_id ?? null)
+      : null;
+    const standby = packageId ? await takeStandby(ctx.db, packageId, template.id) : null;
+
+    if (standby) {
+      const from: MadeDatabase = { name: standby.database_name, systemIdentifier: standby.system_identifier!, oid: standby.oid! };
+      try {
+        await step(
+          'taking_standby',
+          `ALTER DATABASE ${quoteIdent(from.name)} RENAME TO ${quoteIdent(databaseName)} -- standby, on ${where}`,
+          async () => {
+            await record(await onServer(ctx.box, server, (query) => renameMadeDatabase(query, from, databaseName)));
+            if (standby.root_server) {
+              await filestores.rename(standby.root_server, standby.database_name, databaseName, audit);
+              made.filestoreOn = standby.root_server;
+            }
+          },
+        );
+      } catch (err) {
+        await standbyLost(ctx.db, standby.id, `taking it for subscription ${sub.id} failed: ${(err as Error).message}`);
+        throw err;
+      }
+      await standbyHandedOver(ctx.db, standby.id);
+    } else {
+      await step(
+        'creating_database',
+        `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${where}`,
+        async () =>
+          record(
+            await onServer(ctx.box, server, (query) => copyTemplate(ctx.db, query, template.template_db_name, databaseName, where), {
+              timeout: LONG_STATEMENT_TIMEOUT,
+            }),
+          ),
+        () => 'Database created',
+      );
+    }
+    // Another deployment may take the next standby now; the pool makes a new one.
+    if (standby) await ctx.queues.enqueue(standbyJobs.maintain_standby_pool, { user_id: null }).catch(() => {});
+
+    const password = newPassword();
+    const limitsReadAt = new Date();
+    await onServer(
+      ctx.box,
+      server,
+      async (query) => {
+        await step('identity', identityText(databaseName, url, standby !== null), async () => {
+          await assertOdooDatabase(query, `Database ${databaseName} (from template ${template.template_db_name})`);
+          await (standby ? setAddressAndDate(query, url) : setIdentity(query, { url }));
+        });
+        await step('customer_login', `the administrator of ${databaseName} becomes ${partner.email}, with a new password`, () =>
+          setCustomerLogin(query, customerOf(partner, password)),
+        );
+        const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+        await step('package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
+      },
+      { database: databaseName },
+    );
+
+    if (!standby && template.root_server) {
+      const root = template.root_server;
+      await step(
+        'filestore',
+        `filestore of ${databaseName} from ${template.template_db_name} on root server ${root.id}`,
+        async () => {
+          const out = await filestores.copy(root, template.template_db_name, databaseName, audit);
+          made.filestoreOn = root;
+          return out;
+        },
+        (out) => out,
+      );
     }
 
     const result: DeploymentResult = {
@@ -83,50 +220,58 @@ export async function deploySubscription(
       database_name: databaseName,
       template_db_name: template.template_db_name,
       postgresql_server_id: server.id,
+      standby: standby?.database_name ?? null,
     };
     await report({ step: 'recording' });
-    await ctx.db.$transaction(async (tx) => {
+    const running = await ctx.db.$transaction(async (tx) => {
+      const before = await lockSubscription(tx, sub.id);
+      // A change of the package fields after they were written stays pending (and is written next).
+      const pending =
+        before.instance_sync_pending_at && before.instance_sync_pending_at > limitsReadAt ? before.instance_sync_pending_at : null;
       // A database made again (after a drop) starts open and unsuspended.
-      await setSubscriptionState(tx, await lockSubscription(tx, sub.id), 'running', author, {
+      const after = await setSubscriptionState(tx, before, 'running', author, {
         database_dropped_at: null,
         database_created_at: new Date(),
-        ...identity,
         suspended_at: null,
         suspend_reason: null,
+        instance_sync_pending_at: pending,
       });
+      const how = standby ? `taken from standby ${standby.database_name}` : `created from template ${template.template_db_name}`;
       await postMessage(tx, {
         ...ref,
-        body: `Database ${databaseName} created from template ${template.template_db_name} on ${server.ip}:${server.port}.`,
+        body: `Database ${databaseName} ${how} on ${server.ip}:${server.port}.`,
         message_type: 'notification',
         author,
       });
-      await step!.finish('success', 'Database created', tx);
+      return after;
     });
-    // The deployment is done whatever the mail does (a failure is in the chatter, and retried).
+    if (running.instance_sync_pending_at) await queueInstanceSync(ctx, sub.id);
+    // The deployment is done whatever the mail does (a failure is in the chatter, and retried with a new password).
     await report({ step: 'trial_ready_mail' });
     await createLifecycleMail(ctx)
-      .sendDue({ subscriptionId: sub.id, mails: ['trial_ready'] })
+      .sendDue({ subscriptionId: sub.id, mails: ['trial_ready'], password })
       .catch((err) => ctx.log.warn({ err, subscription_id: sub.id }, 'trial_ready mail not sent'));
     await report({ step: 'done' });
     return result;
   } catch (err) {
     const message = (err as Error).message;
+    const removed = await removeMade(ctx, sub, made, audit);
     await ctx.db.$transaction(async (tx) => {
       await markDeploymentFailed(tx, sub.id, message, author);
       await postMessage(tx, {
         ...ref,
-        body: `Deployment failed: ${message}`,
+        body: `Deployment failed: ${message}${removed ? `\n${removed}` : ''}`,
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',
         author,
       });
-      if (step) await step.finish('failure', message, tx);
-      else {
+      // The step's own row says how it failed; a failure outside any step gets one.
+      if (current === 'deployment') {
         await writeActionLog(tx, {
           ...ref,
           action_type: 'deployment',
           status: 'failure',
-          input_text: statement,
+          input_text: `deploy ${databaseName}`,
           output_text: message,
           user_id: who.userId,
           job_id: who.jobId,
@@ -135,6 +280,46 @@ export async function deploySubscription(
     });
     throw err;
   }
+}
+
+function identityText(database: string, url: string, standby: boolean) {
+  return standby
+    ? `web.base.url = ${url} and a new database.create_date in ${database}`
+    : `new identity of ${database}: database.secret, database.uuid, database.create_date, web.base.url = ${url}; enterprise code and expiration removed`;
+}
+
+function customerOf(partner: Partner, password: string) {
+  return { email: partner.email, name: partner.name, companyName: partner.company_name || partner.name, password };
+}
+
+/** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
+async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit: { user_id: number | null; job_id: string | null }) {
+  const done: string[] = [];
+  if (made.database) {
+    const database = made.database;
+    try {
+      const template = await ctx.db.databaseTemplate.findUniqueOrThrow({
+        where: { id: sub.database_template_id! },
+        include: { postgresql_server: true },
+      });
+      await onServer(ctx.box, template.postgresql_server, (query) => dropMadeDatabase(query, database), {
+        timeout: LONG_STATEMENT_TIMEOUT,
+      });
+      await ctx.db.subscription.update({ where: { id: sub.id }, data: { database_system_identifier: null, database_oid: null } });
+      done.push(`Database ${database.name} it made was dropped.`);
+    } catch (err) {
+      done.push(`Database ${database.name} it made could not be dropped (${(err as Error).message}): deploy again removes it first.`);
+    }
+  }
+  if (made.filestoreOn) {
+    try {
+      await createFilestores(ctx).remove(made.filestoreOn, sub.database_name!, audit);
+      done.push('Its filestore was removed.');
+    } catch (err) {
+      done.push(`Its filestore could not be removed: ${(err as Error).message}`);
+    }
+  }
+  return done.join(' ');
 }
 
 /**

@@ -34,6 +34,13 @@ export const subscriptionJobs = defineJobs({
     key: (p) => String(p.subscription_id),
     afterCrash: 'interrupt',
   }),
+  // The package limits into the customer's instance (svc.* parameters) after a change.
+  sync_instance: job({
+    queue: 'lifecycle',
+    payload: z.object({ subscription_id: refId }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'rerun', // writes the current values again: idempotent
+  }),
   // Every 5 minutes (and on demand): reminders, expiry, drops after grace, mails due.
   trial_lifecycle: job({
     queue: 'lifecycle',

@@ -9,6 +9,7 @@ import { featureJobs } from '../feature.js';
 import { INTERRUPTED } from '../jobs/job-interruption.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
+import { syncInstance } from './subscription-instance-sync.js';
 import { runTrialLifecycle } from './subscription-lifecycle.js';
 import { createDatabaseOperations } from './subscription-operations.js';
 
@@ -29,6 +30,7 @@ export const subscriptionJobHandlers = featureJobs(
       backup_subscription: (payload, job) => operations.backup(payload.subscription_id, who(payload, job)),
       restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, who(payload, job)),
       drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, who(payload, job)),
+      sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
       trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, who(payload, job)),
     };
   },

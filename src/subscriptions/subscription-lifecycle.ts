@@ -6,6 +6,7 @@
 import type { AppContext } from '../context.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
+import { queueInstanceSync } from './subscription-instance-sync.js';
 import { createLifecycleMail, type MailRunResult } from './subscription-mail.js';
 import type { Who } from './subscription-database.js';
 import { createSuspensionService } from './subscription-suspension.js';
@@ -17,13 +18,20 @@ export interface LifecycleResult {
   suspended: number[];
   suspend_failed: { subscription_id: number; error: string }[];
   drops_queued: { subscription_id: number; job_id: string }[];
+  instance_syncs_queued: number[];
   mails: MailRunResult;
 }
 
 export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<LifecycleResult> {
   const { db } = ctx;
   const suspension = createSuspensionService(ctx);
-  const result: LifecycleResult = { suspended: [], suspend_failed: [], drops_queued: [], mails: { sent: 0, failed: [] } };
+  const result: LifecycleResult = {
+    suspended: [],
+    suspend_failed: [],
+    drops_queued: [],
+    instance_syncs_queued: [],
+    mails: { sent: 0, failed: [] },
+  };
 
   // 1. Expiry.
   const expired = await db.subscription.findMany({
@@ -79,7 +87,16 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
     }
   }
 
-  // 3. Mails (the expiry mails of step 1 included).
+  // 3. Package limits a change could not write into a running instance yet.
+  const pending = await db.subscription.findMany({
+    where: { state: 'running', instance_sync_pending_at: { not: null } },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  for (const { id } of pending) await queueInstanceSync(ctx, id);
+  result.instance_syncs_queued = pending.map((p) => p.id);
+
+  // 4. Mails (the expiry mails of step 1 included).
   result.mails = await createLifecycleMail(ctx).sendDue();
   return result;
 }

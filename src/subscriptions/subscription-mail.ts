@@ -7,9 +7,15 @@
 // the mail says. Sending claims the column with a conditional update, so two workers never send
 // one mail twice; a failed delivery empties it again (and says so in the chatter), so the next
 // lifecycle run sends it again while it is still true. Nothing here blocks a state change.
+// trial_ready tells the customer's login and password: the deployment's password when it sends the
+// mail at once, else (a mail sent again) a new one set in the instance first. The password is in
+// the mail sent and nowhere else: the chatter copy and any log line show ******** instead.
 import type { AppContext } from '../context.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
-import { renderMail, type MailMessage } from '../core/mail.js';
+import { renderMail, textWithoutSecrets, type MailMessage } from '../core/mail.js';
+import { newPassword } from '../instances/odoo-password.js';
+import { setCustomerPassword } from '../instances/odoo-database.js';
+import { onInstance } from './subscription-database.js';
 import type { Prisma, Settings, Subscription } from '../generated/prisma/client.js';
 import { subscriptionUrl } from './subscription-service.js';
 
@@ -58,13 +64,20 @@ export interface MailRunResult {
   failed: { subscription_id: number; mail: LifecycleMail; error: string }[];
 }
 
-export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>) {
+export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>) {
   const { db } = ctx;
 
-  function compose(mail: LifecycleMail, sub: Subscription & { partner: { name: string; email: string } }, settings: Settings): MailMessage {
+  function compose(
+    mail: LifecycleMail,
+    sub: Subscription & { partner: { name: string; email: string } },
+    settings: Settings,
+    password: string | null,
+  ): MailMessage {
     const trialEnd = sub.trial_end_date;
     const data = {
       name: sub.partner.name,
+      login: sub.partner.email,
+      password,
       subscriptionName: sub.name,
       url: subscriptionUrl(ctx.config, sub),
       trialEnd: trialEnd ? formatDate(trialEnd) : null,
@@ -79,11 +92,26 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
       trial_ending: `Your trial ends on ${data.trialEnd}`,
       trial_expired: 'Your trial has ended',
     }[mail];
-    return { to: sub.partner.email, subject, ...renderMail(mail, data) };
+    return { to: sub.partner.email, subject, ...renderMail(mail, data), secrets: password ? [password] : [] };
+  }
+
+  /** The password trial_ready tells: the deployment's, else a new one set in the instance now. */
+  async function passwordFor(sub: Subscription, given: string | undefined): Promise<string> {
+    if (given) return given;
+    const password = newPassword();
+    await onInstance(ctx, sub, (query) => setCustomerPassword(query, password));
+    return password;
   }
 
   /** Sends `mail` for one subscription if it is due and no one else claimed it; true when sent. */
-  async function sendOne(mail: LifecycleMail, id: number, due: Prisma.SubscriptionWhereInput, settings: Settings, result: MailRunResult) {
+  async function sendOne(
+    mail: LifecycleMail,
+    id: number,
+    due: Prisma.SubscriptionWhereInput,
+    settings: Settings,
+    result: MailRunResult,
+    givenPassword?: string,
+  ) {
     const column = SENT_COLUMN[mail];
     const claimedAt = new Date();
     const claimed = await db.subscription.updateMany({ where: { id, [column]: null, ...due }, data: { [column]: claimedAt } });
@@ -92,7 +120,8 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
     const ref = { model_name: 'svc.subscription' as const, rec_id: id };
     let message: MailMessage | null = null;
     try {
-      message = compose(mail, sub, settings);
+      const password = mail === 'trial_ready' ? await passwordFor(sub, givenPassword) : null;
+      message = compose(mail, sub, settings, password);
       await ctx.mailer.send(message);
     } catch (err) {
       const error = (err as Error).message;
@@ -109,7 +138,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
     }
     await postMessage(db, {
       ...ref,
-      body: `${message.subject}\n\nTo: ${message.to}\n\n${message.text}`,
+      body: `${message.subject}\n\nTo: ${message.to}\n\n${textWithoutSecrets(message)}`,
       message_type: 'email',
       subtype_xmlid: 'mail.mt_comment',
     });
@@ -118,7 +147,14 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
 
   return {
     /** Sends every due mail (of one subscription, or all), one claim at a time. */
-    async sendDue(opts: { subscriptionId?: number; mails?: readonly LifecycleMail[] } = {}): Promise<MailRunResult> {
+    async sendDue(
+      opts: {
+        subscriptionId?: number;
+        mails?: readonly LifecycleMail[];
+        /** The password trial_ready tells, just set in the instance (with subscriptionId). */
+        password?: string;
+      } = {},
+    ): Promise<MailRunResult> {
       // Read once per run: every mail of it is composed with the same settings.
       const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
       const reminderDays = settings.trial_reminder_days;
@@ -132,7 +168,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'con
           select: { id: true },
           orderBy: { id: 'asc' },
         });
-        for (const c of candidates) await sendOne(mail, c.id, due, settings, result);
+        for (const c of candidates) await sendOne(mail, c.id, due, settings, result, opts.subscriptionId ? opts.password : undefined);
       }
       return result;
     },

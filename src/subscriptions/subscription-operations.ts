@@ -11,6 +11,7 @@ import { authorOfUser, postMessage, trackChanges, type Author } from '../core/ch
 import { createOutboundHttp } from '../core/outbound-http.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
+import { createFilestores } from '../instances/filestore.js';
 import { createBackupApi, type BackupServerRecord, type RemoteBackup } from '../backup/backup-api.js';
 import { backupServerFor, REMOTE_STATES } from '../backup/backup-state.js';
 import { assertOwnDatabase, databaseStatus, dropDatabase, setConnections, type DatabaseStatus, type Who } from './subscription-database.js';
@@ -46,6 +47,7 @@ function assertOperable(sub: Subscription, states: readonly SubscriptionState[],
 export function createDatabaseOperations(ctx: Deps) {
   const { db, config } = ctx;
   const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
+  const filestores = createFilestores(ctx);
 
   async function claim(
     id: number,
@@ -242,6 +244,24 @@ export function createDatabaseOperations(ctx: Deps) {
     }
   }
 
+  /**
+   * The dropped database's filestore on the template's Odoo host. The drop is done whatever happens
+   * here: a failure is an alert in the chatter (the command and its output are in the root server's
+   * action log).
+   */
+  async function removeFilestore(sub: Subscription, who: Who, author: Author | null) {
+    const template = sub.database_template_id
+      ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
+      : null;
+    if (!template?.root_server) return;
+    try {
+      const out = await filestores.remove(template.root_server, sub.database_name!, { user_id: who.userId, job_id: who.jobId });
+      await note(db, sub.id, `Filestore removed on root server ${template.root_server.id}: ${out}`, author);
+    } catch (err) {
+      await note(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author, true);
+    }
+  }
+
   /** A job's step in the action log (`database`), finished with its outcome. */
   const step = (id: number, who: Who, input_text: string) =>
     startActionLog(db, { ...ref(id), action_type: 'database', input_text, user_id: who.userId, job_id: who.jobId });
@@ -383,6 +403,7 @@ export function createDatabaseOperations(ctx: Deps) {
         dropSent = true;
         await dropDatabase(ctx, sub, who);
         await db.$transaction((tx) => markDropped(tx, id, author, `Database ${name} dropped; subscription cancelled.`));
+        await removeFilestore(sub, who, author);
         return { subscription_id: id, database_name: name, backup, dropped: true };
       } catch (err) {
         const message = `drop_database failed: ${(err as Error).message}.`;

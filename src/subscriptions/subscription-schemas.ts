@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
 import { SYSTEM_DATABASES } from '../postgresql/database-identity.js';
+import { STANDBY_PREFIX } from '../instances/standby-pool.js';
 
 export const modelLimits = z
   .record(z.string().min(1).max(200), z.number().int().min(0).max(INT32_MAX))
@@ -74,6 +75,7 @@ export const subscriptionCreate = z
       .string()
       .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'lower-case letters, digits and _, starting with a letter or _, at most 63')
       .refine((name) => !SYSTEM_DATABASES.includes(name), "PostgreSQL's own databases are never a customer's")
+      .refine((name) => !name.startsWith(STANDBY_PREFIX), `${STANDBY_PREFIX}… names are the standby pool's`)
       .nullable()
       .optional()
       .describe('Generated at deployment when empty'),

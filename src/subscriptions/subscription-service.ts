@@ -12,6 +12,7 @@ import { trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription, TrialPackage } from '../generated/prisma/client.js';
 import type { SubscriptionState } from '../generated/prisma/enums.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
+import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
 
 type Data = Record<string, unknown>;
@@ -155,6 +156,7 @@ async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>
     });
   }
   const next: Data = { ...data };
+  if (changesInstance(before, data)) next.instance_sync_pending_at = new Date();
   if ('trial_end_date' in data && time(before.trial_end_date) !== time(data.trial_end_date)) next.trial_reminder_sent_at = null;
   const trialEnd = time('trial_end_date' in data ? data.trial_end_date : before.trial_end_date);
   const graceEnd = time('grace_end_date' in data ? data.grace_end_date : before.grace_end_date);
@@ -166,7 +168,7 @@ async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>
   return next;
 }
 
-export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'config'>) {
+export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'config' | 'log'>) {
   const records = createRecordService(ctx, subscriptionModel, { prepareUpdate: prepareSubscriptionUpdate });
   /** The answer: the row and the instance's address. */
   const withUrl = (out: Data) => ({
@@ -188,7 +190,11 @@ export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | '
     get: async (id: number) => withUrl(await records.get(id)),
     create: async (data: Data, author: Author | null) => withUrl(await records.create(data, author)),
 
-    update: async (id: number, data: Data, author: Author | null = null) => withUrl(await records.update(id, data, author)),
+    async update(id: number, data: Data, author: Author | null = null) {
+      const out = await records.update(id, data, author);
+      if (out.instance_sync_pending_at && out.state === 'running') await queueInstanceSync(ctx, id);
+      return withUrl(out);
+    },
 
     confirm: (id: number, author: Author | null) => run(id, 'confirm', author),
     cancel: (id: number, author: Author | null) => run(id, 'cancel', author),

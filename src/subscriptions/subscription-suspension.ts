@@ -10,6 +10,7 @@ import { postMessage, trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
 import { setConnections, type Who } from './subscription-database.js';
+import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
 
@@ -22,15 +23,22 @@ const LIVE_STATES: readonly SubscriptionState[] = ['draft', 'confirmed', 'deploy
 
 const trialEnded = (sub: Subscription, now = Date.now()) => sub.trial_end_date !== null && sub.trial_end_date.getTime() <= now;
 
-export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'log'>) {
   const { db } = ctx;
   const ref = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
   const note = (tx: DbTx, id: number, body: string, author: Author | null) =>
     postMessage(tx, { ...ref(id), body, message_type: 'notification', author });
 
-  function locked<T>(id: number, work: (tx: DbTx, before: Subscription) => Promise<T>) {
-    return db.$transaction(async (tx) => work(tx, await lockSubscription(tx, id)), REMOTE_TX);
+  /** Runs `work` under the row lock; a running instance whose package fields changed is then written. */
+  async function locked<T extends Subscription | null>(id: number, work: (tx: DbTx, before: Subscription) => Promise<T>): Promise<T> {
+    const after = await db.$transaction(async (tx) => work(tx, await lockSubscription(tx, id)), REMOTE_TX);
+    if (after?.state === 'running' && after.instance_sync_pending_at) await queueInstanceSync(ctx, id);
+    return after;
   }
+
+  /** `data` with the instance marked pending when it changes what the instance holds. */
+  const withSync = (before: Subscription, data: Record<string, unknown>) =>
+    changesInstance(before, data) ? { ...data, instance_sync_pending_at: new Date() } : data;
 
   async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, who: Who) {
     const done = await setConnections(ctx, before, 'closed', who, tx);
@@ -98,7 +106,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
           before.trial_end_date && before.grace_end_date
             ? new Date(before.grace_end_date.getTime() + (end.getTime() - before.trial_end_date.getTime()))
             : new Date(end.getTime() + before.grace_period_days * DAY_MS);
-        const data = { trial_end_date: end, grace_end_date: grace, trial_reminder_sent_at: null };
+        const data = withSync(before, { trial_end_date: end, grace_end_date: grace, trial_reminder_sent_at: null });
         const why = `Trial extended by ${days} day(s): it ends ${end.toISOString()}, grace until ${grace.toISOString()}.`;
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'extend_trial');
@@ -110,9 +118,10 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box'>) {
         if (!before.is_trial) throw new UserError(`Subscription ${id} is already paid (is_trial is false)`);
         assertState(before, LIVE_STATES, 'convert_to_paid');
         const why = 'Converted to a paid subscription: the trial dates no longer apply.';
-        if (!expiredTrial(before)) return amend(tx, before, { is_trial: false }, author, why);
+        const data = withSync(before, { is_trial: false });
+        if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'convert_to_paid');
-        return reopen(tx, before, author, who, { is_trial: false }, `${why} Reactivated.`);
+        return reopen(tx, before, author, who, data, `${why} Reactivated.`);
       }),
 
     /**

@@ -7,7 +7,7 @@ export const trialPackageModel = defineModel({
   resource: 'trial-packages',
   readGroup: 'user',
   search: ['name', 'url_string'],
-  tracked: ['name', 'url_string', 'auto_run_subscription', 'database_template_id', 'active'],
+  tracked: ['name', 'url_string', 'auto_run_subscription', 'database_template_id', 'active', 'standby_pool_size'],
 });
 
 /** Spec §2.1: the fields marked (T) are tracked. */

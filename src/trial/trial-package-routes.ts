@@ -7,6 +7,7 @@ import { patchOf, queryBoolean, refId, timestamp } from '../core/http/schemas.js
 import { createRecordService } from '../core/records.js';
 import { trialPackageModel } from './trial-models.js';
 import { packageFieldsIn, packageFieldsOut } from '../subscriptions/subscription-schemas.js';
+import { MAX_STANDBY_POOL_SIZE } from '../instances/standby-pool.js';
 
 const trialPackage = z.object({
   id: z.number(),
@@ -16,6 +17,7 @@ const trialPackage = z.object({
   ...packageFieldsOut,
   database_template_id: z.number().nullable(),
   active: z.boolean(),
+  standby_pool_size: z.number(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -33,6 +35,13 @@ const trialPackageCreate = z
     trial_duration_days: z.number().int().min(1).max(3650).optional(),
     database_template_id: refId.nullable().optional(),
     active: z.boolean().optional(),
+    standby_pool_size: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_STANDBY_POOL_SIZE)
+      .optional()
+      .describe('Ready databases kept for this package (copied from its template ahead of time), so a trial is ready at once; default 0'),
   })
   .strict()
   .meta({

@@ -1,10 +1,11 @@
-// Fixtures for the customer lifecycle on the real PostgreSQL: a real template database with a
-// table, a postgresql_servers row for the local server, a database template, and subscriptions
+// Fixtures for the customer lifecycle on the real PostgreSQL: a real template database with Odoo's
+// tables (./odoo-template.ts), a postgresql_servers row for the local server, a database template, and subscriptions
 // deployed from it by the real deployment job. Customer databases are named after the test file's
 // database, so cleanup() drops exactly this file's.
 import pg from 'pg';
 import { expect } from 'vitest';
 import { request, waitForJob } from './api.js';
+import { createOdooTemplate } from './odoo-template.js';
 import type { TestApp } from './app.js';
 import { adminQuery, databaseUrl, dropDatabase } from './pg.js';
 
@@ -18,11 +19,7 @@ export interface Subscription {
 export async function setupLifecycle(t: TestApp) {
   const { ctx, app } = t;
   const templateDb = `${ctx.dbName}_tpl`;
-  await adminQuery(`CREATE DATABASE "${templateDb}"`);
-  const client = new pg.Client({ connectionString: databaseUrl(templateDb) });
-  await client.connect();
-  await client.query(`CREATE TABLE res_company (id int primary key, name text); INSERT INTO res_company VALUES (1, 'template company')`);
-  await client.end();
+  await createOdooTemplate(templateDb);
   const [server] = await ctx.db.$queryRaw<{ id: number }[]>`
     INSERT INTO postgresql_servers (name, ip, port, username, password, updated_at)
     VALUES ('local', '127.0.0.1', 5432, 'postgres', NULL, now()) RETURNING id`;

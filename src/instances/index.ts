@@ -1,0 +1,21 @@
+// Customer instances: what makes a copy of a template a customer's Odoo (identity, login, package
+// limits, filestore: used by the deployment) and the standby pool that keeps ready copies per trial
+// package (its resource, its maintenance job every minute).
+import type { AppContext } from '../context.js';
+import type { Feature } from '../feature.js';
+import { featureJobs } from '../feature.js';
+import { standbyJobs } from './standby-job-specs.js';
+import { standbyDatabaseModel } from './standby-models.js';
+import { createStandbyPool } from './standby-pool.js';
+import { registerStandbyRoutes } from './standby-routes.js';
+
+const STANDBY_POOL_EVERY_MS = 60_000;
+
+export const instances: Feature = {
+  name: 'instances',
+  models: [standbyDatabaseModel],
+  routes: registerStandbyRoutes,
+  jobs: featureJobs(standbyJobs, (ctx) => ({ maintain_standby_pool: () => createStandbyPool(ctx).maintain() }), {}),
+  schedules: (ctx: AppContext) =>
+    ctx.queues.schedule('standby-pool', { every: STANDBY_POOL_EVERY_MS }, standbyJobs.maintain_standby_pool, { user_id: null }),
+};

@@ -1,0 +1,102 @@
+// Customer databases on a PostgreSQL server, by identity: a copy of a template is recorded by the
+// cluster's system identifier and its oid the moment it exists, and renamed or dropped only when
+// the database under its name is still that one.
+import type { SecretBox } from '../core/crypto.js';
+import type { Db } from '../core/db.js';
+import { UserError } from '../core/errors.js';
+import { connectPostgresqlServer, quoteIdent, type PostgresqlServerRecord } from '../postgresql/postgresql-connection.js';
+import { findDatabase, ownDatabase, sameDatabase, SYSTEM_DATABASES, type DatabaseIdentity } from '../postgresql/database-identity.js';
+import type { Query } from './odoo-database.js';
+
+export type { Query };
+
+/** A database the service made: its name now and who it is. */
+export interface MadeDatabase extends DatabaseIdentity {
+  name: string;
+}
+
+/** ALTER and RENAME are short; copying or dropping a large database is not. */
+const STATEMENT_TIMEOUT = '30s';
+export const LONG_STATEMENT_TIMEOUT = '15min';
+
+export const serverWhere = (server: PostgresqlServerRecord) => `${server.username ?? 'postgres'}@${server.ip}:${server.port}`;
+
+/** Runs `work` on a connection to `database` (default the server's `postgres`); connection failures are UserErrors. */
+export async function onServer<T>(
+  box: SecretBox,
+  server: PostgresqlServerRecord,
+  work: (query: Query) => Promise<T>,
+  opts: { timeout?: string; database?: string } = {},
+): Promise<T> {
+  let client;
+  try {
+    ({ client } = await connectPostgresqlServer(box, server, opts.database));
+  } catch (err) {
+    const what = opts.database ? `database ${opts.database} on ` : '';
+    throw new UserError(`Could not connect to ${what}PostgreSQL at ${serverWhere(server)}: ${(err as Error).message}`);
+  }
+  try {
+    await client.query(`SET statement_timeout = '${opts.timeout ?? STATEMENT_TIMEOUT}'`);
+    return await work((sql, params) => client.query(sql, params));
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Refuses a template that is not an ordinary database of the operator's: PostgreSQL's own, the
+ * service's own, or a customer's database (a copy would hand one tenant's data to another).
+ */
+export async function assertTemplateDatabase(db: Db, query: Query, name: string, where: string): Promise<void> {
+  if (SYSTEM_DATABASES.includes(name)) throw new UserError(`Template database ${name} is PostgreSQL's own: it is never a template`);
+  const found = await findDatabase(query, name);
+  if (!found) throw new UserError(`Template database ${name} does not exist on ${where}`);
+  if (sameDatabase(found, await ownDatabase(db))) {
+    throw new UserError(`Template database ${name} on ${where} is the service's own database`);
+  }
+  const tenant = await db.subscription.findFirst({
+    where: { database_system_identifier: found.systemIdentifier, database_oid: found.oid },
+    select: { id: true },
+  });
+  if (tenant) {
+    throw new UserError(
+      `Template database ${name} on ${where} is the database of subscription ${tenant.id}: a customer's database is never a template`,
+    );
+  }
+}
+
+/** CREATE DATABASE <name> TEMPLATE <template>, after the template is checked; answers who the copy is. */
+export async function copyTemplate(db: Db, query: Query, template: string, name: string, where: string): Promise<MadeDatabase> {
+  await assertTemplateDatabase(db, query, template, where);
+  await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
+  await query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)}`);
+  const found = await findDatabase(query, name);
+  if (!found) throw new UserError(`Database ${name} was not found after CREATE DATABASE on ${where}`);
+  return { name, systemIdentifier: found.systemIdentifier, oid: found.oid };
+}
+
+/** The database under `made.name`, when it is still the one made; null when the name is free. */
+async function stillMade(query: Query, made: MadeDatabase) {
+  const found = await findDatabase(query, made.name);
+  if (found && !sameDatabase(found, made)) {
+    throw new UserError(
+      `Database ${made.name} is no longer the one the service made (oid ${found.oid}, made as ${made.oid}): nothing was done`,
+    );
+  }
+  return found;
+}
+
+/** ALTER DATABASE ... RENAME TO, only when the database is still the one made. */
+export async function renameMadeDatabase(query: Query, made: MadeDatabase, to: string): Promise<MadeDatabase> {
+  if (!(await stillMade(query, made))) throw new UserError(`Database ${made.name} does not exist any more`);
+  await query(`ALTER DATABASE ${quoteIdent(made.name)} RENAME TO ${quoteIdent(to)}`);
+  return { ...made, name: to };
+}
+
+/** DROP DATABASE ... WITH (FORCE) when the database is still the one made; false when it was gone already. */
+export async function dropMadeDatabase(query: Query, made: MadeDatabase): Promise<boolean> {
+  if (!(await stillMade(query, made))) return false;
+  await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
+  await query(`DROP DATABASE ${quoteIdent(made.name)} WITH (FORCE)`);
+  return true;
+}

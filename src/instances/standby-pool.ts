@@ -1,0 +1,268 @@
+// The standby pool (as Frappe Press keeps standby sites): per trial package, standby_pool_size
+// databases already copied from its template, with an identity of their own and their filestore,
+// so that a trial is ready without waiting for a copy. One run at a time maintains the pool (a
+// PostgreSQL advisory lock, held by a connection of its own, so a dead worker's lock goes with
+// it); copies are made one at a time per PostgreSQL server. A deployment takes a ready standby
+// with one conditional update, so no standby is ever handed out twice.
+import pg from 'pg';
+import type { AppContext } from '../context.js';
+import { startActionLog } from '../core/action-log.js';
+import type { Db } from '../core/db.js';
+import type { DatabaseTemplate, PostgresqlServer, RootServer, StandbyDatabase, TrialPackage } from '../generated/prisma/client.js';
+import { quoteIdent } from '../postgresql/postgresql-connection.js';
+import { findDatabase } from '../postgresql/database-identity.js';
+import { createFilestores } from './filestore.js';
+import { copyTemplate, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, serverWhere, type MadeDatabase } from './instance-database.js';
+import { assertOdooDatabase, setIdentity } from './odoo-database.js';
+
+/** Databases under this prefix are the pool's: no subscription or template may use it. */
+export const STANDBY_PREFIX = 'svc_standby_';
+export const MAX_STANDBY_POOL_SIZE = 50;
+/** A failed standby is shown this long before it is removed and made again. */
+export const STANDBY_RETRY_MS = 5 * 60_000;
+/** A standby taken and neither renamed nor given back in this time was left by a dead deployment. */
+const TAKEN_TIMEOUT_MS = 30 * 60_000;
+const POOL_LOCK = 'svc.standby_pool';
+
+type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Template = DatabaseTemplate & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
+type Package = TrialPackage & { database_template: Template | null };
+type Standby = StandbyDatabase & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
+
+export const standbyName = (packageId: number, n: number) => `${STANDBY_PREFIX}${packageId}_${n}`;
+const madeOf = (s: StandbyDatabase): MadeDatabase | null =>
+  s.system_identifier && s.oid !== null ? { name: s.database_name, systemIdentifier: s.system_identifier, oid: s.oid } : null;
+
+/**
+ * Hands one ready standby of the package, made from the template as it is now, to one caller
+ * (state taken); null when there is none. Concurrent callers get different ones (SKIP LOCKED).
+ */
+export async function takeStandby(db: Db, packageId: number, templateId: number): Promise<Standby | null> {
+  const [row] = await db.$queryRaw<{ id: number }[]>`
+    UPDATE standby_databases SET state = 'taken', updated_at = now()
+     WHERE id = (SELECT s.id FROM standby_databases s
+                   JOIN database_templates t ON t.id = s.database_template_id AND t.updated_at = s.template_version
+                  WHERE s.trial_package_id = ${packageId} AND s.database_template_id = ${templateId} AND s.state = 'ready'
+                  ORDER BY s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED)
+    RETURNING id`;
+  if (!row) return null;
+  return db.standbyDatabase.findUnique({ where: { id: row.id }, include: { postgresql_server: true, root_server: true } });
+}
+
+/** A taken standby whose database (and filestore) now belong to a subscription. */
+export const standbyHandedOver = (db: Db, id: number) => db.standbyDatabase.delete({ where: { id } });
+
+/** A taken standby that could not be handed over: shown failed, removed and made again later. */
+export const standbyLost = (db: Db, id: number, error: string) =>
+  db.standbyDatabase.update({ where: { id }, data: { state: 'failed', error } });
+
+/** Why a standby must go, or null while it is wanted. */
+function staleReason(s: StandbyDatabase, pkg: Package | undefined, now: number): string | null {
+  const age = now - s.updated_at.getTime();
+  if (s.state === 'creating') return 'left half-made by a run that ended';
+  if (s.state === 'taken') return age > TAKEN_TIMEOUT_MS ? 'taken by a deployment that never finished' : null;
+  if (s.state === 'failed' && age > STANDBY_RETRY_MS) return 'failed: made again';
+  // Only active packages that keep standbys and have a template are wanted.
+  if (!pkg) return 'its trial package no longer keeps standbys';
+  const template = pkg.database_template;
+  if (!template || template.id !== s.database_template_id || template.updated_at.getTime() !== s.template_version.getTime()) {
+    return 'its template changed';
+  }
+  return null;
+}
+
+export interface PoolRunResult {
+  skipped?: string;
+  created: string[];
+  failed: { database_name: string; error: string }[];
+  removed: { database_name: string; reason: string }[];
+}
+
+export function createStandbyPool(ctx: Deps) {
+  const { db } = ctx;
+  const filestores = createFilestores(ctx);
+  const audit = { user_id: null };
+
+  /** One step of a standby in the action log (model svc.standby.database). */
+  async function logged<T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output: (r: T) => string) {
+    const row = await startActionLog(db, {
+      model_name: 'svc.standby.database',
+      rec_id: s.id,
+      action_type: 'deployment',
+      input_text: input,
+    });
+    try {
+      const result = await work();
+      await row.finish('success', output(result));
+      return result;
+    } catch (err) {
+      await row.finish('failure', (err as Error).message);
+      throw err;
+    }
+  }
+
+  /** Drops the standby's database (by identity; by its reserved name when the run died before recording one) and filestore. */
+  async function removeStandby(s: Standby, reason: string) {
+    await logged(
+      s,
+      `remove standby ${s.database_name} (${reason})`,
+      async () => {
+        const made = madeOf(s);
+        await onServer(
+          ctx.box,
+          s.postgresql_server,
+          async (query) => {
+            if (made) return dropMadeDatabase(query, made);
+            if (!(await findDatabase(query, s.database_name))) return false;
+            await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
+            await query(`DROP DATABASE ${quoteIdent(s.database_name)} WITH (FORCE)`);
+            return true;
+          },
+          { timeout: LONG_STATEMENT_TIMEOUT },
+        );
+        if (s.root_server) await filestores.remove(s.root_server, s.database_name, audit);
+      },
+      () => 'removed',
+    );
+    await db.standbyDatabase.delete({ where: { id: s.id } });
+  }
+
+  /** Copies the template into a new standby: database, identity, filestore; failed (and cleaned) on any error. */
+  async function makeStandby(pkg: Package, template: Template): Promise<{ name: string; error?: string }> {
+    const server = template.postgresql_server;
+    const placeholder = await db.standbyDatabase.create({
+      data: {
+        trial_package_id: pkg.id,
+        database_template_id: template.id,
+        template_version: template.updated_at,
+        postgresql_server_id: server.id,
+        root_server_id: template.root_server_id,
+        database_name: `${STANDBY_PREFIX}new_${Date.now()}_${Math.random().toString(36).slice(2)}`,
+      },
+    });
+    const s = await db.standbyDatabase.update({
+      where: { id: placeholder.id },
+      data: { database_name: standbyName(pkg.id, placeholder.id) },
+    });
+    const name = s.database_name;
+    let made: MadeDatabase | null = null;
+    let filestore = false;
+    try {
+      made = await logged(
+        s,
+        `CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
+        () =>
+          onServer(ctx.box, server, (query) => copyTemplate(db, query, template.template_db_name, name, serverWhere(server)), {
+            timeout: LONG_STATEMENT_TIMEOUT,
+          }),
+        () => 'Database created',
+      );
+      await db.standbyDatabase.update({ where: { id: s.id }, data: { system_identifier: made.systemIdentifier, oid: made.oid } });
+      await logged(
+        s,
+        `new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
+        () =>
+          onServer(
+            ctx.box,
+            server,
+            async (query) => {
+              await assertOdooDatabase(query, `Database ${name} (a copy of ${template.template_db_name})`);
+              await setIdentity(query, { url: null });
+            },
+            { database: name },
+          ),
+        () => 'Identity set',
+      );
+      if (template.root_server) {
+        const root = template.root_server;
+        await logged(
+          s,
+          `filestore of ${name} on root server ${root.id}`,
+          () => filestores.copy(root, template.template_db_name, name, audit),
+          (out) => out,
+        );
+        filestore = true;
+      }
+      await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'ready', error: null } });
+      return { name };
+    } catch (err) {
+      const error = (err as Error).message;
+      // Nothing half-made stays: what this attempt made goes, the row shows why.
+      await onServer(ctx.box, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
+        timeout: LONG_STATEMENT_TIMEOUT,
+      }).catch(() => {});
+      if (filestore && template.root_server) await filestores.remove(template.root_server, name, audit).catch(() => {});
+      await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
+      return { name, error };
+    }
+  }
+
+  async function packages(): Promise<Package[]> {
+    return db.trialPackage.findMany({
+      where: { active: true, standby_pool_size: { gt: 0 }, database_template_id: { not: null } },
+      include: { database_template: { include: { postgresql_server: true, root_server: true } } },
+      orderBy: { id: 'asc' },
+    });
+  }
+
+  /** Removes what must go, then makes the missing standbys (one at a time per PostgreSQL server). */
+  async function run(result: PoolRunResult) {
+    const now = Date.now();
+    const wanted = new Map((await packages()).map((p) => [p.id, p]));
+    const rows = await db.standbyDatabase.findMany({ include: { postgresql_server: true, root_server: true }, orderBy: { id: 'asc' } });
+    const kept = new Map<number, number>();
+    for (const s of rows) {
+      const pkg = s.trial_package_id === null ? undefined : wanted.get(s.trial_package_id);
+      let reason = staleReason(s, pkg, now);
+      const count = kept.get(s.trial_package_id ?? 0) ?? 0;
+      if (!reason && s.state !== 'taken' && pkg && count >= pkg.standby_pool_size) reason = 'more than the pool size';
+      if (!reason) {
+        if (s.state !== 'taken') kept.set(s.trial_package_id ?? 0, count + 1);
+        continue;
+      }
+      try {
+        await removeStandby(s, reason);
+        result.removed.push({ database_name: s.database_name, reason });
+      } catch (err) {
+        const error = `could not be removed (${reason}): ${(err as Error).message}`;
+        await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
+        result.failed.push({ database_name: s.database_name, error });
+      }
+    }
+
+    // Missing standbys, queued per PostgreSQL server.
+    const perServer = new Map<number, Package[]>();
+    for (const pkg of wanted.values()) {
+      const missing = pkg.standby_pool_size - (kept.get(pkg.id) ?? 0);
+      const serverId = pkg.database_template!.postgresql_server_id;
+      for (let i = 0; i < missing; i++) perServer.set(serverId, [...(perServer.get(serverId) ?? []), pkg]);
+    }
+    await Promise.all(
+      [...perServer.values()].map(async (queue) => {
+        for (const pkg of queue) {
+          const { name, error } = await makeStandby(pkg, pkg.database_template!);
+          if (error) result.failed.push({ database_name: name, error });
+          else result.created.push(name);
+        }
+      }),
+    );
+  }
+
+  return {
+    /** One maintenance run; another worker's run in progress makes this one a no-op. */
+    async maintain(): Promise<PoolRunResult> {
+      const result: PoolRunResult = { created: [], failed: [], removed: [] };
+      const lock = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
+      lock.on('error', () => {});
+      await lock.connect();
+      try {
+        const { rows } = await lock.query('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [POOL_LOCK]);
+        if (!rows[0].locked) return { ...result, skipped: 'another worker is maintaining the pool' };
+        await run(result);
+        return result;
+      } finally {
+        await lock.end().catch(() => {});
+      }
+    },
+  };
+}

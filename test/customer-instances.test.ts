@@ -1,0 +1,394 @@
+// A deployment makes a customer instance, on real parts: an Odoo-shaped template on the real
+// PostgreSQL, its filestore on a real sshd host (the sudo NOPASSWD user, so as root), a real SMTP
+// server for the trial_ready mail, and Debian's passlib to check the password hash as Odoo would.
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { act, databaseRow, get, messages, setupLifecycle } from './helpers/lifecycle.js';
+import { configParameters, createOdooTemplate, queryIn, TEMPLATE_ADMIN_PASSWORD } from './helpers/odoo-template.js';
+import { adminQuery } from './helpers/pg.js';
+import { startSmtpServer, textOf, type TestSmtpServer } from './helpers/smtp.js';
+import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+let smtp: TestSmtpServer;
+let sshd: Sshd;
+let base: string;
+beforeAll(async () => {
+  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
+  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
+});
+afterAll(async () => {
+  await smtp?.close();
+  await sshd?.stop();
+  await rm(base, { recursive: true, force: true });
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
+});
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let rootServerId: number;
+const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
+    username: TEST_USERS.sudoNoPassword.name,
+    password: TEST_USERS.sudoNoPassword.password,
+    sudo_user: true,
+    sudo_user_no_password: true,
+  });
+  rootServerId = root.id;
+  const res = await request(t.app, t.as.operator, {
+    method: 'PATCH',
+    url: `/api/v1/database-templates/${fx.templateId}`,
+    payload: { root_server_id: rootServerId },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  // The template's filestore: attachments in Odoo's layout (sha1 prefix directories).
+  await mkdir(path.join(filestore(fx.templateDb), 'ab'), { recursive: true });
+  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'abcdef0123'), 'logo bytes');
+  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'abcdef4567'), 'attachment bytes');
+});
+afterAll(async () => {
+  await fx?.cleanup();
+});
+
+/** Whether passlib's pbkdf2_sha512 (what Odoo's CryptContext uses) accepts `password` for `hash`. */
+function passlibVerifies(password: string, hash: string): boolean {
+  const out = execFileSync(
+    '/usr/bin/python3',
+    ['-c', 'import sys; from passlib.hash import pbkdf2_sha512; print(pbkdf2_sha512.verify(sys.argv[1], sys.argv[2]))', password, hash],
+    { encoding: 'utf8' },
+  );
+  return out.trim() === 'True';
+}
+
+/** The login and password a trial_ready mail tells. */
+function credentialsIn(text: string) {
+  const login = /Login: +(\S+)/.exec(text)?.[1];
+  const password = /Password: +(\S+)/.exec(text)?.[1];
+  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
+  return { login, password };
+}
+
+const adminRow = (db: string) =>
+  queryIn<{ login: string; password: string; name: string; email: string }>(
+    db,
+    'SELECT u.login, u.password, p.name, p.email FROM res_users u JOIN res_partner p ON p.id = u.partner_id WHERE u.id = 2',
+  ).then((rows) => rows[0]!);
+
+/** Every text the service stored: its database as SQL, the jobs in Redis, the log lines. */
+async function everythingStored(): Promise<string> {
+  const url = `postgresql://postgres@127.0.0.1:5432/${t.ctx.dbName}`;
+  const dump = execFileSync('pg_dump', ['--data-only', url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const keys = await t.ctx.redis.keys(`${t.ctx.config.QUEUE_PREFIX}:*`);
+  const jobs = await Promise.all(
+    keys.map(async (k) => ((await t.ctx.redis.type(k)) === 'hash' ? JSON.stringify(await t.ctx.redis.hgetall(k)) : '')),
+  );
+  return [dump, jobs.join('\n'), t.ctx.logText()].join('\n');
+}
+
+describe('a trial deployment', () => {
+  it('gives the copy its own identity, the customer login and the package limits, copies the filestore, and tells the password only in the mail', async () => {
+    const trialEnd = new Date(Date.now() + 10 * 86_400_000);
+    const other = await fx.deployed();
+    const sub = await fx.deployed({
+      is_trial: true,
+      trial_end_date: trialEnd.toISOString(),
+      user_limit: 7,
+      storage_limit_gb: 3,
+      model_limits: { 'res.partner': 500 },
+    });
+    const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json();
+
+    // Identity: its own, not the template's and not another tenant's.
+    const [params, otherParams, templateParams] = await Promise.all([
+      configParameters(sub.database_name),
+      configParameters(other.database_name),
+      configParameters(fx.templateDb),
+    ]);
+    for (const key of ['database.secret', 'database.uuid']) {
+      expect(params[key]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(params[key]).not.toBe(templateParams[key]);
+      expect(params[key]).not.toBe(otherParams[key]);
+    }
+    expect(Date.now() - Date.parse(`${params['database.create_date']}Z`)).toBeLessThan(10 * 60_000);
+    expect(params['web.base.url']).toBe(sub.url);
+    expect(params).not.toHaveProperty('database.enterprise_code');
+    expect(params).not.toHaveProperty('database.expiration_date');
+    expect(params).not.toHaveProperty('database.expiration_reason');
+    // Package limits as parameters the instance can read.
+    expect(params).toMatchObject({
+      'svc.subscription_id': String(sub.id),
+      'svc.is_trial': 'True',
+      'svc.trial_end_date': trialEnd.toISOString().slice(0, 19).replace('T', ' '),
+      'svc.user_limit': '7',
+      'svc.storage_limit_gb': '3',
+      'svc.model_limits': JSON.stringify({ 'res.partner': 500 }),
+    });
+
+    // The customer's login, with the password of the mail (and not the template's).
+    const mail = await smtp.waitFor(partner.email);
+    const text = textOf(mail);
+    const { login, password } = credentialsIn(text);
+    expect(login).toBe(partner.email);
+    expect(password).toMatch(/^[A-Za-z0-9_-]{16,}$/);
+    const admin = await adminRow(sub.database_name);
+    expect(admin).toMatchObject({ login: partner.email, name: partner.name, email: partner.email });
+    expect(admin.password).toMatch(/^\$pbkdf2-sha512\$1000\$/);
+    expect(passlibVerifies(password, admin.password)).toBe(true);
+    expect(passlibVerifies(TEMPLATE_ADMIN_PASSWORD, admin.password)).toBe(false);
+    const companies = await queryIn(
+      sub.database_name,
+      'SELECT c.name, p.name AS partner_name FROM res_company c JOIN res_partner p ON p.id = c.partner_id',
+    );
+    expect(companies).toEqual([{ name: partner.name, partner_name: partner.name }]);
+
+    // The password is in the mail sent and nowhere else.
+    expect(await everythingStored()).not.toContain(password);
+    const copy = (await messages(t, sub.id)).find((m) => m.message_type === 'email')!;
+    expect(copy.body).toContain('Password: ********');
+
+    // The filestore: the template's files, hard-linked.
+    for (const file of ['abcdef0123', 'abcdef4567']) {
+      const [copied, original] = await Promise.all([
+        stat(path.join(filestore(sub.database_name), 'ab', file)),
+        stat(path.join(filestore(fx.templateDb), 'ab', file)),
+      ]);
+      expect(copied.ino).toBe(original.ino);
+    }
+    expect(await readFile(path.join(filestore(sub.database_name), 'ab', 'abcdef0123'), 'utf8')).toBe('logo bytes');
+
+    // Each step is in the job's progress and the action log.
+    const steps = (
+      await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id }, orderBy: { id: 'asc' } })
+    ).map((r) => `${r.status} ${r.input_text.split(' ').slice(0, 3).join(' ')}`);
+    expect(steps).toEqual([
+      expect.stringMatching(/^success CREATE DATABASE/),
+      'success new identity of',
+      'success the administrator of',
+      'success svc.* config parameters',
+      `success filestore of ${sub.database_name}`,
+    ]);
+  });
+
+  it('keeps the package limits current: extend_trial, PATCH and convert_to_paid are written into the running instance', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 86_400_000).toISOString(), user_limit: 2 });
+    const param = async (key: string) => (await configParameters(sub.database_name))[key];
+
+    const extended = await act(t, sub.id, 'extend_trial', { days: 30 });
+    expect(extended.statusCode, extended.body).toBe(200);
+    const end = extended.json().trial_end_date as string;
+    await expect.poll(() => param('svc.trial_end_date'), { timeout: 15_000 }).toBe(end.slice(0, 19).replace('T', ' '));
+
+    const patched = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${sub.id}`,
+      payload: { user_limit: 25 },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await expect.poll(() => param('svc.user_limit'), { timeout: 15_000 }).toBe('25');
+
+    expect((await act(t, sub.id, 'convert_to_paid')).statusCode).toBe(200);
+    await expect.poll(() => param('svc.is_trial'), { timeout: 15_000 }).toBe('False');
+    expect(await param('svc.trial_end_date')).toBeUndefined();
+    await expect.poll(async () => (await get(t, sub.id)).instance_sync_pending_at ?? null).toBeNull();
+  });
+
+  it('a limit change that cannot be written stays pending, says so, and is written once the instance runs again', async () => {
+    const sub = await fx.deployed({ user_limit: 2 });
+    expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
+    const patched = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${sub.id}`,
+      payload: { user_limit: 9 },
+    });
+    expect(patched.statusCode).toBe(200);
+    const row = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    expect(row.instance_sync_pending_at).not.toBeNull();
+    expect((await act(t, sub.id, 'reactivate')).statusCode).toBe(200);
+    await expect.poll(async () => (await configParameters(sub.database_name))['svc.user_limit'], { timeout: 15_000 }).toBe('9');
+
+    // Written behind the service's back to fail: the chatter says so and it stays pending.
+    await adminQuery(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS false`);
+    await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${sub.id}`, payload: { user_limit: 11 } });
+    await expect
+      .poll(async () => (await messages(t, sub.id)).some((m) => /package limits could not be written/.test(m.body)), { timeout: 15_000 })
+      .toBe(true);
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).instance_sync_pending_at).not.toBeNull();
+    await adminQuery(`ALTER DATABASE "${sub.database_name}" WITH ALLOW_CONNECTIONS true`);
+    const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
+    await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
+    await expect.poll(async () => (await configParameters(sub.database_name))['svc.user_limit'], { timeout: 15_000 }).toBe('11');
+  });
+
+  it('a ready mail sent again tells a new password, set in the instance first', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 5 * 86_400_000).toISOString() });
+    const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json();
+    const first = credentialsIn(textOf(await smtp.waitFor(partner.email)));
+    // As if that delivery had failed: the lifecycle run sends it again.
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_ready_sent_at: null } });
+    const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
+    await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
+    const second = credentialsIn(textOf(await smtp.waitFor(partner.email, 2)));
+    expect(second.password).not.toBe(first.password);
+    const admin = await adminRow(sub.database_name);
+    expect(passlibVerifies(second.password, admin.password)).toBe(true);
+    expect(passlibVerifies(first.password, admin.password)).toBe(false);
+    expect(await everythingStored()).not.toContain(second.password);
+  });
+
+  it('drop_database removes the database and its filestore', async () => {
+    const sub = await fx.deployed();
+    expect((await stat(filestore(sub.database_name))).isDirectory()).toBe(true);
+    expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
+    const drop = await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin);
+    expect((await waitForJob(t.app, t.as.user, drop.json().job_id)).state).toBe('completed');
+    expect(await databaseRow(sub.database_name)).toBeNull();
+    await expect(stat(filestore(sub.database_name))).rejects.toThrow(/ENOENT/);
+    await expect(stat(filestore(fx.templateDb))).resolves.toBeTruthy();
+  });
+
+  it('deployments from one template at once each get a database of their own', async () => {
+    const subs = await Promise.all([1, 2, 3].map(() => fx.deployed()));
+    const names = new Set(subs.map((s) => s.database_name));
+    expect(names.size).toBe(3);
+    const secrets = await Promise.all(subs.map(async (s) => (await configParameters(s.database_name))['database.secret']));
+    expect(new Set(secrets).size).toBe(3);
+  });
+});
+
+describe('a deployment that cannot finish', () => {
+  /** A template record of its own on the local server, for one failure case. */
+  async function templateOf(db: string, rootServer: number | null = null) {
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: { name: db, postgresql_server_id: fx.serverId, template_db_name: db, root_server_id: rootServer },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json().id as number;
+  }
+
+  it('a template without the Odoo tables fails naming what is missing, leaves nothing behind, and check says so (400)', async () => {
+    for (const [n, without, missing] of [
+      [1, 'res_users', 'table res_users'],
+      [2, 'res_users.share', 'column res_users.share'],
+    ] as const) {
+      const db = `${t.ctx.dbName}_bad${n}`;
+      await createOdooTemplate(db, { without });
+      const templateId = await templateOf(db);
+      const check = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/database-templates/${templateId}/actions/check` });
+      expect(check.statusCode, check.body).toBe(400);
+      expect(check.json().error.message).toContain(`missing ${missing}`);
+
+      const partner = await fx.partner();
+      const sub = await request(t.app, t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/subscriptions',
+        payload: { name: 'x', partner_id: partner.id, database_template_id: templateId, database_name: `${t.ctx.dbName}_nb${n}` },
+      });
+      const id = sub.json().id as number;
+      await act(t, id, 'confirm');
+      const job = await waitForJob(t.app, t.as.user, (await act(t, id, 'deploy')).json().job_id);
+      expect(job.state).toBe('failed');
+      expect(job.error).toContain(`missing ${missing}`);
+      expect(await databaseRow(`${t.ctx.dbName}_nb${n}`)).toBeNull();
+      expect((await get(t, id)).state).toBe('failed');
+    }
+    const good = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/database-templates/${fx.templateId}/actions/check` });
+    expect(good.statusCode, good.body).toBe(200);
+    expect(good.json()).toMatchObject({ ok: true, filestore: 'present', size_bytes: expect.any(Number) });
+  });
+
+  it('an Odoo host that cannot be reached fails naming the server, and no database or half-copied filestore stays', async () => {
+    const port = await freePort();
+    const [down] = await t.ctx.db.$queryRaw<{ id: number }[]>`
+      INSERT INTO root_servers (name, ip, port, username, state, uuid, updated_at)
+      VALUES ('odoo-down', '127.0.0.1', ${port}, 'root', 'confirmed', gen_random_uuid()::text, now()) RETURNING id`;
+    const db = `${t.ctx.dbName}_tpl_down`;
+    await createOdooTemplate(db);
+    const templateId = await templateOf(db, down!.id);
+    const partner = await fx.partner();
+    const name = `${t.ctx.dbName}_down`;
+    const sub = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'x', partner_id: partner.id, database_template_id: templateId, database_name: name },
+    });
+    const id = sub.json().id as number;
+    await act(t, id, 'confirm');
+    const job = await waitForJob(t.app, t.as.user, (await act(t, id, 'deploy')).json().job_id);
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(new RegExp(`Odoo host odoo-down \\(root server ${down!.id}\\) could not be reached`));
+    expect(await databaseRow(name)).toBeNull();
+    await expect(stat(filestore(name))).rejects.toThrow(/ENOENT/);
+    expect((await messages(t, id)).at(-1)!.body).toMatch(/was dropped/);
+  });
+
+  it('a failure after the copy removes what it made, and deploy again starts clean', async () => {
+    const partner = await fx.partner();
+    const name = `${t.ctx.dbName}_again`;
+    // Somebody's directory where the filestore should go: the filestore step refuses to merge into it.
+    await mkdir(filestore(name), { recursive: true });
+    await writeFile(path.join(filestore(name), 'not-ours'), 'x');
+    const created = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'x', partner_id: partner.id, database_template_id: fx.templateId, database_name: name },
+    });
+    const id = created.json().id as number;
+    await act(t, id, 'confirm');
+    const failed = await waitForJob(t.app, t.as.user, (await act(t, id, 'deploy')).json().job_id);
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatch(/already exists/);
+    expect(await databaseRow(name)).toBeNull();
+    expect(await readFile(path.join(filestore(name), 'not-ours'), 'utf8')).toBe('x');
+
+    await rm(filestore(name), { recursive: true });
+    const again = await waitForJob(t.app, t.as.user, (await act(t, id, 'deploy')).json().job_id);
+    expect(again.state, again.error).toBe('completed');
+    expect((await get(t, id)).state).toBe('running');
+  });
+
+  it('what a worker that died left (its database recorded, never running) is removed by the next attempt', async () => {
+    const sub = await fx.deployed();
+    const before = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    // As a deployment cut short after the copy leaves it: the identity recorded, state failed.
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { state: 'failed', database_created_at: null } });
+    const job = await waitForJob(t.app, t.as.user, (await act(t, sub.id, 'deploy')).json().job_id);
+    expect(job.state, job.error).toBe('completed');
+    const after = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    expect(after.database_oid).not.toBe(before.database_oid);
+    const log = await t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.subscription', rec_id: sub.id, input_text: { contains: 'earlier attempt' } },
+    });
+    expect(log.map((r) => r.status)).toEqual(['success']);
+  });
+});
+
+describe('database templates', () => {
+  it('with a root server, template_db_name must be a directory name; root_server_id cannot change while its databases exist', async () => {
+    const bad = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: { name: 'x', postgresql_server_id: fx.serverId, template_db_name: '../etc', root_server_id: rootServerId },
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.details.fields).toEqual([{ field: 'template_db_name', message: 'not a directory name' }]);
+    await fx.deployed();
+    const move = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/database-templates/${fx.templateId}`,
+      payload: { root_server_id: null },
+    });
+    expect(move.statusCode).toBe(409);
+    expect(move.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual(['root_server_id']);
+  });
+});
