@@ -1,0 +1,216 @@
+// The standby pool on real parts: ready copies of an Odoo-shaped template on the real PostgreSQL,
+// their filestores on a real sshd host, trials that take them by rename (two worker sets at once),
+// stale and failed standbys removed and made again.
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStandbyPool } from '../src/instances/standby-pool.js';
+import { startWorkers, type Workers } from '../src/worker.js';
+import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { databaseRow, get, setupLifecycle } from './helpers/lifecycle.js';
+import { configParameters, createOdooTemplate, queryIn } from './helpers/odoo-template.js';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { createTrialPackage } from './helpers/trial.js';
+
+let smtp: TestSmtpServer;
+let sshd: Sshd;
+let base: string;
+beforeAll(async () => {
+  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
+  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
+});
+afterAll(async () => {
+  await smtp?.close();
+  await sshd?.stop();
+  await rm(base, { recursive: true, force: true });
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
+});
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let rootServerId: number;
+const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
+    username: TEST_USERS.sudoNoPassword.name,
+    password: TEST_USERS.sudoNoPassword.password,
+    sudo_user: true,
+    sudo_user_no_password: true,
+  });
+  rootServerId = root.id;
+  await t.ctx.db.databaseTemplate.update({ where: { id: fx.templateId }, data: { root_server_id: rootServerId } });
+  await mkdir(filestore(fx.templateDb), { recursive: true });
+  await writeFile(path.join(filestore(fx.templateDb), 'logo'), 'logo bytes');
+});
+afterAll(async () => {
+  await fx?.cleanup();
+});
+
+interface Standby {
+  id: number;
+  trial_package_id: number;
+  database_name: string;
+  state: string;
+  error: string | null;
+}
+
+async function standbys(packageId: number): Promise<Standby[]> {
+  const res = await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/standby-databases?trial_package_id=${packageId}&limit=200` });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().items;
+}
+
+const maintain = () => createStandbyPool(t.ctx).maintain();
+let n = 0;
+
+/** A trial request of the package, processed: answers its subscription id and deployment job. */
+async function trialOf(packageId: number) {
+  const created = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/trial-requests',
+    payload: {
+      name: `Visitor ${++n}`,
+      company_name: `${t.ctx.dbName} Co ${n}`,
+      email: `visitor-${n}-${Date.now()}@example.com`,
+      mobile: '+49 170 1234567',
+      company_size: '1-5',
+      trial_package_id: packageId,
+    },
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const processed = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: `/api/v1/trial-requests/${created.json().id}/actions/create_subscription`,
+  });
+  expect(processed.statusCode, processed.body).toBe(200);
+  return processed.json() as { subscription_id: number; deployment_job_id: string };
+}
+
+describe('the standby pool', () => {
+  it('keeps standby_pool_size ready copies per package, each with its own identity and filestore; operators list them', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 2 });
+    const run = await maintain();
+    expect(run.failed).toEqual([]);
+    const ready = await standbys(pkg.id);
+    expect(ready.map((s) => s.state)).toEqual(['ready', 'ready']);
+    for (const s of ready) expect(s.database_name).toBe(`svc_standby_${pkg.id}_${s.id}`);
+    const [a, b, template] = await Promise.all([
+      configParameters(ready[0]!.database_name),
+      configParameters(ready[1]!.database_name),
+      configParameters(fx.templateDb),
+    ]);
+    expect(new Set([a['database.secret'], b['database.secret'], template['database.secret']]).size).toBe(3);
+    expect(a).not.toHaveProperty('database.enterprise_code');
+    for (const s of ready) expect((await stat(path.join(filestore(s.database_name), 'logo'))).isFile()).toBe(true);
+    expect((await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/standby-databases' })).statusCode).toBe(403);
+
+    // A second run has nothing to do.
+    expect(await maintain()).toEqual({ created: [], failed: [], removed: [] });
+    await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });
+    expect((await maintain()).removed).toHaveLength(2);
+    for (const s of ready) expect(await databaseRow(s.database_name)).toBeNull();
+  });
+
+  it('a trial takes a ready standby by rename and becomes the customer’s; the pool makes a new one', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 1 });
+    await maintain();
+    const [standby] = await standbys(pkg.id);
+    const before = await configParameters(standby!.database_name);
+
+    const { subscription_id, deployment_job_id } = await trialOf(pkg.id);
+    const job = await waitForJob(t.app, t.as.user, deployment_job_id);
+    expect(job.state, job.error).toBe('completed');
+    expect(job.result.standby).toBe(standby!.database_name);
+    const sub = await get(t, subscription_id);
+    expect(await databaseRow(standby!.database_name)).toBeNull();
+    const params = await configParameters(sub.database_name);
+    expect(params['database.secret']).toBe(before['database.secret']);
+    expect(params['web.base.url']).toBe(sub.url);
+    expect(params['svc.subscription_id']).toBe(String(sub.id));
+    const [admin] = await queryIn(sub.database_name, 'SELECT login FROM res_users WHERE id = 2');
+    const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json();
+    expect(admin!.login).toBe(partner.email);
+    await smtp.waitFor(partner.email);
+    expect((await stat(path.join(filestore(sub.database_name), 'logo'))).isFile()).toBe(true);
+    await expect(stat(filestore(standby!.database_name))).rejects.toThrow(/ENOENT/);
+
+    // The deployment asked the pool for a new one.
+    await expect.poll(async () => (await standbys(pkg.id)).map((s) => s.state), { timeout: 30_000 }).toEqual(['ready']);
+    expect((await standbys(pkg.id))[0]!.database_name).not.toBe(standby!.database_name);
+  });
+
+  it('a changed template makes its standbys stale: they are removed and made again', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 1 });
+    await maintain();
+    const [old] = await standbys(pkg.id);
+    const patched = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/database-templates/${fx.templateId}`,
+      payload: { name: `Odoo ${Date.now()}` },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const run = await maintain();
+    expect(run.removed).toContainEqual({ database_name: old!.database_name, reason: 'its template changed' });
+    expect(await databaseRow(old!.database_name)).toBeNull();
+    const [fresh] = await standbys(pkg.id);
+    expect(fresh).toMatchObject({ state: 'ready' });
+    expect(fresh!.database_name).not.toBe(old!.database_name);
+  });
+
+  it('a standby that fails to build is shown failed with its error, never handed out, and made again later', async () => {
+    const badDb = `${t.ctx.dbName}_nousers`;
+    await createOdooTemplate(badDb, { without: 'res_users' });
+    const template = await t.ctx.db.databaseTemplate.create({
+      data: { name: 'broken', postgresql_server_id: fx.serverId, template_db_name: badDb },
+    });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: template.id, standby_pool_size: 1 });
+    await maintain();
+    const [failed] = await standbys(pkg.id);
+    expect(failed).toMatchObject({ state: 'failed', error: expect.stringContaining('missing table res_users') });
+    expect(await databaseRow(failed!.database_name)).toBeNull();
+
+    const { deployment_job_id } = await trialOf(pkg.id);
+    const job = await waitForJob(t.app, t.as.user, deployment_job_id);
+    expect(job.state).toBe('failed');
+    expect((await standbys(pkg.id)).map((s) => s.id)).toEqual([failed!.id]);
+
+    // Shown a while, then removed and tried again.
+    expect((await maintain()).created).toEqual([]);
+    await t.ctx.db.standbyDatabase.update({ where: { id: failed!.id }, data: { updated_at: new Date(Date.now() - 6 * 60_000) } });
+    const retry = await maintain();
+    expect(retry.removed).toContainEqual({ database_name: failed!.database_name, reason: 'failed: made again' });
+    expect((await standbys(pkg.id)).map((s) => s.id)).not.toContain(failed!.id);
+  });
+
+  it('two worker sets deploying trials at once: each subscription gets its own database and no standby is given twice', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 3 });
+    await maintain();
+    const pool = (await standbys(pkg.id)).map((s) => s.database_name);
+    expect(pool).toHaveLength(3);
+    // Not made again meanwhile: the takes are what is counted.
+    await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });
+    let second: Workers | null = null;
+    try {
+      second = await startWorkers(t.ctx);
+      const trials = await Promise.all([1, 2, 3, 4, 5].map(() => trialOf(pkg.id)));
+      const jobs = await Promise.all(trials.map((trial) => waitForJob(t.app, t.as.user, trial.deployment_job_id, 60_000)));
+      expect(jobs.map((j) => j.state)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed']);
+      const taken = jobs.map((j) => j.result.standby).filter(Boolean);
+      expect(taken.sort()).toEqual([...pool].sort());
+      const names = await Promise.all(trials.map(async (trial) => (await get(t, trial.subscription_id)).database_name));
+      expect(new Set(names).size).toBe(5);
+      for (const name of names) expect(await databaseRow(name)).not.toBeNull();
+      const secrets = await Promise.all(names.map(async (name) => (await configParameters(name))['database.secret']));
+      expect(new Set(secrets).size).toBe(5);
+    } finally {
+      await second?.close();
+    }
+  });
+});
