@@ -4,7 +4,7 @@
 // Redis, the BullMQ worker, an OpenSSH server on loopback with tar and python3 behind it; the git
 // host (test/helpers/git-host.ts) serves hand-made tarballs (test/helpers/tar.ts) for a commit.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -153,6 +153,49 @@ describe('push_commit refuses a tarball entry that would land outside the releas
       reason: /has a "\.\." component/,
     },
     {
+      what: 'a symlink to an absolute path, and a file written through it',
+      entries: (top) => [
+        { name: `${top}/escape`, type: '2', linkname: outside },
+        { name: `${top}/escape/through.py`, data: 'X = 1\n' },
+      ],
+      named: (top) => `${top}/escape`,
+      reason: /is a symlink to "\/[^"]*\/outside", which is an absolute path/,
+    },
+    {
+      what: 'a symlink whose .. climbs above the release directory',
+      entries: (top) => [{ name: `${top}/m/linked.py`, type: '2', linkname: `${'../'.repeat(10)}${outside.slice(1)}/target.py` }],
+      named: (top) => `${top}/m/linked.py`,
+      reason: /is a symlink to "(\.\.\/){10}.*target\.py", which leaves the release directory/,
+    },
+    {
+      // Read as text, loop/../.. stays in the tree; but loop is a link to m, so each .. climbs from m.
+      what: 'a symlink whose .. follows a name that is itself a symlink',
+      entries: (top) => [
+        { name: `${top}/m/loop`, type: '2', linkname: '.' },
+        {
+          name: `${top}/m/linked.py`,
+          type: '2',
+          pax: { linkpath: `${'loop/'.repeat(25)}${'../'.repeat(26)}${outside.slice(1)}/target.py` },
+        },
+      ],
+      named: (top) => `${top}/m/linked.py`,
+      reason: /is a symlink to "loop\/.*target\.py", which has a "\.\." after a name/,
+    },
+    {
+      // x is a link to the release directory itself: x/x/…/linked.py lands there, 25 levels higher than its name says.
+      what: 'a symlink placed through another symlink',
+      entries: (top) => [
+        { name: `${top}/x`, type: '2', linkname: '.' },
+        {
+          name: `${top}/linked.py`,
+          type: '2',
+          pax: { path: `${top}/${'x/'.repeat(25)}linked.py`, linkpath: `${'../'.repeat(25)}${outside.slice(1)}/target.py` },
+        },
+      ],
+      named: (top) => `${top}/${'x/'.repeat(25)}linked.py`,
+      reason: /is a symlink to "(\.\.\/){25}.*target\.py" inside the symlink "x"/,
+    },
+    {
       what: 'top//abs after megabytes of good files (refused while the tree streams)',
       entries: (top) => [
         ...Array.from({ length: 8 }, (_, i) => ({ name: `${top}/m/blob${i}.txt`, data: randomBytes(512 * 1024) })),
@@ -204,27 +247,21 @@ describe('push_commit refuses a tarball entry that would land outside the releas
       if (h.streamed) {
         expect(await t.ctx.db.actionLog.count({ where: { job_id: job.id, action_type: 'ssh_command' } })).toBe(1);
       }
-      // The refusal is in the repository's action log.
+      // The refusal is in the repository's action log and chatter.
       const row = (await deployments(repo.id)).at(-1)!;
       expect(row).toMatchObject({ status: 'failure', job_id: job.id });
       expect(row.output_text).toContain(entry);
+      const said = await t.ctx.db.message.findFirst({
+        where: { model_name: 'svc.saas.git.repository', rec_id: repo.id },
+        orderBy: { id: 'desc' },
+      });
+      expect(said?.body).toContain(
+        `Deploy of ${sha.slice(0, 12)} failed: The tarball of ${sha.slice(0, 12)} is refused: the entry ${entry}`,
+      );
     });
   }
 
-  it('writing through a symlink of the tarball stays refused (GNU tar does not follow links it made)', async () => {
-    const repo = await deployedRepository(keyServer);
-    const before = await readlink(repo.live);
-    const { job } = await repo.deploy((top) => [
-      { name: `${top}/`, type: '5' },
-      { name: `${top}/escape`, type: '2', linkname: outside },
-      { name: `${top}/escape/through.py`, data: 'X = 1\n' },
-    ]);
-    expect(job.state).toBe('failed');
-    expect(await readdir(outside)).not.toContain('through.py');
-    expect(await readlink(repo.live)).toBe(before);
-  });
-
-  it('names that stay inside deploy: ./ entries, ./ and // inside a path, pax paths, symlinks, git’s own pax headers', async () => {
+  it('names that stay inside deploy: ./ entries, ./ and // inside a path, pax paths, symlinks into the tree, git’s own pax headers', async () => {
     const repo = await deployedRepository(keyServer);
     const long = `m/${'deep/'.repeat(25)}long.py`; // over 100 bytes: git archive writes a pax path
     const { job } = await repo.deploy((top) => [
@@ -235,12 +272,16 @@ describe('push_commit refuses a tarball entry that would land outside the releas
       { name: `${top}/m//slashes.py`, data: 'SLASHES = 1\n' },
       { name: `${top}/long`, data: 'LONG = 1\n', pax: { path: `${top}/${long}` } },
       { name: `${top}/m/link.py`, type: '2', linkname: 'dot.py' },
-      { name: `${top}/m/elsewhere`, type: '2', linkname: '/etc/hostname' },
+      { name: `${top}/m/sub/up.py`, type: '2', linkname: './../../m/.//dot.py' },
+      { name: `${top}/m/sub/root`, type: '2', linkname: '../..' },
     ]);
     expect(job.state, job.error).toBe('completed');
     expect(await readFile(path.join(repo.live, 'm', 'dot.py'), 'utf8')).toBe('DOT = 1\n');
     expect(await readFile(path.join(repo.live, 'm', 'slashes.py'), 'utf8')).toBe('SLASHES = 1\n');
     expect(await readFile(path.join(repo.live, long), 'utf8')).toBe('LONG = 1\n');
     expect(await readlink(path.join(repo.live, 'm', 'link.py'))).toBe('dot.py');
+    // Symlinks whose target stays in the release, .. included, resolve there.
+    expect(await readFile(path.join(repo.live, 'm', 'sub', 'up.py'), 'utf8')).toBe('DOT = 1\n');
+    expect(await realpath(path.join(repo.live, 'm', 'sub', 'root'))).toBe(await realpath(repo.live));
   });
 });

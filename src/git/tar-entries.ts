@@ -7,8 +7,14 @@
 // A git tree holds files, directories and symlinks only: any other entry (a hard link, a device, a
 // FIFO, GNU long names, sparse files) is refused too, and so is any header this reader does not
 // understand exactly as GNU tar would (a bad checksum, an unusual number, an unknown pax
-// keyword): what is refused cannot be read differently by the two. Writing through a symlink of
-// the tarball needs no check here: GNU tar does not follow the links it unpacks.
+// keyword): what is refused cannot be read differently by the two.
+// A symlink must point inside the release too: its target is refused when absolute, or when its
+// `..` components, from the link's own directory, climb above the release. The kernel follows links
+// inside a target and inside the link's own path, so where that text leads is only where the link
+// leads if neither holds another link before a climb: a `..` after a name is refused (`loop/..`
+// reads as the link's directory, but with `loop -> .` it is the one above), and so is a symlink
+// whose path runs through an earlier one (GNU tar places it wherever that one points). With every
+// link inside, writing through one (GNU tar follows those it made) stays inside as well.
 import { UserError } from '../core/errors.js';
 
 const BLOCK = 512;
@@ -25,6 +31,8 @@ const KINDS: Record<string, string> = {
   K: 'a GNU long link name',
   S: 'a sparse file',
 };
+/** Bounds the symlink paths kept to find one placed through another (each counted with 64 bytes for its slot). */
+const MAX_SYMLINK_BYTES = 16 * 1024 * 1024;
 /** Pax keywords that change nothing about where or how much is written. */
 const INERT_PAX = new Set(['mtime', 'atime', 'ctime', 'uid', 'gid', 'uname', 'gname', 'comment']);
 
@@ -65,6 +73,24 @@ export function afterTopDirectory(name: string): string {
   return slash < 0 ? '' : rest.slice(slash + 1); // one slash only: `top//x` leaves `/x`
 }
 
+/** The components the kernel walks: empty and `.` ones change nothing. */
+const components = (p: string) => p.split('/').filter((c) => c !== '' && c !== '.');
+
+/**
+ * Why a symlink at `at` (its path in the release) to `target` would point outside the release, read
+ * from the text alone (`which …`); null when it stays inside. `..` components may only lead.
+ */
+export function symlinkTargetLeaves(at: string, target: string): string | null {
+  if (target.startsWith('/')) return 'is an absolute path';
+  const parts = components(target);
+  const firstName = parts.findIndex((c) => c !== '..');
+  if (firstName >= 0 && parts.slice(firstName).includes('..')) {
+    return 'has a ".." after a name (that name could be a symlink, and the climb would start wherever it points)';
+  }
+  const climbs = firstName < 0 ? parts.length : firstName;
+  return climbs > components(at).length - 1 ? 'leaves the release directory' : null;
+}
+
 /**
  * A checker fed the inflated tarball, chunk by chunk; throws a UserError at the first entry that is
  * refused (or header that is not understood). Bytes after the end-of-archive block are ignored,
@@ -79,6 +105,9 @@ export function createTarEntryCheck(what: string): (chunk: Buffer) => void {
   /** The records of the `x` header just read; they apply to the next entry. */
   let pax: Map<string, string> | null = null;
   let offset = 0;
+  /** The symlinks seen so far, by their path in the release. */
+  const symlinks = new Set<string>();
+  let symlinkBytes = 0;
 
   const refuse = (entry: string, why: string) =>
     new UserError(`${what} is refused: the entry ${JSON.stringify(entry.slice(0, 300))} ${why}; nothing was deployed`);
@@ -107,6 +136,7 @@ export function createTarEntryCheck(what: string): (chunk: Buffer) => void {
       return;
     }
     const name = pax?.get('path') ?? headerName;
+    const linkTarget = pax?.get('linkpath') ?? cString(h.subarray(157, 257));
     const paxSize = pax?.get('size');
     const dataSize =
       paxSize === undefined ? size : /^[0-9]+$/.test(paxSize) && Number.isSafeInteger(Number(paxSize)) ? Number(paxSize) : null;
@@ -125,7 +155,27 @@ export function createTarEntryCheck(what: string): (chunk: Buffer) => void {
         `is the absolute path ${JSON.stringify(unpacked.replace(/\/+$/, '').slice(0, 300))} once its top directory is stripped`,
       );
     }
+    if (type === '2' && unpacked !== '') symlink(name, unpacked, linkTarget);
     skip = FILE.has(type) ? dataSize + ((BLOCK - (dataSize % BLOCK)) % BLOCK) : 0;
+  }
+
+  function symlink(name: string, unpacked: string, target: string) {
+    const to = `is a symlink to ${JSON.stringify(target.slice(0, 300))}`;
+    const leaves = symlinkTargetLeaves(unpacked, target);
+    if (leaves) throw refuse(name, `${to}, which ${leaves}`);
+    const at = components(unpacked);
+    for (let i = 1; i < at.length; i++) {
+      const through = at.slice(0, i).join('/');
+      if (symlinks.has(through)) {
+        throw refuse(name, `${to} inside the symlink ${JSON.stringify(through.slice(0, 300))} (it would land wherever that one points)`);
+      }
+    }
+    const key = at.join('/');
+    symlinkBytes += key.length + 64;
+    if (symlinkBytes > MAX_SYMLINK_BYTES) {
+      throw new UserError(`${what} is refused: it holds more symlinks than the check keeps track of; nothing was deployed`);
+    }
+    symlinks.add(key);
   }
 
   function paxData(type: string, size: number, data: Buffer) {

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { constants, gzipSync, inflateRawSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { afterTopDirectory, createTarEntryCheck } from '../../src/git/tar-entries.js';
+import { afterTopDirectory, createTarEntryCheck, symlinkTargetLeaves } from '../../src/git/tar-entries.js';
 import { checkTarball } from '../../src/git/tarball-check.js';
 import { paxRecord, tarball, tarEntry, type TarEntry } from '../helpers/tar.js';
 
@@ -41,6 +41,29 @@ describe('afterTopDirectory: where GNU tar --strip-components=1 puts an entry', 
   });
 });
 
+describe('symlinkTargetLeaves: a symlink to its target, resolved from its own directory', () => {
+  it.each([
+    ['a/link', '../b'],
+    ['a/link', '..'],
+    ['a/b/link', '../../c/./d'],
+    ['link', 'a/b'],
+    ['link', '.'],
+    ['a/link', './..//'],
+  ])('%j → %j stays inside', (at, target) => {
+    expect(symlinkTargetLeaves(at, target)).toBeNull();
+  });
+  it.each([
+    ['a/link', '/etc/passwd', /absolute/],
+    ['a/link', '../../x', /leaves the release directory/],
+    ['link', '..', /leaves the release directory/],
+    ['a//./link', '../../x', /leaves the release directory/],
+    ['a/link', 'b/../../x', /a "\.\." after a name/],
+    ['a/link', 'b/..', /a "\.\." after a name/],
+  ])('%j → %j is refused', (at, target, why) => {
+    expect(symlinkTargetLeaves(at, target)).toMatch(why);
+  });
+});
+
 describe('createTarEntryCheck', () => {
   it('passes a tree of files, directories and symlinks with git’s pax headers, whatever the chunk size', () => {
     const tar = archive(
@@ -48,7 +71,9 @@ describe('createTarEntryCheck', () => {
       { name: 'top/', type: '5' },
       { name: 'top/m/a.py', data: randomBytes(3000) },
       { name: 'top/long', data: 'L\n', pax: { path: `top/${'d/'.repeat(80)}x.py`, mtime: '1700000000' } },
-      { name: 'top/m/link.py', type: '2', linkname: '../../etc/passwd' },
+      { name: 'top/m/link.py', type: '2', linkname: '../a.py' },
+      { name: 'top/m/sub/root', type: '2', linkname: './../..' },
+      { name: 'top/m/sub/deep', type: '2', linkname: 'x', pax: { linkpath: `../${'d/'.repeat(80)}x.py` } },
       { name: 'top/./m/dot.py', data: '' },
     );
     for (const size of [1, 7, 511, 512, 513, tar.length]) expect(verdict(tar, size), `chunks of ${size}`).toBeNull();
@@ -64,6 +89,34 @@ describe('createTarEntryCheck', () => {
     ['top/../x', [{ name: 'top/../x' }], /has a "\.\." component/],
     ['top/./../x', [{ name: 'top/./../x' }], /has a "\.\." component/],
     ['top/a/..', [{ name: 'top/a/..', type: '5' }], /has a "\.\." component/],
+    [
+      'a symlink to an absolute path',
+      [{ name: 'top/a/link', type: '2', linkname: '/etc/passwd' }],
+      /"top\/a\/link" is a symlink to "\/etc\/passwd", which is an absolute path/,
+    ],
+    [
+      'a symlink climbing out',
+      [{ name: 'top/a/link', type: '2', linkname: '../../x' }],
+      /"top\/a\/link" is a symlink to "\.\.\/\.\.\/x", which leaves the release directory/,
+    ],
+    [
+      'a pax linkpath climbing out',
+      [{ name: 'top/a/link', type: '2', linkname: 'ok', pax: { linkpath: '../../x' } }],
+      /is a symlink to "\.\.\/\.\.\/x", which leaves/,
+    ],
+    [
+      'a symlink with .. after a name',
+      [{ name: 'top/a/link', type: '2', linkname: 'loop/../..' }],
+      /is a symlink to "loop\/\.\.\/\.\.", which has a "\.\." after a name/,
+    ],
+    [
+      'a symlink placed through another',
+      [
+        { name: 'top/x', type: '2', linkname: '.' },
+        { name: 'top/x/./x/link', type: '2', linkname: '../../y' },
+      ],
+      /"top\/x\/\.\/x\/link" is a symlink to "\.\.\/\.\.\/y" inside the symlink "x"/,
+    ],
     ['a hard link', [{ name: 'top/h', type: '1', linkname: 'top/a' }], /"top\/h" is a hard link/],
     ['a character device', [{ name: 'top/c', type: '3' }], /is a character device/],
     ['a block device', [{ name: 'top/b', type: '4' }], /is a block device/],
@@ -111,6 +164,22 @@ describe('createTarEntryCheck', () => {
     for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 0x20 : tar[i]!;
     tar.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
     expect(verdict(tar)).toMatch(/the size of "top\/a" is not an octal number/);
+  });
+
+  it('places no symlink check on the top directory, which --strip-components=1 skips', () => {
+    expect(verdict(archive({ name: 'top', type: '2', linkname: '/etc' }, { name: 'top/a' }))).toBeNull();
+  });
+
+  it('refuses a tarball with more symlinks than it keeps track of, whatever their targets', () => {
+    // 32 KiB pax paths: 16 MiB of them in a little over 500 symlinks.
+    const links = (n: number) =>
+      Array.from({ length: n }, (_, i) =>
+        tarEntry({ name: 'top/l', type: '2', linkname: '.', pax: { path: `top/${i}${'p'.repeat(32 * 1024)}` } }),
+      );
+    expect(verdict(Buffer.concat([...links(400), Buffer.alloc(1024)]))).toBeNull();
+    expect(verdict(Buffer.concat([...links(600), Buffer.alloc(1024)]))).toMatch(
+      new RegExp(`^${WHAT} is refused: it holds more symlinks than the check keeps track of; nothing was deployed$`),
+    );
   });
 
   it('reads nothing after the end-of-archive block, as GNU tar stops there', () => {
