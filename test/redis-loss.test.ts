@@ -63,7 +63,12 @@ describe('Redis restarted empty', () => {
     expect((await act(id, 'start_monitor')).statusCode).toBe(200);
     const samplesSince = (since: Date) => t.ctx.db.monitorLog.count({ where: { root_server_id: id, created_at: { gt: since } } });
     await expect.poll(() => samplesSince(new Date(0)), { timeout: 30_000, interval: 250 }).toBeGreaterThan(0);
-    const expected = ['lifecycle/trial-lifecycle', 'maintenance/monitor-log-retention', 'maintenance/prune_webhook_calls'];
+    const expected = [
+      'lifecycle/trial-lifecycle',
+      'maintenance/monitor-log-retention',
+      'maintenance/prune_webhook_calls',
+      'maintenance/standby-pool',
+    ];
     expect(await schedulers()).toEqual(expected);
 
     // A second worker process: both see the loss and put the same schedules back.

@@ -50,6 +50,10 @@ beforeAll(async () => {
   await writeFile(path.join(filestore(fx.templateDb), 'logo'), 'logo bytes');
 });
 afterAll(async () => {
+  // Standby names are not this test file's (svc_standby_<package>_<n>): the pool removes them.
+  await t.ctx?.db.trialPackage.updateMany({ data: { standby_pool_size: 0 } });
+  await t.ctx?.db.standbyDatabase.updateMany({ data: { state: 'failed', updated_at: new Date(0) } });
+  if (t.ctx) await maintain();
   await fx?.cleanup();
 });
 
@@ -62,7 +66,10 @@ interface Standby {
 }
 
 async function standbys(packageId: number): Promise<Standby[]> {
-  const res = await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/standby-databases?trial_package_id=${packageId}&limit=200` });
+  const res = await request(t.app, t.as.operator, {
+    method: 'GET',
+    url: `/api/v1/standby-databases?trial_package_id=${packageId}&limit=200`,
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json().items;
 }
@@ -160,7 +167,7 @@ describe('the standby pool', () => {
     expect(run.removed).toContainEqual({ database_name: old!.database_name, reason: 'its template changed' });
     expect(await databaseRow(old!.database_name)).toBeNull();
     const [fresh] = await standbys(pkg.id);
-    expect(fresh).toMatchObject({ state: 'ready' });
+    expect(fresh, fresh?.error ?? '').toMatchObject({ state: 'ready' });
     expect(fresh!.database_name).not.toBe(old!.database_name);
   });
 
