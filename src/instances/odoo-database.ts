@@ -123,7 +123,7 @@ async function administrator(query: Query): Promise<{ id: number; partner_id: nu
 }
 
 /** The rounds the instance hashes with (password.hashing.rounds), else Odoo's default. */
-async function hashingRounds(query: Query): Promise<number> {
+export async function hashingRounds(query: Query): Promise<number> {
   const { rows } = await query(`SELECT value FROM ir_config_parameter WHERE key = 'password.hashing.rounds'`);
   const rounds = Number(rows[0]?.value);
   return Number.isInteger(rounds) && rounds >= 1000 && rounds <= 10_000_000 ? rounds : ODOO_DEFAULT_ROUNDS;
@@ -133,7 +133,8 @@ export interface Customer {
   email: string;
   name: string;
   companyName: string;
-  password: string;
+  /** The hash of the customer's password, made with the instance's hashingRounds(). */
+  passwordHash: string;
 }
 
 /**
@@ -141,10 +142,9 @@ export interface Customer {
  * e-mail on its partner, the company named, and a password of the customer's own (its hash).
  */
 export async function setCustomerLogin(query: Query, customer: Customer): Promise<void> {
-  const hash = await hashOdooPassword(customer.password, await hashingRounds(query));
   await transaction(query, async () => {
     const admin = await administrator(query);
-    await query('UPDATE res_users SET login = $1, password = $2 WHERE id = $3', [customer.email, hash, admin.id]);
+    await query('UPDATE res_users SET login = $1, password = $2 WHERE id = $3', [customer.email, customer.passwordHash, admin.id]);
     await query('UPDATE res_partner SET name = $1, email = $2 WHERE id = $3', [customer.name, customer.email, admin.partner_id]);
     // Odoo's company name is its partner's (a related, stored field): both are set.
     const { rows } = await query('UPDATE res_company SET name = $1 WHERE id = 1 RETURNING partner_id', [customer.companyName]);

@@ -24,3 +24,22 @@ export async function hashOdooPassword(password: string, rounds = ODOO_DEFAULT_R
   const checksum = await pbkdf2Async(password, salt, rounds, CHECKSUM_BYTES, 'sha512');
   return `$pbkdf2-sha512$${rounds}$${ab64(salt)}$${ab64(checksum)}`;
 }
+
+/** The rounds each template's copies hashed with last (a cache: a wrong guess costs one more hash). */
+const lastRounds = new Map<string, number>();
+
+/**
+ * Starts hashing `password` now, before the instance can say its rounds (half a second of CPU at
+ * Odoo's default, spent while the database is copied), with the rounds `template`'s copies used
+ * last, else Odoo's default. The answer gives the hash for the rounds the instance says, hashing
+ * again only when they differ.
+ */
+export function earlyHash(password: string, template: string): (rounds: number) => Promise<string> {
+  const guess = lastRounds.get(template) ?? ODOO_DEFAULT_ROUNDS;
+  const early = hashOdooPassword(password, guess);
+  early.catch(() => {}); // awaited below, or not needed
+  return (rounds) => {
+    lastRounds.set(template, rounds);
+    return rounds === guess ? early : hashOdooPassword(password, rounds);
+  };
+}

@@ -49,12 +49,18 @@ export async function takeStandby(db: Db, packageId: number, templateId: number)
   return db.standbyDatabase.findUnique({ where: { id: row.id }, include: { postgresql_server: true, root_server: true } });
 }
 
+/**
+ * After a take, the pool is refilled this much later, not at once: a burst of signups is served
+ * first (copies compete with its deployments for the same CPU and disk), then the pool refills.
+ */
+export const STANDBY_REFILL_DELAY_MS = 15_000;
+
 /** A taken standby whose database (and filestore) now belong to a subscription. */
-export const standbyHandedOver = (db: Db, id: number) => db.standbyDatabase.delete({ where: { id } });
+export const standbyHandedOver = (db: Db, id: number) => db.standbyDatabase.deleteMany({ where: { id } });
 
 /** A taken standby that could not be handed over: shown failed, removed and made again later. */
 export const standbyLost = (db: Db, id: number, error: string) =>
-  db.standbyDatabase.update({ where: { id }, data: { state: 'failed', error } });
+  db.standbyDatabase.updateMany({ where: { id }, data: { state: 'failed', error } });
 
 /** Why a standby must go, or null while it is wanted. */
 function staleReason(s: StandbyDatabase, pkg: Package | undefined, now: number): string | null {
@@ -220,12 +226,18 @@ export function createStandbyPool(ctx: Deps) {
         if (s.state !== 'taken') kept.set(s.trial_package_id ?? 0, count + 1);
         continue;
       }
+      // Claimed first: a deployment may take a ready standby at any moment, and then it is not ours to remove.
+      const claimed = await db.standbyDatabase.updateMany({
+        where: { id: s.id, state: s.state, updated_at: s.updated_at },
+        data: { state: 'failed', error: `being removed: ${reason}` },
+      });
+      if (claimed.count === 0) continue;
       try {
         await removeStandby(s, reason);
         result.removed.push({ database_name: s.database_name, reason });
       } catch (err) {
         const error = `could not be removed (${reason}): ${(err as Error).message}`;
-        await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
+        await db.standbyDatabase.updateMany({ where: { id: s.id }, data: { error } });
         result.failed.push({ database_name: s.database_name, error });
       }
     }

@@ -24,10 +24,17 @@ import {
   serverWhere,
   type MadeDatabase,
 } from '../instances/instance-database.js';
-import { assertOdooDatabase, setAddressAndDate, setCustomerLogin, setIdentity, setPackageLimits } from '../instances/odoo-database.js';
-import { newPassword } from '../instances/odoo-password.js';
+import {
+  assertOdooDatabase,
+  hashingRounds,
+  setAddressAndDate,
+  setCustomerLogin,
+  setIdentity,
+  setPackageLimits,
+} from '../instances/odoo-database.js';
+import { earlyHash, newPassword } from '../instances/odoo-password.js';
 import { quoteIdent } from '../postgresql/postgresql-connection.js';
-import { standbyHandedOver, standbyLost, takeStandby } from '../instances/standby-pool.js';
+import { STANDBY_REFILL_DELAY_MS, standbyHandedOver, standbyLost, takeStandby } from '../instances/standby-pool.js';
 import { standbyJobs } from '../instances/standby-job-specs.js';
 import { createLifecycleMail } from './subscription-mail.js';
 import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState, subscriptionUrl } from './subscription-service.js';
@@ -85,11 +92,11 @@ export async function deploySubscription(
   });
   const databaseName = sub.database_name!;
   const made: Made = { database: null, filestoreOn: null };
-  let current = 'deployment';
+  let stepsStarted = 0;
 
   /** One step: the job's progress, an action-log row written before it starts, its outcome. */
   async function step<T>(name: DeploymentStep, input: string, work: () => Promise<T>, output: (r: T) => string = () => 'done') {
-    current = input;
+    stepsStarted++;
     await report({ step: name });
     const row = await startActionLog(ctx.db, {
       ...ref,
@@ -146,74 +153,84 @@ export async function deploySubscription(
           ?.trial_package_id ?? null)
       : null;
     const standby = packageId ? await takeStandby(ctx.db, packageId, template.id) : null;
+    const password = newPassword();
+    const hashFor = earlyHash(password, `${template.id}@${template.updated_at.getTime()}`);
+    let limitsReadAt = new Date();
 
-    if (standby) {
-      const from: MadeDatabase = { name: standby.database_name, systemIdentifier: standby.system_identifier!, oid: standby.oid! };
-      try {
+    // The database and the filestore are made side by side: neither waits for the other.
+    const database = async () => {
+      if (standby) {
+        const from: MadeDatabase = { name: standby.database_name, systemIdentifier: standby.system_identifier!, oid: standby.oid! };
         await step(
           'taking_standby',
           `ALTER DATABASE ${quoteIdent(from.name)} RENAME TO ${quoteIdent(databaseName)} -- standby, on ${where}`,
-          async () => {
-            await record(await onServer(ctx.box, server, (query) => renameMadeDatabase(query, from, databaseName)));
-            if (standby.root_server) {
-              await filestores.rename(standby.root_server, standby.database_name, databaseName, audit);
-              made.filestoreOn = standby.root_server;
-            }
-          },
+          async () => record(await onServer(ctx.box, server, (query) => renameMadeDatabase(query, from, databaseName))),
         );
-      } catch (err) {
-        await standbyLost(ctx.db, standby.id, `taking it for subscription ${sub.id} failed: ${(err as Error).message}`);
-        throw err;
+      } else {
+        await step(
+          'creating_database',
+          `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${where}`,
+          async () =>
+            record(
+              await onServer(ctx.box, server, (query) => copyTemplate(ctx.db, query, template.template_db_name, databaseName, where), {
+                timeout: LONG_STATEMENT_TIMEOUT,
+              }),
+            ),
+          () => 'Database created',
+        );
       }
-      await standbyHandedOver(ctx.db, standby.id);
-    } else {
-      await step(
-        'creating_database',
-        `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${where}`,
-        async () =>
-          record(
-            await onServer(ctx.box, server, (query) => copyTemplate(ctx.db, query, template.template_db_name, databaseName, where), {
-              timeout: LONG_STATEMENT_TIMEOUT,
-            }),
-          ),
-        () => 'Database created',
+      await onServer(
+        ctx.box,
+        server,
+        async (query) => {
+          await step('identity', identityText(databaseName, url, standby !== null), async () => {
+            await assertOdooDatabase(query, `Database ${databaseName} (from template ${template.template_db_name})`);
+            await (standby ? setAddressAndDate(query, url) : setIdentity(query, { url }));
+          });
+          await step('customer_login', `the administrator of ${databaseName} becomes ${partner.email}, with a new password`, async () =>
+            setCustomerLogin(query, customerOf(partner, await hashFor(await hashingRounds(query)))),
+          );
+          limitsReadAt = new Date();
+          const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+          await step('package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
+        },
+        { database: databaseName },
       );
-    }
-    // Another deployment may take the next standby now; the pool makes a new one.
-    if (standby) await ctx.queues.enqueue(standbyJobs.maintain_standby_pool, { user_id: null }).catch(() => {});
-
-    const password = newPassword();
-    const limitsReadAt = new Date();
-    await onServer(
-      ctx.box,
-      server,
-      async (query) => {
-        await step('identity', identityText(databaseName, url, standby !== null), async () => {
-          await assertOdooDatabase(query, `Database ${databaseName} (from template ${template.template_db_name})`);
-          await (standby ? setAddressAndDate(query, url) : setIdentity(query, { url }));
-        });
-        await step('customer_login', `the administrator of ${databaseName} becomes ${partner.email}, with a new password`, () =>
-          setCustomerLogin(query, customerOf(partner, password)),
-        );
-        const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
-        await step('package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
-      },
-      { database: databaseName },
-    );
-
-    if (!standby && template.root_server) {
-      const root = template.root_server;
+    };
+    const files = async () => {
+      const root = standby ? standby.root_server : template.root_server;
+      if (!root) return;
+      const [text, work] = standby
+        ? [
+            `filestore of ${databaseName}: standby ${standby.database_name}'s, renamed on root server ${root.id}`,
+            () => filestores.rename(root, standby.database_name, databaseName, audit),
+          ]
+        : [
+            `filestore of ${databaseName} from ${template.template_db_name} on root server ${root.id}`,
+            () => filestores.copy(root, template.template_db_name, databaseName, audit),
+          ];
       await step(
         'filestore',
-        `filestore of ${databaseName} from ${template.template_db_name} on root server ${root.id}`,
+        text,
         async () => {
-          const out = await filestores.copy(root, template.template_db_name, databaseName, audit);
+          const out = await work();
           made.filestoreOn = root;
           return out;
         },
         (out) => out,
       );
+    };
+    const failure = (await Promise.allSettled([database(), files()])).find((o) => o.status === 'rejected');
+    if (standby) {
+      if (failure)
+        await standbyLost(ctx.db, standby.id, `taking it for subscription ${sub.id} failed: ${(failure.reason as Error).message}`);
+      else await standbyHandedOver(ctx.db, standby.id);
+      // The pool makes a new one a little later (one delayed run for a whole burst of takes).
+      await ctx.queues
+        .enqueue(standbyJobs.maintain_standby_pool, { user_id: null }, { delay: STANDBY_REFILL_DELAY_MS })
+        .catch((err) => ctx.log.warn({ err }, 'standby pool refill not queued (the next scheduled run refills it)'));
     }
+    if (failure) throw failure.reason;
 
     const result: DeploymentResult = {
       subscription_id: sub.id,
@@ -266,7 +283,7 @@ export async function deploySubscription(
         author,
       });
       // The step's own row says how it failed; a failure outside any step gets one.
-      if (current === 'deployment') {
+      if (stepsStarted === 0) {
         await writeActionLog(tx, {
           ...ref,
           action_type: 'deployment',
@@ -288,8 +305,8 @@ function identityText(database: string, url: string, standby: boolean) {
     : `new identity of ${database}: database.secret, database.uuid, database.create_date, web.base.url = ${url}; enterprise code and expiration removed`;
 }
 
-function customerOf(partner: Partner, password: string) {
-  return { email: partner.email, name: partner.name, companyName: partner.company_name || partner.name, password };
+function customerOf(partner: Partner, passwordHash: string) {
+  return { email: partner.email, name: partner.name, companyName: partner.company_name || partner.name, passwordHash };
 }
 
 /** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
