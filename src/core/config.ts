@@ -128,6 +128,18 @@ const envSchema = z.object({
   // Name servers of the DNS Resolver setting's `cloudflare` and `google` choices (host or host:port).
   DNS_CLOUDFLARE_SERVERS: dnsServers.default(['1.1.1.1', '1.0.0.1']),
   DNS_GOOGLE_SERVERS: dnsServers.default(['8.8.8.8', '8.8.4.4']),
+  // Customer domains: Caddy on the Odoo host gets their certificates from this ACME directory
+  // (written into its config: no whitespace, quotes or braces).
+  ACME_CA_URL: url(['https:', 'http:'])
+    .refine((v) => !/[\s"'`{}\\]/.test(v), 'must not contain whitespace, quotes, braces or backslashes')
+    .default('https://acme-v02.api.letsencrypt.org/directory'),
+  // The ACME account's contact (expiry and policy mails from the CA).
+  ACME_EMAIL: optionalString.pipe(z.email().optional()),
+  // A PEM file on this machine, copied to the Odoo host for Caddy's acme_ca_root: the root of a
+  // private ACME server's own HTTPS certificate (Pebble in tests).
+  ACME_CA_ROOT_PEM: optionalString,
+  // Where Odoo listens on its host: Caddy proxies the customer domains to 127.0.0.1 on this port.
+  ODOO_HTTP_PORT: intVar(1, 65535, 8069),
 });
 
 export type Config = z.infer<typeof envSchema>;
