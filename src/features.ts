@@ -19,6 +19,7 @@ import { partners } from './partners/index.js';
 import { databaseTemplates } from './database-templates/index.js';
 import { instances } from './instances/index.js';
 import { subscriptions } from './subscriptions/index.js';
+import { usage } from './usage/index.js';
 import { trial } from './trial/index.js';
 import { webhooks } from './webhooks/index.js';
 import { servers } from './servers/index.js';
@@ -40,6 +41,7 @@ export const FEATURES: readonly Feature[] = [
   databaseTemplates,
   instances,
   subscriptions,
+  usage,
   trial,
   webhooks,
   servers,

@@ -65,6 +65,7 @@ describe('Redis restarted empty', () => {
     await expect.poll(() => samplesSince(new Date(0)), { timeout: 30_000, interval: 250 }).toBeGreaterThan(0);
     const expected = [
       'lifecycle/trial-lifecycle',
+      'maintenance/collect-usage',
       'maintenance/monitor-log-retention',
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',

@@ -4,9 +4,9 @@
 // PostgreSQL advisory lock, held by a connection of its own, so a dead worker's lock goes with
 // it); copies are made one at a time per PostgreSQL server. A deployment takes a ready standby
 // with one conditional update, so no standby is ever handed out twice.
-import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { startActionLog } from '../core/action-log.js';
+import { withSessionLock } from '../core/session-lock.js';
 import type { Db } from '../core/db.js';
 import type { DatabaseTemplate, PostgresqlServer, RootServer, StandbyDatabase, TrialPackage } from '../generated/prisma/client.js';
 import { quoteIdent } from '../postgresql/postgresql-connection.js';
@@ -264,17 +264,8 @@ export function createStandbyPool(ctx: Deps) {
     /** One maintenance run; another worker's run in progress makes this one a no-op. */
     async maintain(): Promise<PoolRunResult> {
       const result: PoolRunResult = { created: [], failed: [], removed: [] };
-      const lock = new pg.Client({ connectionString: ctx.config.DATABASE_URL });
-      lock.on('error', () => {});
-      await lock.connect();
-      try {
-        const { rows } = await lock.query('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [POOL_LOCK]);
-        if (!rows[0].locked) return { ...result, skipped: 'another worker is maintaining the pool' };
-        await run(result);
-        return result;
-      } finally {
-        await lock.end().catch(() => {});
-      }
+      const ran = await withSessionLock(ctx.config.DATABASE_URL, POOL_LOCK, () => run(result));
+      return ran === null ? { ...result, skipped: 'another worker is maintaining the pool' } : result;
     },
   };
 }

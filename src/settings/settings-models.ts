@@ -14,6 +14,9 @@ export const settingsModel = defineModel({
     'drop_expired_trials',
     'brand_name',
     'privacy_url',
+    'usage_interval_minutes',
+    'enforce_limits',
+    'limit_grace_days',
   ],
 });
 

@@ -22,6 +22,9 @@ const settings = z.object({
     .describe("The lifecycle drops expired trials' databases (final backup first) once grace_end_date passed"),
   brand_name: z.string().describe('Your name as visitors see it: trial page titles and the sign-off of the mails'),
   privacy_url: z.string().nullable().describe('Your privacy notice, linked under the trial form (null: no link)'),
+  usage_interval_minutes: z.number().int().describe('How often every tenant is measured (rounded up to 5-minute ticks)'),
+  enforce_limits: z.boolean().describe('Suspend subscriptions over their limits for longer than limit_grace_days'),
+  limit_grace_days: z.number().int().describe('Days a subscription may stay over its limits before it is suspended'),
   updated_at: timestamp,
 });
 
@@ -37,6 +40,9 @@ const settingsUpdate = z
       .url({ protocol: /^https?$/, error: 'an http(s) URL' })
       .max(2000)
       .nullable(),
+    usage_interval_minutes: z.number().int().min(5).max(1440),
+    enforce_limits: z.boolean(),
+    limit_grace_days: z.number().int().min(0).max(365),
   })
   .partial()
   .strict()

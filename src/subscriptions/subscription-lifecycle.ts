@@ -10,6 +10,7 @@ import { queueInstanceSync } from './subscription-instance-sync.js';
 import { createLifecycleMail, type MailRunResult } from './subscription-mail.js';
 import type { Who } from './subscription-database.js';
 import { createSuspensionService } from './subscription-suspension.js';
+import { usageStateOf, type Usage } from './subscription-usage.js';
 
 /** An automatic drop that failed (backup server down, ...) is tried again after this long, not every run. */
 export const AUTO_DROP_RETRY_MS = 6 * 3600_000;
@@ -18,6 +19,8 @@ export interface LifecycleResult {
   suspended: number[];
   suspend_failed: { subscription_id: number; error: string }[];
   drops_queued: { subscription_id: number; job_id: string }[];
+  /** over_limit suspensions lifted */
+  reactivated: number[];
   instance_syncs_queued: number[];
   mails: MailRunResult;
 }
@@ -29,6 +32,7 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
     suspended: [],
     suspend_failed: [],
     drops_queued: [],
+    reactivated: [],
     instance_syncs_queued: [],
     mails: { sent: 0, failed: [] },
   };
@@ -87,7 +91,29 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
     }
   }
 
-  // 3. Package limits a change could not write into a running instance yet.
+  // 3. Suspensions for being over the limits that the limits now allow (an operator raised them).
+  const overLimit = await db.subscription.findMany({
+    where: { state: 'suspended', suspend_reason: 'over_limit', operation: null },
+    orderBy: { id: 'asc' },
+  });
+  for (const sub of overLimit) {
+    if (!sub.usage || usageStateOf(sub, sub.usage as unknown as Usage).state === 'exceeded') continue;
+    try {
+      if (await suspension.liftOverLimit(sub.id, who, 'Its limits now allow its last measured usage: reactivated.')) {
+        result.reactivated.push(sub.id);
+      }
+    } catch (err) {
+      await postMessageOnce(db, {
+        model_name: 'svc.subscription',
+        rec_id: sub.id,
+        body: `Its limits now allow its last usage, but it could not be reactivated: ${(err as Error).message}. The next lifecycle run tries again.`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+      });
+    }
+  }
+
+  // 4. Package limits a change could not write into a running instance yet.
   const pending = await db.subscription.findMany({
     where: { state: 'running', instance_sync_pending_at: { not: null } },
     select: { id: true },
@@ -96,7 +122,7 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
   for (const { id } of pending) await queueInstanceSync(ctx, id);
   result.instance_syncs_queued = pending.map((p) => p.id);
 
-  // 4. Mails (the expiry mails of step 1 included).
+  // 5. Mails (the expiry mails of step 1 included).
   result.mails = await createLifecycleMail(ctx).sendDue();
   return result;
 }

@@ -64,8 +64,47 @@ export interface MailRunResult {
   failed: { subscription_id: number; mail: LifecycleMail; error: string }[];
 }
 
+/**
+ * Sends a mail to a subscription's customer and keeps its copy (secrets masked) in the chatter; a
+ * mail that cannot be made or delivered is an alert there instead (with `afterFailure`, what
+ * happens next). Answers the error, or null when sent.
+ */
+export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'>) {
+  return async function mailCustomer(
+    id: number,
+    mail: string,
+    build: () => Promise<MailMessage>,
+    afterFailure = '',
+  ): Promise<string | null> {
+    const ref = { model_name: 'svc.subscription' as const, rec_id: id };
+    let message: MailMessage | null = null;
+    try {
+      message = await build();
+      await ctx.mailer.send(message);
+    } catch (err) {
+      const error = (err as Error).message;
+      ctx.log.warn({ err, subscription_id: id, mail }, 'customer mail could not be sent');
+      await postMessageOnce(ctx.db, {
+        ...ref,
+        body: `The ${mail} e-mail${message ? ` "${message.subject}" to ${message.to}` : ''} could not be sent: ${error}.${afterFailure ? ` ${afterFailure}` : ''}`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+      });
+      return error;
+    }
+    await postMessage(ctx.db, {
+      ...ref,
+      body: `${message.subject}\n\nTo: ${message.to}\n\n${textWithoutSecrets(message)}`,
+      message_type: 'email',
+      subtype_xmlid: 'mail.mt_comment',
+    });
+    return null;
+  };
+}
+
 export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>) {
   const { db } = ctx;
+  const mailCustomer = createCustomerMail(ctx);
 
   function compose(
     mail: LifecycleMail,
@@ -117,31 +156,17 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'box' | 'mailer
     const claimed = await db.subscription.updateMany({ where: { id, [column]: null, ...due }, data: { [column]: claimedAt } });
     if (claimed.count !== 1) return;
     const sub = await db.subscription.findUniqueOrThrow({ where: { id }, include: { partner: { select: { name: true, email: true } } } });
-    const ref = { model_name: 'svc.subscription' as const, rec_id: id };
-    let message: MailMessage | null = null;
-    try {
-      const password = mail === 'trial_ready' ? await passwordFor(sub, givenPassword) : null;
-      message = compose(mail, sub, settings, password);
-      await ctx.mailer.send(message);
-    } catch (err) {
-      const error = (err as Error).message;
-      ctx.log.warn({ err, subscription_id: id, mail }, 'lifecycle mail could not be sent');
+    const error = await mailCustomer(
+      id,
+      mail,
+      async () => compose(mail, sub, settings, mail === 'trial_ready' ? await passwordFor(sub, givenPassword) : null),
+      'The next lifecycle run sends it again.',
+    );
+    if (error !== null) {
       await db.subscription.updateMany({ where: { id, [column]: claimedAt }, data: { [column]: null } });
-      await postMessageOnce(db, {
-        ...ref,
-        body: `The ${mail} e-mail${message ? ` "${message.subject}" to ${message.to}` : ''} could not be sent: ${error}. The next lifecycle run sends it again.`,
-        message_type: 'notification',
-        subtype_xmlid: 'mail.mt_alert',
-      });
       result.failed.push({ subscription_id: id, mail, error });
       return;
     }
-    await postMessage(db, {
-      ...ref,
-      body: `${message.subject}\n\nTo: ${message.to}\n\n${textWithoutSecrets(message)}`,
-      message_type: 'email',
-      subtype_xmlid: 'mail.mt_comment',
-    });
     result.sent++;
   }
 

@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { action, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { queryBoolean, queryId } from '../core/http/schemas.js';
-import { SubscriptionState } from '../generated/prisma/enums.js';
+import { SubscriptionState, UsageState } from '../generated/prisma/enums.js';
 import { remoteBackupId, subscriptionJobs } from './subscription-job-specs.js';
 import { createDatabaseOperations } from './subscription-operations.js';
 import { subscription, subscriptionCreate, subscriptionUpdate, type SubscriptionOut } from './subscription-schemas.js';
@@ -32,6 +32,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
       state: z.enum(SubscriptionState).optional(),
       partner_id: queryId.optional(),
       is_trial: queryBoolean.optional(),
+      usage_state: z.enum(UsageState).optional(),
     }),
     read: 'user',
     write: 'operator',

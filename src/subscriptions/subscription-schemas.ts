@@ -2,7 +2,7 @@
 // trial packages, which supply them.
 import { z } from 'zod';
 import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
-import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
+import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason, UsageState } from '../generated/prisma/enums.js';
 import { SYSTEM_DATABASES } from '../postgresql/database-identity.js';
 import { STANDBY_PREFIX } from '../instances/standby-pool.js';
 
@@ -48,6 +48,18 @@ export const subscription = z.object({
   backup_server_id: z.number().nullable(),
   backup_state: z.enum(BackupState),
   url: z.string().nullable().describe("The customer's instance (SUBSCRIPTION_URL); null without a database"),
+  usage: z
+    .object({
+      db_size_bytes: z.number().nullable(),
+      filestore_bytes: z.number().nullable().describe('null: no Odoo host to measure, or see missing'),
+      active_users: z.number().nullable(),
+      record_counts: z.record(z.string(), z.number()),
+      measured_at: z.string(),
+      missing: z.record(z.string(), z.string()).describe('measure → why the last round could not take it'),
+    })
+    .nullable()
+    .describe('What the last usage round measured (null before the first)'),
+  usage_state: z.enum(UsageState).describe('ok, warning (≥ 80 % of a limit) or exceeded (≥ 100 %)'),
   suspended_at: nullableTimestamp,
   suspend_reason: z.enum(SuspendReason).nullable(),
   trial_ready_sent_at: nullableTimestamp.describe('When the trial_ready mail went out'),

@@ -47,7 +47,11 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
       suspend_reason: reason,
       trial_expired_sent_at: null,
     });
-    const why = reason === 'trial_expired' ? `The trial ended (${before.trial_end_date?.toISOString()}): suspended.` : 'Suspended.';
+    const why = {
+      trial_expired: `The trial ended (${before.trial_end_date?.toISOString()}): suspended.`,
+      over_limit: `Over its package limits since ${before.usage_exceeded_since?.toISOString()}, past the grace period: suspended.`,
+      manual: 'Suspended.',
+    }[reason];
     await note(tx, before.id, `${why} ${done}.`, author);
     return after;
   }
@@ -122,6 +126,24 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'convert_to_paid');
         return reopen(tx, before, author, who, data, `${why} Reactivated.`);
+      }),
+
+    /**
+     * Enforcement of the package limits (usage round): suspends a running subscription still
+     * exceeded under the lock; null when it no longer is (or is busy, or not running).
+     */
+    suspendOverLimit: (id: number, who: Who) =>
+      locked(id, async (tx, before) => {
+        if (before.state !== 'running' || before.operation || before.usage_state !== 'exceeded') return null;
+        return close(tx, before, 'over_limit', null, who);
+      }),
+
+    /** An over_limit suspension whose limits now allow its last usage (lifecycle run): running again. */
+    liftOverLimit: (id: number, who: Who, why: string) =>
+      locked(id, async (tx, before) => {
+        if (before.state !== 'suspended' || before.suspend_reason !== 'over_limit' || before.operation) return null;
+        if (before.is_trial && trialEnded(before)) return null;
+        return reopen(tx, before, null, who, {}, why);
       }),
 
     /**

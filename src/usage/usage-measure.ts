@@ -1,0 +1,114 @@
+// The three measurements of a usage round: the sizes of every subscription database of a PostgreSQL
+// server in one query, the active users and limited records inside one running database, and the
+// filestore sizes of every customer of an Odoo host in one SSH command. A measurement that cannot
+// be taken is reported with its reason; it never stops the others.
+import type { AppContext } from '../context.js';
+import { UserError } from '../core/errors.js';
+import { shellQuote } from '../core/ssh.js';
+import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
+import { filestorePath } from '../instances/filestore.js';
+import { onServer, serverWhere } from '../instances/instance-database.js';
+import { clusterIdentifier } from '../postgresql/database-identity.js';
+import { quoteIdent } from '../postgresql/postgresql-connection.js';
+import { formatResult, openRemoteSession } from '../servers/remote-session.js';
+import { requireConfirmed } from '../servers/root-server-store.js';
+import { onInstance } from '../subscriptions/subscription-database.js';
+
+type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Tenant = Pick<Subscription, 'id' | 'database_name' | 'database_system_identifier' | 'database_oid'>;
+
+/** A size per subscription id, or the reason it could not be read. */
+export type Sizes = Map<number, number | { missing: string }>;
+
+/**
+ * pg_database_size of each tenant's database, found by its oid on the cluster it was created on
+ * (a name can be pointed elsewhere; an oid on a cluster cannot).
+ */
+export async function databaseSizes(deps: Deps, server: PostgresqlServer, tenants: readonly Tenant[]): Promise<Sizes> {
+  return onServer(deps.box, server, async (query) => {
+    const cluster = await clusterIdentifier(query);
+    const { rows } = await query(
+      'SELECT oid::text AS oid, pg_database_size(oid)::text AS size FROM pg_database WHERE oid = ANY($1::oid[])',
+      [tenants.map((t) => String(t.database_oid))],
+    );
+    const byOid = new Map(rows.map((r) => [String(r.oid), Number(r.size)]));
+    const sizes: Sizes = new Map();
+    for (const t of tenants) {
+      const size = byOid.get(String(t.database_oid));
+      if (t.database_system_identifier !== cluster)
+        sizes.set(t.id, { missing: `${serverWhere(server)} is not the cluster ${t.database_name} was created on` });
+      else if (size === undefined)
+        sizes.set(t.id, { missing: `database ${t.database_name} (oid ${t.database_oid}) not found on ${serverWhere(server)}` });
+      else sizes.set(t.id, size);
+    }
+    return sizes;
+  });
+}
+
+/** Odoo's model name as its table: res.partner → res_partner. */
+const TABLE_OF_MODEL = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/;
+
+export interface InstanceCounts {
+  active_users: number;
+  record_counts: Record<string, number>;
+  missing: Record<string, string>;
+}
+
+/**
+ * Inside one running database: internal active users (res_users active and not share, without
+ * __system__, id 1) and the rows of each model the package limits. A model without a table is
+ * reported missing, not an error.
+ */
+export async function instanceCounts(deps: Deps, sub: Subscription, models: readonly string[]): Promise<InstanceCounts> {
+  return onInstance(deps, sub, async (query) => {
+    const users = await query('SELECT count(*)::int AS n FROM res_users WHERE active AND NOT coalesce(share, false) AND id <> 1');
+    const counts: InstanceCounts = { active_users: Number(users.rows[0]!.n), record_counts: {}, missing: {} };
+    for (const model of models) {
+      const table = model.replaceAll('.', '_');
+      if (!TABLE_OF_MODEL.test(model)) {
+        counts.missing[`model:${model}`] = 'not an Odoo model name';
+        continue;
+      }
+      const { rows } = await query(
+        `SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = current_schema() AND c.relname = $1 AND c.relkind IN ('r', 'p')`,
+        [table],
+      );
+      if (rows.length === 0) {
+        counts.missing[`model:${model}`] = `no table ${table}`;
+        continue;
+      }
+      const { rows: n } = await query(`SELECT count(*)::bigint::text AS n FROM ${quoteIdent(table)}`);
+      counts.record_counts[model] = Number(n[0]!.n);
+    }
+    return counts;
+  });
+}
+
+/**
+ * The filestore of each database on the Odoo host, in one command: `du` in bytes, counting hard
+ * links in every directory (a customer's files count as theirs even when shared with the template).
+ */
+export async function filestoreSizes(deps: Deps, server: RootServer, databases: readonly string[]): Promise<Map<string, number>> {
+  requireConfirmed(server);
+  const dirs = databases.map((d) => shellQuote(filestorePath(deps.config.ODOO_BASE_PATH, d)));
+  const session = await openRemoteSession(deps, server, { user_id: null }).catch((err: Error) => {
+    throw new UserError(`Odoo host ${server.name ?? server.ip} (root server ${server.id}) could not be reached: ${err.message}`);
+  });
+  try {
+    // A directory that does not exist is left out of the answer (du says so on stderr).
+    const res = await session.run(`du -sbl -- ${dirs.join(' ')} 2>/dev/null; true`, {
+      timeoutMs: 5 * 60_000,
+      label: `du -sbl of ${databases.length} filestore(s)`,
+    });
+    if (res.exitCode !== 0 || res.timedOut) throw new UserError(`du on root server ${server.id}: ${formatResult(res).slice(-500)}`);
+    const sizes = new Map<string, number>();
+    for (const line of res.stdout.split('\n')) {
+      const match = /^(\d+)\t(.+)$/.exec(line);
+      if (match) sizes.set(match[2]!.slice(match[2]!.lastIndexOf('/') + 1), Number(match[1]));
+    }
+    return sizes;
+  } finally {
+    session.close();
+  }
+}

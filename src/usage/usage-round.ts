@@ -1,0 +1,226 @@
+// A usage round: measure every tenant, store what was measured (the subscription's `usage`, the
+// day's highest values), tell the customer when the state rises, and, when the settings say so,
+// suspend subscriptions over their limits for longer than the grace period — never while the
+// platform itself is failing for them (an alert firing on their Odoo host, their PostgreSQL server
+// not measured in this round, a maintenance window). One round at a time across every worker.
+import type { AppContext } from '../context.js';
+import { postMessage } from '../core/chatter.js';
+import { mapLimited, withSessionLock } from '../core/session-lock.js';
+import type { Prisma, Subscription } from '../generated/prisma/client.js';
+import type { Who } from '../subscriptions/subscription-database.js';
+import { createSuspensionService } from '../subscriptions/subscription-suspension.js';
+import { type Usage, usageStateOf } from '../subscriptions/subscription-usage.js';
+import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
+import { createUsageNotices } from './usage-notices.js';
+
+const ROUND_LOCK = 'svc.usage_round';
+/** Running databases measured at once (each one connection). */
+const INSTANCE_CONCURRENCY = 8;
+const HISTORY_DAYS = 400;
+const DAY_MS = 86_400_000;
+
+type Tenant = Prisma.SubscriptionGetPayload<{
+  include: { database_template: { include: { postgresql_server: true; root_server: true } } };
+}>;
+
+export interface RoundResult {
+  skipped?: string;
+  measured: number;
+  /** subscription id → measure → why it is missing */
+  missing: Record<number, Record<string, string>>;
+  notified: { subscription_id: number; state: string }[];
+  suspended: number[];
+  held_back: { subscription_id: number; why: string }[];
+}
+
+/** Groups by a key, keeping order. */
+function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) out.set(key(item), [...(out.get(key(item)) ?? []), item]);
+  return out;
+}
+
+export function createUsageRound(ctx: AppContext) {
+  const { db } = ctx;
+  const notices = createUsageNotices(ctx);
+  const suspension = createSuspensionService(ctx);
+
+  /** What this round measured of one tenant; a suspended one keeps its last users and records. */
+  async function measureAll(tenants: Tenant[], result: RoundResult) {
+    const now = new Date();
+    const usage = new Map<number, Usage>();
+    for (const t of tenants) {
+      const last = t.usage as Usage | null;
+      usage.set(t.id, {
+        db_size_bytes: null,
+        filestore_bytes: null,
+        active_users: t.state === 'suspended' ? (last?.active_users ?? null) : null,
+        record_counts: t.state === 'suspended' ? (last?.record_counts ?? {}) : {},
+        measured_at: now.toISOString(),
+        missing: {},
+      });
+    }
+    const miss = (id: number, measure: string, why: string) => {
+      usage.get(id)!.missing[measure] = why;
+    };
+
+    // Database sizes: one query per PostgreSQL server.
+    const unmeasured = new Set<number>();
+    await Promise.all(
+      [...groupBy(tenants, (t) => t.database_template!.postgresql_server_id).values()].map(async (group) => {
+        const server = group[0]!.database_template!.postgresql_server;
+        let sizes: Sizes;
+        try {
+          sizes = await databaseSizes(ctx, server, group);
+          await db.postgresqlServer.update({ where: { id: server.id }, data: { usage_measured_at: now, usage_error: null } });
+        } catch (err) {
+          const why = (err as Error).message;
+          await db.postgresqlServer.update({ where: { id: server.id }, data: { usage_error: why } });
+          unmeasured.add(server.id);
+          for (const t of group) miss(t.id, 'db_size', why);
+          return;
+        }
+        for (const t of group) {
+          const size = sizes.get(t.id)!;
+          if (typeof size === 'number') usage.get(t.id)!.db_size_bytes = size;
+          else miss(t.id, 'db_size', size.missing);
+        }
+      }),
+    );
+
+    // Users and records: one connection per running database, a few at a time.
+    await mapLimited(
+      tenants.filter((t) => t.state === 'running'),
+      INSTANCE_CONCURRENCY,
+      async (t) => {
+        try {
+          const counts = await instanceCounts(ctx, t, Object.keys((t.model_limits ?? {}) as object));
+          Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
+          for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
+        } catch (err) {
+          miss(t.id, 'active_users', (err as Error).message);
+          for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
+        }
+      },
+    );
+
+    // Filestores: one command per Odoo host.
+    const hosted = tenants.filter((t) => t.database_template!.root_server);
+    await Promise.all(
+      [...groupBy(hosted, (t) => t.database_template!.root_server_id).values()].map(async (group) => {
+        const host = group[0]!.database_template!.root_server!;
+        try {
+          const sizes = await filestoreSizes(
+            ctx,
+            host,
+            group.map((t) => t.database_name!),
+          );
+          for (const t of group) {
+            const size = sizes.get(t.database_name!);
+            if (size === undefined) miss(t.id, 'filestore', `no filestore directory for ${t.database_name} on root server ${host.id}`);
+            else usage.get(t.id)!.filestore_bytes = size;
+          }
+        } catch (err) {
+          for (const t of group) miss(t.id, 'filestore', (err as Error).message);
+        }
+      }),
+    );
+
+    for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
+    return { usage, unmeasured };
+  }
+
+  /** The day's highest values (one point per subscription per day). */
+  async function recordDay(id: number, u: Usage) {
+    const date = new Date(`${u.measured_at.slice(0, 10)}T00:00:00Z`);
+    const before = await db.subscriptionUsageDay.findUnique({ where: { subscription_id_date: { subscription_id: id, date } } });
+    const max = (a: number | bigint | null | undefined, b: number | null) =>
+      a === null || a === undefined ? b : b === null ? Number(a) : Math.max(Number(a), b);
+    const counts = { ...((before?.record_counts ?? {}) as Record<string, number>) };
+    for (const [model, n] of Object.entries(u.record_counts)) counts[model] = Math.max(counts[model] ?? 0, n);
+    const data = {
+      db_size_bytes: max(before?.db_size_bytes, u.db_size_bytes),
+      filestore_bytes: max(before?.filestore_bytes, u.filestore_bytes),
+      active_users: max(before?.active_users, u.active_users),
+      record_counts: counts,
+    };
+    await db.subscriptionUsageDay.upsert({
+      where: { subscription_id_date: { subscription_id: id, date } },
+      create: { subscription_id: id, date, ...data },
+      update: data,
+    });
+  }
+
+  /** Whether the platform is failing this tenant: then its limits are not enforced. */
+  async function holdBack(t: Tenant, unmeasured: Set<number>): Promise<string | null> {
+    const template = t.database_template!;
+    if (unmeasured.has(template.postgresql_server_id))
+      return `its PostgreSQL server ${template.postgresql_server_id} could not be measured in this round`;
+    if (template.root_server_id === null) return null;
+    const firing = await db.alert.count({ where: { root_server_id: template.root_server_id, state: 'firing' } });
+    if (firing > 0) return `an alert fires on its Odoo host (root server ${template.root_server_id})`;
+    return null;
+  }
+
+  async function round(who: Who, result: RoundResult) {
+    const tenants = await db.subscription.findMany({
+      where: {
+        state: { in: ['running', 'suspended'] },
+        database_created_at: { not: null },
+        database_oid: { not: null },
+        database_template_id: { not: null },
+      },
+      include: { database_template: { include: { postgresql_server: true, root_server: true } } },
+      orderBy: { id: 'asc' },
+    });
+    const { usage, unmeasured } = await measureAll(tenants, result);
+    const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+    const now = Date.now();
+
+    for (const t of tenants) {
+      const u = usage.get(t.id)!;
+      const { state, worst } = usageStateOf(t, u);
+      const exceededSince = state === 'exceeded' ? (t.usage_exceeded_since ?? new Date(now)) : null;
+      const after = await db.subscription.update({
+        where: { id: t.id },
+        data: { usage: u as unknown as Prisma.InputJsonValue, usage_state: state, usage_exceeded_since: exceededSince },
+      });
+      await recordDay(t.id, u);
+      result.measured++;
+      if (await notices.afterRound(after, worst)) result.notified.push({ subscription_id: t.id, state });
+
+      if (!settings.enforce_limits || state !== 'exceeded' || t.state !== 'running') continue;
+      if (now - exceededSince!.getTime() < settings.limit_grace_days * DAY_MS) continue;
+      const why = await holdBack(t, unmeasured);
+      if (why) {
+        result.held_back.push({ subscription_id: t.id, why });
+        continue;
+      }
+      try {
+        const suspended = await suspension.suspendOverLimit(t.id, who);
+        if (suspended) {
+          result.suspended.push(t.id);
+          await notices.suspended(suspended as Subscription, worst);
+        }
+      } catch (err) {
+        await postMessage(db, {
+          model_name: 'svc.subscription',
+          rec_id: t.id,
+          body: `Over its limits past the grace period, but it could not be suspended: ${(err as Error).message}. The next round tries again.`,
+          message_type: 'notification',
+          subtype_xmlid: 'mail.mt_alert',
+        });
+      }
+    }
+    await db.subscriptionUsageDay.deleteMany({ where: { date: { lt: new Date(now - HISTORY_DAYS * DAY_MS) } } });
+  }
+
+  return {
+    /** One round now; another worker's round in progress makes this one a no-op. */
+    async collect(who: Who): Promise<RoundResult> {
+      const result: RoundResult = { measured: 0, missing: {}, notified: [], suspended: [], held_back: [] };
+      const ran = await withSessionLock(ctx.config.DATABASE_URL, ROUND_LOCK, () => round(who, result));
+      return ran === null ? { ...result, skipped: 'another worker is running a usage round' } : result;
+    },
+  };
+}

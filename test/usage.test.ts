@@ -1,0 +1,259 @@
+// Usage and package limits on real parts: tenant databases deployed from an Odoo-shaped template on
+// the real PostgreSQL (real pg_database_size, real res_users rows), their filestores on a real sshd
+// host (real du), the customer's notices by real SMTP, enforcement with a moved clock.
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUsageRound } from '../src/usage/usage-round.js';
+import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { get, messages, setupLifecycle } from './helpers/lifecycle.js';
+import { queryIn } from './helpers/odoo-template.js';
+import { adminQuery } from './helpers/pg.js';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+let smtp: TestSmtpServer;
+let sshd: Sshd;
+let base: string;
+beforeAll(async () => {
+  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
+  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
+});
+afterAll(async () => {
+  await smtp?.close();
+  await sshd?.stop();
+  await rm(base, { recursive: true, force: true });
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
+});
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let rootServerId: number;
+const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
+    username: TEST_USERS.sudoNoPassword.name,
+    password: TEST_USERS.sudoNoPassword.password,
+    sudo_user: true,
+    sudo_user_no_password: true,
+  });
+  rootServerId = root.id;
+  await t.ctx.db.databaseTemplate.update({ where: { id: fx.templateId }, data: { root_server_id: rootServerId } });
+  await mkdir(path.join(filestore(fx.templateDb), 'ab'), { recursive: true });
+  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'logo'), Buffer.alloc(40_000, 1));
+});
+afterAll(async () => {
+  await fx?.cleanup();
+});
+
+const round = () => createUsageRound(t.ctx).collect({ userId: null, jobId: null });
+const settings = (payload: object) => request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload });
+const patch = (id: number, payload: object) =>
+  request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload });
+const mailsTo = (email: string, subject: string) =>
+  smtp.messages.filter((m) => m.to.includes(email) && m.raw.includes(`Subject: ${subject}`)).length;
+
+/** Internal users beside the administrator: `active` active ones, one inactive, one portal (share) user. */
+async function addUsers(db: string, active: number, prefix = 'u') {
+  await queryIn(
+    db,
+    `INSERT INTO res_users (login, active, share, partner_id, company_id)
+     SELECT '${prefix}' || g || '@example.com', true, false, 1, 1 FROM generate_series(1, $1) g
+     UNION ALL SELECT '${prefix}-inactive@example.com', false, false, 1, 1
+     UNION ALL SELECT '${prefix}-portal@example.com', true, true, 1, 1`,
+    [active],
+  );
+}
+
+async function partnerOf(sub: { [field: string]: unknown }) {
+  return (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json() as { email: string };
+}
+
+describe('a usage round', () => {
+  it('measures what psql and du report: database size, active users, limited records, filestore; a day point', async () => {
+    const sub = await fx.deployed({ user_limit: 50, storage_limit_gb: 5, model_limits: { 'res.partner': 1000, 'crm.lead': 10 } });
+    await addUsers(sub.database_name, 3);
+    const job = await waitForJob(
+      t.app,
+      t.as.user,
+      (await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/collect_usage' })).json().job_id,
+    );
+    expect(job.state, job.error).toBe('completed');
+    expect(job.result.measured).toBeGreaterThanOrEqual(1);
+
+    const [{ size }] = (await adminQuery<{ size: string }>('SELECT pg_database_size($1)::text AS size', [sub.database_name])) as [
+      { size: string },
+    ];
+    const du = Number(execFileSync('du', ['-sbl', filestore(sub.database_name)], { encoding: 'utf8' }).split('\t')[0]);
+    const [{ n }] = (await queryIn<{ n: string }>(sub.database_name, 'SELECT count(*)::text AS n FROM res_partner')) as [{ n: string }];
+    const after = await get(t, sub.id);
+    expect(after.usage).toMatchObject({
+      db_size_bytes: Number(size),
+      filestore_bytes: du,
+      active_users: 4, // the administrator and the three; not __system__, the inactive or the portal user
+      record_counts: { 'res.partner': Number(n) },
+      missing: { 'model:crm.lead': 'no table crm_lead' },
+    });
+    expect(du).toBeGreaterThan(40_000);
+    expect(after.usage_state).toBe('ok');
+
+    const history = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage` });
+    expect(history.statusCode, history.body).toBe(200);
+    expect(history.json().items).toEqual([
+      {
+        date: new Date().toISOString().slice(0, 10),
+        db_size_bytes: Number(size),
+        filestore_bytes: du,
+        active_users: 4,
+        record_counts: { 'res.partner': Number(n) },
+      },
+    ]);
+    const bad = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage?from=2026-13-01` });
+    expect(bad.statusCode).toBe(400);
+    const filtered = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/subscriptions?usage_state=ok' });
+    expect(filtered.json().items.map((s: { id: number }) => s.id)).toContain(sub.id);
+  });
+
+  it('tells a rise to warning and to exceeded once each, and again only after usage fell below 80 %', async () => {
+    const sub = await fx.deployed({ user_limit: 5 });
+    const { email } = await partnerOf(sub);
+    await addUsers(sub.database_name, 3, 'w'); // 4 of 5: 80 %
+    await round();
+    expect((await get(t, sub.id)).usage_state).toBe('warning');
+    await round();
+    await expect.poll(() => mailsTo(email, 'Your subscription is near its limits')).toBe(1);
+
+    await queryIn(
+      sub.database_name,
+      `INSERT INTO res_users (login, active, share, partner_id, company_id) VALUES ('w-more@example.com', true, false, 1, 1)`,
+    );
+    await round(); // 5 of 5
+    await round();
+    expect((await get(t, sub.id)).usage_state).toBe('exceeded');
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(1);
+    const chatter = (await messages(t, sub.id)).map((m) => m.body);
+    expect(chatter).toContain('Your subscription is over its limits: 5 active users of 5 allowed.');
+
+    await queryIn(sub.database_name, `UPDATE res_users SET active = false WHERE login LIKE 'w%'`);
+    await round(); // 1 of 5
+    expect((await get(t, sub.id)).usage_state).toBe('ok');
+    await queryIn(sub.database_name, `UPDATE res_users SET active = true WHERE login LIKE 'w_@%' OR login = 'w-more@example.com'`);
+    await round();
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(2);
+    // A limit lowered below the usage is noticed at the next round.
+    const lowered = await fx.deployed({ user_limit: 10 });
+    const lowEmail = (await partnerOf(lowered)).email;
+    await round();
+    expect((await patch(lowered.id, { user_limit: 1 })).statusCode).toBe(200);
+    await round();
+    await expect.poll(() => mailsTo(lowEmail, 'Your subscription is over its limits')).toBe(1);
+  });
+
+  it('with enforce_limits: suspends after the grace period, not while an alert fires on the Odoo host; the lifecycle lifts it when the limits allow', async () => {
+    const sub = await fx.deployed({ user_limit: 1 });
+    const { email } = await partnerOf(sub);
+    await addUsers(sub.database_name, 1, 'e'); // 2 of 1
+    expect((await settings({ enforce_limits: true, limit_grace_days: 7 })).statusCode).toBe(200);
+    try {
+      await round();
+      expect(await get(t, sub.id)).toMatchObject({ state: 'running', usage_state: 'exceeded' });
+
+      // The grace period has passed (moved clock): but an alert fires on its Odoo host.
+      await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { usage_exceeded_since: new Date(Date.now() - 8 * DAY) } });
+      const alert = await t.ctx.db.alert.create({
+        data: { rule_id: 999, root_server_id: rootServerId, metric: 'cpu_percent', threshold: 90, value: 99 },
+      });
+      const held = await round();
+      expect(held.held_back).toContainEqual({ subscription_id: sub.id, why: expect.stringContaining('an alert fires on its Odoo host') });
+      expect((await get(t, sub.id)).state).toBe('running');
+      await t.ctx.db.alert.update({ where: { id: alert.id }, data: { state: 'resolved', resolved_at: new Date() } });
+
+      const enforced = await round();
+      expect(enforced.suspended).toContain(sub.id);
+      expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', suspend_reason: 'over_limit' });
+      await expect.poll(() => mailsTo(email, 'Your subscription is suspended: over its limits')).toBe(1);
+
+      // An operator raises the limit: the lifecycle run lifts the suspension.
+      expect((await patch(sub.id, { user_limit: 10 })).statusCode).toBe(200);
+      const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
+      const done = await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
+      expect(done.result.reactivated).toContain(sub.id);
+      expect((await get(t, sub.id)).state).toBe('running');
+    } finally {
+      await settings({ enforce_limits: false });
+    }
+  });
+
+  it('a measure that cannot be taken is missing with its reason, the round goes on, and no limit is enforced on it', async () => {
+    const closed = await fx.deployed({ user_limit: 1 });
+    const fine = await fx.deployed({ user_limit: 50 });
+    await addUsers(closed.database_name, 5, 'c');
+    await round();
+    expect((await get(t, closed.id)).usage_state).toBe('exceeded');
+    // Closed behind the service's back: its users cannot be counted any more.
+    await adminQuery(`ALTER DATABASE "${closed.database_name}" WITH ALLOW_CONNECTIONS false`);
+    await settings({ enforce_limits: true, limit_grace_days: 0 });
+    try {
+      const result = await round();
+      expect(result.missing[closed.id]).toMatchObject({ active_users: expect.stringContaining('not currently accepting connections') });
+      expect((await get(t, closed.id)).usage).toMatchObject({ active_users: null, db_size_bytes: expect.any(Number) });
+      expect(await get(t, closed.id)).toMatchObject({ state: 'running', usage_state: 'ok' });
+      expect(result.suspended).not.toContain(closed.id);
+      expect((await get(t, fine.id)).usage).toMatchObject({ active_users: 1 });
+    } finally {
+      await settings({ enforce_limits: false });
+      await adminQuery(`ALTER DATABASE "${closed.database_name}" WITH ALLOW_CONNECTIONS true`);
+    }
+
+    // An Odoo host that cannot be reached: the filestore is missing, storage not judged.
+    const port = await freePort();
+    await t.ctx.db.rootServer.update({ where: { id: rootServerId }, data: { port } });
+    try {
+      const result = await round();
+      expect(result.missing[fine.id]).toMatchObject({
+        filestore: expect.stringContaining(`root server ${rootServerId}) could not be reached`),
+      });
+      expect((await get(t, fine.id)).usage).toMatchObject({ filestore_bytes: null });
+    } finally {
+      await t.ctx.db.rootServer.update({ where: { id: rootServerId }, data: { port: sshd.port } });
+    }
+  });
+
+  it('two rounds at once: one runs, the other says so; each rise is told once', async () => {
+    const sub = await fx.deployed({ user_limit: 2 });
+    const { email } = await partnerOf(sub);
+    await addUsers(sub.database_name, 1, 'r'); // 2 of 2
+    const [a, b] = await Promise.all([round(), round()]);
+    expect([a.skipped, b.skipped].filter(Boolean)).toEqual(['another worker is running a usage round']);
+    await Promise.all([round(), round()]);
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(1);
+    const notices = (await messages(t, sub.id)).filter(
+      (m) => m.message_type === 'notification' && m.body.startsWith('Your subscription is over its limits'),
+    );
+    expect(notices).toHaveLength(1);
+  });
+
+  it('settings: usage_interval_minutes 5..1440, limit_grace_days 0..365 (400 naming the field)', async () => {
+    for (const payload of [
+      { usage_interval_minutes: 4 },
+      { usage_interval_minutes: 1441 },
+      { limit_grace_days: -1 },
+      { limit_grace_days: 366 },
+    ]) {
+      const res = await settings(payload);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error.details.fields[0].field).toBe(`body.${Object.keys(payload)[0]}`);
+    }
+    expect((await settings({ usage_interval_minutes: 60 })).json()).toMatchObject({ usage_interval_minutes: 60 });
+    const asUser = await request(t.app, t.as.user, { method: 'POST', url: '/api/v1/settings/actions/collect_usage' });
+    expect(asUser.statusCode).toBe(403);
+  });
+});
