@@ -11,6 +11,7 @@ import {
   type JobHandlers,
   type JobSpec,
 } from './core/jobs.js';
+import type { MetricsSource } from './core/metrics.js';
 import type { ModelInfo, ModelRegistry } from './core/models.js';
 import type { WebhookMethodTable } from './core/webhook-methods.js';
 
@@ -21,6 +22,10 @@ export interface Registry {
   webhookMethods: WebhookMethodTable;
   /** Called with the recorded monitoring polls, good or failed (the features' onMonitorPoll). */
   monitorPollObservers: readonly MonitorPollObserver[];
+  /** Called when monitoring of a server was stopped (the features' onMonitorStop). */
+  monitorStopObservers: readonly MonitorStopObserver[];
+  /** The series the features read at scrape time (their `metrics`). */
+  metricsSources: readonly MetricsSource[];
 }
 
 /**
@@ -47,6 +52,17 @@ export interface MonitorPollEvent {
  */
 export type MonitorPollObserver = (events: readonly MonitorPollEvent[]) => Promise<void>;
 
+/** Monitoring of a server was stopped (stop_monitor): told once, after the stop committed. */
+export interface MonitorStopEvent {
+  root_server_id: number;
+  /** When it was stopped. */
+  at: Date;
+  /** Who stopped it (null: the service, e.g. a webhook). */
+  by: string | null;
+}
+
+export type MonitorStopObserver = (event: MonitorStopEvent) => Promise<void>;
+
 export interface Feature {
   /** The folder's name, for errors and logs. */
   name: string;
@@ -62,6 +78,10 @@ export interface Feature {
   webhookMethods?(ctx: AppContext): WebhookMethodTable;
   /** Reacts to every recorded monitoring poll (a batch at a time); runs in the worker that recorded them, after they are stored. */
   onMonitorPoll?(ctx: AppContext): MonitorPollObserver;
+  /** Reacts to a stop of monitoring (in a job of the worker role, retried on failure). */
+  onMonitorStop?(ctx: AppContext): MonitorStopObserver;
+  /** Series read at scrape time from PostgreSQL or Redis (GET /metrics of the API processes). */
+  metrics?(ctx: AppContext, registry: Registry): readonly MetricsSource[];
   /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */
   background?(ctx: AppContext, registry: Registry): Promise<BackgroundTask>;
 }

@@ -3,6 +3,7 @@
 // features give each other: the models, the job catalog and the webhook methods.
 import type { AppContext } from './context.js';
 import { createJobCatalog } from './core/jobs.js';
+import type { MetricsSource } from './core/metrics.js';
 import { createModelRegistry } from './core/models.js';
 import { composeWebhookMethods } from './core/webhook-methods.js';
 import type { Feature, Registry } from './feature.js';
@@ -26,6 +27,8 @@ import { servers } from './servers/index.js';
 import { monitoring } from './monitoring/index.js';
 import { git } from './git/index.js';
 import { alerts } from './alerts/index.js';
+import { maintenance } from './maintenance/index.js';
+import { metrics } from './metrics/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -48,14 +51,22 @@ export const FEATURES: readonly Feature[] = [
   monitoring,
   git,
   alerts,
+  maintenance,
+  metrics,
 ];
 
 /** What the features contribute, composed for one process. */
 export function composeFeatures(ctx: AppContext, features: readonly Feature[] = FEATURES): Registry {
-  return {
+  const metricsSources: MetricsSource[] = [];
+  const registry: Registry = {
     models: createModelRegistry(features.flatMap((f) => f.models ?? [])),
     jobs: createJobCatalog(features.flatMap((f) => Object.values(f.jobs?.specs ?? {}))),
     webhookMethods: composeWebhookMethods(...features.map((f) => f.webhookMethods?.(ctx) ?? {})),
     monitorPollObservers: features.flatMap((f) => (f.onMonitorPoll ? [f.onMonitorPoll(ctx)] : [])),
+    monitorStopObservers: features.flatMap((f) => (f.onMonitorStop ? [f.onMonitorStop(ctx)] : [])),
+    metricsSources,
   };
+  // Sources may need the rest of the registry (the job catalog's queues).
+  for (const f of features) metricsSources.push(...(f.metrics?.(ctx, registry) ?? []));
+  return registry;
 }

@@ -6,6 +6,7 @@
 import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { AppContext } from './context.js';
 import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
+import { instrumentWorker } from './core/metrics.js';
 import { publicJobId } from './core/queue.js';
 import type { BackgroundTask, Feature, Registry } from './feature.js';
 import { composeFeatures, FEATURES } from './features.js';
@@ -136,6 +137,7 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
     );
     worker.on('failed', (job, err) => ctx.log.warn({ job_id: job?.id, queue, job: job?.name, err }, 'job failed'));
     worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
+    instrumentWorker(worker, registry.jobs.names());
     return worker;
   });
   await Promise.all(workers.map((w) => w.waitUntilReady()));

@@ -21,23 +21,31 @@
 //   two workers deciding to fire at once insert one alert; only the insert that wins posts the
 //   chatter notice and queues the delivery. A resolve is a conditional update, so it too is done
 //   (and noticed) once. Push and mail go through the alert_notify job, never in the poll.
+// - Notices are held back while the server is inside a maintenance window, and, for its other
+//   alerts, while a server_offline alert of the server is firing and was told (one notice per
+//   outage, not one per rule): an alert opened then is recorded `silenced` and told only if it
+//   still fires once nothing holds it back; no repeat or resolve notice goes out meanwhile.
+// - A rule with repeat_minutes tells a firing alert again that often (judged on the polls' time).
+// - In the state hash, `f:<rule>` is when the alert was last told (ms), 0 while it was never told.
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
-import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
+import type { MonitorPollEvent, MonitorPollObserver, MonitorStopObserver } from '../feature.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
+import { createMaintenanceCalendar, maintenanceVersionKey, type OpenWindow, windowLabel } from '../maintenance/maintenance-state.js';
 import { alertJobs } from './alert-job-specs.js';
+import { alertNotices } from './alert-metrics.js';
 import { rulesVersionKey, SERVER_STATE_TTL_S, serverStateKey } from './alert-state.js';
-import { fireNotice, resolveNotice, serverLabel, type AlertFacts } from './alert-text.js';
+import { fireNotice, repeatNotice, resolveNotice, serverLabel, type AlertFacts } from './alert-text.js';
 
 /**
  * Reads the rules version and the state hashes of a batch's servers in one command. (An ioredis
  * pipeline would do as well in one round trip, but costs ~60 µs of CPU to build on a connection
  * that also carries BullMQ's scripts: more than the rest of an evaluation.)
  */
-const READ_LUA = `local out = { redis.call('GET', KEYS[1]) }
-for i = 2, #KEYS do out[i] = redis.call('HGETALL', KEYS[i]) end
+const READ_LUA = `local out = { redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]) }
+for i = 3, #KEYS do out[i] = redis.call('HGETALL', KEYS[i]) end
 return out`;
 
 /** The active rules are reloaded at least this often, even if a version bump was lost. */
@@ -52,6 +60,7 @@ interface Rule {
   threshold: number | null;
   duration_seconds: number;
   notify_resolved: boolean;
+  repeat_minutes: number;
   /** null = every monitored server */
   servers: Set<number> | null;
   /** Changes with every write of the rule: a pending count started under another version restarts. */
@@ -80,9 +89,17 @@ export function sustainedMs(samples: readonly SampleRow[], metric: ValueMetric, 
   return newest.created_at.getTime() - start;
 }
 
-export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'redis' | 'log'>): MonitorPollObserver {
+/** When a firing alert was last told, from its state field: 0 = never (held back so far); a legacy '1' counts as told. */
+const toldAt = (field: string | undefined) => Number(field ?? 0) || 0;
+
+export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'redis' | 'log'>): {
+  evaluate: MonitorPollObserver;
+  monitoringStopped: MonitorStopObserver;
+} {
   const { db, redis } = ctx;
   const versionKey = rulesVersionKey(ctx.queues.prefix);
+  const maintenanceKey = maintenanceVersionKey(ctx.queues.prefix);
+  const calendar = createMaintenanceCalendar(ctx);
   let cache: { version: string; loadedAt: number; rules: Rule[] } | null = null;
 
   async function activeRules(version: string | null): Promise<Rule[]> {
@@ -100,6 +117,7 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       threshold: r.threshold,
       duration_seconds: r.duration_seconds,
       notify_resolved: r.notify_resolved,
+      repeat_minutes: r.repeat_minutes,
       servers: r.root_server_ids.length > 0 ? new Set(r.root_server_ids) : null,
       version: r.updated_at.getTime(),
     }));
@@ -128,12 +146,15 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     return row?.at?.getTime() ?? 0;
   }
 
-  /** The server's state rebuilt from PostgreSQL: its firing alerts, and since when its duration rules hold. */
+  /** The server's state rebuilt from PostgreSQL: its firing alerts (when last told), and since when its duration rules hold. */
   async function rebuild(event: MonitorPollEvent, rules: Rule[]): Promise<Record<string, string>> {
     const serverId = event.root_server_id;
     const state: Record<string, string> = { init: '1' };
-    const firing = await db.alert.findMany({ where: { root_server_id: serverId, state: 'firing' }, select: { rule_id: true } });
-    for (const a of firing) state[`f:${a.rule_id}`] = '1';
+    const firing = await db.alert.findMany({
+      where: { root_server_id: serverId, state: 'firing' },
+      select: { rule_id: true, last_notice_at: true },
+    });
+    for (const a of firing) state[`f:${a.rule_id}`] = String(a.last_notice_at?.getTime() ?? 0);
     const pending = rules.filter((r) => r.duration_seconds > 0 && !state[`f:${r.id}`]);
     const valueRules = pending.filter((r) => r.metric !== 'server_offline');
     if (valueRules.length > 0 && event.metrics) {
@@ -155,11 +176,14 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     return server ? serverLabel(server) : `root server ${serverId}`;
   }
 
-  type RuleFacts = Pick<Rule, 'id' | 'name' | 'metric' | 'threshold' | 'duration_seconds' | 'notify_resolved'>;
-  const facts = (
-    rule: RuleFacts,
-    a: { value: number; resolved_value: number | null; started_at: Date; resolved_at: Date | null; threshold: number | null },
-  ): AlertFacts => ({ ...a, metric: rule.metric, duration_seconds: rule.duration_seconds, rule_name: rule.name });
+  type RuleFacts = Pick<Rule, 'id' | 'name' | 'metric' | 'threshold' | 'duration_seconds' | 'notify_resolved' | 'repeat_minutes'>;
+  type RowFacts = Omit<AlertFacts, 'metric' | 'duration_seconds' | 'rule_name'>;
+  const facts = (rule: RuleFacts, a: RowFacts): AlertFacts => ({
+    ...a,
+    metric: rule.metric,
+    duration_seconds: rule.duration_seconds,
+    rule_name: rule.name,
+  });
 
   /** A fire or resolve notice in the root server's chatter, in the transaction that decided it. */
   function postNotice(tx: DbTx, serverId: number, notice: { title: string; message: string }) {
@@ -172,46 +196,125 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     });
   }
 
-  /** Opens the alert unless one is firing; the winner of a race posts the notice and queues the delivery. */
-  async function fire(serverId: number, rule: RuleFacts, value: number) {
-    const name = await serverName(serverId);
+  /**
+   * Opens the alert unless one is firing; the winner of a race posts the notice and queues the
+   * delivery, or, while `held` names what holds its notices back, records it silenced and tells
+   * nobody. Answers the alert's state field (when it was told; 0: not told), or null when another
+   * worker opened it.
+   */
+  async function fire(serverId: number, rule: RuleFacts, value: number, at: Date, held: string | null): Promise<string | null> {
+    const name = held ? null : await serverName(serverId);
     const alertId = await db.$transaction(async (tx) => {
       const [row] = await tx.$queryRaw<{ id: number; started_at: Date }[]>`
-        INSERT INTO alerts (rule_id, root_server_id, metric, threshold, value)
-        VALUES (${rule.id}, ${serverId}, ${rule.metric}::"AlertMetric", ${rule.threshold}, ${value})
+        INSERT INTO alerts (rule_id, root_server_id, metric, threshold, value, silenced, silenced_reason, last_notice_at)
+        VALUES (${rule.id}, ${serverId}, ${rule.metric}::"AlertMetric", ${rule.threshold}, ${value},
+          ${held !== null}, ${held}, ${held ? null : at})
         ON CONFLICT (rule_id, root_server_id) WHERE state = 'firing' DO NOTHING
         RETURNING id, started_at`;
       if (!row) return null; // another worker opened it first
-      const notice = fireNotice(name, facts(rule, { ...row, value, threshold: rule.threshold, resolved_value: null, resolved_at: null }));
-      await postNotice(tx, serverId, notice);
+      if (name !== null) {
+        const notice = fireNotice(name, facts(rule, { ...row, value, threshold: rule.threshold, resolved_value: null, resolved_at: null }));
+        await postNotice(tx, serverId, notice);
+      }
       return row.id;
     });
-    if (alertId) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: alertId, event: 'fired' });
+    if (!alertId) return null;
+    alertNotices.inc({ event: held ? 'held' : 'fired' });
+    if (!held) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: alertId, event: 'fired' });
+    return held ? '0' : String(at.getTime());
   }
 
-  /** Resolves the firing alert of (rule, server), if any; `value` null: the rule no longer watches the server. */
-  async function resolve(serverId: number, rule: RuleFacts | null, ruleId: number, value: number | null) {
-    // Read before the transaction (as fire() does): not on a second connection while it is open.
-    const name = rule?.notify_resolved ? await serverName(serverId) : null;
-    const resolved = await db.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<{ id: number; value: number; threshold: number | null; started_at: Date; resolved_at: Date }[]>`
-        UPDATE alerts SET state = 'resolved', resolved_at = CURRENT_TIMESTAMP, resolved_value = ${value}
-        WHERE rule_id = ${ruleId} AND root_server_id = ${serverId} AND state = 'firing'
-        RETURNING id, value, threshold, started_at, resolved_at`;
-      // Resolved by another worker, or silently (a deleted rule, notify_resolved off).
-      if (!row || !rule?.notify_resolved || name === null) return null;
-      // Judged against the rule as it is now (a raised threshold is what resolved it).
-      const notice = resolveNotice(name, facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value }));
+  /**
+   * Tells a firing alert that was never told (it opened while held back): the fire notice, late.
+   * Conditional, so one worker does it. Answers its new state field.
+   */
+  async function tellLate(serverId: number, rule: RuleFacts, at: Date): Promise<string> {
+    const name = await serverName(serverId);
+    const alertId = await db.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<
+        { id: number; value: number; threshold: number | null; started_at: Date; silenced_reason: string | null }[]
+      >`
+        UPDATE alerts SET last_notice_at = ${at}
+        WHERE rule_id = ${rule.id} AND root_server_id = ${serverId} AND state = 'firing' AND last_notice_at IS NULL
+        RETURNING id, value, threshold, started_at, silenced_reason`;
+      if (!row) return null;
+      const notice = fireNotice(
+        name,
+        facts(rule, { ...row, resolved_value: null, resolved_at: null, held_reason: row.silenced_reason ?? 'held back' }),
+      );
       await postNotice(tx, serverId, notice);
       return row.id;
     });
-    if (resolved) await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: resolved, event: 'resolved' });
+    if (alertId) {
+      alertNotices.inc({ event: 'fired' });
+      await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: alertId, event: 'fired' });
+    }
+    return String(at.getTime());
+  }
+
+  /** Tells a firing alert again (repeat_minutes), once across workers: only if its last notice is that old. */
+  async function repeat(serverId: number, rule: RuleFacts, at: Date): Promise<string> {
+    const name = await serverName(serverId);
+    const due = new Date(at.getTime() - rule.repeat_minutes * 60_000);
+    const sent = await db.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<{ id: number; value: number; threshold: number | null; started_at: Date; repeats: number }[]>`
+        UPDATE alerts SET last_notice_at = ${at}, repeats = repeats + 1
+        WHERE rule_id = ${rule.id} AND root_server_id = ${serverId} AND state = 'firing' AND last_notice_at <= ${due}
+        RETURNING id, value, threshold, started_at, repeats`;
+      if (!row) return null; // another worker told it, or it was told later than the state said
+      const notice = repeatNotice(name, facts(rule, { ...row, resolved_value: null, resolved_at: null }), row.repeats, at);
+      await postNotice(tx, serverId, notice);
+      return row;
+    });
+    if (sent) {
+      alertNotices.inc({ event: 'repeated' });
+      await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: sent.id, event: 'repeated', repeat: sent.repeats });
+    }
+    return String(at.getTime());
+  }
+
+  /**
+   * Resolves the firing alert of (rule, server), if any; `value` null: resolved by no sample
+   * (`reason` says why). The resolve notice goes out when the rule asks for it, the alert was told,
+   * and nothing holds notices back.
+   */
+  async function resolve(
+    serverId: number,
+    rule: RuleFacts | null,
+    ruleId: number,
+    value: number | null,
+    held: string | null,
+    reason: string | null = null,
+  ) {
+    // Read before the transaction (as fire() does): not on a second connection while it is open.
+    const name = rule?.notify_resolved && !held ? await serverName(serverId) : null;
+    const resolved = await db.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<
+        { id: number; value: number; threshold: number | null; started_at: Date; resolved_at: Date; last_notice_at: Date | null }[]
+      >`
+        UPDATE alerts SET state = 'resolved', resolved_at = CURRENT_TIMESTAMP, resolved_value = ${value}, resolved_reason = ${reason}
+        WHERE rule_id = ${ruleId} AND root_server_id = ${serverId} AND state = 'firing'
+        RETURNING id, value, threshold, started_at, resolved_at, last_notice_at`;
+      // Resolved by another worker, or silently (a deleted rule, notify_resolved off, never told, held back).
+      if (!row || !rule?.notify_resolved || name === null || row.last_notice_at === null) return null;
+      // Judged against the rule as it is now (a raised threshold is what resolved it).
+      const notice = resolveNotice(
+        name,
+        facts(rule, { ...row, threshold: rule.threshold ?? row.threshold, resolved_value: value, resolved_reason: reason }),
+      );
+      await postNotice(tx, serverId, notice);
+      return row.id;
+    });
+    if (resolved) {
+      alertNotices.inc({ event: 'resolved' });
+      await ctx.queues.enqueue(alertJobs.alert_notify, { alert_id: resolved, event: 'resolved' });
+    }
   }
 
   /** A firing alert whose rule no longer watches the server (deactivated, narrowed or deleted). */
-  async function resolveUnwatched(serverId: number, ruleId: number) {
+  async function resolveUnwatched(serverId: number, ruleId: number, held: string | null) {
     const rule = await db.alertRule.findUnique({ where: { id: ruleId } });
-    await resolve(serverId, rule, ruleId, null);
+    await resolve(serverId, rule, ruleId, null, held, 'no longer watched (the rule was deactivated or changed)');
   }
 
   /** The fields one batch writes to a server's state hash: the last word on a field wins. */
@@ -224,9 +327,18 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
    * Evaluates one poll of a server against its state, which is kept up to date in place (a later
    * poll of the same server in the batch sees it), and adds what is to be written to `changes`.
    */
-  async function evaluateOne(event: MonitorPollEvent, state: Record<string, string>, allRules: Rule[], changes: Changes) {
+  async function evaluateOne(
+    event: MonitorPollEvent,
+    state: Record<string, string>,
+    allRules: Rule[],
+    windows: readonly OpenWindow[],
+    changes: Changes,
+  ) {
     const serverId = event.root_server_id;
-    const rules = allRules.filter((r) => r.servers === null || r.servers.has(serverId));
+    // server_offline rules first: whether the server's other alerts are held back depends on them.
+    const rules = allRules
+      .filter((r) => r.servers === null || r.servers.has(serverId))
+      .sort((a, b) => Number(b.metric === 'server_offline') - Number(a.metric === 'server_offline'));
     const hasFiring = Object.keys(state).some((k) => k.startsWith('f:'));
     if (rules.length === 0 && !hasFiring) return;
 
@@ -246,6 +358,18 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       for (const [field, value] of Object.entries(rebuilt)) put(field, value);
     }
     const at = event.at.getTime();
+    const maintenance = calendar.windowOf(windows, serverId, at);
+    const offlineRules = new Set(allRules.filter((r) => r.metric === 'server_offline').map((r) => r.id));
+    /** What holds back the notices of a rule's alert now: a maintenance window, or another told server_offline alert. */
+    const heldFor = (ruleId: number): string | null => {
+      if (maintenance) return windowLabel(maintenance);
+      for (const [field, value] of Object.entries(state)) {
+        if (!field.startsWith('f:')) continue;
+        const other = Number(field.slice(2));
+        if (other !== ruleId && offlineRules.has(other) && toldAt(value) > 0) return 'server_offline is firing';
+      }
+      return null;
+    };
     if (event.previous_state === 'no_monitor') {
       // The first poll after monitoring was (re)started: counts from before the gap do not hold.
       for (const field of Object.keys(state)) if (field.startsWith('s:')) drop(field);
@@ -271,22 +395,32 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
         value = v;
         holds = meets(v, rule.threshold);
       }
-      const firing = state[`f:${rule.id}`] !== undefined;
+      const firing = state[`f:${rule.id}`];
       const pending = state[`s:${rule.id}`];
       try {
         if (holds) {
-          if (firing) continue;
+          if (firing !== undefined) {
+            const told = toldAt(firing);
+            if (heldFor(rule.id)) continue;
+            if (told === 0) put(`f:${rule.id}`, await tellLate(serverId, rule, event.at));
+            else if (rule.repeat_minutes > 0 && at - told >= rule.repeat_minutes * 60_000) {
+              put(`f:${rule.id}`, await repeat(serverId, rule, event.at));
+            }
+            continue;
+          }
           const [since, version] = (pending ?? '').split(':').map(Number);
           const start = pending && version === rule.version ? since! : at;
           if (at - start >= rule.duration_seconds * 1000) {
-            await fire(serverId, rule, value);
-            put(`f:${rule.id}`, '1');
+            const opened = await fire(serverId, rule, value, event.at, heldFor(rule.id));
+            // Opened by another worker: when it was told is rebuilt from the database on the next poll.
+            if (opened === null) drop('init');
+            put(`f:${rule.id}`, opened ?? String(at));
             drop(`s:${rule.id}`);
           } else if (start === at) put(`s:${rule.id}`, `${at}:${rule.version}`);
         } else {
           if (pending) drop(`s:${rule.id}`);
-          if (firing) {
-            await resolve(serverId, rule, rule.id, value);
+          if (firing !== undefined) {
+            await resolve(serverId, rule, rule.id, value, heldFor(rule.id));
             drop(`f:${rule.id}`);
           }
         }
@@ -299,7 +433,7 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       if (!field.startsWith('f:') && !field.startsWith('s:')) continue;
       if (watched.has(ruleId)) continue;
       try {
-        if (field.startsWith('f:')) await resolveUnwatched(serverId, ruleId);
+        if (field.startsWith('f:')) await resolveUnwatched(serverId, ruleId, heldFor(ruleId));
         drop(field);
       } catch (err) {
         ctx.log.error({ err, root_server_id: serverId, rule_id: ruleId }, 'alert evaluation failed');
@@ -307,15 +441,18 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
     }
   }
 
-  return async function evaluate(events: readonly MonitorPollEvent[]) {
+  async function evaluate(events: readonly MonitorPollEvent[]) {
     if (events.length === 0) return;
     const serverIds = [...new Set(events.map((e) => e.root_server_id))];
     const keyOf = (serverId: number) => serverStateKey(ctx.queues.prefix, serverId);
-    // One command: the rules version and the state of every server of the batch.
-    const [version, ...flats] = (await redis.eval(READ_LUA, 1 + serverIds.length, versionKey, ...serverIds.map(keyOf))) as [
-      string | null,
-      ...string[][],
-    ];
+    // One command: the rules and maintenance versions and the state of every server of the batch.
+    const [version, windowsVersion, ...flats] = (await redis.eval(
+      READ_LUA,
+      2 + serverIds.length,
+      versionKey,
+      maintenanceKey,
+      ...serverIds.map(keyOf),
+    )) as [string | null, string | null, ...string[][]];
     const states = new Map(
       serverIds.map((id, n) => {
         const flat = flats[n] ?? [];
@@ -325,12 +462,13 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       }),
     );
     const rules = await activeRules(version || null);
+    const windows = await calendar.windows(windowsVersion || null);
 
     const changes = new Map<number, Changes>(serverIds.map((id) => [id, { set: {}, del: new Set() }]));
     for (const event of events) {
       const serverId = event.root_server_id;
       try {
-        await evaluateOne(event, states.get(serverId)!, rules, changes.get(serverId)!);
+        await evaluateOne(event, states.get(serverId)!, rules, windows, changes.get(serverId)!);
       } catch (err) {
         ctx.log.error({ err, root_server_id: serverId }, 'alert evaluation failed');
       }
@@ -348,5 +486,35 @@ export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 're
       writes++;
     }
     if (writes > 0) await write.exec();
-  };
+  }
+
+  /**
+   * Monitoring of the server was stopped: its firing alerts resolve, with a resolve notice saying
+   * so (as any resolve: when the rule asks for it, the alert was told, and no maintenance window
+   * holds it back). Nothing is done if monitoring was started again meanwhile (the polls decide
+   * then). Its working state goes: a new start counts afresh.
+   */
+  async function monitoringStopped(event: { root_server_id: number; at: Date; by: string | null }) {
+    const serverId = event.root_server_id;
+    const reason = `monitoring stopped${event.by ? ` by ${event.by}` : ''}`;
+    const firing = await db.alert.findMany({ where: { root_server_id: serverId, state: 'firing' }, select: { rule_id: true } });
+    if (firing.length > 0) {
+      const monitored = await db.rootServer.count({ where: { id: serverId, monitoring_enabled: true } });
+      if (monitored > 0) return;
+      const [windowsVersion] = await redis.mget(maintenanceKey);
+      const maintenance = calendar.windowOf(await calendar.windows(windowsVersion ?? null), serverId, Date.now());
+      const rules = new Map((await db.alertRule.findMany({ where: { id: { in: firing.map((a) => a.rule_id) } } })).map((r) => [r.id, r]));
+      for (const { rule_id } of firing) {
+        await resolve(serverId, rules.get(rule_id) ?? null, rule_id, null, maintenance ? windowLabel(maintenance) : null, reason);
+      }
+    }
+    await redis.del(serverStateKey(ctx.queues.prefix, serverId));
+  }
+
+  return { evaluate, monitoringStopped };
+}
+
+/** The alert evaluation as a monitoring poll observer. */
+export function createAlertEvaluator(ctx: Pick<AppContext, 'db' | 'queues' | 'redis' | 'log'>): MonitorPollObserver {
+  return createAlertEvaluation(ctx).evaluate;
 }

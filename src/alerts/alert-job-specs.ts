@@ -13,10 +13,12 @@ export const alertJobs = defineJobs({
     queue: 'alerts',
     payload: z.object({
       alert_id: refId,
-      event: z.enum(['fired', 'resolved']),
+      event: z.enum(['fired', 'repeated', 'resolved']),
+      /** Which repeat (repeat_minutes) a `repeated` notice is. */
+      repeat: z.number().int().min(0).default(0),
       delivered: z.array(z.enum(ALERT_CHANNELS)).default([]),
     }),
-    key: (p) => `${p.alert_id}:${p.event}`,
+    key: (p) => `${p.alert_id}:${p.event}:${p.repeat}`,
     attempts: 4,
     afterCrash: 'rerun',
   }),

@@ -17,6 +17,7 @@ export const alertRuleModel = defineModel({
     'topic',
     'email_to',
     'notify_resolved',
+    'repeat_minutes',
     'active',
   ],
 });

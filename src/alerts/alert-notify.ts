@@ -13,7 +13,7 @@ import { publicJobId } from '../core/queue.js';
 import { createNotificationService } from '../notifications/notification-service.js';
 import type { ALERT_CHANNELS, alertJobs } from './alert-job-specs.js';
 import type { JobPayload } from '../core/jobs.js';
-import { fireNotice, resolveNotice, serverLabel } from './alert-text.js';
+import { fireNotice, repeatNotice, resolveNotice, serverLabel } from './alert-text.js';
 
 type Channel = (typeof ALERT_CHANNELS)[number];
 type Payload = JobPayload<typeof alertJobs.alert_notify>;
@@ -49,9 +49,17 @@ export function createAlertNotifier(ctx: Pick<AppContext, 'db' | 'box' | 'config
       resolved_at: alert.resolved_at,
       duration_seconds: rule.duration_seconds,
       rule_name: rule.name,
+      // An alert opened silenced was told late, when nothing held it back any more.
+      held_reason: alert.silenced ? alert.silenced_reason : null,
+      resolved_reason: alert.resolved_reason,
     };
     const label = serverLabel(server);
-    const notice = payload.event === 'fired' ? fireNotice(label, facts) : resolveNotice(label, facts);
+    const notice =
+      payload.event === 'fired'
+        ? fireNotice(label, facts)
+        : payload.event === 'repeated'
+          ? repeatNotice(label, facts, payload.repeat, alert.last_notice_at ?? new Date())
+          : resolveNotice(label, facts);
     const jobId = publicJobId(job.queueName, job.id!);
     const delivered = new Set<Channel>(payload.delivered);
     const errors: string[] = [];

@@ -69,7 +69,10 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'red
     async remove(id: number) {
       await records.getRow(id);
       await db.$transaction(async (tx) => {
-        await tx.alert.updateMany({ where: { rule_id: id, state: 'firing' }, data: { state: 'resolved', resolved_at: new Date() } });
+        await tx.alert.updateMany({
+          where: { rule_id: id, state: 'firing' },
+          data: { state: 'resolved', resolved_at: new Date(), resolved_reason: 'rule deleted' },
+        });
         await tx.alertRule.delete({ where: { id } });
       });
       await changed();

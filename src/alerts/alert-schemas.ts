@@ -17,6 +17,7 @@ export const alertRuleOut = z.object({
   topic: z.string(),
   email_to: z.array(z.string()),
   notify_resolved: z.boolean(),
+  repeat_minutes: z.number(),
   active: z.boolean(),
   created_at: timestamp,
   updated_at: timestamp,
@@ -45,6 +46,11 @@ const fields = {
     .default('svc-alerts'),
   email_to: z.array(z.email().max(320)).max(50).default([]).describe('Addresses that receive the notices by mail'),
   notify_resolved: z.boolean().default(true).describe('Send notices when an alert resolves too'),
+  repeat_minutes: int32
+    .min(0, 'must be 0 or more')
+    .max(7 * 1440, 'must be at most 10080 (7 days)')
+    .default(0)
+    .describe('Tell a firing alert again this often (minutes); 0 = never'),
   active: z.boolean().default(true),
 };
 
@@ -77,5 +83,13 @@ export const alertOut = z.object({
   resolved_at: nullableTimestamp,
   notified_at: nullableTimestamp.describe('When the last notice (fire or resolve) was delivered'),
   notify_error: z.string().nullable().describe('Why the last delivery failed (push or mail); null once delivered'),
+  silenced: z.boolean().describe('Opened while its notices were held back (a maintenance window, or its server offline)'),
+  silenced_reason: z.string().nullable().describe('What held its notices back when it opened'),
+  last_notice_at: nullableTimestamp.describe('When the last fire or repeat notice was sent; null: never told'),
+  repeats: z.number().describe('Repeat notices sent (repeat_minutes)'),
+  resolved_reason: z
+    .string()
+    .nullable()
+    .describe('Why it resolved when no sample did (monitoring stopped, rule no longer watching, rule deleted)'),
   created_at: timestamp,
 });

@@ -11,6 +11,10 @@ export interface AlertFacts {
   resolved_at: Date | null;
   duration_seconds: number;
   rule_name: string;
+  /** A fire notice told late: what held it back until now (a maintenance window, its server offline). */
+  held_reason?: string | null;
+  /** Why it resolved when no sample did (monitoring stopped, the rule no longer watches the server). */
+  resolved_reason?: string | null;
 }
 
 export interface Notice {
@@ -58,6 +62,22 @@ export function serverLabel(server: { name: string | null; ip: string }): string
 }
 
 export function fireNotice(server: string, a: AlertFacts): Notice {
+  const notice = openNotice(server, a);
+  if (!a.held_reason) return notice;
+  return { title: notice.title, message: `${notice.message} Its notice was held back until now (${a.held_reason}).` };
+}
+
+/** A firing alert told again (repeat_minutes): the fire notice, saying since when. */
+export function repeatNotice(server: string, a: AlertFacts, repeat: number, at: Date): Notice {
+  const notice = openNotice(server, a);
+  const firing = formatDuration(at.getTime() - a.started_at.getTime());
+  return {
+    title: `${notice.title}, still firing after ${firing} (reminder ${repeat})`,
+    message: `${notice.message} Still firing after ${firing} (reminder ${repeat}).`,
+  };
+}
+
+function openNotice(server: string, a: AlertFacts): Notice {
   const sustained = a.duration_seconds > 0 ? ` for ${formatDuration(a.duration_seconds * 1000)}` : '';
   if (a.metric === 'server_offline') {
     return {
@@ -74,6 +94,12 @@ export function fireNotice(server: string, a: AlertFacts): Notice {
 
 export function resolveNotice(server: string, a: AlertFacts): Notice {
   const lasted = formatDuration((a.resolved_at ?? new Date()).getTime() - a.started_at.getTime());
+  if (a.resolved_value === null && a.resolved_reason) {
+    return {
+      title: `[RESOLVED] ${server}: ${a.metric}, ${a.resolved_reason}, lasted ${lasted}`,
+      message: `Rule "${a.rule_name}": the alert on ${server} was resolved: ${a.resolved_reason}. The alert lasted ${lasted} (since ${a.started_at.toISOString()}).`,
+    };
+  }
   if (a.metric === 'server_offline' && a.resolved_value === null) {
     return {
       title: `[RESOLVED] ${server}: server_offline no longer watched, lasted ${lasted}`,

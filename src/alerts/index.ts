@@ -1,9 +1,11 @@
 // Alerts (DESIGN §10): threshold rules over the monitoring samples, evaluated after every poll,
-// with fire and resolve notices in the chatter, by push and by mail.
+// with fire, repeat and resolve notices in the chatter, by push and by mail, held back during
+// maintenance windows and, for a server's other alerts, while it is offline.
 import type { Feature } from '../feature.js';
 import { featureJobs } from '../feature.js';
-import { createAlertEvaluator } from './alert-evaluator.js';
+import { createAlertEvaluation } from './alert-evaluator.js';
 import { alertJobs } from './alert-job-specs.js';
+import { alertMetrics } from './alert-metrics.js';
 import { alertModel, alertRuleModel } from './alert-models.js';
 import { createAlertNotifier } from './alert-notify.js';
 import { registerAlertRoutes } from './alert-routes.js';
@@ -20,5 +22,7 @@ export const alerts: Feature = {
     },
     {},
   ),
-  onMonitorPoll: createAlertEvaluator,
+  onMonitorPoll: (ctx) => createAlertEvaluation(ctx).evaluate,
+  onMonitorStop: (ctx) => createAlertEvaluation(ctx).monitoringStopped,
+  metrics: alertMetrics,
 };

@@ -101,6 +101,9 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only')
     .default('svc'),
   WORKER_CONCURRENCY: intVar(1, 1000, 10),
+  // A worker process (SVC_ROLE=worker) serves GET /metrics on this port (on HOST); 0 = not at all.
+  // API processes serve it on PORT.
+  METRICS_PORT: intVar(0, 65535, 9464),
   // Monitoring: SSH connections a worker opens at once (warm-up, take-over of a dead worker's servers).
   MONITOR_CONCURRENCY: intVar(1, 5000, 200),
   // Crash detection of jobs (BullMQ lockDuration and stalledInterval): a running job's lock lasts

@@ -1,5 +1,5 @@
-// Monitoring jobs: the daily retention of monitor logs; registerMonitorSchedules() runs at worker
-// start. The polls run in the monitor runner (monitor-runner.ts), the worker's background task.
+// Monitoring jobs: the daily retention of monitor logs, and telling the features of a stop_monitor;
+// registerMonitorSchedules() runs at worker start. The polls run in the monitor runner (monitor-runner.ts), the worker's background task.
 import type { AppContext } from '../context.js';
 import { featureJobs } from '../feature.js';
 import { monitorJobs } from './monitor-job-specs.js';
@@ -13,12 +13,17 @@ const RETENTION_PATTERN = '17 3 * * *';
 
 export const monitorJobHandlers = featureJobs(
   monitorJobs,
-  (ctx) => {
+  (ctx, registry) => {
     return {
       async monitor_log_retention(_payload, job) {
         const { keep_root_server_log_period: days } = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
         const result = await deleteOldMonitorLogs(ctx.db, days, { afterBatch: (deleted) => job.updateProgress({ deleted }) });
         return { ...result, days };
+      },
+      async monitor_stopped(payload) {
+        const event = { root_server_id: payload.root_server_id, at: new Date(payload.at), by: payload.by };
+        for (const observe of registry.monitorStopObservers) await observe(event);
+        return { told: registry.monitorStopObservers.length };
       },
     };
   },

@@ -36,6 +36,7 @@ import {
 import { openStream, type SampleStream, streamSampler } from './monitor-stream.js';
 import { parseSchedule, sampleKey, sampleTtlMs, scheduleKey, scheduleVersionKey, type MonitorSchedule } from './monitor-service.js';
 import { computeMetrics } from './proc-metrics.js';
+import { recordPoll, trackRunner } from './monitor-metrics.js';
 
 export interface MonitorRunnerOptions {
   /** How often leases are renewed and the schedule re-read (default 1 s). */
@@ -56,6 +57,8 @@ export interface MonitorRunner {
   held(): number[];
   /** Server ids this runner keeps a warm standby for (a connection and an idle stream). */
   standby(): number[];
+  /** SSH connections open or being opened (held servers and standbys). */
+  connections(): number;
   /** Hands the servers over and stops. */
   close(): Promise<void>;
   /** Tests: stops as a killed process would (leases are left to expire, connections drop). */
@@ -109,6 +112,12 @@ export async function startMonitorRunner(
   const sampler: Sampler = opts.sampler ?? streamSampler(streams, fallback);
   let closed = false;
   let syncs = 0;
+  type Slot = Parameters<NonNullable<MonitorRunnerOptions['onSlot']>>[0];
+  /** A due time handled: counted for /metrics (late from `sampledAt`), and told to a benchmark. */
+  const slotDone = (slot: Slot, sampledAt = slot.recordedAt) => {
+    recordPoll(slot.outcome, sampledAt - slot.due);
+    opts.onSlot?.(slot);
+  };
 
   // --- connections: held servers and warm standbys -------------------------------------------
   /** Servers not held that this worker keeps (or opens) a connection and an idle stream for. */
@@ -223,7 +232,7 @@ export async function startMonitorRunner(
             // Dropped or stopping (its connections were closed under it): not the server's failure.
             if (h.dropped || closed || !(await claimOne(h.id, due))) return;
             const result = await poller.fail(h.id, err.message);
-            opts.onSlot?.({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome });
+            slotDone({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome });
           } catch (e) {
             ctx.log.error({ err: e, root_server_id: h.id }, 'recording a monitoring failure failed');
           } finally {
@@ -236,7 +245,7 @@ export async function startMonitorRunner(
     poller
       .poll(h.id, { sampler, claim: (sampleJson, ttlMs) => claimOne(h.id, due, sampleJson, ttlMs) })
       .then(
-        (result) => opts.onSlot?.({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome }),
+        (result) => slotDone({ serverId: h.id, due, recordedAt: Date.now(), outcome: result.outcome }),
         (err) => ctx.log.error({ err, root_server_id: h.id }, 'monitoring poll failed'),
       )
       .finally(() => {
@@ -287,7 +296,7 @@ export async function startMonitorRunner(
         streams.delete(item.serverId);
         pool.discard(poolKeyOf(item.serverId));
       }
-      opts.onSlot?.({ serverId: item.serverId, due, recordedAt: now, outcome: row?.outcome ?? 'skipped' });
+      slotDone({ serverId: item.serverId, due, recordedAt: now, outcome: row?.outcome ?? 'skipped' }, item.at.getTime());
     }
   }
 
@@ -486,11 +495,13 @@ export async function startMonitorRunner(
     pool.close();
   }
 
-  return {
+  const runner: MonitorRunner = {
     workerId: me,
     held: () => [...held.keys()],
     standby: () => [...standbys].filter(isWarm),
+    connections: () => pool.size(),
     async close() {
+      untrack();
       closed = true;
       clearInterval(loop);
       await syncing;
@@ -504,6 +515,7 @@ export async function startMonitorRunner(
       closeConnections();
     },
     abandon() {
+      untrack();
       closed = true;
       clearInterval(loop);
       if (batchTimer) clearTimeout(batchTimer);
@@ -512,4 +524,6 @@ export async function startMonitorRunner(
       closeConnections();
     },
   };
+  const untrack = trackRunner(runner);
+  return runner;
 }

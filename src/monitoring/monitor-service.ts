@@ -9,6 +9,7 @@ import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
 import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-schemas.js';
+import { monitorJobs } from './monitor-job-specs.js';
 
 /** Redis hash of the monitored servers: id → "<interval ms>:<phase ms>" (see MonitorSchedule). */
 export function scheduleKey(prefix: string): string {
@@ -145,8 +146,16 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
         });
         return updated;
       });
-      if (call) call.afterCommit(() => unschedule(id));
-      else await unschedule(id);
+      // The features that react to a stop (alerts resolve) are told in a job, once it committed.
+      const stopped = () =>
+        ctx.queues.enqueue(monitorJobs.monitor_stopped, { root_server_id: id, at: new Date().toISOString(), by: author?.name ?? null });
+      if (call) {
+        call.afterCommit(() => unschedule(id));
+        call.afterCommit(stopped);
+      } else {
+        await unschedule(id);
+        await stopped();
+      }
       return after;
     },
 

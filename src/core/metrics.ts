@@ -1,0 +1,178 @@
+// Metrics for Prometheus (prom-client). Two kinds:
+// - instruments of this process (counters, histograms, gauges of what it holds), in one registry
+//   per process: counter(), histogram() and gauge() get or create them by name, so a module
+//   loaded twice, or two contexts in one process (tests), share one series;
+// - series read at scrape time from PostgreSQL or Redis (fleet state, queue depths), given by the
+//   features as MetricsSources: each is read at most once per SOURCE_CACHE_MS whatever the number
+//   of scrapes, with a timeout, and a source that fails or times out is left out of the scrape
+//   (which still answers) and said so.
+import type { Worker } from 'bullmq';
+import {
+  type CounterConfiguration,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  type GaugeConfiguration,
+  Histogram,
+  type HistogramConfiguration,
+  Registry,
+} from 'prom-client';
+
+/** The instruments of this process. */
+export const processMetrics = new Registry();
+// Process CPU, memory, event-loop lag, GC, handles: the usual process_* and nodejs_* series.
+collectDefaultMetrics({ register: processMetrics });
+
+export const METRICS_CONTENT_TYPE = processMetrics.contentType;
+
+function getOrCreate<M>(name: string, create: () => M): M {
+  return (processMetrics.getSingleMetric(name) as M | undefined) ?? create();
+}
+
+export function counter<L extends string>(cfg: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
+  return getOrCreate(cfg.name, () => new Counter({ ...cfg, registers: [processMetrics] }));
+}
+
+export function histogram<L extends string>(cfg: Omit<HistogramConfiguration<L>, 'registers'>): Histogram<L> {
+  return getOrCreate(cfg.name, () => new Histogram({ ...cfg, registers: [processMetrics] }));
+}
+
+export function gauge<L extends string>(cfg: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
+  return getOrCreate(cfg.name, () => new Gauge({ ...cfg, registers: [processMetrics] }));
+}
+
+// --- jobs run by this process --------------------------------------------------------------
+const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800];
+
+/** Counts the jobs a BullMQ worker of this process finishes, by queue, job name and outcome, with their run time. */
+export function instrumentWorker(worker: Worker, jobNames: readonly string[]) {
+  const known = new Set(jobNames);
+  const finished = counter({
+    name: 'svc_jobs_finished_total',
+    help: 'Jobs run by this process, by queue, job name and outcome (completed, failed: a failed attempt counts once)',
+    labelNames: ['queue', 'name', 'outcome'],
+  });
+  const duration = histogram({
+    name: 'svc_job_duration_seconds',
+    help: 'Run time of the jobs this process ran (start to end of an attempt), by queue and job name',
+    labelNames: ['queue', 'name'],
+    buckets: JOB_BUCKETS,
+  });
+  const record = (job: { name: string; processedOn?: number; finishedOn?: number } | undefined, outcome: string) => {
+    if (!job) return;
+    // A name not in the catalog (written to Redis by something else) is not a label value.
+    const labels = { queue: worker.name, name: known.has(job.name) ? job.name : 'unknown' };
+    finished.inc({ ...labels, outcome });
+    if (job.processedOn) duration.observe(labels, ((job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
+  };
+  worker.on('completed', (job) => record(job, 'completed'));
+  worker.on('failed', (job) => record(job, 'failed'));
+}
+
+// --- series read at scrape time ------------------------------------------------------------
+export type Labels = Record<string, string | number>;
+export interface Sample {
+  labels?: Labels;
+  value: number;
+}
+
+export interface ScrapedGauge {
+  name: string;
+  help: string;
+  labelNames?: readonly string[];
+}
+
+/** Series a feature reads at scrape time (from PostgreSQL or Redis): the whole fleet's, the same in every process. */
+export interface MetricsSource {
+  /** Names the source in svc_scrape_source_up. */
+  name: string;
+  /** What it reads: when that is down, the source is not read (its series are left out). */
+  needs: 'postgresql' | 'redis';
+  gauges: readonly ScrapedGauge[];
+  /** The samples of each gauge, by gauge name. */
+  read(): Promise<Record<string, readonly Sample[]>>;
+}
+
+/** A source is read at most this often; scrapes in between (several Prometheus servers) get the same figures. */
+export const SOURCE_CACHE_MS = 5_000;
+/** A source that takes longer is left out of this scrape (the next one tries again). */
+export const SOURCE_TIMEOUT_MS = 3_000;
+
+/** Resolves with `promise`, or rejects after `ms`. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export interface ScrapeRegistry {
+  /**
+   * The scrape-time series in the text format. `down`: the dependencies found down (their sources
+   * are not read). Never throws: a failed source is logged and reported as svc_scrape_source_up 0.
+   */
+  metrics(down: ReadonlySet<string>): Promise<string>;
+}
+
+export function createScrapeRegistry(sources: readonly MetricsSource[], onError: (source: string, err: unknown) => void): ScrapeRegistry {
+  const registry = new Registry();
+  const gauges = new Map<string, Gauge<string>>();
+  for (const source of sources) {
+    for (const g of source.gauges) {
+      gauges.set(g.name, new Gauge({ name: g.name, help: g.help, labelNames: [...(g.labelNames ?? [])], registers: [registry] }));
+    }
+  }
+  const sourceUp = new Gauge({
+    name: 'svc_scrape_source_up',
+    help: 'Whether a group of fleet series could be read for this scrape (0: left out: its database or Redis is down, or it failed)',
+    labelNames: ['source'],
+    registers: [registry],
+  });
+  const cache = new Map<string, { at: number; values: Promise<Record<string, readonly Sample[]>> }>();
+
+  function read(source: MetricsSource) {
+    const cached = cache.get(source.name);
+    if (cached && Date.now() - cached.at < SOURCE_CACHE_MS) return cached.values;
+    const values = withTimeout(source.read(), SOURCE_TIMEOUT_MS, `metrics source ${source.name}`);
+    cache.set(source.name, { at: Date.now(), values });
+    // A failure is not kept: the next scrape tries again.
+    values.catch(() => {
+      if (cache.get(source.name)?.values === values) cache.delete(source.name);
+    });
+    return values;
+  }
+
+  /** One scrape's figures are set and formatted before the next one's are set (formatting awaits). */
+  async function scrape(down: ReadonlySet<string>) {
+    const results = await Promise.all(
+      sources.map(async (source) => {
+        if (down.has(source.needs)) return { source, values: null };
+        try {
+          return { source, values: await read(source) };
+        } catch (err) {
+          onError(source.name, err);
+          return { source, values: null };
+        }
+      }),
+    );
+    for (const { source, values } of results) {
+      sourceUp.set({ source: source.name }, values ? 1 : 0);
+      for (const g of source.gauges) {
+        const gauge = gauges.get(g.name)!;
+        gauge.reset();
+        for (const s of values?.[g.name] ?? []) gauge.set(s.labels ?? {}, s.value);
+      }
+    }
+    return registry.metrics();
+  }
+
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    metrics(down) {
+      const run = last.then(() => scrape(down));
+      last = run.catch(() => {});
+      return run;
+    },
+  };
+}
