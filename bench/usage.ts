@@ -1,0 +1,150 @@
+// npm run bench:usage [-- --tenants 1000] [--rounds 3]
+// A usage round over --tenants databases on the machine's PostgreSQL, copied by the bench from a
+// small Odoo-shaped template (with users and model limits to count), their filestores on a local
+// sshd host. Prints per round: its time, the service's CPU (this process runs the round) and
+// PostgreSQL's CPU (its live processes, plus what its ended backends left in the postmaster's
+// children times), with met/missed for the targets: a round ≤ 30 s, service CPU ≤ 10 s per round.
+// Needs root (sshd with sudo, /proc of the postgres processes).
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createUsageRound } from '../src/usage/usage-round.js';
+import { createOdooTemplate, queryIn } from '../test/helpers/odoo-template.js';
+import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
+import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
+import { createBenchContext } from './bench-context.js';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const TENANTS = arg('tenants', 1000);
+const ROUNDS = arg('rounds', 3);
+const TICK = 100; // clock ticks per second (USER_HZ)
+
+/** CPU seconds of every postgres process now alive, plus its postmaster's ended children. */
+function postgresCpu(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    if (comm !== 'postgres') continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields 14..17 (utime, stime, cutime, cstime) are f[11..14] after the state field
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  }
+  return ticks / TICK;
+}
+
+async function main() {
+  const sshd = await startSshd();
+  const base = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-usage-'));
+  const bench = await createBenchContext('usage', { ODOO_BASE_PATH: base, LOG_LEVEL: 'error' });
+  const { ctx } = bench;
+  const template = `${ctx.config.QUEUE_PREFIX}_tpl`;
+  const tenants: string[] = [];
+  try {
+    console.log(
+      `load average at start: ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ${os.cpus().length} × ${os.cpus()[0]?.model}`,
+    );
+    await createOdooTemplate(template);
+    await queryIn(
+      template,
+      `INSERT INTO res_users (login, active, share, partner_id, company_id)
+       SELECT 'user' || g || '@example.com', g % 5 <> 0, g % 7 = 0, 1, 1 FROM generate_series(1, 40) g;
+       INSERT INTO res_partner (name) SELECT 'Partner ' || g FROM generate_series(1, 2000) g`,
+    );
+    const server = await ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
+    const root = await ctx.db.rootServer.create({
+      data: {
+        ip: sshd.host,
+        port: sshd.port,
+        username: TEST_USERS.sudoNoPassword.name,
+        password: await ctx.box.encrypt(TEST_USERS.sudoNoPassword.password),
+        sudo_user: true,
+        sudo_user_no_password: true,
+        state: 'confirmed',
+      },
+    });
+    const tpl = await ctx.db.databaseTemplate.create({
+      data: { name: 'Odoo', postgresql_server_id: server.id, template_db_name: template, root_server_id: root.id },
+    });
+    const partner = await ctx.db.partner.create({ data: { name: 'Bench', email: 'bench@example.com' } });
+    const [{ cluster }] = (await adminQuery<{ cluster: string }>('SELECT system_identifier::text AS cluster FROM pg_control_system()')) as [
+      { cluster: string },
+    ];
+
+    let t0 = performance.now();
+    for (let i = 0; i < TENANTS; i++) {
+      const name = `${template}_t${i}`;
+      await adminQuery(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+      tenants.push(name);
+      const [{ oid }] = (await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [name])) as [
+        { oid: string },
+      ];
+      const dir = path.join(base, 'data', 'filestore', name, 'ab');
+      await mkdir(dir, { recursive: true });
+      await writeFile(path.join(dir, 'logo'), Buffer.alloc(4096 * (1 + (i % 8)), 1));
+      await ctx.db.subscription.create({
+        data: {
+          name: `Tenant ${i}`,
+          partner_id: partner.id,
+          state: 'running',
+          database_template_id: tpl.id,
+          database_name: name,
+          database_created_at: new Date(),
+          database_system_identifier: cluster,
+          database_oid: BigInt(oid),
+          user_limit: 30,
+          storage_limit_gb: 1,
+          model_limits: { 'res.partner': 5000 },
+        },
+      });
+    }
+    console.log(`${TENANTS} tenant databases and filestores made in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+    const usageRound = createUsageRound(ctx);
+    let worst = { seconds: 0, cpu: 0 };
+    for (let r = 1; r <= ROUNDS; r++) {
+      const cpu0 = process.cpuUsage();
+      const pg0 = postgresCpu();
+      t0 = performance.now();
+      const result = await usageRound.collect({ userId: null, jobId: null });
+      const seconds = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const service = (cpu.user + cpu.system) / 1e6;
+      const missing = Object.keys(result.missing).length;
+      console.log(
+        `round ${r}: ${seconds.toFixed(2)} s, ${result.measured} measured, ${missing} with a missing measure; service CPU ${service.toFixed(2)} s, PostgreSQL CPU ${(postgresCpu() - pg0).toFixed(2)} s; load ${os.loadavg()[0]!.toFixed(2)}`,
+      );
+      if (seconds > worst.seconds) worst = { ...worst, seconds };
+      if (service > worst.cpu) worst = { ...worst, cpu: service };
+    }
+    const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
+    console.log(`${verdict(worst.seconds <= 30)}: the slowest round took ${worst.seconds.toFixed(2)} s ≤ 30 s`);
+    console.log(`${verdict(worst.cpu <= 10)}: the most service CPU in a round was ${worst.cpu.toFixed(2)} s ≤ 10 s`);
+  } finally {
+    for (const name of [...tenants, template]) await dropDatabase(name).catch(() => {});
+    await bench.close();
+    await sshd.stop();
+    await rm(base, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
