@@ -1,5 +1,6 @@
-// Registers the five REST routes of a resource (DESIGN §4): list, get, create (201), patch, delete.
+// Registers the five REST routes of a resource: list, get, create (201), patch, delete.
 // Schemas are the contract: `output` is the response whitelist, `create`/`update` validate bodies.
+// One-record answers carry an ETag; PATCH and DELETE honour If-Match (src/core/http/etag.ts).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +9,7 @@ import type { Author } from '../chatter.js';
 import type { ListParams } from '../records.js';
 import { operationId } from './actions.js';
 import { authorOf } from './auth.js';
+import { checkIfMatch, ifMatchHeaders, withEtag } from './etag.js';
 import { singularOf, type ModelInfo } from '../models.js';
 import { idParams, listOf, listQueryOf } from './schemas.js';
 
@@ -54,39 +56,60 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
 
   app.get(`/api/v1${o.path}`, {
     config: { group: o.read },
-    schema: { ...doc('list', `List ${noun.many}`), querystring: query, response: { 200: listOf(o.output) } },
+    schema: {
+      ...doc('list', `List ${noun.many}`),
+      querystring: query,
+      response: { 200: listOf(o.output).describe(`A page of ${noun.many}: {items, total, limit, offset}`) },
+    },
     handler: (req) => o.service.list(req.query as ListParams & Data),
   });
 
   app.get(`/api/v1${o.path}/:id`, {
     config: { group: o.read },
-    schema: { ...doc('get', `Get a ${noun.one}`), params: idParams, response: { 200: o.output } },
-    handler: (req) => o.service.get(req.params.id),
+    schema: { ...doc('get', `Get a ${noun.one}`), params: idParams, response: { 200: o.output.describe(`The ${noun.one}`) } },
+    handler: async (req, reply) => withEtag(reply, o.output, await o.service.get(req.params.id)),
   });
 
   if (!o.write) return;
   const write = o.write;
+  const current = (id: number) => () => o.service.get(id);
 
   if (o.create) {
     app.post(`/api/v1${o.path}`, {
       config: { group: write },
-      schema: { ...doc('create', `Create a ${noun.one}`), body: o.create, response: { 201: o.output } },
-      handler: async (req, reply) => reply.status(201).send(await o.service.create(req.body as Data, authorOf(req.user))),
+      schema: { ...doc('create', `Create a ${noun.one}`), body: o.create, response: { 201: o.output.describe(`The new ${noun.one}`) } },
+      handler: async (req, reply) =>
+        reply.status(201).send(withEtag(reply, o.output, await o.service.create(req.body as Data, authorOf(req.user)))),
     });
   }
 
   if (o.update) {
     app.patch(`/api/v1${o.path}/:id`, {
       config: { group: write },
-      schema: { ...doc('update', `Update a ${noun.one}`), params: idParams, body: o.update, response: { 200: o.output } },
-      handler: (req) => o.service.update(req.params.id, req.body as Data, authorOf(req.user)),
+      schema: {
+        ...doc('update', `Update a ${noun.one}`),
+        params: idParams,
+        headers: ifMatchHeaders,
+        body: o.update,
+        response: { 200: o.output.describe(`The ${noun.one} as changed`) },
+      },
+      handler: async (req, reply) => {
+        await checkIfMatch(req, o.output, current(req.params.id));
+        return withEtag(reply, o.output, await o.service.update(req.params.id, req.body as Data, authorOf(req.user)));
+      },
     });
   }
 
   app.delete(`/api/v1${o.path}/:id`, {
     config: { group: write },
-    schema: { ...doc('delete', `Delete a ${noun.one}`), params: idParams, response: { 204: z.null() } },
+    schema: {
+      ...doc('delete', `Delete a ${noun.one}`),
+      params: idParams,
+      headers: ifMatchHeaders,
+      response: { 204: z.null().describe('Deleted') },
+    },
     handler: async (req, reply) => {
+      await checkIfMatch(req, o.output, current(req.params.id));
       await o.service.remove(req.params.id);
       return reply.status(204).send(null);
     },

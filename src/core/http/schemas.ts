@@ -18,26 +18,29 @@ export const refId = z.number().int().min(1).max(INT32_MAX);
 
 /**
  * An integer written plainly in a path or query string: digits only, so `0x1`, ` 1`, `1e0`, `+1`
- * and `1.0` are refused rather than read as 1.
+ * and `1.0` are refused rather than read as 1. The document calls it what it is, an integer with
+ * its bounds and an example the route accepts, so generators (Postman, client SDKs) send one; the
+ * digits rule is a refinement, which JSON Schema does not show.
  */
-export function queryInt(min: number, max: number) {
+export function queryInt(min: number, max: number, example = Math.max(min, Math.min(1, max))) {
   const digits = min < 0 ? /^-?(0|[1-9][0-9]{0,9})$/ : /^(0|[1-9][0-9]{0,9})$/;
   return z
     .string()
-    .regex(digits, 'must be an integer written with digits only')
+    .refine((v) => digits.test(v), 'must be an integer written with digits only')
     .transform(Number)
-    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .meta({ type: 'integer', minimum: min, maximum: max, example });
 }
 
-/** A record id in a path or query string. */
+/** A record id in a path or query string; the example is the first record of its kind. */
 export const queryId = queryInt(1, INT32_MAX).describe('A record id (positive integer)');
 
 export const idParams = z.object({ id: queryId });
 /** Paging of every list; a parameter a list does not know is refused (400 naming it). */
 export const listQuery = z
   .object({
-    limit: queryInt(1, 200).default(50).describe('Page size, 1 to 200'),
-    offset: queryInt(0, INT32_MAX).default(0).describe('Rows to skip'),
+    limit: queryInt(1, 200, 50).default(50).describe('Page size, 1 to 200; default 50'),
+    offset: queryInt(0, INT32_MAX, 0).default(0).describe('Rows to skip; default 0'),
   })
   .strict();
 
