@@ -9,6 +9,7 @@ import { registerAuth } from './core/http/auth.js';
 import { registerErrorHandler } from './core/http/error-handler.js';
 import { registerIdempotency } from './core/http/idempotency.js';
 import { registerInputGuards } from './core/http/input-guard.js';
+import { registerListLinks } from './core/http/list-links.js';
 import { registerOpenApi } from './core/http/openapi.js';
 import { createAuthService } from './auth/auth-service.js';
 import { composeFeatures, FEATURES } from './features.js';
@@ -22,6 +23,7 @@ export async function buildApp(ctx: AppContext, features: readonly Feature[] = F
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   registerInputGuards(app);
+  registerListLinks(app, ctx.config.BASE_URL);
   // Actions are often POSTed with `Content-Type: application/json` and no body (curl -H, Postman):
   // an empty JSON body means "no body". Anything else goes to Fastify's own (poisoning-safe) parser.
   const parseJson = app.getDefaultJsonParser('error', 'error');

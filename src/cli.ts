@@ -1,15 +1,17 @@
 // npm run cli -- <command>. The token of create-admin / create-token is the last line of output,
-// so scripts can take it with `| tail -n 1`.
+// so scripts can take it with `| tail -n 1`; the line before it says which user it belongs to.
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './core/config.js';
 import { applyMigrations, writeMigration } from './core/migrate.js';
 import { checkPostgres, UnreachableError } from './core/reachability.js';
 import { createDb } from './core/db.js';
+import { NotFoundError } from './core/errors.js';
 import { createAuthService } from './auth/auth-service.js';
 
 const USAGE = `Usage: npm run cli -- <command>
-  create-admin --email E [--name N]   create (or promote) an administrator and print a new API token
+  create-admin --email E [--name N]   create (or promote) an administrator and print a new API token;
+                                      run again, it prints another token for the same user
   create-token --email E              print a new API token for an existing user
   migrate                             apply pending migrations (same as npm run db:migrate)
   diff <name>                         write prisma/migrations/<stamp>_<name> from schema changes`;
@@ -44,10 +46,19 @@ async function run(argv: string[]): Promise<void> {
       const db = createDb(config.DATABASE_URL, 1);
       try {
         const auth = createAuthService({ db });
-        const { user, token } =
-          command === 'create-admin' ? await auth.createAdmin(values.email, values.name) : await auth.createTokenForEmail(values.email);
-        console.log(`User ${user.email} (${user.group}), id ${user.id}. API token (shown once):`);
-        console.log(token);
+        if (command === 'create-admin') {
+          const { user, before, token } = await auth.createAdmin(values.email, values.name);
+          console.log(`${adminSentence(user, before)} A new API token (shown once):`);
+          console.log(token);
+        } else {
+          const { user, token } = await auth.createTokenForEmail(values.email).catch((err: unknown) => {
+            throw err instanceof NotFoundError ? new CliError(noSuchUser(values.email!)) : err;
+          });
+          console.log(
+            `A new API token for ${user.email} (${user.group}, user id ${user.id}), shown once; the user's other tokens stay valid:`,
+          );
+          console.log(token);
+        }
       } finally {
         await db.$disconnect();
       }
@@ -58,13 +69,31 @@ async function run(argv: string[]): Promise<void> {
   }
 }
 
+/** What create-admin did, in one sentence: it may run again for the same address (the README does). */
+function adminSentence(user: { id: number; email: string }, before: { group: string; active: boolean } | null): string {
+  if (!before) return `Created the administrator ${user.email} (user id ${user.id}).`;
+  const kept = 'its other tokens stay valid.';
+  if (before.group === 'administrator' && before.active) return `${user.email} was already an administrator (user id ${user.id}); ${kept}`;
+  const was = before.active ? `a ${before.group}` : `an inactive ${before.group}`;
+  return `${user.email} (user id ${user.id}) was ${was} and is now an active administrator; ${kept}`;
+}
+
+function noSuchUser(email: string): string {
+  return (
+    `No user has the e-mail ${email}. Make an administrator with: npm run cli -- create-admin --email ${email} ` +
+    '(or a user of another group with POST /api/v1/users)'
+  );
+}
+
 class UsageError extends Error {}
+/** A failure the user can act on: its message is the whole output. */
+class CliError extends Error {}
 
 run(process.argv.slice(2)).then(
   () => process.exit(0),
   (err) => {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof ConfigError || err instanceof UnreachableError) console.error(err.message);
+    else if (err instanceof ConfigError || err instanceof UnreachableError || err instanceof CliError) console.error(err.message);
     else pino().error({ err }, 'command failed');
     process.exit(err instanceof UsageError ? 2 : 1);
   },

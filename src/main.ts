@@ -1,5 +1,6 @@
 // Process entry: `npm start`. Applies pending migrations, then runs the roles SVC_ROLE asks for:
 // `all` (API + workers, one machine), `api` or `worker` (many processes, one PostgreSQL and Redis).
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from './core/config.js';
 import { loggerOptions } from './core/logger.js';
@@ -21,6 +22,20 @@ function readConfig(): Config {
   }
 }
 
+/** Something in the way of starting that the user can remove: said in one line, without a stack. */
+class StartError extends Error {}
+
+async function listen(app: FastifyInstance, config: Config) {
+  try {
+    await app.listen({ port: config.PORT, host: config.HOST });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    throw new StartError(
+      `Port ${config.PORT} on ${config.HOST} is already in use (PORT, HOST): stop what listens there, or start with another PORT`,
+    );
+  }
+}
+
 async function main() {
   const config = readConfig();
   const log = pino(loggerOptions(config.LOG_LEVEL));
@@ -33,8 +48,9 @@ async function main() {
   const runApi = config.SVC_ROLE !== 'worker';
   const runWorkers = config.SVC_ROLE !== 'api';
   const app = runApi ? await buildApp(ctx) : null;
+  // Listening comes first: a port in use stops start-up before any worker takes a job.
+  if (app) await listen(app, config);
   const workers = runWorkers ? await startWorkers(ctx) : null;
-  if (app) await app.listen({ port: config.PORT, host: config.HOST });
   log.info({ role: config.SVC_ROLE }, 'svc started');
 
   let stopping = false;
@@ -57,6 +73,6 @@ async function main() {
 
 main().catch((err) => {
   // A service that cannot be reached is said in one line; anything else is a bug: the stack helps.
-  console.error(err instanceof UnreachableError ? err.message : err);
+  console.error(err instanceof UnreachableError || err instanceof StartError ? err.message : err);
   process.exit(1);
 });

@@ -1,8 +1,9 @@
-// Lists and errors as curl and Postman users meet them (DESIGN §11), on real PostgreSQL and Redis
-// through the app: ?sort=, ?q= (case-insensitive, wildcards matched literally), exact filters, an
-// unknown parameter refused naming it, action-log time windows; error details in one shape per
-// code: validation_error names its fields, a uniqueness conflict names the fields and the record
-// that already holds them.
+// Lists and errors as curl and Postman users meet them, on real PostgreSQL and Redis through the
+// app: ?sort=, ?q= (case-insensitive, wildcards matched literally), exact filters, an unknown
+// parameter refused naming it, action-log time windows, `Link: rel="next"` while pages follow;
+// error details in one shape per code: validation_error names its fields (a reference to a missing
+// record included), a uniqueness conflict names the fields and the record that already holds
+// them; a body that is not JSON is told to be sent as JSON.
 import { describe, expect, it } from 'vitest';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
@@ -81,7 +82,74 @@ describe('lists', () => {
   });
 });
 
+describe('Link: rel="next"', () => {
+  /** The next page's URL of an answer, checked to be absolute under BASE_URL, or undefined. */
+  function nextOf(res: { headers: Record<string, unknown> }): URL | undefined {
+    const link = res.headers.link as string | undefined;
+    if (link === undefined) return undefined;
+    const [, href] = /^<([^>]+)>; rel="next"$/.exec(link) ?? [];
+    expect(href, link).toMatch(/^http:\/\/svc\.test\/api\/v1\//);
+    return new URL(href!);
+  }
+  const follow = (url: URL) => request(t.app, t.as.user, { method: 'GET', url: `${url.pathname}${url.search}` });
+
+  it('names the next page of a list, its filters kept, until the last page', async () => {
+    for (const name of ['Paged 1', 'Paged 2', 'Paged 3']) {
+      expect((await post('/api/v1/partners', { name, email: `${name.replace(' ', '')}@paged.example` })).statusCode).toBe(201);
+    }
+    const first = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/partners?q=paged&limit=2&sort=name' });
+    expect(first.json().items.map((p: { name: string }) => p.name)).toEqual(['Paged 1', 'Paged 2']);
+    const next = nextOf(first)!;
+    expect(Object.fromEntries(next.searchParams)).toMatchObject({ q: 'paged', limit: '2', sort: 'name' });
+    const second = await follow(next);
+    expect(second.json().items.map((p: { name: string }) => p.name)).toEqual(['Paged 3']);
+    expect(nextOf(second)).toBeUndefined();
+  });
+
+  it('is sent by lists that are not a resource of their own too (the chatter of a record)', async () => {
+    const partner = (await post('/api/v1/partners', { name: 'Chatty', email: 'chatty@example.com' })).json();
+    for (const body of ['one', 'two']) {
+      expect((await post(`/api/v1/partners/${partner.id}/messages`, { body })).statusCode).toBe(201);
+    }
+    const page = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${partner.id}/messages?limit=1` });
+    const next = nextOf(page)!;
+    expect(next.pathname).toBe(`/api/v1/partners/${partner.id}/messages`);
+    const rest = await follow(next);
+    expect(rest.json().items).toHaveLength(1);
+    expect(rest.json().items[0].id).not.toBe(page.json().items[0].id);
+  });
+});
+
 describe('error details', () => {
+  it('a reference to a missing record is a 400 naming the field', async () => {
+    const res = await post('/api/v1/trial-packages', { name: 'Orphan', url_string: 'orphan', database_template_id: 999999 });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({
+      code: 'validation_error',
+      message: 'Invalid input: body.database_template_id names no existing record',
+      details: { fields: [{ field: 'body.database_template_id', message: 'names no existing record' }] },
+    });
+  });
+
+  it('a body that is not JSON is refused (415) saying to send JSON, whatever its content type; nothing is created', async () => {
+    const json = JSON.stringify({ name: 'Form Sent', email: 'form-sent@example.com' });
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/xml']) {
+      const res = await request(t.app, t.as.admin, {
+        method: 'POST',
+        url: '/api/v1/partners',
+        headers: { 'content-type': type },
+        payload: json,
+      });
+      expect(res.statusCode, type).toBe(415);
+      expect(res.json().error, type).toEqual({
+        code: 'validation_error',
+        message: 'The body must be JSON: send it with Content-Type: application/json',
+        details: { fields: [{ field: 'body', message: 'The body must be JSON: send it with Content-Type: application/json' }] },
+      });
+    }
+    expect((await get('/api/v1/partners?q=form-sent')).body.total).toBe(0);
+  });
+
   it('a validation_error names every field in details.fields', async () => {
     const res = await post('/api/v1/partners', { name: '', email: 'not-an-email', surprise: 1 });
     expect(res.statusCode).toBe(400);

@@ -36,6 +36,7 @@ describe('PATCH of one field', () => {
       name: 'CRM',
       url_string: 'crm',
       auto_run_subscription: true,
+      database_template_id: template,
       user_limit: 7,
       trial_duration_days: 30,
     });

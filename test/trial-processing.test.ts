@@ -84,7 +84,7 @@ describe('REST resources and groups', () => {
       name: 'CRM',
       url_string: `crm-${++n}`,
       packages: ['crm'],
-      auto_run_subscription: true,
+      auto_run_subscription: false,
       model_limits: { 'res.partner': 100 },
     };
     const created = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/trial-packages', payload: body });

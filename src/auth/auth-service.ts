@@ -36,12 +36,13 @@ export function createAuthService(ctx: Pick<AppContext, 'db'>) {
 
     /** CLI: creates the administrator (or promotes and reuses the user) and returns a new token. */
     async createAdmin(email: string, name = '') {
-      const user = await db.user.upsert({
-        where: { email: email.toLowerCase() },
-        create: { email: email.toLowerCase(), name, group: 'administrator' },
-        update: { group: 'administrator', active: true },
-      });
-      return { user, ...(await this.createToken(user.id, 'cli')) };
+      const address = email.toLowerCase();
+      // Not an upsert: PostgreSQL's INSERT … ON CONFLICT takes an id from the sequence even when the user exists.
+      const before = await db.user.findUnique({ where: { email: address } });
+      const user = before
+        ? await db.user.update({ where: { id: before.id }, data: { group: 'administrator', active: true } })
+        : await db.user.create({ data: { email: address, name, group: 'administrator' } });
+      return { user, before, ...(await this.createToken(user.id, 'cli')) };
     },
 
     /** CLI: a new token for an existing user. */

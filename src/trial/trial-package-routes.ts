@@ -1,11 +1,12 @@
-// REST: /api/v1/trial-packages (read: user, write: operator). DESIGN §6 fields.
+// REST: /api/v1/trial-packages (read: user, write: operator); an auto-run package needs a database
+// template (trial-package-service.ts).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { registerCrud } from '../core/http/crud.js';
 import { patchOf, queryBoolean, refId, timestamp } from '../core/http/schemas.js';
-import { createRecordService } from '../core/records.js';
 import { trialPackageModel } from './trial-models.js';
+import { createTrialPackageService } from './trial-package-service.js';
 import { packageFieldsIn, packageFieldsOut } from '../subscriptions/subscription-schemas.js';
 import { MAX_STANDBY_POOL_SIZE } from '../instances/standby-pool.js';
 
@@ -62,7 +63,7 @@ export function registerTrialPackageRoutes(app: FastifyInstance, ctx: AppContext
     path: '/trial-packages',
     model: trialPackageModel,
     tag: 'trial-packages',
-    service: createRecordService(ctx, trialPackageModel),
+    service: createTrialPackageService(ctx),
     output: trialPackage,
     create: trialPackageCreate,
     update: patchOf(trialPackageCreate),

@@ -1,7 +1,7 @@
-// The one mapping of errors to HTTP (DESIGN §4, §11): {"error": {"code", "message", "details"}}.
-// A validation_error names its fields in details.fields ([{field, message}]); a uniqueness
-// conflict names the fields of the violated index (and the existing record when the service
-// knows it); a 500 never carries internals.
+// The one mapping of errors to HTTP: {"error": {"code", "message", "details"}}. A validation_error
+// names its fields in details.fields ([{field, message}]), a reference to a missing record
+// included; a uniqueness conflict names the fields of the violated index (and the existing record
+// when the service knows it); a 500 never carries internals.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isBadValueError, Prisma, violatedIndexOf } from '../db.js';
@@ -19,8 +19,27 @@ function fieldsOfIndex(index: string | null, table: string | undefined): FieldEr
   return [{ field, message: 'already used by another record' }];
 }
 
+/**
+ * The body fields a violated foreign key names: Prisma calls it `<table>_<column>_fkey`, and the
+ * column is the body field that holds the missing id.
+ */
+function fieldsOfForeignKey(err: Prisma.PrismaClientKnownRequestError, requestBody: unknown): FieldError[] {
+  const constraint = (err.meta as { driverAdapterError?: { cause?: { constraint?: { index?: string } } } } | undefined)?.driverAdapterError
+    ?.cause?.constraint?.index;
+  if (!constraint || !requestBody || typeof requestBody !== 'object') return [];
+  return Object.keys(requestBody)
+    .filter((key) => constraint.endsWith(`_${key}_fkey`))
+    .map((key) => ({ field: `body.${key}`, message: 'names no existing record' }));
+}
+
+/** The answer to a body that is not JSON (415): the API takes nothing else. */
+export function notJsonError(): AppError {
+  const message = 'The body must be JSON: send it with Content-Type: application/json';
+  return new AppError(415, 'validation_error', message, { fields: [{ field: 'body', message }] });
+}
+
 /** Prisma's known errors that are the caller's doing; `method` tells a delete from a write. */
-function fromPrisma(err: Prisma.PrismaClientKnownRequestError, method: string) {
+function fromPrisma(err: Prisma.PrismaClientKnownRequestError, method: string, requestBody: unknown) {
   switch (err.code) {
     case 'P2002': {
       const table = (err.meta as { driverAdapterError?: { cause?: { table?: string } } } | undefined)?.driverAdapterError?.cause?.table;
@@ -29,11 +48,14 @@ function fromPrisma(err: Prisma.PrismaClientKnownRequestError, method: string) {
         ...body('conflict', 'A record with these values already exists', { fields: fieldsOfIndex(violatedIndexOf(err), table) }),
       };
     }
-    case 'P2003':
+    case 'P2003': {
       // A delete of a record others refer to is a conflict; a write naming a missing record is bad input.
-      return method === 'DELETE'
-        ? { status: 409, ...body('conflict', 'This record is still in use by other records') }
-        : { status: 400, ...body('validation_error', 'A referenced record does not exist', { fields: [] }) };
+      if (method === 'DELETE') return { status: 409, ...body('conflict', 'This record is still in use by other records') };
+      const fields = fieldsOfForeignKey(err, requestBody);
+      const message =
+        fields.length === 1 ? `Invalid input: ${fields[0]!.field} names no existing record` : 'A referenced record does not exist';
+      return { status: 400, ...body('validation_error', message, { fields }) };
+    }
     case 'P2025':
       return { status: 404, ...body('not_found', 'Record not found') };
     default:
@@ -65,7 +87,7 @@ export function registerErrorHandler(app: FastifyInstance) {
       return reply.status(400).send(body('validation_error', message, { fields }));
     }
     if (err instanceof Prisma.PrismaClientKnownRequestError) {
-      const mapped = fromPrisma(err, request.method);
+      const mapped = fromPrisma(err, request.method, request.body);
       if (mapped) return reply.status(mapped.status).send({ error: mapped.error });
     }
     if (isBadValueError(err)) {
@@ -78,6 +100,10 @@ export function registerErrorHandler(app: FastifyInstance) {
       // Fastify's own client errors: bad JSON, wrong content type, body too large...
       if (status === 404) return reply.status(404).send(body('not_found', err.message));
       if (status === 429) return reply.status(429).send(body('rate_limited', err.message));
+      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+        const notJson = notJsonError();
+        return reply.status(notJson.statusCode).send(body(notJson.code, notJson.message, notJson.details));
+      }
       return reply.status(status).send(body('validation_error', err.message, { fields: [{ field: 'body', message: err.message }] }));
     }
     request.log.error({ err }, 'unhandled error');

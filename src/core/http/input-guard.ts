@@ -1,10 +1,12 @@
 // Input every route refuses the same way, in one place: U+0000 in any string (PostgreSQL text
 // cannot hold it), query parameters a route does not know, and a body sent to a POST that takes
-// none. Each answers 400 naming the field.
+// none (each a 400 naming the field); and an API body that is not JSON (415: a form-encoded body,
+// curl -d's default, would otherwise be read as a field named after the whole JSON text).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { API_PREFIX } from './auth.js';
+import { notJsonError } from './error-handler.js';
 
 const NUL = '\u0000';
 
@@ -20,8 +22,15 @@ function findNul(value: unknown, path: string, depth = 0): string | null {
   return null;
 }
 
+/** True for `application/json`, parameters (charset) or not. */
+function isJson(contentType: string): boolean {
+  return contentType.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
 export function registerInputGuards(app: FastifyInstance) {
   app.addHook('preValidation', async (req) => {
+    const type = req.headers['content-type'];
+    if (req.url.startsWith(API_PREFIX) && req.body !== undefined && type !== undefined && !isJson(type)) throw notJsonError();
     const field = findNul(req.params, 'params') ?? findNul(req.query, 'query') ?? findNul(req.body, 'body');
     if (field) throw new ValidationError('Invalid input', [{ field, message: 'must not contain NUL characters' }]);
   });

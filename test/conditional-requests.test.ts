@@ -1,0 +1,77 @@
+// ETag and If-Match on real PostgreSQL and Redis through the app: a one-record answer (GET, POST,
+// PATCH) carries the ETag a GET of the same record gives; PATCH and DELETE with a stale If-Match
+// are refused with 412 precondition_failed and change nothing; with the present ETag or `*` they
+// run; without If-Match they run unconditionally.
+import { describe, expect, it } from 'vitest';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+
+const t = useTestApp();
+
+const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object, headers: Record<string, string> = {}) =>
+  request(t.app, t.as.admin, { method, url, headers, ...(payload ? { payload } : {}) });
+
+async function newPartner(name: string) {
+  const res = await call('POST', '/api/v1/partners', { name, email: `${name.toLowerCase()}@etag.example` });
+  expect(res.statusCode).toBe(201);
+  return { id: res.json().id as number, etag: res.headers.etag as string };
+}
+
+describe('ETag', () => {
+  it('a created, read and changed record carries the ETag its GET gives; a change makes a new one', async () => {
+    const created = await newPartner('Tagged');
+    expect(created.etag).toMatch(/^"[\w-]{27}"$/);
+    const read = await call('GET', `/api/v1/partners/${created.id}`);
+    expect(read.headers.etag).toBe(created.etag);
+    const changed = await call('PATCH', `/api/v1/partners/${created.id}`, { company_name: 'Tagged GmbH' });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.headers.etag).not.toBe(created.etag);
+    expect((await call('GET', `/api/v1/partners/${created.id}`)).headers.etag).toBe(changed.headers.etag);
+  });
+});
+
+describe('If-Match', () => {
+  it('a PATCH with a stale ETag is refused with 412 and changes nothing; with the present one it runs', async () => {
+    const { id, etag } = await newPartner('Stale');
+    const other = await call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Changed by someone else' });
+    expect(other.statusCode).toBe(200);
+
+    const stale = await call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Mine' }, { 'if-match': etag });
+    expect(stale.statusCode).toBe(412);
+    expect(stale.json().error).toMatchObject({ code: 'precondition_failed', message: expect.stringContaining('GET it again') });
+    expect((await call('GET', `/api/v1/partners/${id}`)).json().company_name).toBe('Changed by someone else');
+
+    const fresh = await call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Mine' }, { 'if-match': other.headers.etag as string });
+    expect(fresh.statusCode).toBe(200);
+    expect(fresh.json().company_name).toBe('Mine');
+    // A list of ETags matches when one of them is the present one; * matches any version.
+    const listed = await call('PATCH', `/api/v1/partners/${id}`, { mobile: '+1' }, { 'if-match': `${etag}, ${fresh.headers.etag}` });
+    expect(listed.statusCode).toBe(200);
+    expect((await call('PATCH', `/api/v1/partners/${id}`, { mobile: '+2' }, { 'if-match': '*' })).statusCode).toBe(200);
+    // A weak tag never matches (If-Match compares strongly).
+    expect((await call('PATCH', `/api/v1/partners/${id}`, { mobile: '+3' }, { 'if-match': 'W/"x"' })).statusCode).toBe(412);
+  });
+
+  it('a DELETE with a stale ETag is refused with 412 and the record stays; with the present one it is deleted', async () => {
+    const { id, etag } = await newPartner('Doomed');
+    const changed = await call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Doomed Ltd' });
+    expect((await call('DELETE', `/api/v1/partners/${id}`, undefined, { 'if-match': etag })).statusCode).toBe(412);
+    expect((await call('GET', `/api/v1/partners/${id}`)).statusCode).toBe(200);
+    expect((await call('DELETE', `/api/v1/partners/${id}`, undefined, { 'if-match': changed.headers.etag as string })).statusCode).toBe(
+      204,
+    );
+    expect((await call('GET', `/api/v1/partners/${id}`)).statusCode).toBe(404);
+  });
+
+  it('writes without If-Match are unconditional; a secret change changes the ETag although the answer hides the secret', async () => {
+    const server = await call('POST', '/api/v1/root-servers', { ip: '10.20.30.40', password: 'first-pw' });
+    expect(server.statusCode).toBe(201);
+    const { id } = server.json();
+    const before = server.headers.etag as string;
+    const patched = await call('PATCH', `/api/v1/root-servers/${id}`, { password: 'second-pw' });
+    expect(patched.statusCode).toBe(200);
+    // password_set stays true, but the record changed: updated_at is part of the answer.
+    expect(patched.headers.etag).not.toBe(before);
+    expect((await call('PATCH', `/api/v1/root-servers/${id}`, { name: 'web-1' }, { 'if-match': before })).statusCode).toBe(412);
+  });
+});
