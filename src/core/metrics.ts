@@ -123,12 +123,16 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
       gauges.set(g.name, new Gauge({ name: g.name, help: g.help, labelNames: [...(g.labelNames ?? [])], registers: [registry] }));
     }
   }
-  const sourceUp = new Gauge({
-    name: 'svc_scrape_source_up',
-    help: 'Whether a group of fleet series could be read for this scrape (0: left out: its database or Redis is down, or it failed)',
-    labelNames: ['source'],
-    registers: [registry],
-  });
+  // Only where sources are read (a worker's own scrape reads none).
+  const sourceUp =
+    sources.length > 0
+      ? new Gauge({
+          name: 'svc_scrape_source_up',
+          help: 'Whether a group of fleet series could be read for this scrape (0: left out: its database or Redis is down, or it failed)',
+          labelNames: ['source'],
+          registers: [registry],
+        })
+      : null;
   const cache = new Map<string, { at: number; values: Promise<Record<string, readonly Sample[]>> }>();
 
   function read(source: MetricsSource) {
@@ -157,7 +161,7 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
       }),
     );
     for (const { source, values } of results) {
-      sourceUp.set({ source: source.name }, values ? 1 : 0);
+      sourceUp?.set({ source: source.name }, values ? 1 : 0);
       for (const g of source.gauges) {
         const gauge = gauges.get(g.name)!;
         gauge.reset();

@@ -1,0 +1,319 @@
+// When alerts tell and when they keep quiet, on real parts: a real OpenSSH server on loopback,
+// real PostgreSQL, Redis and BullMQ workers (alert_notify, monitor_stopped), a real SMTP server and
+// a local ntfy-compatible server. Polls are driven by calling the poller with the features'
+// observers; repeats are judged on the polls' time, so events with a later `at` stand for polls
+// minutes apart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MonitorPollEvent } from '../src/feature.js';
+import { composeFeatures } from '../src/features.js';
+import { serversInMaintenance } from '../src/maintenance/maintenance-state.js';
+import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { freePort, passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
+
+let sshd: Sshd;
+let ntfy: RecordingServer;
+let smtp: TestSmtpServer;
+beforeAll(async () => {
+  sshd = await startSshd();
+  smtp = await startSmtpServer();
+  ntfy = await startRecordingServer((req, res) => {
+    if (req.method === 'POST' && req.path === '/') return sendJson(res, 200, { id: `m${ntfy.calls.length}`, event: 'message' });
+    return sendJson(res, 404, { error: 'page not found' });
+  });
+});
+afterAll(async () => {
+  await sshd?.stop();
+  await ntfy?.close();
+  await smtp?.close();
+});
+
+const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url }) });
+let poll: ReturnType<typeof createMonitorPoller>;
+let observe: (events: MonitorPollEvent[]) => Promise<void>;
+
+beforeAll(async () => {
+  const observers = composeFeatures(t.ctx).monitorPollObservers;
+  poll = createMonitorPoller(t.ctx, observers);
+  observe = async (events) => {
+    for (const o of observers) await o(events);
+  };
+  const push = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/notification-servers',
+    payload: { name: 'ntfy', provider: 'selfhosted_push', url: ntfy.url, is_default: true },
+  });
+  expect(push.statusCode, push.body).toBe(201);
+});
+
+let seq = 0;
+/** A confirmed root server with monitoring on but no schedule: the test drives its polls. */
+async function monitoredServer() {
+  const name = `quiet-${++seq}`;
+  const res = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/root-servers',
+    payload: { name, ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...passwordLogin() },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const id = res.json().id as number;
+  expect((await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/confirm` })).statusCode).toBe(200);
+  await t.ctx.db.rootServer.update({ where: { id }, data: { monitoring_enabled: true, server_state: 'online' } });
+  return { id, name };
+}
+
+async function createRule(payload: Record<string, unknown>) {
+  const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/alert-rules', payload });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json() as { id: number };
+}
+
+const alertsOf = async (query: string) =>
+  (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/alerts?${query}` })).json().items as Record<string, unknown>[];
+const notices = (serverId: number, prefix: '[ALERT]' | '[RESOLVED]') =>
+  t.ctx.db.message.findMany({
+    where: { model_name: 'svc.root.server', rec_id: serverId, subtype_xmlid: 'mail.mt_alert', body: { startsWith: prefix } },
+    orderBy: { id: 'asc' },
+  });
+const pushes = (text: string) =>
+  ntfy.callsTo('/').filter((c) => c.method === 'POST' && (JSON.parse(c.body) as { title: string }).title.includes(text));
+const createWindow = (payload: Record<string, unknown>) =>
+  request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/maintenance-windows', payload });
+const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
+
+describe('maintenance-windows: the API', () => {
+  it('operators write, users read; bad input is a 400 naming the field, and nothing is stored', async () => {
+    const server = await monitoredServer();
+    const created = await createWindow({
+      root_server_ids: [server.id, server.id],
+      starts_at: hours(-1),
+      ends_at: hours(1),
+      reason: 'kernel',
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json()).toMatchObject({ root_server_ids: [server.id], reason: 'kernel' });
+    const id = created.json().id as number;
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/maintenance-windows/${id}` })).statusCode).toBe(200);
+    const denied = await request(t.app, t.as.user, {
+      method: 'POST',
+      url: '/api/v1/maintenance-windows',
+      payload: { root_server_ids: [server.id], starts_at: hours(0), ends_at: hours(1) },
+    });
+    expect(denied.statusCode).toBe(403);
+
+    const before = await t.ctx.db.maintenanceWindow.count();
+    const bad: [Record<string, unknown>, string][] = [
+      [{ root_server_ids: [server.id], starts_at: hours(2), ends_at: hours(1) }, 'ends_at'],
+      [{ root_server_ids: [server.id], starts_at: hours(1), ends_at: hours(1) }, 'ends_at'],
+      [{ root_server_ids: [server.id], starts_at: hours(0), ends_at: hours(31 * 24) }, 'ends_at'],
+      [{ root_server_ids: [server.id, 999_999], starts_at: hours(0), ends_at: hours(1) }, 'root_server_ids'],
+      [{ root_server_ids: [], starts_at: hours(0), ends_at: hours(1) }, 'root_server_ids'],
+      [{ root_server_ids: [server.id], starts_at: 'tomorrow', ends_at: hours(1) }, 'starts_at'],
+    ];
+    for (const [payload, field] of bad) {
+      const res = await createWindow(payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      const fields = (res.json().error.details.fields as { field: string }[]).map((f) => f.field.replace(/^body\./, '').split('.')[0]);
+      expect(fields, res.body).toContain(field);
+    }
+    expect(await t.ctx.db.maintenanceWindow.count()).toBe(before);
+    // A change is checked on the window as it will be: an end before the stored start is refused.
+    const patched = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/maintenance-windows/${id}`,
+      payload: { ends_at: hours(-2) },
+    });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().error.details.fields[0].field).toBe('ends_at');
+
+    // What usage enforcement asks: the servers inside a window at a time.
+    expect(await serversInMaintenance(t.ctx.db, new Date())).toContain(server.id);
+    expect(await serversInMaintenance(t.ctx.db, new Date(Date.now() + 2 * 3600_000))).not.toContain(server.id);
+    expect((await request(t.app, t.as.operator, { method: 'DELETE', url: `/api/v1/maintenance-windows/${id}` })).statusCode).toBe(204);
+    expect(await serversInMaintenance(t.ctx.db, new Date())).not.toContain(server.id);
+  });
+});
+
+describe('a maintenance window', () => {
+  it('records the alerts of its servers silenced and sends no notice; one still firing after it is told then', async () => {
+    const server = await monitoredServer();
+    const rule = await createRule({
+      name: 'busy',
+      metric: 'cpu_percent',
+      threshold: 0,
+      root_server_ids: [server.id],
+      email_to: ['ops@example.com'],
+    });
+    const window = await createWindow({ root_server_ids: [server.id], starts_at: hours(-1), ends_at: hours(1), reason: 'disk swap' });
+    expect(window.statusCode, window.body).toBe(201);
+
+    expect((await poll(server.id)).outcome).toBe('ok');
+    await poll(server.id);
+    const [alert] = await alertsOf(`rule_id=${rule.id}`);
+    expect(alert).toMatchObject({
+      state: 'firing',
+      silenced: true,
+      silenced_reason: `maintenance window ${window.json().id} (disk swap)`,
+      last_notice_at: null,
+    });
+    expect(await notices(server.id, '[ALERT]')).toHaveLength(0);
+    expect(await t.ctx.db.actionLog.count({ where: { model_name: 'svc.alert', rec_id: alert!.id as number } })).toBe(0);
+
+    // The window ends early (deleted): the next poll tells the alert, once, saying it was held back.
+    expect(
+      (await request(t.app, t.as.operator, { method: 'DELETE', url: `/api/v1/maintenance-windows/${window.json().id}` })).statusCode,
+    ).toBe(204);
+    await poll(server.id);
+    await poll(server.id);
+    const told = await notices(server.id, '[ALERT]');
+    expect(told).toHaveLength(1);
+    expect(told[0]!.body).toContain(`held back until now (maintenance window ${window.json().id} (disk swap))`);
+    await expect.poll(() => pushes(`${server.name}: cpu_percent`).length, { timeout: 15_000 }).toBe(1);
+    await smtp.waitFor('ops@example.com');
+    expect((await alertsOf(`rule_id=${rule.id}`))[0]).toMatchObject({
+      state: 'firing',
+      silenced: true,
+      last_notice_at: expect.any(String),
+    });
+  });
+});
+
+describe('root cause', () => {
+  it('an offline server sends one notice, not one per rule; only that alert tells its resolve', async () => {
+    const server = await monitoredServer();
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/root-servers/${server.id}`,
+      payload: { port: await freePort(), ...passwordLogin() },
+    });
+    await t.ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
+    const rules = [
+      await createRule({ name: 'down (ops)', metric: 'server_offline', root_server_ids: [server.id], email_to: ['ops@example.com'] }),
+      await createRule({ name: 'down (on call)', metric: 'server_offline', root_server_ids: [server.id], topic: 'oncall' }),
+      await createRule({ name: 'down (team)', metric: 'server_offline', root_server_ids: [server.id], topic: 'team' }),
+    ];
+    for (let i = 0; i < 3; i++) expect((await poll(server.id)).outcome).toBe('failed');
+    const firing = await alertsOf(`root_server_id=${server.id}&state=firing`);
+    expect(firing).toHaveLength(3);
+    expect(firing.filter((a) => a.silenced)).toHaveLength(2);
+    for (const a of firing.filter((x) => x.silenced))
+      expect(a).toMatchObject({ silenced_reason: 'server_offline is firing', last_notice_at: null });
+    expect(await notices(server.id, '[ALERT]')).toHaveLength(1);
+    // Further failed polls of the outage: still one.
+    await poll(server.id);
+    expect(await notices(server.id, '[ALERT]')).toHaveLength(1);
+    const told = firing.find((a) => !a.silenced)!;
+    await expect.poll(async () => (await alertsOf(`rule_id=${told.rule_id}`))[0]!.notified_at, { timeout: 15_000 }).not.toBeNull();
+    expect(pushes(`${server.name}: server_offline`)).toHaveLength(1);
+
+    // Back online: every alert resolves; only the told one says so.
+    await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/root-servers/${server.id}`,
+      payload: { port: sshd.port, ...passwordLogin() },
+    });
+    await t.ctx.db.rootServer.update({
+      where: { id: server.id },
+      data: { monitoring_enabled: true, monitor_failures: 0, last_monitor_at: null },
+    });
+    expect((await poll(server.id)).outcome).toBe('ok');
+    for (const rule of rules) expect(await alertsOf(`rule_id=${rule.id}`)).toMatchObject([{ state: 'resolved' }]);
+    expect(await notices(server.id, '[RESOLVED]')).toHaveLength(1);
+  });
+});
+
+describe('repeat_minutes', () => {
+  it('a firing alert is told again at the set interval; 0 never repeats', async () => {
+    const server = await monitoredServer();
+    const every10 = await createRule({
+      name: 'every 10',
+      metric: 'load_1',
+      threshold: 0,
+      repeat_minutes: 10,
+      root_server_ids: [server.id],
+    });
+    const never = await createRule({ name: 'once', metric: 'disk_percent', threshold: 0, root_server_ids: [server.id] });
+    expect(every10).toMatchObject({ repeat_minutes: 10 });
+    expect(never).toMatchObject({ repeat_minutes: 0 });
+    const bad = await request(t.app, t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/alert-rules/${never.id}`,
+      payload: { repeat_minutes: -1 },
+    });
+    expect(bad.statusCode).toBe(400);
+
+    const t0 = Date.now();
+    const at = (minutes: number): MonitorPollEvent => ({
+      root_server_id: server.id,
+      outcome: 'ok',
+      previous_state: 'online',
+      server_state: 'online',
+      metrics: { cpu_percent: 5, ram_percent: 5, disk_percent: 50, load_1: 0.5 },
+      failures: 0,
+      error: null,
+      at: new Date(t0 + minutes * 60_000),
+    });
+    for (const minutes of [0, 5, 9.9, 10, 15, 19, 20.5, 25, 60 * 3]) await observe([at(minutes)]);
+    // load_1: fired at 0, told again at 10, 20.5 and 180 (each at least 10 minutes after the last);
+    // disk_percent: once.
+    const loads = (await notices(server.id, '[ALERT]')).filter((m) => m.body.includes('load_1'));
+    expect(loads.map((m) => /reminder (\d+)/.exec(m.body)?.[1] ?? 'fired')).toEqual(['fired', '1', '2', '3']);
+    expect(loads[1]!.body).toContain('still firing after');
+    expect((await notices(server.id, '[ALERT]')).filter((m) => m.body.includes('disk_percent'))).toHaveLength(1);
+    expect((await alertsOf(`rule_id=${every10.id}`))[0]).toMatchObject({
+      repeats: 3,
+      last_notice_at: new Date(t0 + 180 * 60_000).toISOString(),
+    });
+    await expect.poll(() => pushes(`${server.name}: load_1`).length, { timeout: 15_000 }).toBe(4);
+
+    // A repeat falls silent inside a maintenance window.
+    const window = await createWindow({
+      root_server_ids: [server.id],
+      starts_at: new Date(t0).toISOString(),
+      ends_at: new Date(t0 + 240 * 60_000).toISOString(),
+    });
+    expect(window.statusCode, window.body).toBe(201);
+    await observe([at(200)]);
+    expect((await notices(server.id, '[ALERT]')).filter((m) => m.body.includes('load_1'))).toHaveLength(4);
+  });
+});
+
+describe('stop_monitor', () => {
+  it("resolves the server's firing alerts with a notice saying why; started again, they count afresh", async () => {
+    const server = await monitoredServer();
+    const rule = await createRule({ name: 'busy', metric: 'cpu_percent', threshold: 0, root_server_ids: [server.id] });
+    const quiet = await createRule({
+      name: 'quiet',
+      metric: 'ram_percent',
+      threshold: 0,
+      notify_resolved: false,
+      root_server_ids: [server.id],
+    });
+    await poll(server.id);
+    expect(await alertsOf(`root_server_id=${server.id}&state=firing`)).toHaveLength(2);
+
+    const stopped = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${server.id}/actions/stop_monitor` });
+    expect(stopped.statusCode).toBe(200);
+    await expect.poll(async () => (await alertsOf(`root_server_id=${server.id}&state=firing`)).length, { timeout: 20_000 }).toBe(0);
+    const [busy] = await alertsOf(`rule_id=${rule.id}`);
+    expect(busy).toMatchObject({
+      state: 'resolved',
+      resolved_value: null,
+      resolved_reason: expect.stringMatching(/^monitoring stopped by operator-/),
+    });
+    const resolved = await notices(server.id, '[RESOLVED]');
+    expect(resolved).toHaveLength(1); // the quiet rule asks for no resolve notice
+    expect(resolved[0]!.body).toMatch(new RegExp(`^\\[RESOLVED\\] ${server.name}: cpu_percent, monitoring stopped by operator-`));
+    await expect.poll(() => pushes(`[RESOLVED] ${server.name}`).length, { timeout: 15_000 }).toBe(1);
+    expect((await alertsOf(`rule_id=${quiet.id}`))[0]).toMatchObject({ state: 'resolved' });
+
+    // Started again: the rules fire anew (the working state went with the stop).
+    await t.ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
+    await poll(server.id);
+    expect(await alertsOf(`root_server_id=${server.id}&state=firing`)).toHaveLength(2);
+    expect(await notices(server.id, '[ALERT]')).toHaveLength(4);
+  });
+});
