@@ -117,6 +117,24 @@ export async function startActionLog(db: DbTx | Db, entry: Omit<ActionLogEntry, 
   };
 }
 
+/** Runs `work` as a remote step: its row written `running` first, then finished with the outcome. */
+export async function runLoggedStep<T>(
+  db: Db,
+  entry: Omit<ActionLogEntry, 'status' | 'output_text'>,
+  work: () => Promise<T>,
+  output: (result: T) => string = () => 'done',
+): Promise<T> {
+  const row = await startActionLog(db, entry);
+  try {
+    const result = await work();
+    await row.finish('success', output(result));
+    return result;
+  } catch (err) {
+    await row.finish('failure', (err as Error).message);
+    throw err;
+  }
+}
+
 /**
  * After a crash: the job's rows still `running` become failures saying so. Returns how many rows
  * the job has in all, so the caller can write one when it left none.

@@ -3,7 +3,7 @@
 // PostgreSQL's own databases, the service's own or the standby pool's (the deployment checks the
 // database itself again before copying it).
 import type { AppContext } from '../context.js';
-import { startActionLog } from '../core/action-log.js';
+import { runLoggedStep } from '../core/action-log.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
@@ -15,6 +15,7 @@ import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/database-identity.j
 import { shellQuote } from '../core/ssh.js';
 import { openRemoteSession } from '../servers/remote-session.js';
 import { requireConfirmed } from '../servers/root-server-store.js';
+import type { RootServer } from '../generated/prisma/client.js';
 import { databaseTemplateModel } from './database-template-models.js';
 
 type Data = Record<string, unknown>;
@@ -50,6 +51,19 @@ async function boundDatabases(tx: Pick<DbTx, 'subscription' | 'standbyDatabase'>
 }
 
 export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+  /** Whether the template's filestore directory exists on its Odoo host. */
+  async function filestoreOf(host: RootServer, database: string, userId: number | null): Promise<'present' | 'absent'> {
+    requireConfirmed(host);
+    const session = await openRemoteSession(ctx, host, { user_id: userId });
+    try {
+      const dir = shellQuote(filestorePath(ctx.config.ODOO_BASE_PATH, database));
+      const res = await session.run(`if [ -d ${dir} ]; then echo present; else echo absent; fi`);
+      return res.stdout.trim() === 'present' ? 'present' : 'absent';
+    } finally {
+      session.close();
+    }
+  }
+
   const own = () => ownDatabase(ctx.db);
   const records = createRecordService(ctx, databaseTemplateModel, {
     async prepareUpdate(tx, before, data) {
@@ -89,39 +103,22 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box'
       const server = template.postgresql_server;
       const name = template.template_db_name;
       const where = serverWhere(server);
-      const row = await startActionLog(ctx.db, {
-        model_name: 'svc.database.template',
-        rec_id: id,
-        action_type: 'database',
-        input_text: `check template ${name} on ${where}`,
-        user_id: userId,
-      });
-      try {
-        const size = await onServer(ctx.box, server, async (query) => {
-          await assertTemplateDatabase(ctx.db, query, name, where);
-          const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
-          return Number(rows[0]!.size);
-        });
-        await onServer(ctx.box, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
-        let filestore: 'present' | 'absent' | 'no_root_server' = 'no_root_server';
-        if (template.root_server) {
-          requireConfirmed(template.root_server);
-          const session = await openRemoteSession(ctx, template.root_server, { user_id: userId });
-          try {
-            const dir = shellQuote(filestorePath(ctx.config.ODOO_BASE_PATH, name));
-            const res = await session.run(`if [ -d ${dir} ]; then echo present; else echo absent; fi`);
-            filestore = res.stdout.trim() === 'present' ? 'present' : 'absent';
-          } finally {
-            session.close();
-          }
-        }
-        const report = { ok: true as const, template_db_name: name, size_bytes: size, filestore };
-        await row.finish('success', JSON.stringify(report));
-        return report;
-      } catch (err) {
-        await row.finish('failure', (err as Error).message);
-        throw err;
-      }
+      const entry = { model_name: 'svc.database.template' as const, rec_id: id, action_type: 'database' as const, user_id: userId };
+      return runLoggedStep(
+        ctx.db,
+        { ...entry, input_text: `check template ${name} on ${where}` },
+        async () => {
+          const size = await onServer(ctx.box, server, async (query) => {
+            await assertTemplateDatabase(ctx.db, query, name, where);
+            const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
+            return Number(rows[0]!.size);
+          });
+          await onServer(ctx.box, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
+          const filestore = template.root_server ? await filestoreOf(template.root_server, name, userId) : ('no_root_server' as const);
+          return { ok: true as const, template_db_name: name, size_bytes: size, filestore };
+        },
+        (report) => JSON.stringify(report),
+      );
     },
   };
 }

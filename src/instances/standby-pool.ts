@@ -5,7 +5,7 @@
 // it); copies are made one at a time per PostgreSQL server. A deployment takes a ready standby
 // with one conditional update, so no standby is ever handed out twice.
 import type { AppContext } from '../context.js';
-import { startActionLog } from '../core/action-log.js';
+import { runLoggedStep } from '../core/action-log.js';
 import { withSessionLock } from '../core/session-lock.js';
 import type { Db } from '../core/db.js';
 import type { DatabaseTemplate, PostgresqlServer, RootServer, StandbyDatabase, TrialPackage } from '../generated/prisma/client.js';
@@ -90,22 +90,8 @@ export function createStandbyPool(ctx: Deps) {
   const audit = { user_id: null };
 
   /** One step of a standby in the action log (model svc.standby.database). */
-  async function logged<T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output: (r: T) => string) {
-    const row = await startActionLog(db, {
-      model_name: 'svc.standby.database',
-      rec_id: s.id,
-      action_type: 'deployment',
-      input_text: input,
-    });
-    try {
-      const result = await work();
-      await row.finish('success', output(result));
-      return result;
-    } catch (err) {
-      await row.finish('failure', (err as Error).message);
-      throw err;
-    }
-  }
+  const logged = <T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output?: (r: T) => string) =>
+    runLoggedStep(db, { model_name: 'svc.standby.database', rec_id: s.id, action_type: 'deployment', input_text: input }, work, output);
 
   /** Drops the standby's database (by identity; by its reserved name when the run died before recording one) and filestore. */
   async function removeStandby(s: Standby, reason: string) {

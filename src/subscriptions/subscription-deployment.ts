@@ -9,7 +9,7 @@
 // mail tells the password, which is stored nowhere) or failed with the error in the chatter and on
 // the trial request(s) it came from.
 import type { AppContext } from '../context.js';
-import { startActionLog, writeActionLog } from '../core/action-log.js';
+import { runLoggedStep, writeActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, type Author, type RecordRef } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
@@ -95,24 +95,11 @@ export async function deploySubscription(
   let stepsStarted = 0;
 
   /** One step: the job's progress, an action-log row written before it starts, its outcome. */
-  async function step<T>(name: DeploymentStep, input: string, work: () => Promise<T>, output: (r: T) => string = () => 'done') {
+  async function step<T>(name: DeploymentStep, input: string, work: () => Promise<T>, output?: (r: T) => string) {
     stepsStarted++;
     await report({ step: name });
-    const row = await startActionLog(ctx.db, {
-      ...ref,
-      action_type: 'deployment',
-      input_text: input,
-      user_id: who.userId,
-      job_id: who.jobId,
-    });
-    try {
-      const result = await work();
-      await row.finish('success', output(result));
-      return result;
-    } catch (err) {
-      await row.finish('failure', (err as Error).message);
-      throw err;
-    }
+    const entry = { ...ref, action_type: 'deployment' as const, input_text: input, user_id: who.userId, job_id: who.jobId };
+    return runLoggedStep(ctx.db, entry, work, output);
   }
 
   /** The database exists: recorded at once, so that whatever happens next it is found and removed again. */
