@@ -105,9 +105,11 @@ export function secretFlags<const F extends string>(fields: readonly F[]) {
 export function patchOf<S extends z.ZodRawShape>(create: z.ZodObject<S>, example?: Record<string, unknown>) {
   const shape = Object.fromEntries(
     Object.entries(create.shape).map(([key, field]) => {
-      const optional = withoutDefault(field as z.ZodType).optional();
+      const inner = withoutDefault(field as z.ZodType);
       const description = (field as z.ZodType).description;
-      return [key, description ? optional.describe(description) : optional];
+      // Described before it is made optional: a description on the optional wrapper of a union makes
+      // the document lose the union's transformed branches.
+      return [key, (description ? inner.describe(description) : inner).optional()];
     }),
   );
   const createExample = create.meta()?.example as Record<string, unknown> | undefined;
