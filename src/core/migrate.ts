@@ -194,6 +194,20 @@ async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 /**
+ * Waits for the migration lock by asking again every 200 ms rather than blocking in
+ * pg_advisory_lock(): a blocked statement holds a snapshot, and CREATE INDEX CONCURRENTLY in the
+ * process that has the lock waits for every older snapshot to end, so the two would wait for each
+ * other forever.
+ */
+async function takeMigrationLock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [MIGRATION_LOCK_KEY]);
+    if (rows[0]?.taken) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
  * Applies pending migrations. A PostgreSQL advisory lock serialises concurrent starts,
  * so a fleet of processes starting at once applies each migration exactly once.
  */
@@ -202,7 +216,7 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
   const lock = new pg.Client({ connectionString: databaseUrl });
   await lock.connect();
   try {
-    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await takeMigrationLock(lock);
     const migrationsList = await migrationList();
     return await withEngine(databaseUrl, async (engine) => {
       const out = await engine.applyMigrations({ migrationsList, filters: noFilters });

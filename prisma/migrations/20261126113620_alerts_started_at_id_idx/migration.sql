@@ -1,0 +1,3 @@
+-- Built CONCURRENTLY, so writers go on while it builds on a big table. It is the only statement
+-- of its migration: a script of several statements runs as one transaction, which CONCURRENTLY refuses.
+CREATE INDEX CONCURRENTLY "alerts_started_at_id_idx" ON "alerts"("started_at", "id");
