@@ -2,62 +2,23 @@
 // PostgreSQL, its filestore on a real sshd host (the sudo NOPASSWD user, so as root), a real SMTP
 // server for the trial_ready mail, and Debian's passlib to check the password hash as Odoo would.
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
-import { act, databaseRow, get, messages, setupLifecycle } from './helpers/lifecycle.js';
+import { describe, expect, it } from 'vitest';
+import { request, waitForJob } from './helpers/api.js';
+import { useOdooHost } from './helpers/odoo-host.js';
+import { act, databaseRow, get, messages } from './helpers/lifecycle.js';
 import { configParameters, createOdooTemplate, queryIn, TEMPLATE_ADMIN_PASSWORD } from './helpers/odoo-template.js';
 import { adminQuery } from './helpers/pg.js';
-import { startSmtpServer, textOf, type TestSmtpServer } from './helpers/smtp.js';
-import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { textOf } from './helpers/smtp.js';
+import { freePort } from './helpers/sshd.js';
 
-let smtp: TestSmtpServer;
-let sshd: Sshd;
-let base: string;
-beforeAll(async () => {
-  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
-  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
-});
-afterAll(async () => {
-  await smtp?.close();
-  await sshd?.stop();
-  await rm(base, { recursive: true, force: true });
-});
-
-const t = useTestApp({
-  workers: true,
-  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
-});
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
-let rootServerId: number;
-const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
-
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
-    username: TEST_USERS.sudoNoPassword.name,
-    password: TEST_USERS.sudoNoPassword.password,
-    sudo_user: true,
-    sudo_user_no_password: true,
-  });
-  rootServerId = root.id;
-  const res = await request(t.app, t.as.operator, {
-    method: 'PATCH',
-    url: `/api/v1/database-templates/${fx.templateId}`,
-    payload: { root_server_id: rootServerId },
-  });
-  expect(res.statusCode, res.body).toBe(200);
+const f = useOdooHost({
   // The template's filestore: attachments in Odoo's layout (sha1 prefix directories).
-  await mkdir(path.join(filestore(fx.templateDb), 'ab'), { recursive: true });
-  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'abcdef0123'), 'logo bytes');
-  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'abcdef4567'), 'attachment bytes');
+  'ab/abcdef0123': 'logo bytes',
+  'ab/abcdef4567': 'attachment bytes',
 });
-afterAll(async () => {
-  await fx?.cleanup();
-});
+const { t } = f;
 
 /** Whether passlib's pbkdf2_sha512 (what Odoo's CryptContext uses) accepts `password` for `hash`. */
 function passlibVerifies(password: string, hash: string): boolean {
@@ -97,8 +58,8 @@ async function everythingStored(): Promise<string> {
 describe('a trial deployment', () => {
   it('gives the copy its own identity, the customer login and the package limits, copies the filestore, and tells the password only in the mail', async () => {
     const trialEnd = new Date(Date.now() + 10 * 86_400_000);
-    const other = await fx.deployed();
-    const sub = await fx.deployed({
+    const other = await f.fx.deployed();
+    const sub = await f.fx.deployed({
       is_trial: true,
       trial_end_date: trialEnd.toISOString(),
       user_limit: 7,
@@ -111,7 +72,7 @@ describe('a trial deployment', () => {
     const [params, otherParams, templateParams] = await Promise.all([
       configParameters(sub.database_name),
       configParameters(other.database_name),
-      configParameters(fx.templateDb),
+      configParameters(f.fx.templateDb),
     ]);
     for (const key of ['database.secret', 'database.uuid']) {
       expect(params[key]).toMatch(/^[0-9a-f-]{36}$/);
@@ -134,7 +95,7 @@ describe('a trial deployment', () => {
     });
 
     // The customer's login, with the password of the mail (and not the template's).
-    const mail = await smtp.waitFor(partner.email);
+    const mail = await f.smtp.waitFor(partner.email);
     const text = textOf(mail);
     const { login, password } = credentialsIn(text);
     expect(login).toBe(partner.email);
@@ -158,12 +119,12 @@ describe('a trial deployment', () => {
     // The filestore: the template's files, hard-linked.
     for (const file of ['abcdef0123', 'abcdef4567']) {
       const [copied, original] = await Promise.all([
-        stat(path.join(filestore(sub.database_name), 'ab', file)),
-        stat(path.join(filestore(fx.templateDb), 'ab', file)),
+        stat(path.join(f.filestore(sub.database_name), 'ab', file)),
+        stat(path.join(f.filestore(f.fx.templateDb), 'ab', file)),
       ]);
       expect(copied.ino).toBe(original.ino);
     }
-    expect(await readFile(path.join(filestore(sub.database_name), 'ab', 'abcdef0123'), 'utf8')).toBe('logo bytes');
+    expect(await readFile(path.join(f.filestore(sub.database_name), 'ab', 'abcdef0123'), 'utf8')).toBe('logo bytes');
 
     // Each step is in the job's progress and the action log.
     const steps = (
@@ -180,7 +141,7 @@ describe('a trial deployment', () => {
   });
 
   it('keeps the package limits current: extend_trial, PATCH and convert_to_paid are written into the running instance', async () => {
-    const sub = await fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 86_400_000).toISOString(), user_limit: 2 });
+    const sub = await f.fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 86_400_000).toISOString(), user_limit: 2 });
     const param = async (key: string) => (await configParameters(sub.database_name))[key];
 
     const extended = await act(t, sub.id, 'extend_trial', { days: 30 });
@@ -203,7 +164,7 @@ describe('a trial deployment', () => {
   });
 
   it('a limit change that cannot be written stays pending, says so, and is written once the instance runs again', async () => {
-    const sub = await fx.deployed({ user_limit: 2 });
+    const sub = await f.fx.deployed({ user_limit: 2 });
     expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
     const patched = await request(t.app, t.as.operator, {
       method: 'PATCH',
@@ -230,14 +191,14 @@ describe('a trial deployment', () => {
   });
 
   it('a ready mail sent again tells a new password, set in the instance first', async () => {
-    const sub = await fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 5 * 86_400_000).toISOString() });
+    const sub = await f.fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 5 * 86_400_000).toISOString() });
     const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json();
-    const first = credentialsIn(textOf(await smtp.waitFor(partner.email)));
+    const first = credentialsIn(textOf(await f.smtp.waitFor(partner.email)));
     // As if that delivery had failed: the lifecycle run sends it again.
     await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_ready_sent_at: null } });
     const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
     await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
-    const second = credentialsIn(textOf(await smtp.waitFor(partner.email, 2)));
+    const second = credentialsIn(textOf(await f.smtp.waitFor(partner.email, 2)));
     expect(second.password).not.toBe(first.password);
     const admin = await adminRow(sub.database_name);
     expect(passlibVerifies(second.password, admin.password)).toBe(true);
@@ -246,18 +207,18 @@ describe('a trial deployment', () => {
   });
 
   it('drop_database removes the database and its filestore', async () => {
-    const sub = await fx.deployed();
-    expect((await stat(filestore(sub.database_name))).isDirectory()).toBe(true);
+    const sub = await f.fx.deployed();
+    expect((await stat(f.filestore(sub.database_name))).isDirectory()).toBe(true);
     expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
     const drop = await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin);
     expect((await waitForJob(t.app, t.as.user, drop.json().job_id)).state).toBe('completed');
     expect(await databaseRow(sub.database_name)).toBeNull();
-    await expect(stat(filestore(sub.database_name))).rejects.toThrow(/ENOENT/);
-    await expect(stat(filestore(fx.templateDb))).resolves.toBeTruthy();
+    await expect(stat(f.filestore(sub.database_name))).rejects.toThrow(/ENOENT/);
+    await expect(stat(f.filestore(f.fx.templateDb))).resolves.toBeTruthy();
   });
 
   it('deployments from one template at once each get a database of their own', async () => {
-    const subs = await Promise.all([1, 2, 3].map(() => fx.deployed()));
+    const subs = await Promise.all([1, 2, 3].map(() => f.fx.deployed()));
     const names = new Set(subs.map((s) => s.database_name));
     expect(names.size).toBe(3);
     const secrets = await Promise.all(subs.map(async (s) => (await configParameters(s.database_name))['database.secret']));
@@ -271,7 +232,7 @@ describe('a deployment that cannot finish', () => {
     const res = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/database-templates',
-      payload: { name: db, postgresql_server_id: fx.serverId, template_db_name: db, root_server_id: rootServer },
+      payload: { name: db, postgresql_server_id: f.fx.serverId, template_db_name: db, root_server_id: rootServer },
     });
     expect(res.statusCode, res.body).toBe(201);
     return res.json().id as number;
@@ -289,7 +250,7 @@ describe('a deployment that cannot finish', () => {
       expect(check.statusCode, check.body).toBe(400);
       expect(check.json().error.message).toContain(`missing ${missing}`);
 
-      const partner = await fx.partner();
+      const partner = await f.fx.partner();
       const sub = await request(t.app, t.as.operator, {
         method: 'POST',
         url: '/api/v1/subscriptions',
@@ -303,7 +264,10 @@ describe('a deployment that cannot finish', () => {
       expect(await databaseRow(`${t.ctx.dbName}_nb${n}`)).toBeNull();
       expect((await get(t, id)).state).toBe('failed');
     }
-    const good = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/database-templates/${fx.templateId}/actions/check` });
+    const good = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/database-templates/${f.fx.templateId}/actions/check`,
+    });
     expect(good.statusCode, good.body).toBe(200);
     expect(good.json()).toMatchObject({ ok: true, filestore: 'present', size_bytes: expect.any(Number) });
   });
@@ -316,7 +280,7 @@ describe('a deployment that cannot finish', () => {
     const db = `${t.ctx.dbName}_tpl_down`;
     await createOdooTemplate(db);
     const templateId = await templateOf(db, down!.id);
-    const partner = await fx.partner();
+    const partner = await f.fx.partner();
     const name = `${t.ctx.dbName}_down`;
     const sub = await request(t.app, t.as.operator, {
       method: 'POST',
@@ -329,20 +293,20 @@ describe('a deployment that cannot finish', () => {
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(new RegExp(`Odoo host odoo-down \\(root server ${down!.id}\\) could not be reached`));
     expect(await databaseRow(name)).toBeNull();
-    await expect(stat(filestore(name))).rejects.toThrow(/ENOENT/);
+    await expect(stat(f.filestore(name))).rejects.toThrow(/ENOENT/);
     expect((await messages(t, id)).at(-1)!.body).toMatch(/was dropped/);
   });
 
   it('a failure after the copy removes what it made, and deploy again starts clean', async () => {
-    const partner = await fx.partner();
+    const partner = await f.fx.partner();
     const name = `${t.ctx.dbName}_again`;
     // Somebody's directory where the filestore should go: the filestore step refuses to merge into it.
-    await mkdir(filestore(name), { recursive: true });
-    await writeFile(path.join(filestore(name), 'not-ours'), 'x');
+    await mkdir(f.filestore(name), { recursive: true });
+    await writeFile(path.join(f.filestore(name), 'not-ours'), 'x');
     const created = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/subscriptions',
-      payload: { name: 'x', partner_id: partner.id, database_template_id: fx.templateId, database_name: name },
+      payload: { name: 'x', partner_id: partner.id, database_template_id: f.fx.templateId, database_name: name },
     });
     const id = created.json().id as number;
     await act(t, id, 'confirm');
@@ -350,16 +314,16 @@ describe('a deployment that cannot finish', () => {
     expect(failed.state).toBe('failed');
     expect(failed.error).toMatch(/already exists/);
     expect(await databaseRow(name)).toBeNull();
-    expect(await readFile(path.join(filestore(name), 'not-ours'), 'utf8')).toBe('x');
+    expect(await readFile(path.join(f.filestore(name), 'not-ours'), 'utf8')).toBe('x');
 
-    await rm(filestore(name), { recursive: true });
+    await rm(f.filestore(name), { recursive: true });
     const again = await waitForJob(t.app, t.as.user, (await act(t, id, 'deploy')).json().job_id);
     expect(again.state, again.error).toBe('completed');
     expect((await get(t, id)).state).toBe('running');
   });
 
   it('what a worker that died left (its database recorded, never running) is removed by the next attempt', async () => {
-    const sub = await fx.deployed();
+    const sub = await f.fx.deployed();
     const before = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
     // As a deployment cut short after the copy leaves it: the identity recorded, state failed.
     await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { state: 'failed', database_created_at: null } });
@@ -379,14 +343,14 @@ describe('database templates', () => {
     const bad = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/database-templates',
-      payload: { name: 'x', postgresql_server_id: fx.serverId, template_db_name: '../etc', root_server_id: rootServerId },
+      payload: { name: 'x', postgresql_server_id: f.fx.serverId, template_db_name: '../etc', root_server_id: f.rootServerId },
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.details.fields).toEqual([{ field: 'template_db_name', message: 'not a directory name' }]);
-    await fx.deployed();
+    await f.fx.deployed();
     const move = await request(t.app, t.as.operator, {
       method: 'PATCH',
-      url: `/api/v1/database-templates/${fx.templateId}`,
+      url: `/api/v1/database-templates/${f.fx.templateId}`,
       payload: { root_server_id: null },
     });
     expect(move.statusCode).toBe(409);

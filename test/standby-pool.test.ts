@@ -1,60 +1,25 @@
 // The standby pool on real parts: ready copies of an Odoo-shaped template on the real PostgreSQL,
 // their filestores on a real sshd host, trials that take them by rename (two worker sets at once),
 // stale and failed standbys removed and made again.
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
 import { startWorkers, type Workers } from '../src/worker.js';
-import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
-import { databaseRow, get, setupLifecycle } from './helpers/lifecycle.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useOdooHost } from './helpers/odoo-host.js';
+import { databaseRow, get } from './helpers/lifecycle.js';
 import { configParameters, createOdooTemplate, queryIn } from './helpers/odoo-template.js';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
-import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { createTrialPackage } from './helpers/trial.js';
 
-let smtp: TestSmtpServer;
-let sshd: Sshd;
-let base: string;
-beforeAll(async () => {
-  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
-  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
-});
-afterAll(async () => {
-  await smtp?.close();
-  await sshd?.stop();
-  await rm(base, { recursive: true, force: true });
-});
+const f = useOdooHost({ logo: 'logo bytes' });
+const { t } = f;
 
-const t = useTestApp({
-  workers: true,
-  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
-});
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
-let rootServerId: number;
-const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
-
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
-    username: TEST_USERS.sudoNoPassword.name,
-    password: TEST_USERS.sudoNoPassword.password,
-    sudo_user: true,
-    sudo_user_no_password: true,
-  });
-  rootServerId = root.id;
-  await t.ctx.db.databaseTemplate.update({ where: { id: fx.templateId }, data: { root_server_id: rootServerId } });
-  await mkdir(filestore(fx.templateDb), { recursive: true });
-  await writeFile(path.join(filestore(fx.templateDb), 'logo'), 'logo bytes');
-});
 afterAll(async () => {
   // Standby names are not this test file's (svc_standby_<package>_<n>): the pool removes them.
   await t.ctx?.db.trialPackage.updateMany({ data: { standby_pool_size: 0 } });
   await t.ctx?.db.standbyDatabase.updateMany({ data: { state: 'failed', updated_at: new Date(0) } });
   if (t.ctx) await maintain();
-  await fx?.cleanup();
 });
 
 interface Standby {
@@ -102,7 +67,7 @@ async function trialOf(packageId: number) {
 
 describe('the standby pool', () => {
   it('keeps standby_pool_size ready copies per package, each with its own identity and filestore; operators list them', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 2 });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 2 });
     const run = await maintain();
     expect(run.failed).toEqual([]);
     const ready = await standbys(pkg.id);
@@ -111,11 +76,11 @@ describe('the standby pool', () => {
     const [a, b, template] = await Promise.all([
       configParameters(ready[0]!.database_name),
       configParameters(ready[1]!.database_name),
-      configParameters(fx.templateDb),
+      configParameters(f.fx.templateDb),
     ]);
     expect(new Set([a['database.secret'], b['database.secret'], template['database.secret']]).size).toBe(3);
     expect(a).not.toHaveProperty('database.enterprise_code');
-    for (const s of ready) expect((await stat(path.join(filestore(s.database_name), 'logo'))).isFile()).toBe(true);
+    for (const s of ready) expect((await stat(path.join(f.filestore(s.database_name), 'logo'))).isFile()).toBe(true);
     expect((await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/standby-databases' })).statusCode).toBe(403);
 
     // A second run has nothing to do.
@@ -126,7 +91,7 @@ describe('the standby pool', () => {
   });
 
   it('a trial takes a ready standby by rename and becomes the customer’s; the pool makes a new one', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 1 });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });
     await maintain();
     const [standby] = await standbys(pkg.id);
     const before = await configParameters(standby!.database_name);
@@ -144,9 +109,9 @@ describe('the standby pool', () => {
     const [admin] = await queryIn(sub.database_name, 'SELECT login FROM res_users WHERE id = 2');
     const partner = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/partners/${sub.partner_id}` })).json();
     expect(admin!.login).toBe(partner.email);
-    await smtp.waitFor(partner.email);
-    expect((await stat(path.join(filestore(sub.database_name), 'logo'))).isFile()).toBe(true);
-    await expect(stat(filestore(standby!.database_name))).rejects.toThrow(/ENOENT/);
+    await f.smtp.waitFor(partner.email);
+    expect((await stat(path.join(f.filestore(sub.database_name), 'logo'))).isFile()).toBe(true);
+    await expect(stat(f.filestore(standby!.database_name))).rejects.toThrow(/ENOENT/);
 
     // The deployment asked the pool for a new one.
     await expect.poll(async () => (await standbys(pkg.id)).map((s) => s.state), { timeout: 30_000 }).toEqual(['ready']);
@@ -154,12 +119,12 @@ describe('the standby pool', () => {
   });
 
   it('a changed template makes its standbys stale: they are removed and made again', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 1 });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });
     await maintain();
     const [old] = await standbys(pkg.id);
     const patched = await request(t.app, t.as.operator, {
       method: 'PATCH',
-      url: `/api/v1/database-templates/${fx.templateId}`,
+      url: `/api/v1/database-templates/${f.fx.templateId}`,
       payload: { name: `Odoo ${Date.now()}` },
     });
     expect(patched.statusCode, patched.body).toBe(200);
@@ -175,7 +140,7 @@ describe('the standby pool', () => {
     const badDb = `${t.ctx.dbName}_nousers`;
     await createOdooTemplate(badDb, { without: 'res_users' });
     const template = await t.ctx.db.databaseTemplate.create({
-      data: { name: 'broken', postgresql_server_id: fx.serverId, template_db_name: badDb },
+      data: { name: 'broken', postgresql_server_id: f.fx.serverId, template_db_name: badDb },
     });
     const pkg = await createTrialPackage(t.ctx, { database_template_id: template.id, standby_pool_size: 1 });
     await maintain();
@@ -197,7 +162,7 @@ describe('the standby pool', () => {
   });
 
   it('two worker sets deploying trials at once: each subscription gets its own database and no standby is given twice', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId, standby_pool_size: 3 });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 3 });
     await maintain();
     const pool = (await standbys(pkg.id)).map((s) => s.database_name);
     expect(pool).toHaveLength(3);

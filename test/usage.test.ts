@@ -2,64 +2,25 @@
 // the real PostgreSQL (real pg_database_size, real res_users rows), their filestores on a real sshd
 // host (real du), the customer's notices by real SMTP, enforcement with a moved clock.
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createUsageRound } from '../src/usage/usage-round.js';
-import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
-import { get, messages, setupLifecycle } from './helpers/lifecycle.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useOdooHost } from './helpers/odoo-host.js';
+import { get, messages } from './helpers/lifecycle.js';
 import { queryIn } from './helpers/odoo-template.js';
 import { adminQuery } from './helpers/pg.js';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
-import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { freePort } from './helpers/sshd.js';
 
-let smtp: TestSmtpServer;
-let sshd: Sshd;
-let base: string;
-beforeAll(async () => {
-  [smtp, sshd] = await Promise.all([startSmtpServer(), startSshd()]);
-  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
-});
-afterAll(async () => {
-  await smtp?.close();
-  await sshd?.stop();
-  await rm(base, { recursive: true, force: true });
-});
-
-const t = useTestApp({
-  workers: true,
-  env: () => ({ SMTP_URL: smtp.url, ODOO_BASE_PATH: base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
-});
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
-let rootServerId: number;
-const filestore = (db: string) => path.join(base, 'data', 'filestore', db);
+const f = useOdooHost({ 'ab/logo': Buffer.alloc(40_000, 1) });
+const { t } = f;
 const DAY = 86_400_000;
-
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
-    username: TEST_USERS.sudoNoPassword.name,
-    password: TEST_USERS.sudoNoPassword.password,
-    sudo_user: true,
-    sudo_user_no_password: true,
-  });
-  rootServerId = root.id;
-  await t.ctx.db.databaseTemplate.update({ where: { id: fx.templateId }, data: { root_server_id: rootServerId } });
-  await mkdir(path.join(filestore(fx.templateDb), 'ab'), { recursive: true });
-  await writeFile(path.join(filestore(fx.templateDb), 'ab', 'logo'), Buffer.alloc(40_000, 1));
-});
-afterAll(async () => {
-  await fx?.cleanup();
-});
 
 const round = () => createUsageRound(t.ctx).collect({ userId: null, jobId: null });
 const settings = (payload: object) => request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload });
 const patch = (id: number, payload: object) =>
   request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload });
 const mailsTo = (email: string, subject: string) =>
-  smtp.messages.filter((m) => m.to.includes(email) && m.raw.includes(`Subject: ${subject}`)).length;
+  f.smtp.messages.filter((m) => m.to.includes(email) && m.raw.includes(`Subject: ${subject}`)).length;
 
 /** Internal users beside the administrator: `active` active ones, one inactive, one portal (share) user. */
 async function addUsers(db: string, active: number, prefix = 'u') {
@@ -79,7 +40,7 @@ async function partnerOf(sub: { [field: string]: unknown }) {
 
 describe('a usage round', () => {
   it('measures what psql and du report: database size, active users, limited records, filestore; a day point', async () => {
-    const sub = await fx.deployed({ user_limit: 50, storage_limit_gb: 5, model_limits: { 'res.partner': 1000, 'crm.lead': 10 } });
+    const sub = await f.fx.deployed({ user_limit: 50, storage_limit_gb: 5, model_limits: { 'res.partner': 1000, 'crm.lead': 10 } });
     await addUsers(sub.database_name, 3);
     const job = await waitForJob(
       t.app,
@@ -92,7 +53,7 @@ describe('a usage round', () => {
     const [{ size }] = (await adminQuery<{ size: string }>('SELECT pg_database_size($1)::text AS size', [sub.database_name])) as [
       { size: string },
     ];
-    const du = Number(execFileSync('du', ['-sbl', filestore(sub.database_name)], { encoding: 'utf8' }).split('\t')[0]);
+    const du = Number(execFileSync('du', ['-sbl', f.filestore(sub.database_name)], { encoding: 'utf8' }).split('\t')[0]);
     const [{ n }] = (await queryIn<{ n: string }>(sub.database_name, 'SELECT count(*)::text AS n FROM res_partner')) as [{ n: string }];
     const after = await get(t, sub.id);
     expect(after.usage).toMatchObject({
@@ -123,7 +84,7 @@ describe('a usage round', () => {
   });
 
   it('tells a rise to warning and to exceeded once each, and again only after usage fell below 80 %', async () => {
-    const sub = await fx.deployed({ user_limit: 5 });
+    const sub = await f.fx.deployed({ user_limit: 5 });
     const { email } = await partnerOf(sub);
     await addUsers(sub.database_name, 3, 'w'); // 4 of 5: 80 %
     await round();
@@ -149,7 +110,7 @@ describe('a usage round', () => {
     await round();
     await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(2);
     // A limit lowered below the usage is noticed at the next round.
-    const lowered = await fx.deployed({ user_limit: 10 });
+    const lowered = await f.fx.deployed({ user_limit: 10 });
     const lowEmail = (await partnerOf(lowered)).email;
     await round();
     expect((await patch(lowered.id, { user_limit: 1 })).statusCode).toBe(200);
@@ -158,7 +119,7 @@ describe('a usage round', () => {
   });
 
   it('with enforce_limits: suspends after the grace period, not while an alert fires on the Odoo host; the lifecycle lifts it when the limits allow', async () => {
-    const sub = await fx.deployed({ user_limit: 1 });
+    const sub = await f.fx.deployed({ user_limit: 1 });
     const { email } = await partnerOf(sub);
     await addUsers(sub.database_name, 1, 'e'); // 2 of 1
     expect((await settings({ enforce_limits: true, limit_grace_days: 7 })).statusCode).toBe(200);
@@ -169,7 +130,7 @@ describe('a usage round', () => {
       // The grace period has passed (moved clock): but an alert fires on its Odoo host.
       await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { usage_exceeded_since: new Date(Date.now() - 8 * DAY) } });
       const alert = await t.ctx.db.alert.create({
-        data: { rule_id: 999, root_server_id: rootServerId, metric: 'cpu_percent', threshold: 90, value: 99 },
+        data: { rule_id: 999, root_server_id: f.rootServerId, metric: 'cpu_percent', threshold: 90, value: 99 },
       });
       const held = await round();
       expect(held.held_back).toContainEqual({ subscription_id: sub.id, why: expect.stringContaining('an alert fires on its Odoo host') });
@@ -193,8 +154,8 @@ describe('a usage round', () => {
   });
 
   it('a measure that cannot be taken is missing with its reason, the round goes on, and no limit is enforced on it', async () => {
-    const closed = await fx.deployed({ user_limit: 1 });
-    const fine = await fx.deployed({ user_limit: 50 });
+    const closed = await f.fx.deployed({ user_limit: 1 });
+    const fine = await f.fx.deployed({ user_limit: 50 });
     await addUsers(closed.database_name, 5, 'c');
     await round();
     expect((await get(t, closed.id)).usage_state).toBe('exceeded');
@@ -215,20 +176,20 @@ describe('a usage round', () => {
 
     // An Odoo host that cannot be reached: the filestore is missing, storage not judged.
     const port = await freePort();
-    await t.ctx.db.rootServer.update({ where: { id: rootServerId }, data: { port } });
+    await t.ctx.db.rootServer.update({ where: { id: f.rootServerId }, data: { port } });
     try {
       const result = await round();
       expect(result.missing[fine.id]).toMatchObject({
-        filestore: expect.stringContaining(`root server ${rootServerId}) could not be reached`),
+        filestore: expect.stringContaining(`root server ${f.rootServerId}) could not be reached`),
       });
       expect((await get(t, fine.id)).usage).toMatchObject({ filestore_bytes: null });
     } finally {
-      await t.ctx.db.rootServer.update({ where: { id: rootServerId }, data: { port: sshd.port } });
+      await t.ctx.db.rootServer.update({ where: { id: f.rootServerId }, data: { port: f.sshd.port } });
     }
   });
 
   it('two rounds at once: one runs, the other says so; each rise is told once', async () => {
-    const sub = await fx.deployed({ user_limit: 2 });
+    const sub = await f.fx.deployed({ user_limit: 2 });
     const { email } = await partnerOf(sub);
     await addUsers(sub.database_name, 1, 'r'); // 2 of 2
     const [a, b] = await Promise.all([round(), round()]);
