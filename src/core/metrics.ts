@@ -147,6 +147,9 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
     return values;
   }
 
+  /** The text of the last scrape, and what it was made of: scrapes served from the cache reuse it. */
+  let made: { inputs: unknown[]; text: string } | null = null;
+
   /** One scrape's figures are set and formatted before the next one's are set (formatting awaits). */
   async function scrape(down: ReadonlySet<string>) {
     const results = await Promise.all(
@@ -160,6 +163,8 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
         }
       }),
     );
+    const inputs = results.map((r) => r.values);
+    if (made && inputs.every((v, i) => v === made!.inputs[i])) return made.text;
     for (const { source, values } of results) {
       sourceUp?.set({ source: source.name }, values ? 1 : 0);
       for (const g of source.gauges) {
@@ -168,7 +173,8 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
         for (const s of values?.[g.name] ?? []) gauge.set(s.labels ?? {}, s.value);
       }
     }
-    return registry.metrics();
+    made = { inputs, text: await registry.metrics() };
+    return made.text;
   }
 
   let last: Promise<unknown> = Promise.resolve();

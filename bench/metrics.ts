@@ -1,0 +1,249 @@
+// npm run bench:metrics [-- --servers 2000] [--scrapes 6] [--baseline DIR [--poll-servers 500] [--seconds 45] [--rounds 2]]
+// What /metrics costs at fleet scale, on the machine's real PostgreSQL and Redis:
+// - scrape: N monitored servers (rows with samples, firing alerts, subscriptions; nothing polled),
+//   the API listening on loopback, GET /metrics with a token over HTTP. A cold scrape reads the
+//   fleet's series from the database (they are cached 5 s, so cold scrapes are spaced 5.1 s apart);
+//   a warm one is served from that cache. Prints time and size; targets: a cold scrape ≤ 100 ms
+//   (median) and ≤ 2 MB.
+// - poll path (`--baseline DIR`: another checkout of the service, e.g. a git worktree of the commit
+//   before metrics): M simulated servers on one local OpenSSH server (as bench:monitor), 7 alert
+//   rules on every server and a maintenance window on a tenth of them, polled every 5 s by one real
+//   worker process (`src/main.ts`, SVC_ROLE=worker) of this checkout and of the baseline in turn,
+//   R rounds alternating which goes first; the worker's CPU per 1,000 recorded polls over
+//   `--seconds`, median per checkout. Target: this checkout ≤ 5 % above the baseline.
+// Needs /usr/sbin/sshd (run as root: the harness creates users), PostgreSQL and Redis like the tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../src/app.js';
+import { createAuthService } from '../src/auth/auth-service.js';
+import type { AppContext } from '../src/context.js';
+import { SOURCE_CACHE_MS } from '../src/core/metrics.js';
+import { startSshd } from '../test/helpers/sshd.js';
+import { createBenchContext } from './bench-context.js';
+import { createServers } from './fleet.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const ARGS = parseArgs();
+
+function parseArgs() {
+  const args = process.argv.slice(2);
+  const o = { servers: 2000, scrapes: 6, baseline: '', pollServers: 500, seconds: 45, rounds: 2 };
+  for (let i = 0; i < args.length; i++) {
+    const next = () => args[++i] ?? '';
+    if (args[i] === '--servers') o.servers = Number(next());
+    else if (args[i] === '--scrapes') o.scrapes = Number(next());
+    else if (args[i] === '--baseline') o.baseline = path.resolve(next());
+    else if (args[i] === '--poll-servers') o.pollServers = Number(next());
+    else if (args[i] === '--seconds') o.seconds = Number(next());
+    else if (args[i] === '--rounds') o.rounds = Number(next());
+    else throw new Error(`unknown argument ${args[i]}`);
+  }
+  return o;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const verdict = (ok: boolean, what: string) => console.log(`  ${ok ? 'met   ' : 'MISSED'} ${what}`);
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
+/** N monitored servers with 3 samples each, 1 firing alert in 10, 200 subscriptions: what a scrape reads. */
+async function fillFleet(ctx: AppContext, n: number) {
+  const rows = Array.from({ length: n }, (_, i) => ({
+    name: `fleet-${String(i).padStart(4, '0')}.example.net`,
+    ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+    state: 'confirmed' as const,
+    monitoring_enabled: true,
+    server_state: i % 50 === 0 ? ('offline' as const) : i % 10 === 0 ? ('warning' as const) : ('online' as const),
+  }));
+  const ids = (await ctx.db.rootServer.createManyAndReturn({ data: rows, select: { id: true } })).map((r) => r.id);
+  await ctx.db.$executeRaw`
+    INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
+      disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
+    SELECT s.id, now() - make_interval(secs => k * 5), random() * 100, 4e9, 8e9, random() * 100, 5e10, 1e11, random() * 100,
+      1e5, 1e5, random() * 4, 1, 1
+    FROM unnest(${ids}::int[]) AS s(id), generate_series(0, 2) AS k`;
+  const rule = await ctx.db.alertRule.create({ data: { name: 'cpu', metric: 'cpu_percent', threshold: 90 } });
+  await ctx.db.alert.createMany({
+    data: ids
+      .filter((_, i) => i % 10 === 0)
+      .map((id) => ({ rule_id: rule.id, root_server_id: id, metric: 'cpu_percent' as const, value: 95 })),
+  });
+  const partner = await ctx.db.partner.create({ data: { name: 'Bench', email: 'bench@example.com' } });
+  await ctx.db.subscription.createMany({
+    data: Array.from({ length: 200 }, (_, i) => ({
+      name: `SUB${i}`,
+      partner_id: partner.id,
+      state: (['running', 'running', 'running', 'suspended', 'draft'] as const)[i % 5]!,
+    })),
+  });
+}
+
+async function scrapeCost() {
+  const bench = await createBenchContext('metrics');
+  const { ctx } = bench;
+  const app = await buildApp(ctx);
+  try {
+    await fillFleet(ctx, ARGS.servers);
+    const { token } = await createAuthService(ctx).createAdmin('bench@example.com');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/metrics`;
+    const scrape = async () => {
+      const t0 = performance.now();
+      const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      const body = await res.text();
+      if (res.status !== 200) throw new Error(`scrape answered ${res.status}: ${body.slice(0, 300)}`);
+      return {
+        ms: performance.now() - t0,
+        bytes: Buffer.byteLength(body),
+        series: body.split('\n').filter((l) => l && !l.startsWith('#')).length,
+      };
+    };
+    console.log(`\nscrape: ${ARGS.servers} monitored servers (3 samples each), load average ${load()}`);
+    await scrape(); // first use: connections, prepared statements
+    const cold: Awaited<ReturnType<typeof scrape>>[] = [];
+    for (let i = 0; i < ARGS.scrapes; i++) {
+      await sleep(SOURCE_CACHE_MS + 100);
+      cold.push(await scrape());
+    }
+    const warm: number[] = [];
+    for (let i = 0; i < 20; i++) warm.push((await scrape()).ms);
+    const size = cold.at(-1)!;
+    console.log(
+      `  cold (fleet read from PostgreSQL): median ${median(cold.map((c) => c.ms)).toFixed(1)} ms, max ${Math.max(...cold.map((c) => c.ms)).toFixed(1)} ms over ${cold.length} scrapes`,
+    );
+    console.log(
+      `  warm (fleet series from the 5 s cache): median ${median(warm).toFixed(1)} ms, max ${Math.max(...warm).toFixed(1)} ms over ${warm.length}`,
+    );
+    console.log(
+      `  size ${(size.bytes / 1024).toFixed(0)} KiB, ${size.series} series (${(size.bytes / ARGS.servers).toFixed(0)} bytes per server)`,
+    );
+    verdict(median(cold.map((c) => c.ms)) <= 100, `a scrape ≤ 100 ms (cold median ${median(cold.map((c) => c.ms)).toFixed(1)} ms)`);
+    verdict(size.bytes <= 2 * 1024 * 1024, `a scrape ≤ 2 MB (${(size.bytes / 1024 / 1024).toFixed(2)} MB)`);
+  } finally {
+    await app.close();
+    await bench.close();
+  }
+}
+
+/** CPU seconds (user + system) of a process, from /proc. */
+function processCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+function startWorker(dir: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: dir,
+    env: { ...process.env, ...env, SVC_ROLE: 'worker', METRICS_PORT: '0' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function stopWorker(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, sleep(30_000)]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
+async function pollPath() {
+  const bench = await createBenchContext('metrics_poll');
+  const { ctx } = bench;
+  const sshd = await startSshd({ maxStartups: 500, maxSessions: 10 });
+  try {
+    const ids = await createServers(ctx, sshd, ARGS.pollServers);
+    // 5 rules that never hold (the common case), one that holds and stays firing, server_offline.
+    await ctx.db.alertRule.createMany({
+      data: [
+        ...(['cpu_percent', 'ram_percent', 'disk_percent', 'load_1', 'cpu_percent'] as const).map((metric, i) => ({
+          name: `quiet ${i}`,
+          metric,
+          threshold: 1e9,
+          duration_seconds: i === 4 ? 300 : 0,
+        })),
+        { name: 'firing', metric: 'disk_percent' as const, threshold: 0 },
+        { name: 'down', metric: 'server_offline' as const },
+      ],
+    });
+    await ctx.db.maintenanceWindow.create({
+      data: {
+        root_server_ids: ids.filter((_, i) => i % 10 === 0),
+        starts_at: new Date(),
+        ends_at: new Date(Date.now() + 86_400_000),
+        reason: 'bench',
+      },
+    });
+    const trees = [
+      { name: 'baseline', dir: ARGS.baseline, results: [] as number[] },
+      { name: 'this checkout', dir: ROOT, results: [] as number[] },
+    ];
+    console.log(
+      `\npoll path: ${ARGS.pollServers} servers every 5 s, 7 rules each, one worker process; ${ARGS.rounds} rounds of ${ARGS.seconds} s per checkout`,
+    );
+    console.log(`  baseline ${ARGS.baseline}`);
+    for (let round = 0; round < ARGS.rounds; round++) {
+      for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
+        const started = new Date();
+        const child = startWorker(tree.dir, bench.env);
+        try {
+          // Warm-up: every server polled by this worker once.
+          for (;;) {
+            const [{ n }] = await ctx.db.$queryRaw<[{ n: number }]>`
+              SELECT count(DISTINCT root_server_id)::int AS n FROM root_server_monitor_logs WHERE created_at > ${started}`;
+            if (n >= ids.length) break;
+            if (Date.now() - started.getTime() > 240_000) throw new Error(`warm-up: ${n} of ${ids.length} servers sampled after 240 s`);
+            await sleep(500);
+          }
+          await sleep(5000);
+          const c0 = processCpu(child.pid!);
+          const t0 = new Date();
+          await sleep(ARGS.seconds * 1000);
+          const c1 = processCpu(child.pid!);
+          const t1 = new Date();
+          const [{ n: polls }] = await ctx.db.$queryRaw<[{ n: number }]>`
+            SELECT count(*)::int AS n FROM root_server_monitor_logs WHERE created_at >= ${t0} AND created_at < ${t1}`;
+          const perThousand = ((c1 - c0) / Math.max(1, polls)) * 1000;
+          tree.results.push(perThousand);
+          console.log(
+            `  round ${round + 1}, ${tree.name}: ${polls} polls, worker CPU ${(c1 - c0).toFixed(2)} s → ${perThousand.toFixed(3)} CPU s per 1,000 polls (load average ${load()})`,
+          );
+        } finally {
+          await stopWorker(child);
+        }
+      }
+    }
+    const [base, mine] = trees.map((t) => median(t.results)) as [number, number];
+    const growth = (mine / base - 1) * 100;
+    console.log(
+      `  median: baseline ${base.toFixed(3)}, this checkout ${mine.toFixed(3)} CPU s per 1,000 polls (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %)`,
+    );
+    verdict(growth <= 5, `poll-path CPU grows ≤ 5 % (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %)`);
+  } finally {
+    await sshd.stop();
+    await bench.close();
+  }
+}
+
+async function main() {
+  console.log(`bench:metrics on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), load average ${load()}`);
+  await scrapeCost();
+  if (ARGS.baseline) await pollPath();
+  else console.log('\npoll path: not measured (give --baseline DIR, a checkout of the service before metrics, to compare)');
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
