@@ -1,12 +1,12 @@
-// GET /api/v1/action-logs: the audit log of remote actions (spec §2.12), newest first.
+// GET /api/v1/action-logs: the audit log of remote actions, newest first.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { operationId } from '../core/http/actions.js';
-import { idParams, listOf, listQuery, queryId, timestamp, isoInstant } from '../core/http/schemas.js';
+import { idParams, listOf, listQuery, queryId, searchQuery, sortQuery, timeRangeQuery, timestamp } from '../core/http/schemas.js';
 import { ActionStatus, ActionType } from '../generated/prisma/enums.js';
-import { createActionLogService } from './action-log-service.js';
+import { ACTION_LOG_SEARCH, ACTION_LOG_SORT, createActionLogService } from './action-log-service.js';
 
 const actionLog = z.object({
   id: z.number(),
@@ -33,13 +33,15 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
       operationId: operationId('/action-logs', 'list'),
       summary: 'List action-log rows',
       querystring: listQuery.extend({
+        sort: sortQuery(ACTION_LOG_SORT),
+        // Three characters at least: a trigram index cannot serve a shorter substring.
+        q: searchQuery(ACTION_LOG_SEARCH, 3),
         model_name: z.string().optional(),
         rec_id: queryId.optional(),
         action_type: z.enum(ActionType).optional(),
         status: z.enum(ActionStatus).optional(),
         job_id: z.string().max(200).optional(),
-        from: isoInstant({ offset: true }).optional().describe('Rows created at or after this time (ISO 8601)'),
-        to: isoInstant({ offset: true }).optional().describe('Rows created before this time (ISO 8601)'),
+        ...timeRangeQuery('created_at'),
       }),
       response: { 200: listOf(actionLog) },
     },

@@ -1,28 +1,38 @@
 // Reading the action log; writing it is src/core/action-log.ts (every feature writes rows).
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
-import { jsonSafe, listPage } from '../core/records.js';
+import { jsonSafe, type ListParams, listPage, searchWhere, timeRange } from '../core/records.js';
 import type { ActionStatus, ActionType } from '../generated/prisma/enums.js';
 
-export interface ActionLogQuery {
-  limit: number;
-  offset: number;
+/** What `?q=` searches (trigram indexes make it an index scan). */
+export const ACTION_LOG_SEARCH = ['input_text', 'output_text'] as const;
+export const ACTION_LOG_SORT = ['id', 'created_at'] as const;
+
+export interface ActionLogQuery extends ListParams {
   model_name?: string;
   rec_id?: number;
   action_type?: ActionType;
   status?: ActionStatus;
   job_id?: string;
-  from?: string;
-  to?: string;
 }
 
 export function createActionLogService(ctx: Pick<AppContext, 'db'>) {
   return {
-    /** Newest first; `from`/`to` bound created_at as [from, to). */
+    /**
+     * Newest first (by id); `from`/`to` bound created_at as [from, to), and without a sort the rows
+     * are then ordered by created_at, which one index range serves however old the window is.
+     */
     list(query: ActionLogQuery) {
-      const { limit, offset, from, to, ...where } = query;
-      const created_at = from || to ? { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) } : undefined;
-      return listPage(ctx.db.actionLog, { ...where, created_at }, { limit, offset }, { orderBy: { id: 'desc' } });
+      const { limit, offset, cursor, sort, q, from, to, ...filters } = query;
+      const created_at = timeRange(from, to);
+      const where = { ...filters, created_at, ...searchWhere(ACTION_LOG_SEARCH, q) };
+      return listPage(
+        ctx.db,
+        ctx.db.actionLog,
+        where,
+        { limit, offset, cursor },
+        { table: 'action_logs', resource: 'action-logs', sort: sort ?? (created_at ? '-created_at' : '-id') },
+      );
     },
     async get(id: number) {
       const row = await ctx.db.actionLog.findUnique({ where: { id } });

@@ -30,6 +30,7 @@ export const alertModel = defineModel({
   resource: 'alerts',
   readGroup: 'user',
   sortable: ['started_at'],
+  timeField: 'started_at',
 });
 
 declare module '../core/models.js' {

@@ -29,7 +29,7 @@ export function registerAlertRoutes(parent: FastifyInstance, ctx: AppContext) {
     path: '/alerts',
     model: alertModel,
     tag: 'alerts',
-    service: createRecordService(ctx, alertModel, { orderBy: { id: 'desc' } }),
+    service: createRecordService(ctx, alertModel, { sort: '-id' }),
     output: alertOut,
     filters: z.object({ state: z.enum(AlertState).optional(), rule_id: queryId.optional(), root_server_id: queryId.optional() }),
     read: 'user',

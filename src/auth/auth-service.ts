@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UnauthenticatedError } from '../core/errors.js';
 import type { UserGroup } from '../core/groups.js';
 import type { AuthUser } from '../core/http/auth.js';
+import type { Page } from '../core/lists.js';
 import { jsonSafe, listPage } from '../core/records.js';
 import { hashApiToken, newApiToken } from './api-token.js';
 
@@ -65,9 +66,9 @@ export function createAuthService(ctx: Pick<AppContext, 'db'>) {
     },
 
     /** The tokens of every user or of one; the answer schema leaves the hashes out. */
-    listTokens(query: { limit: number; offset: number; user_id?: number }) {
-      const { limit, offset, user_id } = query;
-      return listPage(db.apiToken, { user_id }, { limit, offset });
+    listTokens(query: Page & { user_id?: number }) {
+      const { user_id, ...page } = query;
+      return listPage(db, db.apiToken, { user_id }, page, { table: 'api_tokens', resource: 'api-tokens', sort: 'id' });
     },
 
     /** POST /api-tokens: a token for a user (default: the caller), shown once. */

@@ -3,6 +3,7 @@
 // delete what the server no longer lists, all in one transaction).
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
+import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { postMessage, type Author } from '../core/chatter.js';
@@ -53,9 +54,13 @@ export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'box' | '
     update: async (id: number, data: Record<string, unknown>, author: Author | null) =>
       withAccountIdsOf(await records.update(id, data, author)),
 
-    async listCloudAccounts(id: number, page: { limit: number; offset: number }) {
+    async listCloudAccounts(id: number, page: Page) {
       await getServer(id);
-      return listPage(db.backupCloudAccount, { backup_server_id: id }, page);
+      return listPage(db, db.backupCloudAccount, { backup_server_id: id }, page, {
+        table: 'backup_cloud_accounts',
+        resource: 'backup-servers/cloud-accounts',
+        sort: 'id',
+      });
     },
 
     /** The remote ping; a refusal, a wrong key, a timeout or a non-JSON answer is a UserError. */

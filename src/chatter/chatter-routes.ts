@@ -7,7 +7,17 @@ import { ActivityState } from '../generated/prisma/enums.js';
 import { groupAllows } from '../core/groups.js';
 import { operationId } from '../core/http/actions.js';
 import { authorOf } from '../core/http/auth.js';
-import { idParams, listOf, listQuery, nullableTimestamp, queryId, refId, timestamp, isoInstant } from '../core/http/schemas.js';
+import {
+  idParams,
+  listOf,
+  listQuery,
+  nullableTimestamp,
+  queryId,
+  refId,
+  timeRangeQuery,
+  timestamp,
+  isoInstant,
+} from '../core/http/schemas.js';
 import { labelOf } from '../core/models.js';
 import { MessageType, SUBTYPES } from '../core/chatter.js';
 import type { Registry } from '../feature.js';
@@ -79,7 +89,7 @@ export function registerChatterRoutes(parent: FastifyInstance, ctx: AppContext, 
       schema: {
         ...doc('listMessages', `List the messages of a ${noun}`),
         params: idParams,
-        querystring: listQuery,
+        querystring: listQuery.extend(timeRangeQuery('created_at')),
         response: { 200: listOf(message) },
       },
       handler: (req) => service.listMessages(ref(req.params.id), req.query),

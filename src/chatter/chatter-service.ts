@@ -1,10 +1,11 @@
-// Reading a record's thread and its activities (spec: mail module). Posting messages and
+// Reading a record's thread and its activities (Odoo's mail module). Posting messages and
 // tracking are src/core/chatter.ts: every feature writes to the chatter.
 import type { AppContext } from '../context.js';
 import { postMessage, trackedValue, type Author, type NewMessage, type RecordRef } from '../core/chatter.js';
 import { NotFoundError } from '../core/errors.js';
 import type { ModelRegistry } from '../core/models.js';
-import { jsonSafe } from '../core/records.js';
+import type { Page } from '../core/lists.js';
+import { jsonSafe, listPage, timeRange } from '../core/records.js';
 
 export function createChatterService(ctx: Pick<AppContext, 'db'>, models: ModelRegistry) {
   const { db } = ctx;
@@ -16,28 +17,33 @@ export function createChatterService(ctx: Pick<AppContext, 'db'>, models: ModelR
   }
 
   return {
-    /** Newest first, with the tracking values of each message. */
-    async listMessages(ref: RecordRef, page: { limit: number; offset: number }) {
-      const where = await thread(ref);
-      const [rows, total] = await Promise.all([
-        db.message.findMany({
-          where,
-          orderBy: { id: 'desc' },
-          take: page.limit,
-          skip: page.offset,
-          include: { tracking_values: { orderBy: { id: 'asc' } } },
+    /**
+     * Newest first (by id), with the tracking values of each message; `from`/`to` bound created_at
+     * as [from, to), and the thread is then ordered by created_at (one index range, however old).
+     */
+    async listMessages(ref: RecordRef, query: Page & { from?: string; to?: string }) {
+      const { from, to, ...page } = query;
+      const created_at = timeRange(from, to);
+      const where = { ...(await thread(ref)), created_at };
+      const withTracking = {
+        findMany: (args: { where: object; orderBy: object[]; take: number; skip?: number }) =>
+          db.message.findMany({ ...args, include: { tracking_values: { orderBy: { id: 'asc' } } } }),
+        count: (args: { where: object; take: number }) => db.message.count(args),
+      };
+      const resource = `${models.find(ref.model_name)?.resource}/messages`;
+      return listPage(db, withTracking, where, page, {
+        table: 'messages',
+        resource,
+        sort: created_at ? '-created_at' : '-id',
+        view: (m) => ({
+          ...jsonSafe(m),
+          tracking_values: m.tracking_values.map((t) => ({
+            field: t.field,
+            old_value: trackedValue(t.old_value, t.value_type),
+            new_value: trackedValue(t.new_value, t.value_type),
+          })),
         }),
-        db.message.count({ where }),
-      ]);
-      const view = (m: (typeof rows)[number]) => ({
-        ...jsonSafe(m),
-        tracking_values: m.tracking_values.map((t) => ({
-          field: t.field,
-          old_value: trackedValue(t.old_value, t.value_type),
-          new_value: trackedValue(t.new_value, t.value_type),
-        })),
       });
-      return { items: rows.map(view), total, ...page };
     },
 
     async postMessage(ref: RecordRef, msg: Omit<NewMessage, keyof RecordRef | 'author'>, author: Author | null) {

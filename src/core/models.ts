@@ -24,6 +24,11 @@ export interface ModelInfo {
   search?: readonly string[];
   /** Fields `?sort=` accepts besides id and created_at (default: name, when searched). */
   sortable?: readonly string[];
+  /**
+   * The time field of a time-ordered record (alerts: `started_at`): its list takes `?from=&to=`,
+   * and is then ordered by it, newest first, unless `?sort=` says otherwise.
+   */
+  timeField?: string;
   /** Fields whose changes are written to the chatter. */
   tracked?: readonly string[];
   /**

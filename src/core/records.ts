@@ -1,11 +1,23 @@
 // Generic record operations shared by the REST resources: paging, secret fields (encrypted on the
 // way in, `<field>_set` on the way out), tracked fields written to the chatter, JSON-safe output.
 // Feature services start from this and add their rules and actions.
-import { indexColumns, violatedIndexOf, type Db, type DbTx } from './db.js';
+import { indexColumns, Prisma, violatedIndexOf, type Db, type DbTx } from './db.js';
 import type { SecretBox } from './crypto.js';
 import { ConflictError, NotFoundError } from './errors.js';
 import { labelOf, type ModelInfo } from './models.js';
 import { trackChanges, type Author } from './chatter.js';
+import {
+  assertOnePosition,
+  boundedTotal,
+  type Column,
+  columnsOf,
+  decodeCursor,
+  encodeCursor,
+  estimateRows,
+  type ListAnswer,
+  type Page,
+  whereSql,
+} from './lists.js';
 
 type Row = Record<string, unknown> & { id: number };
 type Data = Record<string, unknown>;
@@ -22,7 +34,8 @@ interface Delegate {
 }
 
 export interface RecordServiceOptions {
-  orderBy?: object;
+  /** The list's order without `?sort=`: `id` (default) or e.g. `-id`. */
+  sort?: string;
   /**
    * Runs in the update's transaction, with the row locked and read: throws to refuse the update, or
    * answers the data to write instead of `data` (rules that depend on the row as it is). `moved`:
@@ -44,14 +57,15 @@ export function jsonSafe<T extends object>(row: T): JsonSafe<T> {
   return out as JsonSafe<T>;
 }
 
-/** The list parameters every resource shares (DESIGN §11), besides its exact filters. */
-export interface ListParams {
-  limit: number;
-  offset: number;
+/** The list parameters every resource shares, besides its exact filters. */
+export interface ListParams extends Page {
   /** `name` or `-name` (descending). */
   sort?: string;
   /** Case-insensitive substring of any naming field. */
   q?: string;
+  /** Bounds of the model's time field (`timeField`), as [from, to). */
+  from?: string;
+  to?: string;
 }
 
 /** `?q=` as a Prisma filter over `fields`; LIKE's wildcards in the text are matched literally. */
@@ -61,37 +75,110 @@ export function searchWhere(fields: readonly string[] = [], q: string | undefine
   return { OR: fields.map((f) => ({ [f]: { contains, mode: 'insensitive' } })) };
 }
 
-/** `?sort=-created_at` as a Prisma orderBy; id breaks ties so pages never overlap. */
-export function sortOrder(sort: string | undefined, fallback: object | object[] = { id: 'asc' }): object[] {
-  if (!sort) return Array.isArray(fallback) ? fallback : [fallback];
-  const desc = sort.startsWith('-');
-  const field = desc ? sort.slice(1) : sort;
-  return field === 'id' ? [{ id: desc ? 'desc' : 'asc' }] : [{ [field]: desc ? 'desc' : 'asc' }, { id: 'asc' }];
+/** `?from=&to=` as a Prisma filter of a time field, [from, to); undefined when neither is given. */
+export function timeRange(from: string | undefined, to: string | undefined): { gte?: Date; lt?: Date } | undefined {
+  if (!from && !to) return undefined;
+  return { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) };
 }
 
 /** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
 interface Pageable<T> {
-  findMany(args: { where: object; orderBy: object | object[]; take: number; skip: number }): Promise<T[]>;
-  count(args: { where: object }): Promise<number>;
+  findMany(args: { where: object; orderBy: object[]; take: number; skip?: number }): Promise<T[]>;
+  count(args: { where: object; take: number }): Promise<number>;
 }
 
 /**
- * One page of a list answer (DESIGN §8): `{items, total, limit, offset}`, each row through `view`
- * (JSON-safe by default). Filters left undefined are ignored by Prisma, so optional query
- * parameters pass straight in.
+ * One stretch of a list's order that an index walks on its own: the rows with a value of the sort
+ * field (in the order of the field, then id), the rows without one (by id), or for an enum field
+ * the rows of each value (by id; Prisma cannot compare enums). PostgreSQL sorts NULLs last
+ * ascending and first descending, and enums in their declared order: the stretches follow that.
+ */
+interface Stretch {
+  base: object | null;
+  /** The rows after (value, id) within the stretch. */
+  after(value: unknown, id: unknown): object;
+  orderBy: object[];
+  holds(value: unknown): boolean;
+}
+
+function stretchesOf(sort: string, column: Column | undefined): Stretch[] {
+  const desc = sort.startsWith('-');
+  const field = desc ? sort.slice(1) : sort;
+  const dir = desc ? 'desc' : 'asc';
+  const beyond = desc ? 'lt' : 'gt';
+  const byId = (id: unknown) => ({ id: { [beyond]: id } });
+  const byIdOnly = { after: (_v: unknown, id: unknown) => byId(id), orderBy: [{ id: dir }] };
+  if (field === 'id' || !column) return [{ base: null, ...byIdOnly, holds: () => true }];
+  const labels = typeof column.type === 'object' ? [...column.type.enum] : null;
+  const values: Stretch[] = labels
+    ? (desc ? labels.reverse() : labels).map((label) => ({ base: { [field]: label }, ...byIdOnly, holds: (v) => v === label }))
+    : [
+        {
+          base: column.nullable ? { [field]: { not: null } } : null,
+          after: (v, id) => ({ AND: [{ [field]: { [desc ? 'lte' : 'gte']: v } }, { OR: [{ [field]: { [beyond]: v } }, byId(id)] }] }),
+          orderBy: [{ [field]: dir }, { id: dir }],
+          holds: (v) => v !== null,
+        },
+      ];
+  if (!column.nullable) return values;
+  const nulls: Stretch = { base: { [field]: null }, ...byIdOnly, holds: (v) => v === null };
+  return desc ? [nulls, ...values] : [...values, nulls];
+}
+
+/**
+ * One page of a list: `{items, total, total_is_estimate, limit, offset, next_cursor}`, each row
+ * through `view` (JSON-safe by default). `sort` is `field` or `-field`, id breaking ties in the
+ * same direction. A cursor page walks the stretches of the order from the cursor's row, each an
+ * index range scan; an offset page is one query (offsets are kept shallow by the query schema).
+ * Filters left undefined are ignored by Prisma, so optional query parameters pass straight in.
  */
 export async function listPage<T extends object, V = JsonSafe<T>>(
+  db: Db,
   delegate: Pageable<T>,
   where: object,
-  page: { limit: number; offset: number },
-  opts: { orderBy?: object | object[]; view?: (row: T) => V } = {},
-) {
-  const { orderBy = { id: 'asc' }, view = jsonSafe as (row: T) => V } = opts;
-  const [rows, total] = await Promise.all([
-    delegate.findMany({ where, orderBy, take: page.limit, skip: page.offset }),
-    delegate.count({ where }),
+  page: Page,
+  opts: { table: string; sort: string; resource?: string; view?: (row: T) => V },
+): Promise<ListAnswer<V>> {
+  assertOnePosition(page);
+  const { table, sort, view = jsonSafe as (row: T) => V } = opts;
+  const key = { resource: opts.resource ?? table, sort };
+  const columns = await columnsOf(db, table);
+  const field = sort.replace(/^-/, '');
+  const column = field === 'id' ? undefined : columns.get(field);
+  if (field !== 'id' && !column) throw new Error(`${table} has no column ${field}`);
+  const stretches = stretchesOf(sort, column);
+  const need = page.limit + 1;
+
+  async function rows(): Promise<T[]> {
+    if (!page.cursor) {
+      const dir = sort.startsWith('-') ? 'desc' : 'asc';
+      const orderBy = column ? [{ [field]: dir }, { id: dir }] : [{ id: dir }];
+      return delegate.findMany({ where, orderBy, take: need, skip: page.offset });
+    }
+    const idColumn = columns.get('id')!;
+    const [value, id] = column ? decodeCursor(page.cursor, key, [column, idColumn]) : [null, ...decodeCursor(page.cursor, key, [idColumn])];
+    const from = stretches.findIndex((s) => s.holds(value));
+    const found: T[] = [];
+    for (let i = from; i < stretches.length && found.length < need; i++) {
+      const { base, after, orderBy } = stretches[i]!;
+      const parts = [where, base, i === from ? after(value, id) : null].filter((p): p is object => p !== null);
+      found.push(...(await delegate.findMany({ where: { AND: parts }, orderBy, take: need - found.length })));
+    }
+    return found;
+  }
+
+  const [found, total] = await Promise.all([
+    rows(),
+    boundedTotal(
+      (limit) => delegate.count({ where, take: limit }),
+      // A filter written here as SQL is estimated by the planner; otherwise the table's size is.
+      () => estimateRows(db, table, whereSql(where)).catch(() => estimateRows(db, table, Prisma.sql`TRUE`)),
+    ),
   ]);
-  return { items: rows.map(view), total, limit: page.limit, offset: page.offset };
+  const items = found.slice(0, page.limit);
+  const last = items.at(-1) as Record<string, unknown> | undefined;
+  const next = found.length > page.limit && last ? encodeCursor(key, column ? [last[field], last.id] : [last.id]) : null;
+  return { items: items.map(view), ...total, limit: page.limit, offset: page.offset, next_cursor: next };
 }
 
 /**
@@ -124,7 +211,7 @@ export async function uniqueConflict(db: Db, model: ModelInfo, err: unknown, val
 export function createRecordService(deps: { db: Db; box: SecretBox }, model: ModelInfo, opts: RecordServiceOptions = {}) {
   const { db, box } = deps;
   const { secrets = [], tracked = [], destinations = [], forgetOnMove = {} } = model;
-  const { orderBy = { id: 'asc' } } = opts;
+  const { sort: defaultSort = 'id' } = opts;
   const modelName = model.name;
   const delegate = (db as unknown as Record<string, Delegate>)[model.delegate]!;
   const label = labelOf(model);
@@ -182,10 +269,19 @@ export function createRecordService(deps: { db: Db; box: SecretBox }, model: Mod
     movedFields,
     bindSecrets,
 
+    /** With `from`/`to` and no `sort`, a time-ordered list is ordered by its time field, newest first. */
     async list(query: ListParams & Data) {
-      const { limit, offset, sort, q, ...filters } = query;
-      const where = { ...filters, ...searchWhere(model.search, q) };
-      return listPage(delegate, where, { limit, offset }, { orderBy: sortOrder(sort, orderBy), view: toOutput });
+      const { limit, offset, cursor, sort, q, from, to, ...filters } = query;
+      const range = model.timeField ? timeRange(from, to) : undefined;
+      const where = { ...filters, ...searchWhere(model.search, q), ...(range ? { [model.timeField!]: range } : {}) };
+      const order = sort ?? (range ? `-${model.timeField}` : defaultSort);
+      return listPage(
+        db,
+        delegate,
+        where,
+        { limit, offset, cursor },
+        { table: model.table, resource: model.resource, sort: order, view: toOutput },
+      );
     },
 
     async get(id: number) {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
+import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
@@ -139,9 +140,13 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 
       });
     },
 
-    async listCommits(id: number, page: { limit: number; offset: number }) {
+    async listCommits(id: number, page: Page) {
       await loadRepository(db, id);
-      return listPage(db.gitCommit, { repository_id: id }, page, { orderBy: [{ created_at: 'desc' }, { id: 'desc' }] });
+      return listPage(db, db.gitCommit, { repository_id: id }, page, {
+        table: 'git_commits',
+        resource: 'git-repositories/commits',
+        sort: '-created_at',
+      });
     },
 
     /**

@@ -39,7 +39,7 @@ export function registerJobRoutes(parent: FastifyInstance, ctx: AppContext, regi
       operationId: operationId('/jobs', 'list'),
       summary: 'List jobs',
       description: 'Background jobs, newest first (finished jobs are kept 7 days, failed ones 30 days).',
-      querystring: listQuery.extend({
+      querystring: listQuery.omit({ cursor: true }).extend({
         state: z.enum(JOB_STATES).optional(),
         queue: oneOf(registry.jobs.queueNames()).optional(),
         name: oneOf(registry.jobs.names()).optional(),

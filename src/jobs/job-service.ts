@@ -66,10 +66,19 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
      * kept are counted first: a page past them reads nothing, and no window is larger than they are.
      */
     async list(q: JobListQuery) {
+      // Offset pages only: BullMQ reads a state's jobs by position, so a cursor would be a position too.
+      const page = (items: ReturnType<typeof view>[], total: number) => ({
+        items,
+        total,
+        total_is_estimate: false,
+        limit: q.limit,
+        offset: q.offset,
+        next_cursor: null,
+      });
       const queueNames = q.name ? [catalog.find(q.name)!.queue] : q.queue ? [q.queue] : catalog.queueNames();
       const states = q.state ? [q.state] : [...JOB_STATES];
       const kept = await countOf(queueNames, states);
-      if (kept === 0 || (!q.name && q.offset >= kept)) return { items: [], total: q.name ? 0 : kept, limit: q.limit, offset: q.offset };
+      if (kept === 0 || (!q.name && q.offset >= kept)) return page([], q.name ? 0 : kept);
       const need = q.offset + q.limit;
       let window = Math.min(need, kept);
       for (;;) {
@@ -86,12 +95,11 @@ export function createJobService(ctx: Pick<AppContext, 'queues'>, catalog: JobCa
         if (rows.length >= need || exhausted) {
           // Same millisecond: the later id first ("<epoch>-<n>", the numbers compared as numbers).
           rows.sort((a, b) => b.job.timestamp - a.job.timestamp || b.job.id!.localeCompare(a.job.id!, 'en', { numeric: true }));
-          return {
-            items: rows.slice(q.offset, need).map((r) => view(r.job, r.state)),
-            total: q.name ? rows.length : Math.max(kept, rows.length),
-            limit: q.limit,
-            offset: q.offset,
-          };
+          const total = q.name ? rows.length : Math.max(kept, rows.length);
+          return page(
+            rows.slice(q.offset, need).map((r) => view(r.job, r.state)),
+            total,
+          );
         }
         window = Math.min(window * 4, kept);
       }

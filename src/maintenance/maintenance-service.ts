@@ -19,7 +19,7 @@ const instant = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
 export function createMaintenanceService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
   const { db } = ctx;
   const records = createRecordService(ctx, maintenanceWindowModel, {
-    orderBy: { starts_at: 'desc' },
+    sort: '-starts_at',
     prepareUpdate: (tx, before, data) => checked(tx, before, data),
   });
   const changed = () => ctx.redis.incr(maintenanceVersionKey(ctx.queues.prefix));

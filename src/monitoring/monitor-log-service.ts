@@ -1,9 +1,10 @@
-// Monitor logs (DESIGN §8): the latest row per server, raw rows or per-bucket averages for charts,
+// Monitor logs: the latest row per server, raw rows or per-bucket averages for charts,
 // and retention in bounded batches. Every query is an index range scan on (root_server_id,
 // created_at) or (created_at), so it stays cheap on a table of tens of millions of rows.
 import type { Db } from '../core/db.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { jsonSafe } from '../core/records.js';
+import { assertOnePosition, boundedTotal, type Column, decodeCursor, encodeCursor, estimateRows, type Page } from '../core/lists.js';
 import { ValidationError } from '../core/errors.js';
 import { loadRootServer } from '../servers/root-server-store.js';
 
@@ -70,29 +71,65 @@ export async function latestMetrics(db: Db, serverIds: number[]) {
   );
 }
 
-export interface MonitorLogQuery {
+export interface MonitorLogQuery extends Page {
   from: Date;
   to: Date;
   /** Bucket width in seconds; absent = raw rows. */
   bucketSeconds?: number;
   /** Time order: asc (charts) or desc (the newest first). */
   order: 'asc' | 'desc';
-  limit: number;
-  offset: number;
 }
 
-/** Rows (or bucket averages) of one server in [from, to), in time order (asc: the order charts draw). */
+const TABLE = 'root_server_monitor_logs';
+const RESOURCE = 'root-servers/monitor-logs';
+const RAW_KEY_COLUMNS: Column[] = [
+  { type: 'timestamp', nullable: false },
+  { type: 'bigint', nullable: false },
+];
+
+/**
+ * Rows (or bucket averages) of one server in [from, to), in time order (asc: the order charts
+ * draw). A raw page's cursor is its last row's (created_at, id); a bucket page's, its last bucket.
+ */
 async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
+  assertOnePosition(q);
   const range = Prisma.sql`root_server_id = ${serverId} AND created_at >= ${q.from} AND created_at < ${q.to}`;
-  const direction = q.order === 'desc' ? Prisma.sql`DESC` : Prisma.sql`ASC`;
+  const desc = q.order === 'desc';
+  const direction = desc ? Prisma.sql`DESC` : Prisma.sql`ASC`;
+  const page = { limit: q.limit, offset: q.offset };
   if (!q.bucketSeconds) {
-    const [rows, [count]] = await Promise.all([
-      db.$queryRaw<MetricRow[]>`SELECT ${COLUMNS} FROM root_server_monitor_logs WHERE ${range}
-        ORDER BY created_at ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`,
-      db.$queryRaw<[{ n: number }]>`SELECT count(*)::int AS n FROM root_server_monitor_logs WHERE ${range}`,
+    const key = { resource: RESOURCE, sort: desc ? '-created_at' : 'created_at' };
+    const [at, id] = q.cursor ? decodeCursor(q.cursor, key, RAW_KEY_COLUMNS) : [];
+    const after = !q.cursor
+      ? Prisma.empty
+      : desc
+        ? Prisma.sql`AND created_at <= ${at} AND (created_at < ${at} OR id < ${id})`
+        : Prisma.sql`AND created_at >= ${at} AND (created_at > ${at} OR id > ${id})`;
+    const [rows, total] = await Promise.all([
+      db.$queryRaw<(MetricRow & { id: bigint })[]>`SELECT id, ${COLUMNS} FROM root_server_monitor_logs WHERE ${range} ${after}
+        ORDER BY created_at ${direction}, id ${direction} LIMIT ${q.limit + 1} OFFSET ${q.offset}`,
+      boundedTotal(
+        async (limit) => {
+          const [count] = await db.$queryRaw<[{ n: number }]>`
+            SELECT count(*)::int AS n FROM (SELECT 1 FROM root_server_monitor_logs WHERE ${range} LIMIT ${limit}) s`;
+          return count.n;
+        },
+        () => estimateRows(db, TABLE, range),
+      ),
     ]);
-    return { items: rows.map(metricsOut), total: count.n, limit: q.limit, offset: q.offset };
+    const items = rows.slice(0, q.limit);
+    const last = items.at(-1);
+    const next = rows.length > q.limit && last ? encodeCursor(key, [last.created_at, last.id]) : null;
+    return { items: items.map(({ id: _, ...row }) => metricsOut(row)), ...total, ...page, next_cursor: next };
   }
+  const key = { resource: RESOURCE, sort: `bucket=${q.bucketSeconds}s${desc ? ' desc' : ''}` };
+  const [start] = q.cursor ? (decodeCursor(q.cursor, key, RAW_KEY_COLUMNS.slice(0, 1)) as Date[]) : [];
+  // The buckets after the cursor's: those starting a width later (asc), or before it (desc).
+  const after = !start
+    ? Prisma.empty
+    : desc
+      ? Prisma.sql`AND created_at < ${start}`
+      : Prisma.sql`AND created_at >= ${new Date(start.getTime() + q.bucketSeconds * 1000)}`;
   const width = Prisma.sql`make_interval(secs => ${q.bucketSeconds})`;
   const bucket = Prisma.sql`date_bin(${width}, created_at, TIMESTAMP '2000-01-01')`;
   // One pass over the server's rows: the number of buckets comes with them (a window over the
@@ -107,16 +144,26 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
         avg(net_rx_bytes_per_s)::float8 AS net_rx_bytes_per_s, avg(net_tx_bytes_per_s)::float8 AS net_tx_bytes_per_s,
         avg(load_1)::float8 AS load_1, avg(load_5)::float8 AS load_5, avg(load_15)::float8 AS load_15,
         count(*) OVER ()::int AS buckets
-      FROM root_server_monitor_logs WHERE ${range}
-      GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit} OFFSET ${q.offset}`;
+      FROM root_server_monitor_logs WHERE ${range} ${after}
+      GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit + 1} OFFSET ${q.offset}`;
   let total = rows[0]?.buckets ?? 0;
-  if (rows.length === 0 && q.offset > 0) {
+  // Past a cursor (or past the end) the window counted only the buckets left: count them all.
+  if (start || (rows.length === 0 && q.offset > 0)) {
     const [count] = await db.$queryRaw<
       [{ n: number }]
     >`SELECT count(DISTINCT ${bucket})::int AS n FROM root_server_monitor_logs WHERE ${range}`;
     total = count.n;
   }
-  return { items: rows.map(({ buckets: _, ...r }) => jsonSafe(rounded(r))), total, limit: q.limit, offset: q.offset };
+  const items = rows.slice(0, q.limit);
+  const last = items.at(-1);
+  const next = rows.length > q.limit && last ? encodeCursor(key, [last.bucket_start]) : null;
+  return {
+    items: items.map(({ buckets: _, ...r }) => jsonSafe(rounded(r))),
+    total,
+    total_is_estimate: false,
+    ...page,
+    next_cursor: next,
+  };
 }
 
 export interface RetentionResult {
@@ -156,7 +203,7 @@ const HOUR_MS = 3600_000;
 export async function readMonitorLogs(
   db: Db,
   serverId: number,
-  q: { from?: string; to?: string; bucket?: string; order: 'asc' | 'desc'; limit: number; offset: number },
+  q: Page & { from?: string; to?: string; bucket?: string; order: 'asc' | 'desc' },
 ) {
   await loadRootServer(db, serverId);
   const end = q.to ? new Date(q.to) : new Date();
@@ -164,5 +211,13 @@ export async function readMonitorLogs(
   if (start >= end) throw new ValidationError('from must be before to');
   const unit = q.bucket?.slice(-1) as keyof typeof UNIT_SECONDS | undefined;
   const bucketSeconds = q.bucket && unit ? Number(q.bucket.slice(0, -1)) * UNIT_SECONDS[unit] : undefined;
-  return queryMonitorLogs(db, serverId, { from: start, to: end, bucketSeconds, order: q.order, limit: q.limit, offset: q.offset });
+  return queryMonitorLogs(db, serverId, {
+    from: start,
+    to: end,
+    bucketSeconds,
+    order: q.order,
+    limit: q.limit,
+    offset: q.offset,
+    cursor: q.cursor,
+  });
 }

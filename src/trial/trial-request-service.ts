@@ -4,7 +4,7 @@
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
-import { jsonSafe, type ListParams, listPage, searchWhere, sortOrder, uniqueConflict } from '../core/records.js';
+import { jsonSafe, type ListParams, listPage, searchWhere, uniqueConflict } from '../core/records.js';
 import { postMessage, trackChanges, type Author } from '../core/chatter.js';
 import { normalizeEmail } from '../partners/partner-service.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
@@ -134,13 +134,14 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
 
   return {
     async list(query: ListParams & Data) {
-      const { limit, offset, sort, q, company_size, ...where } = query;
+      const { limit, offset, cursor, sort, q, company_size, ...where } = query;
       if (company_size) where.company_size = companySizeToDb(company_size as CompanySizeValue);
       return listPage(
+        db,
         db.trialRequest,
         { ...where, ...searchWhere(trialRequestModel.search, q) },
-        { limit, offset },
-        { orderBy: sortOrder(sort), view: trialRequestView },
+        { limit, offset, cursor },
+        { table: trialRequestModel.table, resource: trialRequestModel.resource, sort: sort ?? 'id', view: trialRequestView },
       );
     },
 

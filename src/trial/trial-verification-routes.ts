@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import { idParams, listOf, listQueryOf, nullableTimestamp, queryId, timestamp } from '../core/http/schemas.js';
-import { jsonSafe, type ListParams, listPage, searchWhere, sortOrder } from '../core/records.js';
+import { jsonSafe, type ListParams, listPage, searchWhere } from '../core/records.js';
 import { trialVerificationModel } from './trial-models.js';
 import type { TrialVerification } from '../generated/prisma/client.js';
 import { TrialVerificationState } from '../generated/prisma/enums.js';
@@ -58,9 +58,10 @@ export function registerTrialVerificationRoutes(parent: FastifyInstance, ctx: Ap
       response: { 200: listOf(trialVerification) },
     },
     handler: async (req) => {
-      const { limit, offset, sort, q, ...where } = req.query as typeof req.query & ListParams;
+      const { limit, offset, cursor, sort, q, ...where } = req.query as typeof req.query & ListParams;
       const filter = { ...where, ...searchWhere(trialVerificationModel.search, q) };
-      return listPage(ctx.db.trialVerification, filter, { limit, offset }, { orderBy: sortOrder(sort, { id: 'desc' }), view });
+      const { table, resource } = trialVerificationModel;
+      return listPage(ctx.db, ctx.db.trialVerification, filter, { limit, offset, cursor }, { table, resource, sort: sort ?? '-id', view });
     },
   });
 

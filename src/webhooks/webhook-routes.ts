@@ -18,6 +18,7 @@ import {
   queryId,
   queryInt,
   refId,
+  timeRangeQuery,
   timestamp,
 } from '../core/http/schemas.js';
 import { MessageType, SUBTYPES } from '../core/chatter.js';
@@ -112,7 +113,7 @@ export async function registerWebhookRoutes(parent: FastifyInstance, ctx: AppCon
       operationId: operationId('/webhooks', 'listCalls'),
       summary: 'List the calls of a webhook',
       params: idParams,
-      querystring: listQuery.extend({ status: queryInt(100, 599).optional() }),
+      querystring: listQuery.extend({ status: queryInt(100, 599).optional(), ...timeRangeQuery('called_at') }),
       description: 'The call log of the webhook, newest first; kept for settings.webhook_call_log_days days.',
       response: { 200: listOf(webhookCall) },
     },

@@ -7,7 +7,8 @@ import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
 import { AppError, UserError, ValidationError } from '../core/errors.js';
 import type { ModelName, ModelRegistry } from '../core/models.js';
-import { createRecordService, listPage } from '../core/records.js';
+import type { Page } from '../core/lists.js';
+import { createRecordService, listPage, timeRange } from '../core/records.js';
 import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import { newWebhookToken, webhookUrl } from './webhook-token.js';
@@ -101,13 +102,13 @@ export function createWebhookService(
 
     remove: (id: number) => records.remove(id),
 
-    /** The call log, newest first. */
-    async calls(id: number, page: { limit: number; offset: number; status?: number }) {
+    /** The call log, newest first; `from`/`to` bound called_at as [from, to). */
+    async calls(id: number, query: Page & { status?: number; from?: string; to?: string }) {
+      const { status, from, to, ...page } = query;
       await records.getRow(id);
       await flushCallLog();
-      return listPage(db.webhookCall, { webhook_id: id, status: page.status }, page, {
-        orderBy: [{ called_at: 'desc' }, { id: 'desc' }],
-      });
+      const where = { webhook_id: id, status, called_at: timeRange(from, to) };
+      return listPage(db, db.webhookCall, where, page, { table: 'webhook_calls', resource: 'webhooks/calls', sort: '-called_at' });
     },
 
     /** action_trigger: runs the configured method from the API, in a transaction; written to the action log. */

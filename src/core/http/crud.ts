@@ -6,6 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { UserGroup } from '../groups.js';
 import type { Author } from '../chatter.js';
+import type { ListAnswer } from '../lists.js';
 import type { ListParams } from '../records.js';
 import { operationId } from './actions.js';
 import { authorOf } from './auth.js';
@@ -16,7 +17,7 @@ import { idParams, listOf, listQueryOf } from './schemas.js';
 type Data = Record<string, unknown>;
 
 export interface CrudService {
-  list(query: ListParams & Data): Promise<{ items: Data[]; total: number; limit: number; offset: number }>;
+  list(query: ListParams & Data): Promise<ListAnswer<Data>>;
   get(id: number): Promise<Data>;
   create(data: Data, author: Author | null): Promise<Data>;
   update(id: number, data: Data, author: Author | null): Promise<Data>;

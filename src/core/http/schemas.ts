@@ -2,6 +2,7 @@
 // helpers. Ids and integers are bounded to PostgreSQL's `integer` here, in one place, so a value
 // the database cannot hold is a 400, never a database error.
 import { z } from 'zod';
+import { EXACT_TOTAL_LIMIT } from '../lists.js';
 import { sortFieldsOf, type ModelInfo } from '../models.js';
 
 export const INT32_MAX = 2_147_483_647;
@@ -36,43 +37,77 @@ export function queryInt(min: number, max: number, example = Math.max(min, Math.
 export const queryId = queryInt(1, INT32_MAX).describe('A record id (positive integer)');
 
 export const idParams = z.object({ id: queryId });
+/** The deepest `offset` a list takes: an offset page walks every row it skips; deeper pages go by cursor. */
+export const MAX_OFFSET = 10_000;
+
 /** Paging of every list; a parameter a list does not know is refused (400 naming it). */
 export const listQuery = z
   .object({
     limit: queryInt(1, 200, 50).default(50).describe('Page size, 1 to 200; default 50'),
-    offset: queryInt(0, INT32_MAX, 0).default(0).describe('Rows to skip; default 0'),
+    offset: queryInt(0, MAX_OFFSET, 0)
+      .default(0)
+      .describe(`Rows to skip, at most ${MAX_OFFSET.toLocaleString('en')}; default 0. Deeper pages: cursor`),
+    cursor: z
+      .string()
+      .max(2000)
+      .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'must be a next_cursor as a list answered it')
+      .optional()
+      .describe('Where the page starts: the next_cursor of the previous page, with the same sort (not with offset)'),
   })
   .strict();
 
-/** The list query of a model's resource: paging, `sort`, `q` over its naming fields, and its exact filters. */
+/** `?sort=` over `fields`, each ascending or descending (a leading "-"). */
+export function sortQuery(fields: readonly string[]) {
+  const sort = [...fields, ...fields.map((f) => `-${f}`)] as [string, ...string[]];
+  return z
+    .enum(sort)
+    .optional()
+    .describe(`Order by ${fields.join(', ')}; a leading "-" for descending (e.g. -created_at)`);
+}
+
+/** `?q=`: a case-insensitive substring of any of `fields`. */
+export function searchQuery(fields: readonly string[], minLength = 1) {
+  return z
+    .string()
+    .trim()
+    .min(minLength)
+    .max(200)
+    .optional()
+    .describe(`Case-insensitive search in ${fields.join(', ')}`);
+}
+
+/** `?from=&to=` over a time field, as [from, to). */
+export function timeRangeQuery(field: string) {
+  return {
+    from: isoInstant({ offset: true }).optional().describe(`Rows whose ${field} is at or after this time (ISO 8601)`),
+    to: isoInstant({ offset: true }).optional().describe(`Rows whose ${field} is before this time (ISO 8601)`),
+  };
+}
+
+/** The list query of a model's resource: paging, `sort`, `q` over its naming fields, `from`/`to` over its time field, and its exact filters. */
 export function listQueryOf(model: ModelInfo | undefined, filters?: z.ZodObject) {
   let query = listQuery;
   if (model) {
-    const fields = sortFieldsOf(model);
-    const sort = [...fields, ...fields.map((f) => `-${f}`)] as [string, ...string[]];
     query = query.extend({
-      sort: z
-        .enum(sort)
-        .optional()
-        .describe(`Order by ${fields.join(', ')}; a leading "-" for descending (e.g. -created_at)`),
-      ...(model.search?.length
-        ? {
-            q: z
-              .string()
-              .trim()
-              .min(1)
-              .max(200)
-              .optional()
-              .describe(`Case-insensitive search in ${model.search.join(', ')}`),
-          }
-        : {}),
+      sort: sortQuery(sortFieldsOf(model)),
+      ...(model.search?.length ? { q: searchQuery(model.search) } : {}),
+      ...(model.timeField ? timeRangeQuery(model.timeField) : {}),
     }) as unknown as typeof listQuery;
   }
   return filters ? query.extend(filters.shape) : query;
 }
 
 export function listOf<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
+  return z.object({
+    items: z.array(item),
+    total: z.number().int().describe("The rows the filters match: exact, or the planner's estimate when total_is_estimate"),
+    total_is_estimate: z
+      .boolean()
+      .describe(`true when more than ${EXACT_TOTAL_LIMIT.toLocaleString('en')} rows match: total is then PostgreSQL's estimate`),
+    limit: z.number().int(),
+    offset: z.number().int(),
+    next_cursor: z.string().nullable().describe('?cursor= of the next page (with the same sort and filters); null on the last page'),
+  });
 }
 
 export const timestamp = z.string().describe('ISO 8601 date-time');
