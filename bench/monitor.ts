@@ -16,6 +16,7 @@
 // run as root (the harness creates users).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServers, machineCpu } from './fleet.js';
+import { monitorSamplesSql } from './monitor-fill.js';
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -357,15 +358,8 @@ async function storage(ctx: AppContext) {
   });
   const ids = created.map((r) => r.id);
   const t0 = Date.now();
-  // One statement per server in time order, as polls append (the table's physical order follows time).
   const end = new Date();
-  await ctx.db.$executeRawUnsafe(`
-    INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
-      disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-    SELECT s.id, ts, random() * 100, (random() * 8e9)::int8, 8000000000, random() * 100, (random() * 1e11)::int8, 200000000000,
-      random() * 100, random() * 1e6, random() * 1e6, random() * 4, random() * 4, random() * 4
-    FROM generate_series('${end.toISOString()}'::timestamptz - interval '2 days', '${end.toISOString()}'::timestamptz - interval '5 seconds', interval '5 seconds') AS ts
-    CROSS JOIN unnest(ARRAY[${ids.join(',')}]::int[]) AS s(id)`);
+  await ctx.db.$executeRawUnsafe(monitorSamplesSql(ids, end));
   await ctx.db.$executeRawUnsafe('VACUUM ANALYZE root_server_monitor_logs');
   const [size] = await ctx.db.$queryRaw<[{ rows: bigint; table_bytes: bigint; index_bytes: bigint }]>`
     SELECT (SELECT count(*) FROM root_server_monitor_logs) AS rows,
