@@ -1,5 +1,5 @@
 // ETag and If-Match on real PostgreSQL and Redis through the app: a one-record answer (GET, POST,
-// PATCH) carries the ETag a GET of the same record gives; PATCH and DELETE with a stale If-Match
+// PATCH; the settings too) carries the ETag a GET of the same record gives; PATCH and DELETE with a stale If-Match
 // are refused with 412 precondition_failed and change nothing; with the present ETag or `*` they
 // run; without If-Match they run unconditionally.
 import { describe, expect, it } from 'vitest';
@@ -73,5 +73,17 @@ describe('If-Match', () => {
     // password_set stays true, but the record changed: updated_at is part of the answer.
     expect(patched.headers.etag).not.toBe(before);
     expect((await call('PATCH', `/api/v1/root-servers/${id}`, { name: 'web-1' }, { 'if-match': before })).statusCode).toBe(412);
+  });
+
+  it('the settings (one record, no id) have an ETag and take If-Match too', async () => {
+    const read = await call('GET', '/api/v1/settings');
+    const etag = read.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]{27}"$/);
+    const changed = await call('PATCH', '/api/v1/settings', { keep_root_server_log_period: 9 }, { 'if-match': etag });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.headers.etag).not.toBe(etag);
+    const stale = await call('PATCH', '/api/v1/settings', { keep_root_server_log_period: 3 }, { 'if-match': etag });
+    expect(stale.statusCode).toBe(412);
+    expect((await call('GET', '/api/v1/settings')).json().keep_root_server_log_period).toBe(9);
   });
 });

@@ -1,57 +1,37 @@
-// The OpenAPI document as Postman users meet it (DESIGN §11): converted with openapi-to-postmanv2
-// (the converter Postman's import uses), every operation becomes a request named after its
-// summary, under a bearer-token collection whose variables define bearerToken; every request body
-// carries a valid example. Real PostgreSQL and Redis behind the app that serves the document.
+// The OpenAPI document as generators, linters and Postman users meet it, in one place: valid
+// OpenAPI 3 (JSON and YAML), a unique operationId and a summary per operation (Postman names its
+// requests after them), the group it needs, the bearer scheme; integers typed as integers with
+// bounds and an example the route takes; client errors and a described success answer for every
+// operation; tags declared; ETag, If-Match and Link where the API sends or reads them; every request
+// body with an example its schema accepts. Converted with openapi-to-postmanv2 (the converter of
+// Postman's import): a request per operation named after its summary, bearer auth reading the
+// bearerToken variable, bodies that are the examples. test/newman.test.ts runs that collection.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv } from 'ajv';
-import Converter from 'openapi-to-postmanv2';
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from './helpers/app.js';
+import { convert, type Doc, operations, requestsOf, servedDocument, toJsonSchema } from './helpers/postman.js';
 
 const t = useTestApp();
+const openapi = () => servedDocument(t.app);
 
-interface Operation {
-  operationId?: string;
-  summary?: string;
-  description?: string;
-  security?: unknown[];
-  requestBody?: { required?: boolean; content: Record<string, { schema: { example?: unknown } & Record<string, unknown> }> };
+/**
+ * get, create, update or delete when the operation is one of those of a record that can change:
+ * they send an ETag, and PATCH/DELETE read If-Match. Not: records only the service writes (action
+ * logs, jobs, trial verifications) and API tokens (shown once, never changed).
+ */
+function recordRoute(op: { operationId?: string }): string | undefined {
+  const [, resource, kind] = /^(\w+)\.(get|create|update|delete)$/.exec(op.operationId ?? '') ?? [];
+  return resource && !['actionLogs', 'jobs', 'trialVerifications', 'apiTokens'].includes(resource) ? kind : undefined;
 }
-type Doc = { paths: Record<string, Record<string, Operation>>; security?: unknown };
-interface Item {
-  name: string;
-  item?: Item[];
-  request?: { method: string; url: { path?: string[] }; body?: { mode: string; raw?: string } };
-}
-interface Collection {
-  item: Item[];
-  variable: { key: string; value: string }[];
-  auth?: { type: string; bearer: { key: string; value: string }[] };
-}
-
-async function openapi(): Promise<Doc> {
-  return (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
-}
-
-function convert(doc: Doc, options: Record<string, unknown> = {}): Promise<Collection> {
-  return new Promise((resolve, reject) =>
-    Converter.convertV2({ type: 'json', data: structuredClone(doc) as never }, options, (err, res) => {
-      if (err || !res?.result) return reject(new Error(err?.message ?? res?.reason ?? 'conversion failed'));
-      resolve((res.output as unknown as { data: Collection }[])[0]!.data);
-    }),
-  );
-}
-
-function requests(items: Item[]): Item[] {
-  return items.flatMap((i) => (i.item ? requests(i.item) : [i]));
-}
-
-const operations = (doc: Doc) =>
-  Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
 describe('the OpenAPI document', () => {
-  it('is valid OpenAPI 3, every operation has a unique operationId, a summary and a description naming its group', async () => {
+  it('is valid OpenAPI 3; every operation has a unique operationId, a summary and a description naming its group', async () => {
     const doc = await openapi();
+    expect(doc.openapi).toMatch(/^3\./);
     await SwaggerParser.validate(structuredClone(doc) as never);
     const ops = operations(doc);
     expect(ops.length).toBeGreaterThan(180);
@@ -62,7 +42,16 @@ describe('the OpenAPI document', () => {
       expect(op.summary, `${method} ${path}`).toBeTruthy();
       expect(op.description, `${method} ${path}`).toMatch(/(Public: no token\.|Needs a token of the \w+ group( or above)?\.)$/);
     }
-    // The public routes are described too, without a token.
+  });
+
+  it('declares the bearer scheme for the API; the public routes are described too, without a token', async () => {
+    const doc = await openapi();
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    expect(doc.servers).toEqual([{ url: 'http://svc.test', description: expect.any(String) }]);
+    for (const { path, op } of operations(doc)) {
+      if (path.startsWith('/api/v1/')) expect(op.security, path).toBeUndefined();
+      else expect(op.security, path).toEqual([]);
+    }
     for (const path of [
       '/svc/webhook/{token}',
       '/saas/trial',
@@ -73,7 +62,77 @@ describe('the OpenAPI document', () => {
       '/healthz',
     ]) {
       expect(doc.paths[path], path).toBeDefined();
-      for (const op of Object.values(doc.paths[path]!)) expect(op.security).toEqual([]);
+    }
+    // The webhook endpoint answers JSON of its own shape, and says so.
+    const webhook = doc.paths['/svc/webhook/{token}']!.post!;
+    expect(webhook.responses['200']!.content!['application/json']!.schema).toMatchObject({ type: 'object', additionalProperties: false });
+    for (const status of ['400', '500']) {
+      expect(webhook.responses[status]!.content!['application/json']!.schema, status).toMatchObject({
+        properties: { error: { type: 'string' } },
+      });
+    }
+  });
+
+  it('types every integer parameter as an integer with bounds and an example within them; nothing is a string of digits', async () => {
+    const doc = await openapi();
+    let integers = 0;
+    for (const { path, method, op } of operations(doc)) {
+      for (const p of op.parameters ?? []) {
+        const where = `${method} ${path} ${p.in} ${p.name}`;
+        const s = p.schema as { type?: string; pattern?: string; minimum?: number; maximum?: number; example?: number };
+        expect(s.pattern ?? '', where).not.toMatch(/^\^\(?-?\??\(?0\|\[1-9\]/);
+        // Job ids are text ("maintenance-ltx2kq-3"): every other id is an integer.
+        const jobId = p.name === 'job_id' || path.startsWith('/api/v1/jobs/');
+        if ((p.name === 'id' || p.name.endsWith('_id') || p.name === 'limit' || p.name === 'offset') && !jobId) {
+          expect(s.type, where).toBe('integer');
+        }
+        if (s.type !== 'integer') continue;
+        integers += 1;
+        expect(
+          [s.minimum, s.maximum, s.example].every((v) => typeof v === 'number'),
+          where,
+        ).toBe(true);
+        expect(s.example! >= s.minimum! && s.example! <= s.maximum!, where).toBe(true);
+      }
+    }
+    expect(integers).toBeGreaterThan(200);
+  });
+
+  it('documents the client errors of every API operation and describes every success answer; tags are declared', async () => {
+    const doc = await openapi();
+    const declared = new Set(doc.tags?.map((tag) => tag.name));
+    for (const { path, method, op } of operations(doc)) {
+      const where = `${method} ${path}`;
+      const statuses = Object.keys(op.responses);
+      expect(statuses.some((s) => /^4\d\d$/.test(s)) || ['/healthz', '/saas/trial'].includes(path), where).toBe(true);
+      for (const [status, answer] of Object.entries(op.responses)) {
+        if (answer.$ref) expect(answer.$ref, where).toMatch(/^#\/components\/responses\/\w+$/);
+        else expect(answer.description, `${where} ${status}`).not.toMatch(/^(Default Response)?$/);
+      }
+      for (const tag of op.tags ?? []) expect(declared.has(tag), `${where} tag ${tag}`).toBe(true);
+      if (!path.startsWith('/api/v1/')) continue;
+      expect(statuses, where).toEqual(expect.arrayContaining(['400', '401', 'default']));
+      if (path.includes('{')) expect(statuses, where).toContain('404');
+      if (op.requestBody) expect(statuses, where).toEqual(expect.arrayContaining(['413', '415']));
+    }
+  });
+
+  it('says which answers carry an ETag, which requests take If-Match (412 when stale), and that lists send Link: rel="next"', async () => {
+    const doc = await openapi();
+    for (const { path, method, op } of operations(doc)) {
+      const kind = recordRoute(op);
+      const success = Object.entries(op.responses).find(([s]) => s.startsWith('2'))![1];
+      if (kind === 'get' || kind === 'create' || (kind === 'update' && method === 'patch')) {
+        expect(success.headers, `${method} ${path}`).toHaveProperty('ETag');
+      }
+      if ((method === 'patch' || method === 'delete') && kind) {
+        expect(
+          op.parameters?.some((p) => p.in === 'header' && p.name === 'if-match'),
+          `${method} ${path}`,
+        ).toBe(true);
+        expect(op.responses, `${method} ${path}`).toHaveProperty('412');
+      }
+      if (op.operationId?.endsWith('.list')) expect(success.headers, `${method} ${path}`).toHaveProperty('Link');
     }
   });
 
@@ -96,13 +155,26 @@ describe('the OpenAPI document', () => {
     expect(missing).toEqual([]);
     expect(doc.paths['/api/v1/root-servers/{id}/actions/run_cmd']!.post!.requestBody?.required).not.toBe(true);
   });
+
+  it('is served as YAML too, the same document', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.yaml' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/yaml/);
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-openapi-'));
+    try {
+      await writeFile(path.join(dir, 'openapi.yaml'), res.body);
+      expect(await SwaggerParser.parse(path.join(dir, 'openapi.yaml'))).toEqual(await openapi());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('imported into Postman', () => {
-  it('has a request per operation, named after its summary, with bearer auth and a bearerToken variable', async () => {
+  it('has a request per operation, named after its summary, with bearer auth reading the bearerToken variable', async () => {
     const doc = await openapi();
     const collection = await convert(doc);
-    const all = requests(collection.item);
+    const all = requestsOf(collection.item);
     expect(all).toHaveLength(operations(doc).length);
     const summaries = new Set(operations(doc).map(({ op }) => op.summary));
     for (const r of all) {
@@ -110,12 +182,12 @@ describe('imported into Postman', () => {
       expect(r.name).not.toMatch(/group|Requires|Needs a token/);
     }
     expect(collection.auth).toMatchObject({ type: 'bearer', bearer: [{ key: 'token', value: '{{bearerToken}}' }] });
-    expect(collection.variable.map((v) => v.key)).toEqual(expect.arrayContaining(['baseUrl', 'bearerToken']));
+    expect(collection.variable).toEqual(expect.arrayContaining([{ key: 'baseUrl', value: 'http://svc.test' }]));
   });
 
   it('with the default settings, no body is null (every schema can be faked)', async () => {
     const doc = await openapi();
-    const bySummary = new Map(requests((await convert(doc)).item).map((r) => [r.name, r]));
+    const bySummary = new Map(requestsOf((await convert(doc)).item).map((r) => [r.name, r]));
     for (const { path, method, op } of operations(doc)) {
       if (!op.requestBody?.content['application/json']) continue;
       const raw = bySummary.get(op.summary!)!.request?.body?.raw;
@@ -124,27 +196,22 @@ describe('imported into Postman', () => {
     }
   });
 
-  it('with example parameters, every body is the example: no null and no random values', async () => {
-    const doc = await openapi();
+  it('with example parameters, every body is the example and every integer parameter its example', async () => {
+    const doc: Doc = await openapi();
     const collection = await convert(doc, { parametersResolution: 'Example' });
-    const bySummary = new Map(requests(collection.item).map((r) => [r.name, r]));
+    const bySummary = new Map(requestsOf(collection.item).map((r) => [r.name, r]));
     for (const { path, method, op } of operations(doc)) {
+      const request = bySummary.get(op.summary!)!.request!;
       const json = op.requestBody?.content['application/json'];
-      if (!json) continue;
-      const request = bySummary.get(op.summary!)!;
-      expect(request.request?.body?.raw, `${method} ${path}`).toBeDefined();
-      expect(JSON.parse(request.request!.body!.raw!), `${method} ${path}`).toEqual(json.schema.example);
+      if (json) {
+        expect(request.body?.raw, `${method} ${path}`).toBeDefined();
+        expect(JSON.parse(request.body!.raw!), `${method} ${path}`).toEqual(json.schema.example);
+      }
+      const sent = new Map([...(request.url.variable ?? []), ...(request.url.query ?? [])].map((v) => [v.key, v.value]));
+      for (const p of op.parameters ?? []) {
+        if (p.schema.type === 'integer' && sent.has(p.name))
+          expect(sent.get(p.name), `${method} ${path} ${p.name}`).toBe(String(p.schema.example));
+      }
     }
   });
 });
-
-/** OpenAPI 3.0 schema → JSON Schema for Ajv: `nullable` becomes a type union. */
-function toJsonSchema(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(toJsonSchema);
-  if (!schema || typeof schema !== 'object') return schema;
-  const { nullable, ...rest } = schema as Record<string, unknown> & { nullable?: boolean };
-  const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, toJsonSchema(v)]));
-  if (!nullable) return out;
-  if (typeof out.type === 'string') return { ...out, type: [out.type, 'null'] };
-  return { anyOf: [out, { type: 'null' }] };
-}

@@ -5,6 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
+import { checkIfMatch, ifMatchHeaders, withEtag } from '../core/http/etag.js';
 import { authorOf } from '../core/http/auth.js';
 import { timestamp } from '../core/http/schemas.js';
 import { DnsResolver } from '../generated/prisma/enums.js';
@@ -62,21 +63,25 @@ export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext)
   const tags = ['settings'];
 
   app.get('/api/v1/settings', {
-    config: { group: 'user' },
+    config: { group: 'user', etag: true },
     schema: { tags, operationId: operationId('/settings', 'get'), summary: 'Get the settings', response: { 200: settings } },
-    handler: () => service.get(),
+    handler: async (_req, reply) => withEtag(reply, settings, await service.get()),
   });
 
   app.patch('/api/v1/settings', {
-    config: { group: 'administrator' },
+    config: { group: 'administrator', etag: true },
     schema: {
       tags,
       operationId: operationId('/settings', 'update'),
       summary: 'Update the settings',
+      headers: ifMatchHeaders,
       body: settingsUpdate,
       response: { 200: settings },
     },
-    handler: (req) => service.update(req.body, authorOf(req.user)),
+    handler: async (req, reply) => {
+      await checkIfMatch(req, settings, () => service.get());
+      return withEtag(reply, settings, await service.update(req.body, authorOf(req.user)));
+    },
   });
 
   registerActions(parent, {

@@ -9,6 +9,10 @@ import { UNKNOWN_ERROR, type WebhookCallService } from './webhook-call-service.j
 
 const BODY_LIMIT = 1024 * 1024;
 
+// The endpoint's answers: its own shape (the reference module's), not the REST API's error shape.
+const DONE = z.object({}).strict().meta({ example: {} });
+const callError = (example: string) => z.object({ error: z.string() }).meta({ example: { error: example } });
+
 export async function registerWebhookEndpoint(parent: FastifyInstance, service: WebhookCallService) {
   await parent.register(async (app) => {
     // Any content type: the body is kept as bytes and parsed as JSON by the service.
@@ -46,9 +50,19 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
             })
             .meta({ example: { message: 'Backup of acme_prod done', message_type: 'notification', subtype_xmlid: 'mail.mt_note' } }),
           responses: {
-            200: '{} — done',
-            400: 'Unknown webhook, invalid signature or invalid body',
-            500: '{"error": "Unknown error SSB C/W42"}',
+            200: { description: 'Done: trigger_action called (if any) and message posted (if any), as one transaction', body: DONE },
+            400: {
+              description:
+                'Nothing ran: "Unknown webhook" (no active webhook has this token), "Invalid signature", "Invalid body: …" ' +
+                '(not a JSON object, wrong types, message too long) or "Bad request" (e.g. a body over 1 MiB; an oversized call to ' +
+                'an unknown token must not answer differently from any other)',
+              body: callError('Unknown webhook'),
+            },
+            500: {
+              description:
+                'The method failed, the target record is gone or its trigger_action is no longer callable; details go to the log',
+              body: callError(UNKNOWN_ERROR.error),
+            },
           },
         },
       },

@@ -66,7 +66,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
   });
 
   app.get(`/api/v1${o.path}/:id`, {
-    config: { group: o.read },
+    config: { group: o.read, etag: true },
     schema: { ...doc('get', `Get a ${noun.one}`), params: idParams, response: { 200: o.output.describe(`The ${noun.one}`) } },
     handler: async (req, reply) => withEtag(reply, o.output, await o.service.get(req.params.id)),
   });
@@ -77,7 +77,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
 
   if (o.create) {
     app.post(`/api/v1${o.path}`, {
-      config: { group: write },
+      config: { group: write, etag: true },
       schema: { ...doc('create', `Create a ${noun.one}`), body: o.create, response: { 201: o.output.describe(`The new ${noun.one}`) } },
       handler: async (req, reply) =>
         reply.status(201).send(withEtag(reply, o.output, await o.service.create(req.body as Data, authorOf(req.user)))),
@@ -86,7 +86,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
 
   if (o.update) {
     app.patch(`/api/v1${o.path}/:id`, {
-      config: { group: write },
+      config: { group: write, etag: true },
       schema: {
         ...doc('update', `Update a ${noun.one}`),
         params: idParams,

@@ -6,6 +6,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The answer carries the record's ETag (the document says so). */
+    etag?: boolean;
+  }
+}
+
 /** The If-Match header of a conditional write (the answer keeps every other header). */
 export const ifMatchHeaders = z
   .object({

@@ -82,6 +82,20 @@ function clientErrorsOf(path: string, method: string, op: Operation, group: User
   return statuses;
 }
 
+const ETAG_HEADER = {
+  description: 'This version of the record: send it as If-Match with PATCH or DELETE to refuse the change if the record changed since.',
+  schema: { type: 'string' },
+};
+const LINK_HEADER = {
+  description: 'While more pages follow: <the next page\'s URL>; rel="next" (the same filters, sort and limit).',
+  schema: { type: 'string' },
+};
+
+/** A list answer's schema: {items, total, limit, offset, …}. */
+function isListSchema(schema: { properties?: Record<string, unknown> } | undefined): boolean {
+  return ['items', 'total', 'limit', 'offset'].every((key) => schema?.properties?.[key] !== undefined);
+}
+
 /** What a success answer means when its route did not say. */
 function successDescription(status: string, summary = ''): string {
   if (status === '201') return 'Created: the new record.';
@@ -110,7 +124,15 @@ interface Operation {
   tags?: string[];
   parameters?: { in: string; name: string }[];
   requestBody?: { required?: boolean };
-  responses?: Record<string, { description?: string; $ref?: string }>;
+  responses?: Record<
+    string,
+    {
+      description?: string;
+      $ref?: string;
+      headers?: Record<string, unknown>;
+      content?: Record<string, { schema?: { properties?: Record<string, unknown>; $ref?: string } }>;
+    }
+  >;
 }
 
 export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
@@ -118,6 +140,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
   // that may be left out (Fastify's swagger marks every body required) and each route's group.
   const optionalBodies = new Set<string>();
   const groups = new Map<string, UserGroup>();
+  const withEtag = new Set<string>();
 
   await app.register(swagger, {
     openapi: {
@@ -153,6 +176,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
       };
       if (group === 'public') schema.security = [];
       else groups.set(String(out.schema.operationId), group);
+      if (config.etag) withEtag.add(String(out.schema.operationId));
       const body = input.schema?.body as z.ZodType | undefined;
       if (body instanceof z.ZodType && body.safeParse(undefined).success) optionalBodies.add(String(out.schema.operationId));
       const docs = config.openapi;
@@ -191,6 +215,9 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
           const responses = op.responses;
           for (const [status, answer] of Object.entries(responses)) {
             if (answer.description === 'Default Response') answer.description = successDescription(status, op.summary);
+            if (!status.startsWith('2')) continue;
+            if (withEtag.has(String(op.operationId))) answer.headers = { ETag: ETAG_HEADER };
+            if (isListSchema(answer.content?.['application/json']?.schema)) answer.headers = { Link: LINK_HEADER };
           }
           if (op.requestBody && optionalBodies.has(String(op.operationId))) op.requestBody.required = false;
           if (!path.startsWith('/api/v1')) continue;
