@@ -10,18 +10,23 @@
 //   rules on every server and a maintenance window on a tenth of them, polled every 5 s by one real
 //   worker process (`src/main.ts`, SVC_ROLE=worker) of this checkout and of the baseline in turn,
 //   R rounds alternating which goes first; the worker's CPU per 1,000 recorded polls over
-//   `--seconds`, median per checkout. Target: this checkout ≤ 5 % above the baseline.
+//   `--seconds`, median per checkout. Target: this checkout ≤ 5 % above the baseline. Each
+//   checkout has its own database, migrated by its own CLI (migrations are recorded under their
+//   path, so two checkouts cannot share one database); both need the same schema.
 // Needs /usr/sbin/sshd (run as root: the harness creates users), PostgreSQL and Redis like the tests.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../src/app.js';
 import { createAuthService } from '../src/auth/auth-service.js';
-import type { AppContext } from '../src/context.js';
+import { createContext, type AppContext } from '../src/context.js';
+import { loadConfig } from '../src/core/config.js';
 import { SOURCE_CACHE_MS } from '../src/core/metrics.js';
-import { startSshd } from '../test/helpers/sshd.js';
+import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
+import { startSshd, type Sshd } from '../test/helpers/sshd.js';
 import { createBenchContext } from './bench-context.js';
 import { createServers } from './fleet.js';
 
@@ -155,51 +160,83 @@ async function stopWorker(child: ChildProcess) {
   if (child.exitCode === null) child.kill('SIGKILL');
 }
 
+/** A database for one checkout, migrated by that checkout, with the fleet the poll-path run polls. */
+async function pollFleet(dir: string, tag: string, sshd: Sshd) {
+  const dbName = `svc_bench_metrics_poll_${tag}_${Date.now().toString(36)}`;
+  const env = {
+    DATABASE_URL: databaseUrl(dbName),
+    REDIS_URL,
+    QUEUE_PREFIX: dbName,
+    SVC_MASTER_KEY_FILE: path.join(os.tmpdir(), `${dbName}.key`),
+    LOG_LEVEL: 'warn',
+  };
+  const migrated = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate'], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  if (migrated.status !== 0) throw new Error(`migrating ${dir}: ${migrated.stderr}`);
+  const ctx = await createContext(loadConfig(env));
+  const ids = await createServers(ctx, sshd, ARGS.pollServers);
+  // 5 rules that never hold (the common case), one that holds and stays firing, server_offline.
+  await ctx.db.alertRule.createMany({
+    data: [
+      ...(['cpu_percent', 'ram_percent', 'disk_percent', 'load_1', 'cpu_percent'] as const).map((metric, i) => ({
+        name: `quiet ${i}`,
+        metric,
+        threshold: 1e9,
+        duration_seconds: i === 4 ? 300 : 0,
+      })),
+      { name: 'firing', metric: 'disk_percent' as const, threshold: 0 },
+      { name: 'down', metric: 'server_offline' as const },
+    ],
+  });
+  await ctx.db.maintenanceWindow.create({
+    data: {
+      root_server_ids: ids.filter((_, i) => i % 10 === 0),
+      starts_at: new Date(),
+      ends_at: new Date(Date.now() + 86_400_000),
+      reason: 'bench',
+    },
+  });
+  return {
+    ctx,
+    env,
+    ids,
+    async close() {
+      const keys = await ctx.redis.keys(`${dbName}:*`);
+      if (keys.length > 0) await ctx.redis.del(...keys);
+      await ctx.close();
+      await dropDatabase(dbName);
+      await rm(env.SVC_MASTER_KEY_FILE, { force: true });
+    },
+  };
+}
+
 async function pollPath() {
-  const bench = await createBenchContext('metrics_poll');
-  const { ctx } = bench;
   const sshd = await startSshd({ maxStartups: 500, maxSessions: 10 });
+  const trees: { name: string; dir: string; results: number[]; fleet?: Awaited<ReturnType<typeof pollFleet>> }[] = [
+    { name: 'baseline', dir: ARGS.baseline, results: [] },
+    { name: 'this checkout', dir: ROOT, results: [] },
+  ];
   try {
-    const ids = await createServers(ctx, sshd, ARGS.pollServers);
-    // 5 rules that never hold (the common case), one that holds and stays firing, server_offline.
-    await ctx.db.alertRule.createMany({
-      data: [
-        ...(['cpu_percent', 'ram_percent', 'disk_percent', 'load_1', 'cpu_percent'] as const).map((metric, i) => ({
-          name: `quiet ${i}`,
-          metric,
-          threshold: 1e9,
-          duration_seconds: i === 4 ? 300 : 0,
-        })),
-        { name: 'firing', metric: 'disk_percent' as const, threshold: 0 },
-        { name: 'down', metric: 'server_offline' as const },
-      ],
-    });
-    await ctx.db.maintenanceWindow.create({
-      data: {
-        root_server_ids: ids.filter((_, i) => i % 10 === 0),
-        starts_at: new Date(),
-        ends_at: new Date(Date.now() + 86_400_000),
-        reason: 'bench',
-      },
-    });
-    const trees = [
-      { name: 'baseline', dir: ARGS.baseline, results: [] as number[] },
-      { name: 'this checkout', dir: ROOT, results: [] as number[] },
-    ];
+    for (const [i, tree] of trees.entries()) tree.fleet = await pollFleet(tree.dir, i === 0 ? 'base' : 'this', sshd);
     console.log(
       `\npoll path: ${ARGS.pollServers} servers every 5 s, 7 rules each, one worker process; ${ARGS.rounds} rounds of ${ARGS.seconds} s per checkout`,
     );
     console.log(`  baseline ${ARGS.baseline}`);
     for (let round = 0; round < ARGS.rounds; round++) {
       for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) {
+        const { ctx, env, ids } = tree.fleet!;
         const started = new Date();
-        const child = startWorker(tree.dir, bench.env);
+        const child = startWorker(tree.dir, env);
         try {
           // Warm-up: every server polled by this worker once.
           for (;;) {
             const [{ n }] = await ctx.db.$queryRaw<[{ n: number }]>`
               SELECT count(DISTINCT root_server_id)::int AS n FROM root_server_monitor_logs WHERE created_at > ${started}`;
             if (n >= ids.length) break;
+            if (child.exitCode !== null) throw new Error(`the ${tree.name} worker exited (${child.exitCode})`);
             if (Date.now() - started.getTime() > 240_000) throw new Error(`warm-up: ${n} of ${ids.length} servers sampled after 240 s`);
             await sleep(500);
           }
@@ -228,8 +265,8 @@ async function pollPath() {
     );
     verdict(growth <= 5, `poll-path CPU grows ≤ 5 % (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %)`);
   } finally {
+    for (const tree of trees) await tree.fleet?.close();
     await sshd.stop();
-    await bench.close();
   }
 }
 
