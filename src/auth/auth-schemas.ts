@@ -41,4 +41,4 @@ export const apiTokenCreate = z
   })
   .partial({ user_id: true })
   .strict()
-  .meta({ example: { user_id: 2, name: 'ops laptop', expires_at: '2027-12-31T00:00:00Z' } });
+  .meta({ example: { user_id: 1, name: 'ops laptop', expires_at: '2027-12-31T00:00:00Z' } });

@@ -36,7 +36,7 @@ const databaseTemplateCreate = z
       .describe('The Odoo host whose filestore (<ODOO_BASE_PATH>/data/filestore/<database>) holds the files of its databases'),
   })
   .strict()
-  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template', root_server_id: null } });
+  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template', root_server_id: 1 } });
 
 const checkReport = z.object({
   ok: z.literal(true),

@@ -25,7 +25,7 @@ export const maintenanceWindowCreate = z
   .strict()
   .meta({
     example: {
-      root_server_ids: [3, 7],
+      root_server_ids: [1],
       starts_at: '2026-12-01T02:00:00Z',
       ends_at: '2026-12-01T04:00:00Z',
       reason: 'kernel upgrade',

@@ -15,6 +15,7 @@ import { createTrialVerificationService, type CodeEntry, type SignupField } from
 
 const VIEWS = path.resolve(fileURLToPath(new URL('../../views', import.meta.url)));
 const FORM_PATH = '/saas/trial';
+const CSRF_REFUSED = 'The form was not sent from this site (CSRF field missing or stale)';
 const DEFAULT_PAGE_SETTINGS = { brand: 'svc', privacyUrl: null };
 
 /** The trial form as a browser posts it (for the API docs; the service validates it). */
@@ -131,6 +132,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
     );
 
     const packageForm = page('packageForm', 'The trial form of one package', {
+      params: z.object({ url_string: z.string().describe("The package's url_string").meta({ example: 'crm' }) }),
       responses: { 200: 'The form of the package whose url_string this is', 404: 'No active package at this address' },
     });
     app.get<{ Params: { url_string: string } }>(`${FORM_PATH}/:url_string`, packageForm, async (req, reply) => {
@@ -150,7 +152,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       responses: {
         200: 'The code entry page: a 6-digit code was e-mailed',
         400: 'The form again, with a message next to each wrong field',
-        403: 'The form was not sent from this site (CSRF field missing or stale)',
+        403: CSRF_REFUSED,
         429: 'Too many codes for this address or network; try again in an hour',
         502: 'The code could not be e-mailed',
       },
@@ -210,6 +212,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       responses: {
         200: 'Confirmation: the trial request is created',
         400: 'Wrong code (attempts left on the page) or not 6 digits',
+        403: CSRF_REFUSED,
         404: 'No such verification',
         409: 'This e-mail already has a trial of this package',
         410: 'The code expired (resend offered) or the verification ended',
@@ -275,6 +278,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       consumes: FORM,
       responses: {
         200: 'The code entry page: a new code was e-mailed',
+        403: CSRF_REFUSED,
         404: 'No such verification',
         410: 'The verification ended',
         429: 'Wait before asking again (Retry-After), or no more codes can be sent',

@@ -42,6 +42,12 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
       config: {
         ...config,
         openapi: {
+          params: z.object({
+            token: z
+              .string()
+              .describe("The webhook's token (64 hex characters): GET /api/v1/webhooks/{id} shows it")
+              .meta({ example: 'ab'.repeat(32) }),
+          }),
           body: z
             .object({
               message: z.string().optional(),

@@ -68,13 +68,11 @@ export function requestsOf(items: Item[]): Item[] {
 export const operations = (doc: Doc) =>
   Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
-/** OpenAPI 3.0 schema → JSON Schema for Ajv: `nullable` becomes a type union. */
+/** OpenAPI 3.0 schema → JSON Schema for Ajv: `nullable` allows null (an enum's too, as tools read it). */
 export function toJsonSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(toJsonSchema);
   if (!schema || typeof schema !== 'object') return schema;
   const { nullable, ...rest } = schema as Record<string, unknown> & { nullable?: boolean };
   const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, toJsonSchema(v)]));
-  if (!nullable) return out;
-  if (typeof out.type === 'string') return { ...out, type: [out.type, 'null'] };
-  return { anyOf: [out, { type: 'null' }] };
+  return nullable ? { anyOf: [out, { type: 'null' }] } : out;
 }

@@ -19,7 +19,8 @@ export const ifMatchHeaders = z
     'if-match': z
       .string()
       .optional()
-      .describe('The ETag of the record as you read it: the write is refused (412) if the record changed since; * for any version'),
+      .describe('The ETag of the record as you read it: the write is refused (412) if the record changed since; * for any version')
+      .meta({ example: '*' }),
   })
   .loose();
 

@@ -15,6 +15,8 @@ import { errorBody } from './schemas.js';
 
 /** OpenAPI for a route that validates its input itself (forms, raw bodies). */
 export interface RouteDocs {
+  /** The path parameters, with an example each. */
+  params?: z.ZodObject;
   /** The request body's shape and content type (default application/json). */
   body?: z.ZodType;
   consumes?: string;
@@ -181,6 +183,7 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
       if (body instanceof z.ZodType && body.safeParse(undefined).success) optionalBodies.add(String(out.schema.operationId));
       const docs = config.openapi;
       if (docs) {
+        if (docs.params) schema.params = openApiSchema(docs.params);
         if (docs.body) schema.body = openApiSchema(docs.body);
         if (docs.consumes) schema.consumes = [docs.consumes];
         if (docs.produces) schema.produces = [docs.produces];
@@ -215,6 +218,8 @@ export async function registerOpenApi(app: FastifyInstance, baseUrl: string) {
           const responses = op.responses;
           for (const [status, answer] of Object.entries(responses)) {
             if (answer.description === 'Default Response') answer.description = successDescription(status, op.summary);
+            // No content is no body: a 204 documents none (a null schema made Fastify's swagger write one).
+            if (status === '204') delete answer.content;
             if (!status.startsWith('2')) continue;
             if (withEtag.has(String(op.operationId))) answer.headers = { ETag: ETAG_HEADER };
             if (isListSchema(answer.content?.['application/json']?.schema)) answer.headers = { Link: LINK_HEADER };
