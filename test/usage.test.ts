@@ -118,7 +118,7 @@ describe('a usage round', () => {
     await expect.poll(() => mailsTo(lowEmail, 'Your subscription is over its limits')).toBe(1);
   });
 
-  it('with enforce_limits: suspends after the grace period, not while an alert fires on the Odoo host; the lifecycle lifts it when the limits allow', async () => {
+  it('with enforce_limits: suspends after the grace period, not while an alert fires on the Odoo host or during its maintenance window; the lifecycle lifts it when the limits allow', async () => {
     const sub = await f.fx.deployed({ user_limit: 1 });
     const { email } = await partnerOf(sub);
     await addUsers(sub.database_name, 1, 'e'); // 2 of 1
@@ -136,6 +136,22 @@ describe('a usage round', () => {
       expect(held.held_back).toContainEqual({ subscription_id: sub.id, why: expect.stringContaining('an alert fires on its Odoo host') });
       expect((await get(t, sub.id)).state).toBe('running');
       await t.ctx.db.alert.update({ where: { id: alert.id }, data: { state: 'resolved', resolved_at: new Date() } });
+
+      // Nor during a maintenance window on its Odoo host.
+      const window = await request(t.app, t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/maintenance-windows',
+        payload: {
+          root_server_ids: [f.rootServerId],
+          starts_at: new Date(Date.now() - 60_000).toISOString(),
+          ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+          reason: 'kernel update',
+        },
+      });
+      expect(window.statusCode, window.body).toBe(201);
+      const waiting = await round();
+      expect(waiting.held_back).toContainEqual({ subscription_id: sub.id, why: expect.stringContaining('maintenance window') });
+      await request(t.app, t.as.operator, { method: 'DELETE', url: `/api/v1/maintenance-windows/${window.json().id}` });
 
       const enforced = await round();
       expect(enforced.suspended).toContain(sub.id);

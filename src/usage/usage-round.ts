@@ -2,8 +2,10 @@
 // day's highest values), tell the customer when the state rises, and, when the settings say so,
 // suspend subscriptions over their limits for longer than the grace period — never while the
 // platform itself is failing for them (an alert firing on their Odoo host, their PostgreSQL server
-// not measured in this round, a maintenance window). One round at a time across every worker.
+// not measured in this round) or being worked on (a maintenance window on their Odoo host). One
+// round at a time across every worker.
 import type { AppContext } from '../context.js';
+import { serversInMaintenance } from '../maintenance/maintenance-state.js';
 import { postMessage } from '../core/chatter.js';
 import { mapLimited, withSessionLock } from '../core/session-lock.js';
 import type { Prisma, Subscription } from '../generated/prisma/client.js';
@@ -151,12 +153,14 @@ export function createUsageRound(ctx: AppContext) {
     });
   }
 
-  /** Whether the platform is failing this tenant: then its limits are not enforced. */
-  async function holdBack(t: Tenant, unmeasured: Set<number>): Promise<string | null> {
+  /** Whether the platform is failing this tenant (or is being worked on): then its limits are not enforced. */
+  async function holdBack(t: Tenant, unmeasured: Set<number>, inMaintenance: Set<number>): Promise<string | null> {
     const template = t.database_template!;
     if (unmeasured.has(template.postgresql_server_id))
       return `its PostgreSQL server ${template.postgresql_server_id} could not be measured in this round`;
     if (template.root_server_id === null) return null;
+    if (inMaintenance.has(template.root_server_id))
+      return `its Odoo host (root server ${template.root_server_id}) is in a maintenance window`;
     const firing = await db.alert.count({ where: { root_server_id: template.root_server_id, state: 'firing' } });
     if (firing > 0) return `an alert fires on its Odoo host (root server ${template.root_server_id})`;
     return null;
@@ -176,6 +180,7 @@ export function createUsageRound(ctx: AppContext) {
     const { usage, unmeasured } = await measureAll(tenants, result);
     const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
     const now = Date.now();
+    let inMaintenance: Set<number> | undefined;
 
     for (const t of tenants) {
       const u = usage.get(t.id)!;
@@ -191,7 +196,8 @@ export function createUsageRound(ctx: AppContext) {
 
       if (!settings.enforce_limits || state !== 'exceeded' || t.state !== 'running') continue;
       if (now - exceededSince!.getTime() < settings.limit_grace_days * DAY_MS) continue;
-      const why = await holdBack(t, unmeasured);
+      inMaintenance ??= await serversInMaintenance(db, new Date());
+      const why = await holdBack(t, unmeasured, inMaintenance);
       if (why) {
         result.held_back.push({ subscription_id: t.id, why });
         continue;
