@@ -18,4 +18,5 @@ export const rootServerJobs = defineJobs({
   root_server_setup_dir_structure: job({ queue: 'ssh', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
   root_server_install_code_server: job({ queue: 'ssh', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
   root_server_remove_code_server: job({ queue: 'ssh', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
+  root_server_setup_proxy: job({ queue: 'ssh', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
 });

@@ -23,6 +23,7 @@ import {
   START_CODE_SERVER,
   WRITE_CODE_SERVER_CONFIG,
 } from './remote-scripts.js';
+import { setupProxy } from './proxy-setup.js';
 
 const RUN_CMD_TIMEOUT_MS = 10 * 60_000;
 const SETUP_TIMEOUT_MS = 60_000;
@@ -48,6 +49,7 @@ const interruptions: Interruptions<typeof rootServerJobs> = {
   root_server_setup_dir_structure: { record: onServer, action_type: 'ssh_command' },
   root_server_install_code_server: { record: onServer, action_type: 'ssh_command' },
   root_server_remove_code_server: { record: onServer, action_type: 'ssh_command' },
+  root_server_setup_proxy: { record: onServer, action_type: 'ssh_command' },
 };
 
 function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootServerJobs> {
@@ -193,6 +195,15 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
         });
       } catch (err) {
         await noteFailure(payload.root_server_id, 'remove_code_server', err);
+        throw err;
+      }
+    },
+
+    async root_server_setup_proxy(payload, job) {
+      try {
+        return await withSession(payload, job, (session) => setupProxy(ctx.config, session, job));
+      } catch (err) {
+        await noteFailure(payload.root_server_id, 'setup_proxy', err);
         throw err;
       }
     },

@@ -89,6 +89,13 @@ export function registerRootServerRoutes(app: FastifyInstance, ctx: AppContext) 
         response: 'job',
         run: ({ id, author }) => service.enqueue('remove_code_server', id, author),
       }),
+      setup_proxy: action({
+        summary: 'Set up the HTTPS proxy of customer domains',
+        description:
+          'Installs Caddy from the OS packages when missing, writes the main Caddyfile (ACME_CA_URL, ACME_EMAIL, ACME_CA_ROOT_PEM; imports /etc/caddy/svc.d/*.caddy), validates it, then enables and reloads Caddy.',
+        response: 'job',
+        run: ({ id, author }) => service.enqueue('setup_proxy', id, author),
+      }),
       open_code_server: action({
         summary: 'Open the web code editor',
         description: 'The URL of the web code editor.',

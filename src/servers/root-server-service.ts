@@ -26,6 +26,7 @@ const ROOT_SERVER_JOBS = {
   setup_dir_structure: rootServerJobs.root_server_setup_dir_structure,
   install_code_server: rootServerJobs.root_server_install_code_server,
   remove_code_server: rootServerJobs.root_server_remove_code_server,
+  setup_proxy: rootServerJobs.root_server_setup_proxy,
 } as const;
 export type RootServerJobAction = keyof typeof ROOT_SERVER_JOBS;
 

@@ -1,0 +1,110 @@
+// Caddy on a root server (the Odoo host of customer domains): where its configuration lives, the
+// main Caddyfile setup_proxy writes, and the commands that check and load it. Customer domains are
+// one site file each under CADDY_SITES_DIR (src/domains/caddy-sites.ts); the main file imports
+// them. POSIX sh; only values checked by the service (config, validated host names) appear here.
+import { shellQuote } from '../core/ssh.js';
+
+export const CADDYFILE = '/etc/caddy/Caddyfile';
+export const CADDY_SITES_DIR = '/etc/caddy/svc.d';
+/** The PEM root of a private ACME server (ACME_CA_ROOT_PEM, copied from the service's machine). */
+export const CADDY_ACME_ROOT = '/etc/caddy/svc-acme-ca-root.pem';
+/** Caddy's log (JSON lines): certificate outcomes are read from it. */
+export const CADDY_LOG = '/var/log/caddy/svc.log';
+/** Changes of the configuration take this lock one at a time (flock), whoever makes them. */
+export const CADDY_LOCK = `${CADDY_SITES_DIR}/.lock`;
+/** The first line of the main Caddyfile, which tells it from one the operator wrote. */
+const WRITTEN_BY = '# Written by svc (setup_proxy)';
+
+/** The whole configuration as Caddy would load it: exit status 0 when valid. */
+export const CADDY_VALIDATE = `caddy validate --config ${CADDYFILE} --adapter caddyfile`;
+/** Loads the configuration into the running Caddy (its admin API); Caddy keeps the old one when this fails. */
+export const CADDY_RELOAD = `caddy reload --config ${CADDYFILE} --adapter caddyfile`;
+
+/** Runs `body` holding the configuration lock (waits up to a minute for another change to end). */
+export function underCaddyLock(body: string): string {
+  return [
+    `exec 9>>${CADDY_LOCK} || { echo 'Cannot open ${CADDY_LOCK}: run setup_proxy on the root server first' >&2; exit 1; }`,
+    `flock -w 60 9 || { echo 'Another change of the Caddy configuration held the lock for a minute' >&2; exit 1; }`,
+    body,
+  ].join('\n');
+}
+
+export interface MainCaddyfileOptions {
+  acmeCaUrl: string;
+  acmeEmail?: string;
+  /** Whether CADDY_ACME_ROOT is written (a private ACME server). */
+  acmeRoot: boolean;
+}
+
+/** The main Caddyfile: the ACME account, the log the service reads, and the customer sites. */
+export function mainCaddyfile(o: MainCaddyfileOptions): string {
+  const global = [
+    o.acmeEmail ? `\temail ${o.acmeEmail}` : null,
+    `\tacme_ca ${o.acmeCaUrl}`,
+    o.acmeRoot ? `\tacme_ca_root ${CADDY_ACME_ROOT}` : null,
+    '\tlog {',
+    `\t\toutput file ${CADDY_LOG}`,
+    '\t\tformat json',
+    '\t}',
+  ].filter((line) => line !== null);
+  return [
+    `${WRITTEN_BY}: customer domains are the site files in ${CADDY_SITES_DIR}, written by the service.`,
+    '{',
+    ...global,
+    '}',
+    '',
+    `import ${CADDY_SITES_DIR}/*.caddy`,
+    '',
+  ].join('\n');
+}
+
+const NEW_CADDYFILE = `${CADDYFILE}.svc-new`;
+
+/** Installs Caddy from the OS packages when missing; makes the directories and the log Caddy's user writes. */
+export const INSTALL_CADDY = [
+  'set -e',
+  'if ! command -v caddy >/dev/null 2>&1; then',
+  '  if command -v apt-get >/dev/null 2>&1; then',
+  '    export DEBIAN_FRONTEND=noninteractive',
+  '    apt-get install -y -qq caddy || { apt-get update -qq && apt-get install -y -qq caddy; }',
+  '  elif command -v dnf >/dev/null 2>&1; then dnf install -y caddy',
+  "  else echo 'Caddy is not installed, and there is neither apt-get nor dnf to install it' >&2; exit 1; fi",
+  'fi',
+  `mkdir -p ${CADDY_SITES_DIR} /var/log/caddy`,
+  `touch ${CADDY_LOG}`,
+  // The packaged service runs as the caddy user: it must write its log.
+  `if id caddy >/dev/null 2>&1; then chown caddy:caddy /var/log/caddy ${CADDY_LOG}; fi`,
+  'caddy version',
+].join('\n');
+
+/** Writes stdin to `path` (0644: Caddy's user reads it). */
+export const writeFileFromStdin = (path: string) => `umask 022; cat > ${shellQuote(path)}`;
+export const WRITE_NEW_CADDYFILE = writeFileFromStdin(NEW_CADDYFILE);
+
+/** systemd runs here (and not only its tools). */
+const USE_SYSTEMD = '[ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1';
+
+/**
+ * Checks the new main Caddyfile, puts it in place (the operator's own first kept as
+ * Caddyfile.before-svc), then reloads Caddy, or enables and starts it: systemd's unit where systemd
+ * runs, else `caddy start` in a session of its own (it outlives this SSH session), without the
+ * lock's descriptor (a Caddy holding it would keep every later change waiting).
+ */
+export const ENABLE_CADDYFILE = underCaddyLock(
+  [
+    `if ! out=$(caddy validate --config ${NEW_CADDYFILE} --adapter caddyfile 2>&1); then`,
+    `  rm -f ${NEW_CADDYFILE}; printf '%s\\n' "$out" | tail -n 5 >&2; exit 1`,
+    'fi',
+    `if [ -f ${CADDYFILE} ] && [ ! -f ${CADDYFILE}.before-svc ] && ! head -n 1 ${CADDYFILE} | grep -qF ${shellQuote(WRITTEN_BY)}; then`,
+    `  cp -p ${CADDYFILE} ${CADDYFILE}.before-svc`,
+    'fi',
+    `mv -f ${NEW_CADDYFILE} ${CADDYFILE}`,
+    `if ${USE_SYSTEMD}; then`,
+    '  systemctl enable caddy >/dev/null 2>&1 || true',
+    '  if systemctl is-active --quiet caddy; then systemctl reload caddy || exit 1; else systemctl start caddy || exit 1; fi',
+    "  echo 'caddy running (systemd)'",
+    `elif out=$(${CADDY_RELOAD} 2>&1); then echo 'caddy reloaded'`,
+    `elif setsid caddy start --config ${CADDYFILE} --adapter caddyfile >>/var/log/caddy/svc-start.log 2>&1 </dev/null 9>&-; then echo 'caddy started'`,
+    `else printf '%s\\n' "$out" | tail -n 5 >&2; tail -n 5 /var/log/caddy/svc-start.log >&2; exit 1; fi`,
+  ].join('\n'),
+);

@@ -1,0 +1,75 @@
+// setup_proxy: makes a root server the HTTPS front of its customer domains. Caddy is installed from
+// the OS packages when missing; the main Caddyfile names the ACME server (ACME_CA_URL, ACME_EMAIL,
+// and ACME_CA_ROOT_PEM's root for a private one) and imports the site files the domains write; it
+// is checked with `caddy validate` before it replaces the old one, then Caddy is reloaded or started.
+import { readFile } from 'node:fs/promises';
+import type { Job } from 'bullmq';
+import type { Config } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+import {
+  CADDY_ACME_ROOT,
+  CADDY_SITES_DIR,
+  CADDYFILE,
+  ENABLE_CADDYFILE,
+  INSTALL_CADDY,
+  mainCaddyfile,
+  WRITE_NEW_CADDYFILE,
+  writeFileFromStdin,
+} from './caddy.js';
+import { formatResult, type RemoteSession } from './remote-session.js';
+
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+const STEP_TIMEOUT_MS = 2 * 60_000;
+
+type ProxyConfig = Pick<Config, 'ACME_CA_URL' | 'ACME_EMAIL' | 'ACME_CA_ROOT_PEM'>;
+
+/** The PEM root named by ACME_CA_ROOT_PEM, checked to be one (it is copied to the host as is). */
+async function acmeRootPem(file: string): Promise<string> {
+  let pem: string;
+  try {
+    pem = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new UserError(`ACME_CA_ROOT_PEM: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!/^-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----\s*$/m.test(pem)) {
+    throw new UserError(`ACME_CA_ROOT_PEM: ${file} holds no PEM certificate`);
+  }
+  return pem;
+}
+
+export async function setupProxy(config: ProxyConfig, session: RemoteSession, job: Job) {
+  const failed = (what: string, res: Parameters<typeof formatResult>[0]): never => {
+    throw new UserError(session.mask(`${what}: ${formatResult(res).slice(-2000)}`));
+  };
+  // Read first: a bad file stops the job before anything changes on the host.
+  const root = config.ACME_CA_ROOT_PEM ? await acmeRootPem(config.ACME_CA_ROOT_PEM) : null;
+
+  await job.updateProgress({ step: 'install', percent: 5 });
+  const installed = await session.run(INSTALL_CADDY, { timeoutMs: INSTALL_TIMEOUT_MS });
+  if (installed.exitCode !== 0) failed('Installing Caddy failed', installed);
+
+  await job.updateProgress({ step: 'configure', percent: 60 });
+  if (root) {
+    const written = await session.run(writeFileFromStdin(CADDY_ACME_ROOT), { stdin: root, timeoutMs: STEP_TIMEOUT_MS });
+    if (written.exitCode !== 0) failed(`Writing ${CADDY_ACME_ROOT} failed`, written);
+  }
+  const caddyfile = mainCaddyfile({ acmeCaUrl: config.ACME_CA_URL, acmeEmail: config.ACME_EMAIL, acmeRoot: root !== null });
+  const written = await session.run(WRITE_NEW_CADDYFILE, {
+    stdin: caddyfile,
+    timeoutMs: STEP_TIMEOUT_MS,
+    label: `${WRITE_NEW_CADDYFILE} <<EOF\n${caddyfile}EOF`,
+  });
+  if (written.exitCode !== 0) failed('Writing the Caddyfile failed', written);
+
+  await job.updateProgress({ step: 'enable', percent: 80 });
+  const enabled = await session.run(ENABLE_CADDYFILE, { timeoutMs: STEP_TIMEOUT_MS });
+  if (enabled.exitCode !== 0) failed('Caddy did not take the configuration', enabled);
+  await job.updateProgress({ step: 'done', percent: 100 });
+  return {
+    caddy_version: session.mask(installed.stdout).trim().split('\n').pop() ?? '',
+    caddyfile: CADDYFILE,
+    sites_dir: CADDY_SITES_DIR,
+    acme_ca: config.ACME_CA_URL,
+    status: session.mask(enabled.stdout).trim(),
+  };
+}
