@@ -27,6 +27,7 @@ import { servers } from './servers/index.js';
 import { monitoring } from './monitoring/index.js';
 import { git } from './git/index.js';
 import { alerts } from './alerts/index.js';
+import { domains } from './domains/index.js';
 import { maintenance } from './maintenance/index.js';
 import { metrics } from './metrics/index.js';
 
@@ -51,6 +52,7 @@ export const FEATURES: readonly Feature[] = [
   monitoring,
   git,
   alerts,
+  domains,
   maintenance,
   metrics,
 ];

@@ -81,6 +81,11 @@ export function setIdentity(query: Query, opts: { url: string | null; now?: Date
   );
 }
 
+/** The address the instance is reached at (a customer domain, or SUBSCRIPTION_URL's). */
+export function setBaseUrl(query: Query, url: string) {
+  return transaction(query, () => setParams(query, { 'web.base.url': url }));
+}
+
 /** A standby handed to a customer: its address and a creation date of today. */
 export function setAddressAndDate(query: Query, url: string, now = new Date()) {
   return transaction(query, () => setParams(query, { 'web.base.url': url, 'database.create_date': odooDatetime(now) }));

@@ -1,0 +1,331 @@
+// Making a customer domain live, keeping it, and taking it away.
+//
+// verify: the host name must resolve (the DNS Resolver setting) to the Odoo host's address only;
+// until it does the domain stays pending_dns with the lookup's answer, and nothing changes on the
+// host. Then the site file is written, validated and loaded (caddy-sites.ts), and the certificate
+// Caddy obtains is read back over TLS with the host name as SNI: active. A configuration Caddy
+// refuses, or an ACME server that refuses the certificate, leaves the previous configuration live
+// (the file is taken out again): failed, with the reason.
+//
+// remove: the site file is taken out (validate, reload), the row deleted, and the tenant's
+// web.base.url put back when it was this domain's.
+import type { AppContext } from '../context.js';
+import { postMessage } from '../core/chatter.js';
+import { UserError } from '../core/errors.js';
+import { createNotificationService } from '../notifications/notification-service.js';
+import type { Domain, Prisma, RootServer, Subscription } from '../generated/prisma/client.js';
+import { openRemoteSession } from '../servers/remote-session.js';
+import { requireConfirmed } from '../servers/root-server-store.js';
+import { createDomainLookup } from '../settings/domain-lookup.js';
+import { trackChanges } from '../core/chatter.js';
+import { caddySites } from './caddy-sites.js';
+import { readCertificate, type ServedCertificate } from './certificate.js';
+import { domainModel } from './domain-models.js';
+import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
+import { applyBaseUrl, type Who } from './tenant-base-url.js';
+
+/** How long Caddy's first attempt to obtain a certificate is waited for. */
+export const ISSUANCE_WAIT_S = 90;
+/** A certificate this close to its end gets one notice (Caddy renews at about 30 days). */
+export const EXPIRY_NOTICE_DAYS = 14;
+const DAY_MS = 86_400_000;
+/** After "obtained", how long Caddy is given to serve the certificate. */
+const SERVE_WAIT_MS = 10_000;
+
+type Ctx = Pick<AppContext, 'db' | 'box' | 'config' | 'queues' | 'log'>;
+type DomainWithSub = Domain & { subscription: Subscription };
+
+export type VerifyResult =
+  | { state: 'active'; hostname: string; certificate_not_after: string; certificate_issuer: string }
+  | { state: 'pending_dns'; hostname: string; reason: string }
+  | { skipped: string };
+
+/** A subscription whose domains must go: cancelled, or its database dropped. */
+export const hasEnded = (sub: Pick<Subscription, 'state' | 'database_dropped_at'>) =>
+  sub.state === 'cancelled' || sub.database_dropped_at !== null;
+
+const onDomain = (id: number) => ({ model_name: 'svc.domain' as const, rec_id: id });
+const onSubscription = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createDomainVerification(ctx: Ctx) {
+  const { db, config } = ctx;
+  const lookup = createDomainLookup(ctx);
+  const notifications = createNotificationService(ctx);
+  const timeoutMs = config.OUTBOUND_TIMEOUT_MS;
+
+  /** Changes the domain with its tracked fields in the chatter; null when it was removed meanwhile. */
+  async function setFields(id: number, data: Prisma.DomainUpdateInput, who: Who): Promise<Domain | null> {
+    return db.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1 FROM domains WHERE id = ${id} FOR UPDATE`;
+      const before = await tx.domain.findUnique({ where: { id } });
+      if (!before) return null;
+      const after = await tx.domain.update({ where: { id }, data });
+      await trackChanges(tx, onDomain(id), domainModel.tracked, before, after, who.author);
+      return after;
+    });
+  }
+
+  async function failed(domain: Domain, reason: string, who: Who): Promise<never> {
+    await setFields(domain.id, { state: 'failed', last_error: reason }, who);
+    await postMessage(db, {
+      ...onDomain(domain.id),
+      body: `Verification of ${domain.hostname} failed: ${reason}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+      author: who.author,
+    });
+    throw new UserError(reason);
+  }
+
+  /** The certificate served once Caddy said it has it (it may take a moment to be in use). */
+  async function servedSoon(address: string, hostname: string) {
+    const deadline = Date.now() + SERVE_WAIT_MS;
+    for (;;) {
+      const cert = await readCertificate(address, hostname, timeoutMs);
+      if (!('error' in cert) || Date.now() > deadline) return cert;
+      await sleep(250);
+    }
+  }
+
+  /** One notice per certificate that comes within EXPIRY_NOTICE_DAYS: the subscription's chatter and a push. */
+  async function noticeExpiry(domain: Domain, now = new Date()) {
+    const notAfter = domain.certificate_not_after;
+    if (!notAfter || notAfter.getTime() - now.getTime() > EXPIRY_NOTICE_DAYS * DAY_MS) return false;
+    const claimed = await db.domain.updateMany({
+      where: { id: domain.id, OR: [{ expiry_notified_for: null }, { expiry_notified_for: { not: notAfter } }] },
+      data: { expiry_notified_for: notAfter },
+    });
+    if (claimed.count === 0) return false;
+    const days = Math.max(0, Math.floor((notAfter.getTime() - now.getTime()) / DAY_MS));
+    const title = `Certificate of ${domain.hostname} expires in ${days} days`;
+    const message =
+      `The HTTPS certificate of ${domain.hostname} (${domain.certificate_issuer ?? 'unknown issuer'}) is valid until ` +
+      `${notAfter.toISOString()}. Caddy renews it about 30 days before its end, so renewal has not worked: check that ` +
+      `${domain.hostname} still points to ${domain.dns_target ?? 'the Odoo host'} and that the host reaches the ACME server.`;
+    await postMessage(db, {
+      ...onSubscription(domain.subscription_id),
+      body: `${title}. ${message}`,
+      message_type: 'notification',
+      subtype_xmlid: 'mail.mt_alert',
+    });
+    const server = await db.notificationServer.findFirst({
+      where: { is_default: true },
+      orderBy: { company_id: 'asc' },
+      select: { id: true },
+    });
+    if (server) {
+      try {
+        await notifications.sendNotification(server.id, { title, message, priority: 4 }, null);
+      } catch (err) {
+        await postMessage(db, {
+          ...onSubscription(domain.subscription_id),
+          body: `The push notice about ${domain.hostname} could not be sent through notification server ${server.id}: ${(err as Error).message}`,
+          message_type: 'notification',
+        });
+      }
+    }
+    return true;
+  }
+
+  /** The tenant's web.base.url after a change of its domains; a failure is told, not thrown. */
+  async function baseUrlAfterChange(subscriptionId: number, who: Who, domainId?: number) {
+    try {
+      await applyBaseUrl(ctx, subscriptionId, who);
+    } catch (err) {
+      const body = (err as Error).message;
+      if (domainId) await db.domain.updateMany({ where: { id: domainId }, data: { last_error: body } });
+      await postMessage(db, { ...onSubscription(subscriptionId), body, message_type: 'notification', subtype_xmlid: 'mail.mt_alert' });
+    }
+  }
+
+  async function activate(domain: Domain, cert: ServedCertificate, dnsTarget: string, who: Who): Promise<VerifyResult> {
+    const now = new Date();
+    const after = await setFields(
+      domain.id,
+      {
+        state: 'active',
+        verified_at: now,
+        certificate_not_after: cert.not_after,
+        certificate_issuer: cert.issuer,
+        dns_target: dnsTarget,
+        last_error: null,
+      },
+      who,
+    );
+    if (!after) return { skipped: 'the domain was removed meanwhile' };
+    if (domain.state !== 'active') {
+      await postMessage(db, {
+        ...onDomain(domain.id),
+        body: `HTTPS is live on https://${domain.hostname}: certificate by ${cert.issuer}, valid until ${cert.not_after.toISOString()}.`,
+        message_type: 'notification',
+        author: who.author,
+      });
+    }
+    await noticeExpiry(after, now);
+    if (after.is_primary) await baseUrlAfterChange(after.subscription_id, who, after.id);
+    return {
+      state: 'active',
+      hostname: domain.hostname,
+      certificate_not_after: cert.not_after.toISOString(),
+      certificate_issuer: cert.issuer,
+    };
+  }
+
+  /** Takes the site out of the host's configuration (a server no longer managed is left, and said so). */
+  async function removeSite(domain: Domain, who: Who): Promise<string | null> {
+    if (!domain.site_file || !domain.root_server_id) return null;
+    const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id } });
+    if (server?.state !== 'confirmed') {
+      return `The site file ${domain.site_file} was left on root server ${domain.root_server_id}: the server is ${server?.state ?? 'gone'}.`;
+    }
+    const session = await openRemoteSession(ctx, server, { user_id: who.userId, job_id: who.jobId });
+    try {
+      await caddySites(session).remove(domain.site_file);
+    } finally {
+      session.close();
+    }
+    return null;
+  }
+
+  /** Takes the domain away: its site file, its row, and (when it was the tenant's address) web.base.url. */
+  async function remove(domain: Domain | DomainWithSub, who: Who, why: string) {
+    const left = await removeSite(domain, who);
+    const deleted = await db.domain.deleteMany({ where: { id: domain.id } });
+    if (deleted.count === 0) return;
+    await postMessage(db, {
+      ...onSubscription(domain.subscription_id),
+      body: `Domain ${domain.hostname} removed (${why}).${left ? ` ${left}` : ''}`,
+      message_type: 'notification',
+      author: who.author,
+    });
+    if (domain.base_url_at) await baseUrlAfterChange(domain.subscription_id, who);
+  }
+
+  return {
+    noticeExpiry,
+    baseUrlAfterChange,
+    remove,
+
+    async verify(domainId: number, who: Who): Promise<VerifyResult> {
+      const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
+      if (!domain) return { skipped: 'the domain was removed' };
+      const sub = domain.subscription;
+      if (hasEnded(sub)) {
+        await remove(domain, who, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+        return { skipped: `removed: subscription ${sub.id} has ended` };
+      }
+      await db.domain.update({ where: { id: domain.id }, data: { checked_at: new Date() } });
+      const target = { ...onDomain(domain.id), user_id: who.userId, job_id: who.jobId };
+
+      let server: RootServer;
+      let addresses: string[];
+      try {
+        server = await odooHostOf(db, sub);
+        addresses = await hostAddresses(lookup, server, target);
+      } catch (err) {
+        return failed(domain, (err as Error).message, who);
+      }
+      if (addresses.length === 0) return failed(domain, `The Odoo host ${server.ip} has no address`, who);
+      const dnsTarget = dnsTargetOf(addresses);
+
+      // DNS first: until it points at the host, nothing changes there.
+      let found: string[] | null = null;
+      let dnsError: string | null = null;
+      try {
+        found = (await lookup.lookup(domain.hostname, target)).addresses;
+      } catch (err) {
+        dnsError = (err as Error).message;
+      }
+      const elsewhere = found?.filter((a) => !addresses.includes(a)) ?? [];
+      if (found?.length === 0) dnsError = `${domain.hostname} has no A or AAAA record; set ${dnsTarget}`;
+      else if (elsewhere.length > 0) {
+        dnsError = `${domain.hostname} resolves to ${found!.join(', ')}, not only to the Odoo host's ${addresses.join(', ')}; set ${dnsTarget}`;
+      }
+      if (dnsError) {
+        // An active domain keeps serving (a lookup can fail for a moment); the error is shown.
+        await setFields(
+          domain.id,
+          { state: domain.state === 'active' ? 'active' : 'pending_dns', last_error: dnsError, dns_target: dnsTarget },
+          who,
+        );
+        return { state: 'pending_dns', hostname: domain.hostname, reason: dnsError };
+      }
+
+      if (!sub.database_name) return failed(domain, `Subscription ${sub.id} has no database name yet`, who);
+      try {
+        requireConfirmed(server);
+      } catch (err) {
+        return failed(domain, `Root server ${server.id}: ${(err as Error).message}`, who);
+      }
+      const site = { hostname: domain.hostname, database: sub.database_name, odooPort: config.ODOO_HTTP_PORT };
+      const session = await openRemoteSession(ctx, server, { user_id: who.userId, job_id: who.jobId }).catch((err: Error) =>
+        failed(domain, `SSH to root server ${server.id}: ${err.message}`, who),
+      );
+      try {
+        const sites = caddySites(session);
+        let written: Awaited<ReturnType<typeof sites.write>>;
+        try {
+          written = await sites.write(site);
+        } catch (err) {
+          return await failed(domain, (err as Error).message, who);
+        }
+        // Recorded at once, so that removing the domain finds the file; a domain removed meanwhile takes it back.
+        const recorded = await db.domain.updateMany({
+          where: { id: domain.id },
+          data: { root_server_id: server.id, site_file: written.file },
+        });
+        if (recorded.count === 0) {
+          await sites.remove(written.file);
+          return { skipped: 'the domain was removed meanwhile' };
+        }
+
+        let cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
+        if ('error' in cert) {
+          const issuance = await sites.waitForIssuance(domain.hostname, written.logOffset, ISSUANCE_WAIT_S);
+          if (issuance.outcome === 'obtained') cert = await servedSoon(server.ip, domain.hostname);
+          const reason =
+            issuance.outcome === 'refused'
+              ? `The ACME server refused the certificate of ${domain.hostname}: ${issuance.error}`
+              : issuance.outcome === 'timeout'
+                ? `Caddy obtained no certificate for ${domain.hostname} within ${ISSUANCE_WAIT_S} s (see ${server.ip}:/var/log/caddy/svc.log)`
+                : 'error' in cert
+                  ? `Caddy obtained the certificate of ${domain.hostname}, but ${cert.error}`
+                  : null;
+          if (reason) {
+            // The configuration goes back to what it was without this site.
+            await sites.remove(written.file);
+            await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
+            return await failed(domain, reason, who);
+          }
+        }
+        return await activate(domain, cert as ServedCertificate, dnsTarget, who);
+      } finally {
+        session.close();
+      }
+    },
+
+    /** Reads the served certificate of an active domain again: expiry and issuer follow renewals. */
+    async refreshCertificate(domain: Domain, who: Who) {
+      if (!domain.root_server_id) return;
+      const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id }, select: { ip: true } });
+      if (!server) return;
+      const cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
+      if ('error' in cert) {
+        await db.domain.updateMany({
+          where: { id: domain.id },
+          data: { last_error: `The served certificate could not be read: ${cert.error}` },
+        });
+        return;
+      }
+      const after = await setFields(
+        domain.id,
+        { certificate_not_after: cert.not_after, certificate_issuer: cert.issuer, last_error: null },
+        who,
+      );
+      if (after) await noticeExpiry(after);
+    },
+  };
+}
+
+export type DomainVerification = ReturnType<typeof createDomainVerification>;

@@ -1,0 +1,54 @@
+// The tenant's web.base.url follows its domains: https://<primary domain> while that domain is
+// active, else the subscription's own address (SUBSCRIPTION_URL). Written inside the customer's
+// database (once it is known to be the one its deployment created), with an action-log row.
+import type { AppContext } from '../context.js';
+import { startActionLog } from '../core/action-log.js';
+import { postMessage, type Author } from '../core/chatter.js';
+import { UserError } from '../core/errors.js';
+import { setBaseUrl } from '../instances/odoo-database.js';
+import { onInstance } from '../subscriptions/subscription-database.js';
+import { subscriptionUrl } from '../subscriptions/subscription-service.js';
+
+export interface Who {
+  userId: number | null;
+  jobId: string | null;
+  author: Author | null;
+}
+
+/** Writes the address the tenant should have now; null when it has no database to write to. */
+export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'box' | 'config'>, subscriptionId: number, who: Who) {
+  const { db } = ctx;
+  const sub = await db.subscription.findUnique({ where: { id: subscriptionId } });
+  if (!sub?.database_created_at || sub.database_dropped_at) return null;
+  const primary = await db.domain.findFirst({ where: { subscription_id: sub.id, is_primary: true, state: 'active' } });
+  const url = primary ? `https://${primary.hostname}` : subscriptionUrl(ctx.config, sub);
+  if (!url) return null;
+  const step = await startActionLog(db, {
+    model_name: 'svc.subscription',
+    rec_id: sub.id,
+    action_type: 'database',
+    input_text: `web.base.url = ${url} -- in ${sub.database_name}`,
+    user_id: who.userId,
+    job_id: who.jobId,
+  });
+  try {
+    await onInstance(ctx, sub, (query) => setBaseUrl(query, url));
+  } catch (err) {
+    const message = `web.base.url of ${sub.database_name} could not be set to ${url}: ${(err as Error).message}`;
+    await step.finish('failure', message);
+    throw new UserError(message);
+  }
+  await step.finish('success', `web.base.url = ${url}`);
+  await db.$transaction([
+    db.domain.updateMany({ where: { subscription_id: sub.id, NOT: { id: primary?.id ?? 0 } }, data: { base_url_at: null } }),
+    ...(primary ? [db.domain.updateMany({ where: { id: primary.id }, data: { base_url_at: new Date() } })] : []),
+  ]);
+  await postMessage(db, {
+    model_name: 'svc.subscription',
+    rec_id: sub.id,
+    body: `The instance's web.base.url is now ${url}.`,
+    message_type: 'notification',
+    author: who.author,
+  });
+  return url;
+}
