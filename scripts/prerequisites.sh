@@ -4,7 +4,9 @@
 # (a real SSH server per test file), sudo (sudo tests), Chromium (the trial pages in a browser),
 # git (a real git host for deploys), python3 (deploy validation on the "server"; passlib to check
 # Odoo password hashes), openssl (TLS),
-# pg_dump/pg_restore (the tests' backup server dumps and restores real databases).
+# pg_dump/pg_restore (the tests' backup server dumps and restores real databases), Caddy and
+# Pebble with pebble-challtestsrv (customer domains: the service runs Caddy on the Odoo host, Pebble
+# is the ACME server and challtestsrv the DNS server of the tests).
 # As root with apt (a fresh Debian machine, CI) missing packages are installed and stopped
 # services started with the machine's own commands; otherwise it stops at once and says how.
 set -euo pipefail
@@ -22,6 +24,8 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 { command -v pg_isready && command -v pg_dump; } >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v caddy >/dev/null 2>&1 || missing+=(caddy)
+{ command -v pebble && command -v pebble-challtestsrv; } >/dev/null 2>&1 || missing+=(pebble)
 
 can_install=false
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then can_install=true; fi
@@ -31,6 +35,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "Installing what the tests drive: ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # The package starts its own Caddy where systemd runs; the tests start theirs on 80 and 443.
+    if [[ " ${missing[*]} " == *" caddy "* ]] && [ -d /run/systemd/system ]; then systemctl disable --now caddy >/dev/null 2>&1 || true; fi
   else
     echo "The tests need: ${missing[*]}. Install them with:" >&2
     echo "  sudo apt-get install -y ${missing[*]}" >&2

@@ -1,0 +1,412 @@
+// Customer domains with automatic TLS, on real parts: the service sets up Caddy (Debian's package,
+// run as root through the sudo NOPASSWD user of a real sshd on this machine), Pebble issues the
+// certificates, pebble-challtestsrv is the DNS server of both Pebble and the service (the DNS
+// Resolver setting's servers point there), a stand-in Odoo on ODOO_HTTP_PORT records what reaches
+// it, and the customer databases are real ones deployed from an Odoo-shaped template. Caddy binds
+// 80 and 443 of this machine: the file holds the machine's Caddy (helpers/acme.ts) while it runs.
+// Pebble issues 10-day certificates here, so every active domain is within the expiry notice's 14 days.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import type { TLSSocket } from 'node:tls';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { domainJobs } from '../src/domains/domain-job-specs.js';
+import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { startAcmeLab, takeCaddyMachine, type AcmeLab, type CaddyMachine } from './helpers/acme.js';
+import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { act, connect, messages, setupLifecycle, type Subscription } from './helpers/lifecycle.js';
+import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+
+const RUN = randomBytes(3).toString('hex');
+const REFUSED = `refused-${RUN}.shop.test`;
+const host = (name: string) => `${name}-${RUN}.shop.test`;
+const SITES = '/etc/caddy/svc.d';
+
+let machine: CaddyMachine;
+let lab: AcmeLab;
+let sshd: Sshd;
+let odoo: RecordingServer;
+let ntfy: RecordingServer;
+let base: string;
+
+beforeAll(async () => {
+  machine = await takeCaddyMachine();
+  lab = await startAcmeLab({ refused: [REFUSED], validitySeconds: 10 * 86_400 });
+  sshd = await startSshd();
+  odoo = await startRecordingServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('odoo stand-in');
+  });
+  ntfy = await startRecordingServer((_req, res) => sendJson(res, 200, { id: `m${ntfy.calls.length}`, event: 'message' }));
+  base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
+});
+afterAll(async () => {
+  await machine?.release();
+  await lab?.stop();
+  await sshd?.stop();
+  await odoo?.close();
+  await ntfy?.close();
+  await rm(base, { recursive: true, force: true });
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({
+    ACME_CA_URL: lab.directory,
+    ACME_EMAIL: 'ops@shop.test',
+    ACME_CA_ROOT_PEM: lab.listenerRootFile,
+    ODOO_HTTP_PORT: String(odoo.port),
+    DNS_CLOUDFLARE_SERVERS: lab.dns,
+    ODOO_BASE_PATH: base,
+    SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
+  }),
+});
+
+let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+let rootServerId: number;
+
+beforeAll(async () => {
+  fx = await setupLifecycle(t);
+  const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
+    username: TEST_USERS.sudoNoPassword.name,
+    password: TEST_USERS.sudoNoPassword.password,
+    sudo_user: true,
+    sudo_user_no_password: true,
+  });
+  rootServerId = root.id;
+  const res = await request(t.app, t.as.operator, {
+    method: 'PATCH',
+    url: `/api/v1/database-templates/${fx.templateId}`,
+    payload: { root_server_id: rootServerId },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  const push = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/notification-servers',
+    payload: { name: 'ntfy', provider: 'selfhosted_push', url: ntfy.url, is_default: true },
+  });
+  expect(push.statusCode, push.body).toBe(201);
+});
+afterAll(async () => {
+  await fx?.cleanup();
+});
+
+interface DomainOut {
+  id: number;
+  subscription_id: number;
+  hostname: string;
+  is_primary: boolean;
+  state: string;
+  dns_target: string | null;
+  verified_at: string | null;
+  certificate_not_after: string | null;
+  certificate_issuer: string | null;
+  last_error: string | null;
+  site_file: string | null;
+}
+
+const api = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object, caller = t.as.operator) =>
+  request(t.app, caller, { method, url: `/api/v1${url}`, payload });
+
+async function createDomain(payload: object) {
+  const res = await api('POST', '/domains', payload);
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json() as DomainOut;
+}
+
+async function getDomain(id: number) {
+  const res = await api('GET', `/domains/${id}`, undefined, t.as.user);
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as DomainOut;
+}
+
+/** Runs the verify action to its end; answers the job and the domain after it. */
+async function verify(id: number) {
+  const res = await api('POST', `/domains/${id}/actions/verify`);
+  expect(res.statusCode, res.body).toBe(202);
+  const job = await waitForJob(t.app, t.as.user, res.json().job_id, 150_000);
+  return { job, domain: await getDomain(id) };
+}
+
+async function runChecks() {
+  const jobId = await t.ctx.queues.enqueue(domainJobs.verify_domains, { user_id: null });
+  const job = await waitForJob(t.app, t.as.user, jobId, 150_000);
+  expect(job.state, JSON.stringify(job)).toBe('completed');
+  return job.result;
+}
+
+/** GET / over HTTPS to Caddy on 127.0.0.1:443 with `hostname` as SNI, checking the chain against Pebble's root. */
+async function httpsGet(hostname: string): Promise<{ status: number; body: string; issuer: string }> {
+  const ca = await lab.issuingRoot();
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host: '127.0.0.1', port: 443, servername: hostname, path: '/', headers: { host: hostname }, ca, timeout: 10_000 },
+      (res) => {
+        const issuer = String((res.socket as TLSSocket).getPeerCertificate().issuer?.CN);
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, issuer }));
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+async function webBaseUrl(database: string) {
+  const client = await connect(database);
+  try {
+    const { rows } = await client.query(`SELECT value FROM ir_config_parameter WHERE key = 'web.base.url'`);
+    return rows[0]?.value as string | undefined;
+  } finally {
+    await client.end();
+  }
+}
+
+const siteFiles = async () => (existsSync(SITES) ? await readdir(SITES) : []).filter((n) => n.endsWith('.caddy')).sort();
+
+describe('setup_proxy', { timeout: 300_000 }, () => {
+  it('installs the main Caddyfile (ACME server, its root, the site files) and runs Caddy', async () => {
+    const res = await api('POST', `/root-servers/${rootServerId}/actions/setup_proxy`);
+    expect(res.statusCode, res.body).toBe(202);
+    const job = await waitForJob(t.app, t.as.user, res.json().job_id, 120_000);
+    expect(job.state, JSON.stringify(job)).toBe('completed');
+    expect(job.result).toMatchObject({ caddyfile: '/etc/caddy/Caddyfile', sites_dir: SITES, status: 'caddy started' });
+    const caddyfile = await readFile('/etc/caddy/Caddyfile', 'utf8');
+    expect(caddyfile).toContain(`acme_ca ${lab.directory}`);
+    expect(caddyfile).toContain('email ops@shop.test');
+    expect(caddyfile).toContain('acme_ca_root /etc/caddy/svc-acme-ca-root.pem');
+    expect(caddyfile).toContain(`import ${SITES}/*.caddy`);
+    expect(await readFile('/etc/caddy/svc-acme-ca-root.pem', 'utf8')).toBe(await readFile(lab.listenerRootFile, 'utf8'));
+    // Caddy answers on its admin API.
+    expect((await fetch('http://127.0.0.1:2019/config/')).status).toBe(200);
+
+    // Again: the running Caddy is reloaded with the same file.
+    const again = await api('POST', `/root-servers/${rootServerId}/actions/setup_proxy`);
+    const second = await waitForJob(t.app, t.as.user, again.json().job_id, 120_000);
+    expect(second.result).toMatchObject({ status: 'caddy reloaded' });
+  });
+});
+
+describe('refused input', () => {
+  let sub: Subscription;
+  beforeAll(async () => {
+    sub = await fx.deployed();
+  });
+
+  it('host names that are IP literals, wildcards, the service itself, too long or with bad labels: 400 naming hostname, nothing made', async () => {
+    const bad = [
+      '203.0.113.5',
+      '[2001:db8::1]',
+      '2001:db8::1',
+      '10.1.2.300',
+      '*.shop.test',
+      'svc.test',
+      'SVC.test.',
+      `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.test`,
+      `${'x'.repeat(64)}.shop.test`,
+      'a..shop.test',
+      '-a.shop.test',
+      'a_b.shop.test',
+      'shop test.example',
+      'localhost',
+      "x.test';touch /tmp/pwned;'",
+      'x.test{',
+      '',
+    ];
+    for (const hostname of bad) {
+      const res = await api('POST', '/domains', { subscription_id: sub.id, hostname });
+      expect(res.statusCode, `${hostname}: ${res.body}`).toBe(400);
+      expect(res.json().error.code).toBe('validation_error');
+      expect(res.json().error.details.fields.map((f: { field: string }) => f.field)).toEqual(['hostname']);
+    }
+    expect(await t.ctx.db.domain.count()).toBe(0);
+    expect(await siteFiles()).toEqual([]);
+  });
+
+  it('a host name belongs to one subscription (409); a template without a root server: 409 naming it', async () => {
+    const other = await fx.deployed();
+    const name = host('taken');
+    const first = await createDomain({ subscription_id: sub.id, hostname: name.toUpperCase() });
+    expect(first).toMatchObject({ hostname: name, state: 'pending_dns', dns_target: 'A 127.0.0.1', is_primary: false });
+    const again = await api('POST', '/domains', { subscription_id: other.id, hostname: `${name}.` });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().error.details.fields).toEqual([{ field: 'hostname', message: 'already used by another record' }]);
+
+    const bare = await api('POST', '/database-templates', {
+      name: 'No host',
+      postgresql_server_id: fx.serverId,
+      template_db_name: fx.templateDb,
+    });
+    expect(bare.statusCode, bare.body).toBe(201);
+    const partner = await fx.partner();
+    const hostless = await api('POST', '/subscriptions', {
+      name: 'Hostless',
+      partner_id: partner.id,
+      database_template_id: bare.json().id,
+    });
+    const res = await api('POST', '/domains', { subscription_id: hostless.json().id, hostname: host('hostless') });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.message).toContain(`Database template ${bare.json().id} (No host)`);
+    expect(res.json().error.message).toContain('root_server_id');
+
+    // IDN host names are stored in their ASCII form; users read but do not write.
+    const idn = await createDomain({ subscription_id: sub.id, hostname: `bücher-${RUN}.shop.test` });
+    expect(idn.hostname).toBe(new URL(`http://bücher-${RUN}.shop.test`).hostname);
+    expect(idn.hostname).toMatch(/^xn--/);
+    expect((await api('POST', '/domains', { subscription_id: sub.id, hostname: host('user') }, t.as.user)).statusCode).toBe(403);
+    expect((await api('GET', `/domains?subscription_id=${sub.id}`, undefined, t.as.user)).json().total).toBe(2);
+    for (const d of [first, idn]) expect((await api('DELETE', `/domains/${d.id}`)).statusCode).toBe(204);
+  });
+});
+
+describe('a domain goes live', { timeout: 300_000 }, () => {
+  let sub: Subscription;
+  let shop: DomainOut;
+  const name = host('www');
+
+  beforeAll(async () => {
+    sub = await fx.deployed();
+  });
+
+  it('waits in pending_dns while the name does not point at the host, with nothing written there', async () => {
+    shop = await createDomain({ subscription_id: sub.id, hostname: name, is_primary: true });
+    const none = await verify(shop.id);
+    expect(none.job.state).toBe('completed');
+    expect(none.domain.state).toBe('pending_dns');
+    expect(none.domain.last_error).toContain(name);
+    expect(none.domain.site_file).toBeNull();
+
+    await lab.setA(name, ['192.0.2.7']);
+    const elsewhere = await verify(shop.id);
+    expect(elsewhere.domain).toMatchObject({ state: 'pending_dns', dns_target: 'A 127.0.0.1' });
+    expect(elsewhere.domain.last_error).toBe(`${name} resolves to 192.0.2.7, not only to the Odoo host's 127.0.0.1; set A 127.0.0.1`);
+    expect(await siteFiles()).toEqual([]);
+  });
+
+  it('once it does: the site file, a Pebble certificate read back over TLS, HTTPS to Odoo with the dbfilter header, web.base.url', async () => {
+    await lab.setA(name, ['127.0.0.1']);
+    const { job, domain } = await verify(shop.id);
+    expect(job.state, JSON.stringify(job)).toBe('completed');
+    expect(domain).toMatchObject({ state: 'active', last_error: null, site_file: `${SITES}/${sub.database_name}--${name}.caddy` });
+    expect(domain.certificate_issuer).toMatch(/Pebble Intermediate CA/);
+    const notAfter = Date.parse(domain.certificate_not_after!);
+    expect(notAfter - Date.now()).toBeGreaterThan(9 * 86_400_000);
+    expect(notAfter - Date.now()).toBeLessThanOrEqual(10 * 86_400_000);
+    expect(domain.verified_at).not.toBeNull();
+
+    expect(await readFile(domain.site_file!, 'utf8')).toContain(`header_up X-Odoo-dbfilter ^${sub.database_name}$`);
+    const before = odoo.calls.length;
+    const res = await httpsGet(name);
+    expect(res).toMatchObject({ status: 200, body: 'odoo stand-in' });
+    expect(res.issuer).toMatch(/Pebble Intermediate CA/);
+    const reached = odoo.calls.slice(before);
+    expect(reached.map((c) => c.headers['x-odoo-dbfilter'])).toEqual([`^${sub.database_name}$`]);
+    expect(reached[0]!.headers['x-forwarded-proto']).toBe('https');
+
+    expect(await webBaseUrl(sub.database_name)).toBe(`https://${name}`);
+    const thread = (await messages(t, sub.id)).map((m) => m.body);
+    expect(thread).toContain(`The instance's web.base.url is now https://${name}.`);
+  });
+
+  it('a certificate within 14 days of its end: one alert in the subscription chatter and one push, not repeated by the run', async () => {
+    const alerts = async () =>
+      (await messages(t, sub.id)).filter((m) => m.subtype_xmlid === 'mail.mt_alert' && m.body.startsWith(`Certificate of ${name} expires`));
+    expect(await alerts()).toHaveLength(1);
+    const pushes = () => ntfy.calls.filter((c) => c.body.includes(name));
+    expect(pushes()).toHaveLength(1);
+    expect(JSON.parse(pushes()[0]!.body)).toMatchObject({
+      title: expect.stringMatching(new RegExp(`^Certificate of ${name} expires in 9 days$`)),
+    });
+
+    const result = await runChecks();
+    expect(result.certificates_read).toBeGreaterThanOrEqual(1);
+    await verify(shop.id);
+    expect(await alerts()).toHaveLength(1);
+    expect(pushes()).toHaveLength(1);
+  });
+
+  it('the ACME server refusing a certificate: failed with its reason, the file taken out, the other domains still served', async () => {
+    const other = await fx.deployed();
+    await lab.setA(REFUSED, ['127.0.0.1']);
+    const refused = await createDomain({ subscription_id: other.id, hostname: REFUSED });
+    const { job, domain } = await verify(refused.id);
+    expect(job.state).toBe('failed');
+    expect(domain.state).toBe('failed');
+    expect(domain.last_error).toContain(`The ACME server refused the certificate of ${REFUSED}`);
+    expect(domain.last_error).toContain('rejectedIdentifier');
+    expect(job.error).toBe(domain.last_error);
+    expect(domain.site_file).toBeNull();
+    expect(await siteFiles()).toEqual([`${sub.database_name}--${name}.caddy`]);
+    expect((await httpsGet(name)).status).toBe(200);
+    const thread = (await api('GET', `/domains/${refused.id}/messages`, undefined, t.as.user)).json().items;
+    expect(
+      thread.some(
+        (m: { body: string; subtype_xmlid: string }) => m.subtype_xmlid === 'mail.mt_alert' && m.body.includes('rejectedIdentifier'),
+      ),
+    ).toBe(true);
+    expect((await api('DELETE', `/domains/${refused.id}`)).statusCode).toBe(204);
+  });
+
+  it('caddy validate failing: failed with its output, the running configuration unchanged', async () => {
+    const other = await fx.deployed();
+    const name2 = host('broken');
+    await lab.setA(name2, ['127.0.0.1']);
+    // Somebody else's broken file on the host: every validation fails until it is mended.
+    const broken = `${SITES}/zz-broken.caddy`;
+    await writeFile(broken, 'this is { not a site\n');
+    try {
+      const d = await createDomain({ subscription_id: other.id, hostname: name2 });
+      const { job, domain } = await verify(d.id);
+      expect(job.state).toBe('failed');
+      expect(domain.state).toBe('failed');
+      expect(domain.last_error).toMatch(/^caddy validate failed: /);
+      expect(domain.site_file).toBeNull();
+      expect(await siteFiles()).toEqual([`${sub.database_name}--${name}.caddy`, 'zz-broken.caddy']);
+      expect((await httpsGet(name)).status).toBe(200);
+      await rm(broken);
+      const fixed = await verify(d.id);
+      expect(fixed.domain.state, fixed.domain.last_error ?? '').toBe('active');
+      expect((await httpsGet(name2)).status).toBe(200);
+      expect((await api('DELETE', `/domains/${d.id}`)).statusCode).toBe(204);
+    } finally {
+      await rm(broken, { force: true });
+    }
+  });
+
+  it('PATCH is_primary moves the tenant address; DELETE takes the site away and puts web.base.url back', async () => {
+    const second = await createDomain({ subscription_id: sub.id, hostname: host('shop') });
+    await lab.setA(second.hostname, ['127.0.0.1']);
+    const live = (await verify(second.id)).domain;
+    expect(live.state, live.last_error ?? '').toBe('active');
+    expect(await webBaseUrl(sub.database_name)).toBe(`https://${name}`);
+
+    const moved = await api('PATCH', `/domains/${second.id}`, { is_primary: true });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(moved.json().is_primary).toBe(true);
+    expect((await getDomain(shop.id)).is_primary).toBe(false);
+    expect(await webBaseUrl(sub.database_name)).toBe(`https://${second.hostname}`);
+
+    expect((await api('DELETE', `/domains/${second.id}`)).statusCode).toBe(204);
+    expect(await webBaseUrl(sub.database_name)).toBe(`https://${sub.database_name}.odoo.test`);
+    expect(await siteFiles()).toEqual([`${sub.database_name}--${name}.caddy`]);
+    await expect(httpsGet(second.hostname)).rejects.toThrow();
+    expect((await httpsGet(name)).status).toBe(200);
+  });
+
+  it("a cancelled subscription's domains are removed by the run", async () => {
+    expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
+    const result = await runChecks();
+    expect(result.removed).toEqual([name]);
+    expect(await t.ctx.db.domain.count({ where: { subscription_id: sub.id } })).toBe(0);
+    expect(await siteFiles()).toEqual([]);
+    await expect(httpsGet(name)).rejects.toThrow();
+    const thread = (await messages(t, sub.id)).map((m) => m.body);
+    expect(thread).toContain(`Domain ${name} removed (subscription ${sub.id} is cancelled).`);
+  });
+});
