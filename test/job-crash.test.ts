@@ -80,6 +80,7 @@ describe('crash recovery per queue', () => {
       deployments: 'interrupt',
       backups: 'interrupt',
       notifications: 'interrupt',
+      domains: 'interrupt',
     });
   });
 

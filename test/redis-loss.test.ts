@@ -69,6 +69,7 @@ describe('Redis restarted empty', () => {
       'maintenance/monitor-log-retention',
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',
+      'maintenance/verify-domains',
     ];
     expect(await schedulers()).toEqual(expected);
 

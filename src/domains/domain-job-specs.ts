@@ -13,7 +13,7 @@ export const domainJobs = defineJobs({
   // Every 5 minutes: verify_domain for the domains waiting for DNS (failed ones hourly), the served
   // certificates read again (expiry notices), and the domains of ended subscriptions removed.
   verify_domains: job({
-    queue: 'domain_checks',
+    queue: 'maintenance',
     payload: z.object({ ...requestedBy }),
     // Idempotent: a removal run again finds the file gone, the rest are reads and deduplicated jobs.
     afterCrash: 'rerun',
