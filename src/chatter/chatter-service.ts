@@ -28,7 +28,7 @@ export function createChatterService(ctx: Pick<AppContext, 'db'>, models: ModelR
       const withTracking = {
         findMany: (args: { where: object; orderBy: object[]; take: number; skip?: number }) =>
           db.message.findMany({ ...args, include: { tracking_values: { orderBy: { id: 'asc' } } } }),
-        count: (args: { where: object; take: number }) => db.message.count(args),
+        count: (args: { where: object; orderBy: object[]; take: number }) => db.message.count(args),
       };
       const resource = `${models.find(ref.model_name)?.resource}/messages`;
       return listPage(db, withTracking, where, page, {

@@ -5,7 +5,8 @@
 //   made for another list or sort is refused (400 naming `cursor`). It is not a secret and grants
 //   nothing: its values are type-checked and bound as parameters like any filter;
 // - totals: exact while at most EXACT_TOTAL_LIMIT rows match (a count that stops there), beyond
-//   that PostgreSQL's planner estimate, and the answer says so (`total_is_estimate`).
+//   that PostgreSQL's planner estimate, and the answer says so (`total_is_estimate`); a list the
+//   planner expects to be far bigger is not counted at all.
 import { createHash } from 'node:crypto';
 import { type Db, Prisma } from './db.js';
 import { ValidationError } from './errors.js';
@@ -146,16 +147,20 @@ async function readColumns(db: Db, table: string): Promise<Map<string, Column>> 
 }
 
 /**
- * The total of a list: `count(limit)` counts at most `limit` rows; when more than
- * EXACT_TOTAL_LIMIT match, `estimate()` says how many (never fewer than were counted).
+ * The total of a list. The planner's estimate comes first: beyond twice EXACT_TOTAL_LIMIT it is
+ * the answer (counting even EXACT_TOTAL_LIMIT rows of a filter that matches 2 % of a big table
+ * reads half a million). Otherwise `count(limit)` counts at most `limit` rows: exact up to
+ * EXACT_TOTAL_LIMIT, the estimate beyond (never fewer than were counted).
  */
 export async function boundedTotal(
   count: (limit: number) => Promise<number>,
   estimate: () => Promise<number>,
 ): Promise<{ total: number; total_is_estimate: boolean }> {
+  const estimated = Math.round(await estimate());
+  if (estimated > 2 * EXACT_TOTAL_LIMIT) return { total: estimated, total_is_estimate: true };
   const counted = await count(EXACT_TOTAL_LIMIT + 1);
   if (counted <= EXACT_TOTAL_LIMIT) return { total: counted, total_is_estimate: false };
-  return { total: Math.max(counted, Math.round(await estimate())), total_is_estimate: true };
+  return { total: Math.max(counted, estimated), total_is_estimate: true };
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;

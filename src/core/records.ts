@@ -84,7 +84,7 @@ export function timeRange(from: string | undefined, to: string | undefined): { g
 /** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
 interface Pageable<T> {
   findMany(args: { where: object; orderBy: object[]; take: number; skip?: number }): Promise<T[]>;
-  count(args: { where: object; take: number }): Promise<number>;
+  count(args: { where: object; orderBy: object[]; take: number }): Promise<number>;
 }
 
 /**
@@ -149,12 +149,11 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   const stretches = stretchesOf(sort, column);
   const need = page.limit + 1;
 
+  const dir = sort.startsWith('-') ? 'desc' : 'asc';
+  const orderBy = column ? [{ [field]: dir }, { id: dir }] : [{ id: dir }];
+
   async function rows(): Promise<T[]> {
-    if (!page.cursor) {
-      const dir = sort.startsWith('-') ? 'desc' : 'asc';
-      const orderBy = column ? [{ [field]: dir }, { id: dir }] : [{ id: dir }];
-      return delegate.findMany({ where, orderBy, take: need, skip: page.offset });
-    }
+    if (!page.cursor) return delegate.findMany({ where, orderBy, take: need, skip: page.offset });
     const idColumn = columns.get('id')!;
     const [value, id] = column ? decodeCursor(page.cursor, key, [column, idColumn]) : [null, ...decodeCursor(page.cursor, key, [idColumn])];
     const from = stretches.findIndex((s) => s.holds(value));
@@ -170,7 +169,8 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   const [found, total] = await Promise.all([
     rows(),
     boundedTotal(
-      (limit) => delegate.count({ where, take: limit }),
+      // In the page's order: Prisma orders a limited count (by id unless told), and that order picks the index.
+      (limit) => delegate.count({ where, orderBy, take: limit }),
       // A filter written here as SQL is estimated by the planner; otherwise the table's size is.
       () => estimateRows(db, table, whereSql(where)).catch(() => estimateRows(db, table, Prisma.sql`TRUE`)),
     ),
