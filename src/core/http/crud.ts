@@ -60,7 +60,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
     schema: {
       ...doc('list', `List ${noun.many}`),
       querystring: query,
-      response: { 200: listOf(o.output).describe(`A page of ${noun.many}: {items, total, limit, offset}`) },
+      response: { 200: listOf(o.output).describe(`A page of ${noun.many}`) },
     },
     handler: (req) => o.service.list(req.query as ListParams & Data),
   });

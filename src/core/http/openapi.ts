@@ -103,7 +103,11 @@ function successDescription(status: string, summary = ''): string {
   if (status === '201') return 'Created: the new record.';
   if (status === '202') return 'Accepted: the work is queued as a job, {"job_id"}; GET /api/v1/jobs/{id} gives its state and result.';
   if (status === '204') return 'Done: no content.';
-  if (summary.startsWith('List ')) return `A page of ${summary.slice(5)}: {items, total, limit, offset}.`;
+  const [verb, ...rest] = summary.split(' ');
+  const what = rest.join(' ').replace(/^(a|an|the) /, '');
+  if (verb === 'List') return `A page of ${rest.join(' ')}.`;
+  if (verb === 'Get') return `The ${what}.`;
+  if (verb === 'Update') return `The ${what} as changed.`;
   return `Done: ${summary.charAt(0).toLowerCase()}${summary.slice(1)}.`;
 }
 
