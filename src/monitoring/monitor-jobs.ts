@@ -1,5 +1,6 @@
-// Monitoring jobs: the daily retention of monitor logs, and telling the features of a stop_monitor;
-// registerMonitorSchedules() runs at worker start. The polls run in the monitor runner (monitor-runner.ts), the worker's background task.
+// Monitoring jobs: the daily retention of monitor logs, and telling the features of a
+// stop_monitor; registerMonitorSchedules() runs at worker start. The polls run in the monitor
+// runner (monitor-runner.ts), the worker's background task.
 import type { AppContext } from '../context.js';
 import { featureJobs } from '../feature.js';
 import { monitorJobs } from './monitor-job-specs.js';
