@@ -331,6 +331,21 @@ describe('a domain goes live', { timeout: 300_000 }, () => {
     expect(pushes()).toHaveLength(1);
   });
 
+  it('domains verified at once on one host all go live (a reload cancelling another attempt is no refusal)', async () => {
+    const names = [1, 2, 3, 4, 5].map((i) => host(`together${i}`));
+    const made = await Promise.all(
+      names.map(async (n) => {
+        await lab.setA(n, ['127.0.0.1']);
+        return createDomain({ subscription_id: sub.id, hostname: n });
+      }),
+    );
+    const results = await Promise.all(made.map((d) => verify(d.id)));
+    for (const { job, domain } of results)
+      expect([domain.hostname, domain.state, job.state]).toEqual([domain.hostname, 'active', 'completed']);
+    for (const n of names) expect((await httpsGet(n)).status).toBe(200);
+    for (const d of made) expect((await api('DELETE', `/domains/${d.id}`)).statusCode).toBe(204);
+  });
+
   it('the ACME server refusing a certificate: failed with its reason, the file taken out, the other domains still served', async () => {
     const other = await fx.deployed();
     await lab.setA(REFUSED, ['127.0.0.1']);

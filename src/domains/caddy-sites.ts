@@ -93,7 +93,8 @@ function removeSiteScript(file: string): string {
 
 /**
  * Waits (up to `seconds`) for Caddy's log, from `offset` on, to say how obtaining the certificate of
- * `hostname` ended; prints that log line, or "timeout".
+ * `hostname` ended; prints that log line, or "timeout". Another site's reload cancels the attempts
+ * under way, and the new configuration starts them again: a cancelled attempt is no answer.
  */
 function waitForIssuanceScript(hostname: string, offset: number, seconds: number): string {
   if (!HOSTNAME.test(hostname)) throw new UserError(`"${hostname}" is not a checked host name`);
@@ -101,7 +102,8 @@ function waitForIssuanceScript(hostname: string, offset: number, seconds: number
     `log=${CADDY_LOG}; off=${Math.max(0, Math.floor(offset))}; end=$(( $(date +%s) + ${Math.floor(seconds)} ))`,
     'while :; do',
     '  size=$(wc -c < "$log" 2>/dev/null || echo 0); if [ "$size" -lt "$off" ]; then off=0; fi',
-    `  line=$(tail -c +$((off + 1)) "$log" 2>/dev/null | grep -F ${shellQuote(`"identifier":"${hostname}"`)} | grep -E '"msg":"(certificate obtained successfully|could not get certificate from issuer)"' | head -n 1)`,
+    // An attempt cut short by a reload ("context canceled") is no answer: the new configuration tries again.
+    `  line=$(tail -c +$((off + 1)) "$log" 2>/dev/null | grep -F ${shellQuote(`"identifier":"${hostname}"`)} | grep -E '"msg":"(certificate obtained successfully|could not get certificate from issuer)"' | grep -vF 'context canceled' | head -n 1)`,
     '  if [ -n "$line" ]; then printf \'%s\\n\' "$line"; exit 0; fi',
     '  if [ "$(date +%s)" -ge "$end" ]; then echo timeout; exit 0; fi',
     '  sleep 0.5',

@@ -37,10 +37,12 @@ export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, ve
     await Promise.all(active.slice(i, i + READS_AT_ONCE).map((d) => verification.refreshCertificate(d, who)));
   }
   result.certificates_read = active.length;
-  // A deployment after the domain went live wrote SUBSCRIPTION_URL's address over it.
+  // Not written yet (the database was suspended or not there), or a deployment after the domain
+  // went live wrote SUBSCRIPTION_URL's address over it.
   for (const domain of active) {
     const deployed = domain.subscription.database_created_at;
-    if (!domain.is_primary || !deployed || (domain.base_url_at && domain.base_url_at >= deployed)) continue;
+    if (!domain.is_primary || !deployed || domain.subscription.state !== 'running') continue;
+    if (domain.base_url_at && domain.base_url_at >= deployed) continue;
     await verification.baseUrlAfterChange(domain.subscription_id, who, domain.id);
     result.base_urls_written++;
   }

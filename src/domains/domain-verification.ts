@@ -10,7 +10,7 @@
 // remove: the site file is taken out (validate, reload), the row deleted, and the tenant's
 // web.base.url put back when it was this domain's.
 import type { AppContext } from '../context.js';
-import { postMessage } from '../core/chatter.js';
+import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
 import { createNotificationService } from '../notifications/notification-service.js';
 import type { Domain, Prisma, RootServer, Subscription } from '../generated/prisma/client.js';
@@ -18,7 +18,7 @@ import { openRemoteSession } from '../servers/remote-session.js';
 import { requireConfirmed } from '../servers/root-server-store.js';
 import { createDomainLookup } from '../settings/domain-lookup.js';
 import { trackChanges } from '../core/chatter.js';
-import { caddySites } from './caddy-sites.js';
+import { caddySites, siteFileOf } from './caddy-sites.js';
 import { readCertificate, type ServedCertificate } from './certificate.js';
 import { domainModel } from './domain-models.js';
 import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
@@ -135,7 +135,7 @@ export function createDomainVerification(ctx: Ctx) {
     } catch (err) {
       const body = (err as Error).message;
       if (domainId) await db.domain.updateMany({ where: { id: domainId }, data: { last_error: body } });
-      await postMessage(db, { ...onSubscription(subscriptionId), body, message_type: 'notification', subtype_xmlid: 'mail.mt_alert' });
+      await postMessageOnce(db, { ...onSubscription(subscriptionId), body, message_type: 'notification', subtype_xmlid: 'mail.mt_alert' });
     }
   }
 
@@ -259,6 +259,17 @@ export function createDomainVerification(ctx: Ctx) {
         return failed(domain, `Root server ${server.id}: ${(err as Error).message}`, who);
       }
       const site = { hostname: domain.hostname, database: sub.database_name, odooPort: config.ODOO_HTTP_PORT };
+      // Written elsewhere before (another database name, another host): that site goes first, or
+      // Caddy would find the host name twice.
+      if (domain.site_file && (domain.site_file !== siteFileOf(site) || domain.root_server_id !== server.id)) {
+        try {
+          const left = await removeSite(domain, who);
+          if (left) await postMessage(db, { ...onDomain(domain.id), body: left, message_type: 'notification' });
+        } catch (err) {
+          return failed(domain, `The earlier site ${domain.site_file} could not be removed: ${(err as Error).message}`, who);
+        }
+        await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
+      }
       const session = await openRemoteSession(ctx, server, { user_id: who.userId, job_id: who.jobId }).catch((err: Error) =>
         failed(domain, `SSH to root server ${server.id}: ${err.message}`, who),
       );

@@ -15,11 +15,14 @@ export interface Who {
   author: Author | null;
 }
 
-/** Writes the address the tenant should have now; null when it has no database to write to. */
+/**
+ * Writes the address the tenant should have now; null when there is no database to write to, or it
+ * is suspended (closed to every connection: the run writes it once it runs again).
+ */
 export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'box' | 'config'>, subscriptionId: number, who: Who) {
   const { db } = ctx;
   const sub = await db.subscription.findUnique({ where: { id: subscriptionId } });
-  if (!sub?.database_created_at || sub.database_dropped_at) return null;
+  if (!sub?.database_created_at || sub.database_dropped_at || sub.state === 'suspended') return null;
   const primary = await db.domain.findFirst({ where: { subscription_id: sub.id, is_primary: true, state: 'active' } });
   const url = primary ? `https://${primary.hostname}` : subscriptionUrl(ctx.config, sub);
   if (!url) return null;
