@@ -37,7 +37,8 @@ type DomainWithSub = Domain & { subscription: Subscription };
 
 export type VerifyResult =
   | { state: 'active'; hostname: string; certificate_not_after: string; certificate_issuer: string }
-  | { state: 'pending_dns'; hostname: string; reason: string }
+  /** DNS not (yet) right: pending_dns, or active still serving. */
+  | { state: 'pending_dns' | 'active'; hostname: string; dns_error: string }
   | { skipped: string };
 
 /** A subscription whose domains must go: cancelled, or its database dropped. */
@@ -78,9 +79,9 @@ export function createDomainVerification(ctx: Ctx) {
     throw new UserError(reason);
   }
 
-  /** The certificate served once Caddy said it has it (it may take a moment to be in use). */
-  async function servedSoon(address: string, hostname: string) {
-    const deadline = Date.now() + SERVE_WAIT_MS;
+  /** The certificate served, looked for a while when Caddy said it has it (it may take a moment to be in use). */
+  async function servedSoon(address: string, hostname: string, wait: boolean) {
+    const deadline = Date.now() + (wait ? SERVE_WAIT_MS : 0);
     for (;;) {
       const cert = await readCertificate(address, hostname, timeoutMs);
       if (!('error' in cert) || Date.now() > deadline) return cert;
@@ -244,12 +245,9 @@ export function createDomainVerification(ctx: Ctx) {
       }
       if (dnsError) {
         // An active domain keeps serving (a lookup can fail for a moment); the error is shown.
-        await setFields(
-          domain.id,
-          { state: domain.state === 'active' ? 'active' : 'pending_dns', last_error: dnsError, dns_target: dnsTarget },
-          who,
-        );
-        return { state: 'pending_dns', hostname: domain.hostname, reason: dnsError };
+        const state = domain.state === 'active' ? 'active' : 'pending_dns';
+        await setFields(domain.id, { state, last_error: dnsError, dns_target: dnsTarget }, who);
+        return { state, hostname: domain.hostname, dns_error: dnsError };
       }
 
       if (!sub.database_name) return failed(domain, `Subscription ${sub.id} has no database name yet`, who);
@@ -294,15 +292,16 @@ export function createDomainVerification(ctx: Ctx) {
         let cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
         if ('error' in cert) {
           const issuance = await sites.waitForIssuance(domain.hostname, written.logOffset, ISSUANCE_WAIT_S);
-          if (issuance.outcome === 'obtained') cert = await servedSoon(server.ip, domain.hostname);
+          // After "obtained" it may take Caddy a moment to serve it; after the wait, a last look.
+          if (issuance.outcome !== 'refused') cert = await servedSoon(server.ip, domain.hostname, issuance.outcome === 'obtained');
           const reason =
             issuance.outcome === 'refused'
               ? `The ACME server refused the certificate of ${domain.hostname}: ${issuance.error}`
-              : issuance.outcome === 'timeout'
-                ? `Caddy obtained no certificate for ${domain.hostname} within ${ISSUANCE_WAIT_S} s (see ${server.ip}:/var/log/caddy/svc.log)`
-                : 'error' in cert
-                  ? `Caddy obtained the certificate of ${domain.hostname}, but ${cert.error}`
-                  : null;
+              : !('error' in cert)
+                ? null
+                : issuance.outcome === 'timeout'
+                  ? `Caddy obtained no certificate for ${domain.hostname} within ${ISSUANCE_WAIT_S} s (see ${server.ip}:/var/log/caddy/svc.log)`
+                  : `Caddy obtained the certificate of ${domain.hostname}, but ${cert.error}`;
           if (reason) {
             // The configuration goes back to what it was without this site.
             await sites.remove(written.file);
