@@ -217,6 +217,8 @@ describe('refused input', () => {
       'localhost',
       "x.test';touch /tmp/pwned;'",
       'x.test{',
+      'evil.test/x',
+      '0x7f.1',
       '',
     ];
     for (const hostname of bad) {
