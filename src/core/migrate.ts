@@ -154,20 +154,21 @@ async function migrationList(): Promise<MigrationList> {
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
     .sort();
+  // Paths relative to baseDir, as Prisma's CLI gives them: the engine records a migration under its
+  // directory's path, which must not depend on where the installation is.
   const migrationDirectories = await Promise.all(
-    names.map(async (name) => {
-      const file = path.join(MIGRATIONS_DIR, name, 'migration.sql');
-      return {
-        path: path.join(MIGRATIONS_DIR, name),
-        migrationFile: { path: file, content: { tag: 'ok' as const, value: await readFile(file, 'utf8') } },
-      };
-    }),
+    names.map(async (name) => ({
+      path: name,
+      migrationFile: {
+        path: 'migration.sql',
+        content: { tag: 'ok' as const, value: await readFile(path.join(MIGRATIONS_DIR, name, 'migration.sql'), 'utf8') },
+      },
+    })),
   );
-  const lockPath = path.join(MIGRATIONS_DIR, 'migration_lock.toml');
-  const lockContent = await readFile(lockPath, 'utf8').catch(() => null);
+  const lockContent = await readFile(path.join(MIGRATIONS_DIR, 'migration_lock.toml'), 'utf8').catch(() => null);
   return {
     baseDir: MIGRATIONS_DIR,
-    lockfile: { path: lockPath, content: lockContent },
+    lockfile: { path: 'migration_lock.toml', content: lockContent },
     shadowDbInitScript: '',
     migrationDirectories,
   };
@@ -217,6 +218,14 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
   await lock.connect();
   try {
     await takeMigrationLock(lock);
+    // Earlier versions recorded each migration under the absolute path of the checkout they ran from.
+    await lock.query(
+      `DO $$ BEGIN
+         IF to_regclass('_prisma_migrations') IS NOT NULL THEN
+           UPDATE _prisma_migrations SET migration_name = regexp_replace(migration_name, '^.*/', '') WHERE migration_name LIKE '%/%';
+         END IF;
+       END $$`,
+    );
     const migrationsList = await migrationList();
     return await withEngine(databaseUrl, async (engine) => {
       const out = await engine.applyMigrations({ migrationsList, filters: noFilters });
