@@ -100,7 +100,7 @@ const FILL: { table: string; rows: string; sql: string }[] = [
       ) m`,
   },
   {
-    // 600 k on one busy record (a webhook's target), 400 k over 50 k partners (8 each); 1 year.
+    // 600 k on one busy record (a webhook's target), 400 k over 40 k partners (10 each); 1 year.
     table: 'messages',
     rows: '1 M',
     sql: `INSERT INTO messages (model_name, rec_id, message_type, subtype_xmlid, body, author_name, created_at)
@@ -293,7 +293,7 @@ async function shapes(db: pg.Client, deepPage: DeepPage): Promise<Shape[]> {
     })}`,
   );
   add('messages', 'from/to (one hour)', `${thread}?${await hour('messages', 'created_at')}`);
-  add('messages', 'a partner (8 messages)', '/api/v1/partners/44/messages');
+  add('messages', 'a partner (10 messages)', '/api/v1/partners/44/messages');
 
   add('webhook calls', 'first page (5 M calls)', calls);
   add(
