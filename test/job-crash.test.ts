@@ -76,6 +76,7 @@ describe('crash recovery per queue', () => {
       trials: 'rerun',
       lifecycle: 'rerun',
       alerts: 'rerun',
+      monitor: 'rerun',
       ssh: 'interrupt',
       deployments: 'interrupt',
       backups: 'interrupt',
