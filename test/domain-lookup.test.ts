@@ -3,52 +3,42 @@
 // (their addresses come from DNS_CLOUDFLARE_SERVERS / DNS_GOOGLE_SERVERS), and the machine's own
 // system resolver for `local`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { createDomainLookup } from '../src/settings/domain-lookup.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { startDnsServer, type DnsServer } from './helpers/dns-server.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let admin: Caller;
-let operator: Caller;
-let user: Caller;
 let cloudflare: DnsServer;
 let google: DnsServer;
 
 beforeAll(async () => {
   cloudflare = await startDnsServer({ 'shop.example.com': ['203.0.113.10', '203.0.113.11'] }, ['slow.example.com']);
   google = await startDnsServer({ 'shop.example.com': ['198.51.100.7'] });
-  ctx = await createTestContext({
-    DNS_CLOUDFLARE_SERVERS: cloudflare.address,
-    DNS_GOOGLE_SERVERS: google.address,
-    OUTBOUND_TIMEOUT_MS: '500',
-  });
-  app = await buildApp(ctx);
-  ({ admin, operator, user } = await callers(ctx));
 });
 afterAll(async () => {
-  await app?.close();
-  await ctx?.cleanup();
   await cloudflare?.close();
   await google?.close();
 });
 
-const lookup = (domain: string, caller = operator) =>
-  request(app, caller, { method: 'POST', url: '/api/v1/settings/actions/lookup_domain', payload: { domain } });
-const setResolver = (dns_resolver: string) => request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver } });
+const t = useTestApp({
+  env: () => ({ DNS_CLOUDFLARE_SERVERS: cloudflare.address, DNS_GOOGLE_SERVERS: google.address, OUTBOUND_TIMEOUT_MS: '500' }),
+});
+
+const lookup = (domain: string, caller = t.as.operator) =>
+  request(t.app, caller, { method: 'POST', url: '/api/v1/settings/actions/lookup_domain', payload: { domain } });
+const setResolver = (dns_resolver: string) =>
+  request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver } });
 
 describe('settings', () => {
   it('defaults: Keep Root Server Log Period 2, DNS Resolver cloudflare; readable by users, changed by administrators', async () => {
-    const res = await request(app, user, { method: 'GET', url: '/api/v1/settings' });
+    const res = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/settings' });
     expect(res.json()).toMatchObject({ keep_root_server_log_period: 2, dns_resolver: 'cloudflare' });
     expect(
-      (await request(app, operator, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver: 'google' } })).statusCode,
+      (await request(t.app, t.as.operator, { method: 'PATCH', url: '/api/v1/settings', payload: { dns_resolver: 'google' } })).statusCode,
     ).toBe(403);
     expect(
-      (await request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { keep_root_server_log_period: 0 } })).statusCode,
+      (await request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { keep_root_server_log_period: 0 } }))
+        .statusCode,
     ).toBe(400);
   });
 });
@@ -70,11 +60,11 @@ describe('lookup_domain', () => {
       ]),
     );
     expect(google.queries).toEqual([]);
-    const log = await ctx.db.actionLog.findFirst({
+    const log = await t.ctx.db.actionLog.findFirst({
       where: { model_name: 'svc.settings', action_type: 'api_call' },
       orderBy: { id: 'desc' },
     });
-    expect(log).toMatchObject({ status: 'success', user_id: operator.userId, output_text: '203.0.113.10\n203.0.113.11' });
+    expect(log).toMatchObject({ status: 'success', user_id: t.as.operator.userId, output_text: '203.0.113.10\n203.0.113.11' });
     expect(log!.input_text).toBe(`DNS lookup of shop.example.com via cloudflare (${cloudflare.address})`);
   });
 
@@ -108,7 +98,7 @@ describe('lookup_domain', () => {
     const slow = await lookup('slow.example.com');
     expect(slow.statusCode).toBe(400);
     expect(slow.json().error.message).toMatch(/slow\.example\.com via cloudflare .*: no answer within 500 ms$/);
-    const failures = await ctx.db.actionLog.count({ where: { model_name: 'svc.settings', action_type: 'api_call', status: 'failure' } });
+    const failures = await t.ctx.db.actionLog.count({ where: { model_name: 'svc.settings', action_type: 'api_call', status: 'failure' } });
     expect(failures).toBe(2);
   });
 
@@ -118,14 +108,14 @@ describe('lookup_domain', () => {
       expect(res.statusCode, domain).toBe(400);
       expect(res.json().error.code).toBe('validation_error');
     }
-    expect((await lookup('shop.example.com', user)).statusCode).toBe(403);
+    expect((await lookup('shop.example.com', t.as.user)).statusCode).toBe(403);
   });
 
   it('the helper is usable from other features, logging against their record', async () => {
-    const helper = createDomainLookup(ctx);
+    const helper = createDomainLookup(t.ctx);
     const result = await helper.lookup('shop.example.com', { model_name: 'svc.root.server', rec_id: 42 });
     expect(result.addresses).toEqual(['203.0.113.10', '203.0.113.11']);
-    expect(await ctx.db.actionLog.count({ where: { model_name: 'svc.root.server', rec_id: 42 } })).toBe(1);
+    expect(await t.ctx.db.actionLog.count({ where: { model_name: 'svc.root.server', rec_id: 42 } })).toBe(1);
     // IDN names are looked up in their ASCII form.
     await expect(helper.lookup('bücher.example.com')).rejects.toThrow(/xn--bcher-kva\.example\.com .*NXDOMAIN/);
   });
