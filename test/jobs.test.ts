@@ -1,41 +1,25 @@
 // Real Redis + BullMQ workers: job state, progress and result at GET /api/v1/jobs/{id}, failed jobs
 // keeping their error, deduplication, and graceful shutdown letting a running job finish.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
+import { describe, expect, it } from 'vitest';
 import { startWorkers } from '../src/worker.js';
 import { settingsJobs } from '../src/settings/settings-job-specs.js';
 import { withJobHandler } from './helpers/features.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { createCaller, findJob, request, waitForJob, type Caller } from './helpers/api.js';
+import { findJob, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
 import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
 import { composeFeatures } from '../src/features.js';
 import { createJobService } from '../src/jobs/job-service.js';
 import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let admin: Caller;
-let user: Caller;
-
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  admin = await createCaller(ctx, 'administrator');
-  user = await createCaller(ctx, 'user');
-});
-afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
-});
+const t = useTestApp();
 
 describe('GET /api/v1/jobs/{id}', () => {
   it('shows a waiting job, then its completion with progress and result', async () => {
-    await ctx.db
-      .$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await ctx.box.encrypt('pw')}, now())`;
-    const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: admin.userId });
-    const waiting = await request(app, user, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
+    await t.ctx.db
+      .$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await t.ctx.box.encrypt('pw')}, now())`;
+    const jobId = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: t.as.admin.userId });
+    const waiting = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
     expect(waiting.statusCode).toBe(200);
     expect(waiting.json()).toMatchObject({
       id: jobId,
@@ -46,9 +30,9 @@ describe('GET /api/v1/jobs/{id}', () => {
       finished_at: null,
     });
 
-    const workers = await startWorkers(ctx);
+    const workers = await startWorkers(t.ctx);
     try {
-      const done = await waitForJob(app, user, jobId);
+      const done = await waitForJob(t.app, t.as.user, jobId);
       expect(done).toMatchObject({ state: 'completed', progress: { reencrypted: 1 }, error: null });
       expect(done.result).toMatchObject({ reencrypted: 1 });
       expect(Date.parse(done.finished_at)).not.toBeNaN();
@@ -59,40 +43,40 @@ describe('GET /api/v1/jobs/{id}', () => {
 
   it('a failed job keeps its error', async () => {
     // A ciphertext from another master key: the rotation cannot read it and must fail visibly.
-    await ctx.db.$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('2.2.2.2', 'v999:AAAA', now())`;
-    const workers = await startWorkers(ctx);
+    await t.ctx.db.$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('2.2.2.2', 'v999:AAAA', now())`;
+    const workers = await startWorkers(t.ctx);
     try {
-      const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null }, { attempts: 1 });
-      const failed = await waitForJob(app, user, jobId);
+      const jobId = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null }, { attempts: 1 });
+      const failed = await waitForJob(t.app, t.as.user, jobId);
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/Encryption key v999 is missing/);
     } finally {
       await workers.close();
-      await ctx.db.$executeRaw`DELETE FROM postgresql_servers WHERE password = 'v999:AAAA'`;
+      await t.ctx.db.$executeRaw`DELETE FROM postgresql_servers WHERE password = 'v999:AAAA'`;
     }
   });
 
   it('404 for an unknown job id, 400 for something that is no job id', async () => {
     for (const id of ['maintenance-999999', 'nope-1']) {
-      const res = await request(app, user, { method: 'GET', url: `/api/v1/jobs/${id}` });
+      const res = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${id}` });
       expect(res.statusCode).toBe(404);
     }
     // Not the shape of a job id at all: bad input.
-    expect((await request(app, user, { method: 'GET', url: '/api/v1/jobs/garbage' })).statusCode).toBe(400);
+    expect((await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/jobs/garbage' })).statusCode).toBe(400);
   });
 
   it('a deduplicated job returns the id of the one already waiting', async () => {
-    const a = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
-    const b = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+    const a = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+    const b = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
     expect(b).toBe(a);
-    await (await findJob(ctx, a))!.remove();
+    await (await findJob(t.ctx, a))!.remove();
   });
 });
 
 describe('deduplication keys', () => {
   it('a restore of another backup asked while one waits is its own job; the same backup again is the same job', async () => {
     const restore = (backup_id: string) =>
-      ctx.queues.enqueue(subscriptionJobs.restore_subscription, { subscription_id: 424242, backup_id, user_id: null });
+      t.ctx.queues.enqueue(subscriptionJobs.restore_subscription, { subscription_id: 424242, backup_id, user_id: null });
     const first = await restore('b-1');
     expect(await restore('b-1')).toBe(first);
     expect(await restore('b-2')).not.toBe(first);
@@ -101,10 +85,10 @@ describe('deduplication keys', () => {
 
 describe('graceful shutdown', () => {
   it('GET /api/v1/jobs lists newest first, filters by state, queue and name, pages; an unknown filter value is a 400', async () => {
-    await ctx.queues.queue('maintenance').obliterate({ force: true });
-    const older = await ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
-    const newer = await ctx.queues.enqueue(monitorJobs.monitor_log_retention, {}, { delay: 60_000 });
-    const list = async (query: string) => (await request(app, user, { method: 'GET', url: `/api/v1/jobs?${query}` })).json();
+    await t.ctx.queues.queue('maintenance').obliterate({ force: true });
+    const older = await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+    const newer = await t.ctx.queues.enqueue(monitorJobs.monitor_log_retention, {}, { delay: 60_000 });
+    const list = async (query: string) => (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs?${query}` })).json();
     const all = await list('queue=maintenance');
     expect(all.items.map((j: { id: string }) => j.id)).toEqual([newer, older]);
     expect(all).toMatchObject({ total: 2, limit: 50, offset: 0 });
@@ -112,19 +96,19 @@ describe('graceful shutdown', () => {
     expect((await list('name=prune_webhook_calls')).items.map((j: { id: string }) => j.id)).toEqual([older]);
     expect(await list('queue=maintenance&limit=1&offset=1')).toMatchObject({ items: [{ id: older }], total: 2 });
     for (const query of ['state=finished', 'queue=nope', 'name=rm_rf', 'colour=red']) {
-      expect((await request(app, user, { method: 'GET', url: `/api/v1/jobs?${query}` })).statusCode, query).toBe(400);
+      expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs?${query}` })).statusCode, query).toBe(400);
     }
   });
 
   it('a page far past the jobs kept reads none of them; no read asks for more jobs than are kept', async () => {
-    await ctx.queues.queue('maintenance').obliterate({ force: true });
-    await ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+    await t.ctx.queues.queue('maintenance').obliterate({ force: true });
+    await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
     // Count what the list asks Redis for, through the queues it is given.
     const ranges: number[] = [];
     const queues = {
-      ...ctx.queues,
+      ...t.ctx.queues,
       queue(name: string) {
-        const queue = ctx.queues.queue(name);
+        const queue = t.ctx.queues.queue(name);
         return new Proxy(queue, {
           get(target, prop, receiver) {
             if (prop !== 'getJobs') return Reflect.get(target, prop, receiver);
@@ -135,8 +119,8 @@ describe('graceful shutdown', () => {
           },
         });
       },
-    } as typeof ctx.queues;
-    const service = createJobService({ queues }, composeFeatures(ctx).jobs);
+    } as typeof t.ctx.queues;
+    const service = createJobService({ queues }, composeFeatures(t.ctx).jobs);
     expect((await service.list({ limit: 50, offset: 2_147_483_000 })).items).toEqual([]);
     expect(ranges).toEqual([]);
     const named = await service.list({ limit: 50, offset: 2_147_483_000, name: 'prune_webhook_calls' });
@@ -145,22 +129,22 @@ describe('graceful shutdown', () => {
   });
 
   it('cancel removes a waiting or delayed job (it never runs); a finished one is a 409; users may not cancel', async () => {
-    const delayed = await ctx.queues.enqueue(
+    const delayed = await t.ctx.queues.enqueue(
       webhookJobs.prune_webhook_calls,
       {},
       { delay: 60_000, deduplication: undefined, jobId: 'cancel-me' },
     );
-    expect((await request(app, user, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` })).statusCode).toBe(403);
-    const cancelled = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` });
+    expect((await request(t.app, t.as.user, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` })).statusCode).toBe(403);
+    const cancelled = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/jobs/${delayed}/actions/cancel` });
     expect(cancelled.statusCode).toBe(200);
     expect(cancelled.json()).toMatchObject({ id: delayed, state: 'cancelled' });
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/jobs/${delayed}` })).statusCode).toBe(404);
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${delayed}` })).statusCode).toBe(404);
 
-    const workers = await startWorkers(ctx);
+    const workers = await startWorkers(t.ctx);
     try {
-      const ran = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
-      await waitForJob(app, user, ran);
-      const late = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/${ran}/actions/cancel` });
+      const ran = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+      await waitForJob(t.app, t.as.user, ran);
+      const late = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/jobs/${ran}/actions/cancel` });
       expect(late.statusCode).toBe(409);
       expect(late.json().error).toMatchObject({ code: 'conflict', details: { state: 'completed' } });
     } finally {
@@ -169,13 +153,13 @@ describe('graceful shutdown', () => {
   });
 
   it("a schedule's next run cannot be cancelled: 409 saying so", async () => {
-    await ctx.queues.schedule('new-year-test', { pattern: '0 0 1 1 *', tz: 'UTC' }, webhookJobs.prune_webhook_calls, {});
-    const next = (await ctx.queues.queue('maintenance').getJobs(['delayed'])).find((j) => j.repeatJobKey === 'new-year-test');
+    await t.ctx.queues.schedule('new-year-test', { pattern: '0 0 1 1 *', tz: 'UTC' }, webhookJobs.prune_webhook_calls, {});
+    const next = (await t.ctx.queues.queue('maintenance').getJobs(['delayed'])).find((j) => j.repeatJobKey === 'new-year-test');
     expect(next).toBeDefined();
-    const res = await request(app, admin, { method: 'POST', url: `/api/v1/jobs/maintenance-${next!.id}/actions/cancel` });
+    const res = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/jobs/maintenance-${next!.id}/actions/cancel` });
     expect(res.statusCode).toBe(409);
     expect(res.json().error.message).toMatch(/is the next run of a schedule .*: it cannot be cancelled$/);
-    await ctx.queues.unschedule(webhookJobs.prune_webhook_calls, 'new-year-test');
+    await t.ctx.queues.unschedule(webhookJobs.prune_webhook_calls, 'new-year-test');
   });
 
   it('close() waits for the running job to finish', async () => {
@@ -184,14 +168,14 @@ describe('graceful shutdown', () => {
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
     const workers = await startWorkers(
-      ctx,
+      t.ctx,
       withJobHandler('rotate_encryption_key', (real) => async (payload, job) => {
         started();
         await gate;
         return real(payload, job);
       }),
     );
-    const jobId = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+    const jobId = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
     await running;
     let closed = false;
     const closing = workers.close().then(() => (closed = true));
@@ -199,7 +183,7 @@ describe('graceful shutdown', () => {
     expect(closed).toBe(false); // still running: close() is waiting for it
     release();
     await closing;
-    const job = (await request(app, user, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json();
+    const job = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json();
     expect(job.state).toBe('completed');
   });
 });

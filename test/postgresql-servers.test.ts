@@ -2,64 +2,56 @@
 // own server (ssl off: the plain path) and against a second real cluster started here with ssl=on
 // that refuses plain sessions (the TLS path), plus wrong password and refused port.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../src/app.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
 import { freePort } from './helpers/http-recorder.js';
 import { connectPostgresqlServer } from '../src/postgresql/postgresql-connection.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let operator: Caller;
-let user: Caller;
 let tlsCluster: TlsCluster;
-
 beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  ({ operator, user } = await callers(ctx));
   tlsCluster = await startTlsCluster();
 });
-afterAll(async () => {
-  tlsCluster?.stop();
-  await app?.close();
-  await ctx?.cleanup();
-});
+afterAll(() => tlsCluster?.stop());
+
+const t = useTestApp();
 
 async function create(payload: object) {
-  const res = await request(app, operator, { method: 'POST', url: '/api/v1/postgresql-servers', payload });
+  const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/postgresql-servers', payload });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
 
 const testConnection = (id: number) =>
-  request(app, operator, { method: 'POST', url: `/api/v1/postgresql-servers/${id}/actions/test_connection` });
+  request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/postgresql-servers/${id}/actions/test_connection` });
 
 describe('PostgreSQL server records', () => {
   it('default port 5432, password encrypted and write-only, readable by users, written by operators', async () => {
     const created = await create({ name: 'db1', ip: 'db1.internal', username: 'odoo', password: 'pg-secret-1' });
     expect(created).toMatchObject({ name: 'db1', ip: 'db1.internal', username: 'odoo', port: 5432, password_set: true });
     expect(JSON.stringify(created)).not.toContain('pg-secret-1');
-    const [raw] = await ctx.db.$queryRaw<{ password: string }[]>`SELECT password FROM postgresql_servers WHERE id = ${created.id}`;
+    const [raw] = await t.ctx.db.$queryRaw<{ password: string }[]>`SELECT password FROM postgresql_servers WHERE id = ${created.id}`;
     expect(raw!.password).toMatch(/^v\d+:/);
 
-    const read = await request(app, user, { method: 'GET', url: `/api/v1/postgresql-servers/${created.id}` });
+    const read = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/postgresql-servers/${created.id}` });
     expect(read.statusCode).toBe(200);
     expect(read.json()).not.toHaveProperty('password');
-    const write = await request(app, user, { method: 'PATCH', url: `/api/v1/postgresql-servers/${created.id}`, payload: { port: 5433 } });
+    const write = await request(t.app, t.as.user, {
+      method: 'PATCH',
+      url: `/api/v1/postgresql-servers/${created.id}`,
+      payload: { port: 5433 },
+    });
     expect(write.statusCode).toBe(403);
   });
 
   it('refuses a missing ip, a bad port and unknown fields, and creates nothing', async () => {
     for (const payload of [{ username: 'x' }, { ip: '' }, { ip: 'h', port: 70000 }, { ip: 'h', surprise: 1 }]) {
-      const res = await request(app, operator, { method: 'POST', url: '/api/v1/postgresql-servers', payload });
+      const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/postgresql-servers', payload });
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('validation_error');
     }
-    expect(await ctx.db.postgresqlServer.count({ where: { ip: 'h' } })).toBe(0);
+    expect(await t.ctx.db.postgresqlServer.count({ where: { ip: 'h' } })).toBe(0);
   });
 });
 
@@ -70,8 +62,8 @@ describe('test_connection', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ ok: true, tls: false, tls_version: null, server_version: expect.stringMatching(/^15\./) });
     expect(res.json().version).toMatch(/^PostgreSQL 15/);
-    const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
-    expect(log).toMatchObject({ action_type: 'database', status: 'success', user_id: operator.userId });
+    const log = await t.ctx.db.actionLog.findFirst({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
+    expect(log).toMatchObject({ action_type: 'database', status: 'success', user_id: t.as.operator.userId });
   });
 
   it('TLS path: a server that only accepts TLS is reached over TLS with the stored password', async () => {
@@ -90,7 +82,7 @@ describe('test_connection', () => {
     const res = await testConnection(server.id);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ ok: true, tls: true, tls_version: expect.stringMatching(/^TLSv1\.[23]$/) });
-    const logs = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
+    const logs = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
     expect(JSON.stringify(logs)).not.toContain(tlsCluster.password);
   });
 
@@ -100,7 +92,7 @@ describe('test_connection', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatchObject({ code: 'user_error' });
     expect(res.json().error.message).toContain(`password authentication failed for user "${tlsCluster.user}"`);
-    const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
+    const log = await t.ctx.db.actionLog.findFirst({ where: { model_name: 'svc.postgresql.server', rec_id: server.id } });
     expect(log).toMatchObject({ status: 'failure' });
     expect(log!.output_text).not.toContain('not-the-password');
   });
@@ -120,11 +112,11 @@ describe('test_connection', () => {
 
 describe('a connection the server ends', () => {
   it('between two queries: the next query fails, the process goes on', async () => {
-    const server = await ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
-    const { client } = await connectPostgresqlServer(ctx.box, server);
+    const server = await t.ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
+    const { client } = await connectPostgresqlServer(t.ctx.box, server);
     try {
       const [{ pid }] = (await client.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
-      await ctx.db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+      await t.ctx.db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
       await new Promise((r) => setTimeout(r, 200)); // the server's message arrives while nothing runs
       await expect(client.query('SELECT 1')).rejects.toThrow();
     } finally {

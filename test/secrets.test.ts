@@ -1,40 +1,22 @@
 // Envelope encryption on the real PostgreSQL (raw columns read back with SQL), the master key
 // file, write-only output, and key rotation through the API and the real BullMQ worker.
 import { stat, readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
+import { describe, expect, it } from 'vitest';
 import { createRecordService } from '../src/core/records.js';
 import { keyVersionOf } from '../src/core/crypto.js';
 import { rotateEncryptionKey } from '../src/settings/key-rotation.js';
 import { composeFeatures } from '../src/features.js';
 import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { createCaller, request, waitForJob, type Caller } from './helpers/api.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let admin: Caller;
+const t = useTestApp({ workers: true });
 
-beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  admin = await createCaller(ctx, 'administrator');
-});
-afterAll(async () => {
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-});
-
-const secretColumns = () => composeFeatures(ctx).models.secretColumns();
-const pgServers = () => createRecordService(ctx, postgresqlServerModel);
+const secretColumns = () => composeFeatures(t.ctx).models.secretColumns();
+const pgServers = () => createRecordService(t.ctx, postgresqlServerModel);
 
 async function rawPasswords(): Promise<{ id: number; password: string | null }[]> {
-  return ctx.db.$queryRaw`SELECT id, password FROM postgresql_servers ORDER BY id`;
+  return t.ctx.db.$queryRaw`SELECT id, password FROM postgresql_servers ORDER BY id`;
 }
 
 async function createServers(n: number, tag: string) {
@@ -45,9 +27,9 @@ async function createServers(n: number, tag: string) {
 
 describe('master key', () => {
   it('is created on first start with mode 0600', async () => {
-    const info = await stat(ctx.config.SVC_MASTER_KEY_FILE);
+    const info = await stat(t.ctx.config.SVC_MASTER_KEY_FILE);
     expect(info.mode & 0o777).toBe(0o600);
-    expect((await readFile(ctx.config.SVC_MASTER_KEY_FILE, 'utf8')).trim()).toMatch(/^[0-9a-f]{64}$/);
+    expect((await readFile(t.ctx.config.SVC_MASTER_KEY_FILE, 'utf8')).trim()).toMatch(/^[0-9a-f]{64}$/);
   });
 });
 
@@ -59,19 +41,19 @@ describe('secret fields', () => {
     const [row] = await rawPasswords();
     expect(row!.password).not.toContain('plain-secret');
     expect(row!.password).toMatch(/^v\d+:[A-Za-z0-9+/=]+$/);
-    expect(await ctx.box.decrypt(row!.password!)).toBe('plain-secret-0');
+    expect(await t.ctx.box.decrypt(row!.password!)).toBe('plain-secret-0');
     // data keys are stored wrapped by the master key, never in the clear
-    const keys = await ctx.db.encryptionKey.findMany();
+    const keys = await t.ctx.db.encryptionKey.findMany();
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((k) => /^[A-Za-z0-9+/=]+$/.test(k.wrapped_key) && k.wrapped_key.length > 60)).toBe(true);
   });
 
   it('the same plaintext encrypts differently each time (random IV) and tampering is detected', async () => {
-    const a = await ctx.box.encrypt('same');
-    const b = await ctx.box.encrypt('same');
+    const a = await t.ctx.box.encrypt('same');
+    const b = await t.ctx.box.encrypt('same');
     expect(a).not.toBe(b);
     const tampered = a.slice(0, -4) + (a.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-    await expect(ctx.box.decrypt(tampered)).rejects.toThrow();
+    await expect(t.ctx.box.decrypt(tampered)).rejects.toThrow();
   });
 
   it('an empty value clears the secret', async () => {
@@ -87,9 +69,9 @@ describe('key rotation', () => {
     const before = await rawPasswords();
     const oldVersions = new Set(before.filter((r) => r.password).map((r) => keyVersionOf(r.password!)));
 
-    const res = await request(app, admin, { method: 'POST', url: '/api/v1/settings/actions/rotate_encryption_key' });
+    const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/settings/actions/rotate_encryption_key' });
     expect(res.statusCode).toBe(202);
-    const job = await waitForJob(app, admin, res.json().job_id);
+    const job = await waitForJob(t.app, t.as.admin, res.json().job_id);
     expect(job).toMatchObject({ state: 'completed', name: 'rotate_encryption_key', error: null });
     const result = job.result as { key_version: number; reencrypted: number; retired_versions: number[] };
     expect(result.reencrypted).toBe(before.filter((r) => r.password).length);
@@ -99,19 +81,19 @@ describe('key rotation', () => {
     for (const [i, row] of after.entries()) {
       if (!row.password) continue;
       expect(keyVersionOf(row.password)).toBe(result.key_version);
-      expect(await ctx.box.decrypt(row.password)).toBe(await ctx.box.decrypt(before[i]!.password!));
+      expect(await t.ctx.box.decrypt(row.password)).toBe(await t.ctx.box.decrypt(before[i]!.password!));
     }
-    const log = await ctx.db.actionLog.findFirst({ where: { input_text: 'rotate_encryption_key' } });
-    expect(log).toMatchObject({ action_type: 'settings', user_id: admin.userId, status: 'success' });
+    const log = await t.ctx.db.actionLog.findFirst({ where: { input_text: 'rotate_encryption_key' } });
+    expect(log).toMatchObject({ action_type: 'settings', user_id: t.as.admin.userId, status: 'success' });
   });
 
   it('a crash halfway loses nothing, and a re-run finishes', async () => {
     await createServers(4, 'crash');
-    const plaintexts = await Promise.all((await rawPasswords()).map(async (r) => (r.password ? ctx.box.decrypt(r.password) : null)));
+    const plaintexts = await Promise.all((await rawPasswords()).map(async (r) => (r.password ? t.ctx.box.decrypt(r.password) : null)));
 
     let batches = 0;
     await expect(
-      rotateEncryptionKey(ctx, secretColumns(), {
+      rotateEncryptionKey(t.ctx, secretColumns(), {
         batchSize: 2,
         afterBatch: () => {
           if (++batches === 1) throw new Error('simulated crash');
@@ -122,16 +104,16 @@ describe('key rotation', () => {
     // Halfway: rows on two key versions, every one still readable.
     const mid = await rawPasswords();
     expect(new Set(mid.filter((r) => r.password).map((r) => keyVersionOf(r.password!))).size).toBe(2);
-    for (const [i, row] of mid.entries()) if (row.password) expect(await ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
+    for (const [i, row] of mid.entries()) if (row.password) expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
 
-    const rerun = await rotateEncryptionKey(ctx, secretColumns());
+    const rerun = await rotateEncryptionKey(t.ctx, secretColumns());
     const end = await rawPasswords();
     for (const [i, row] of end.entries()) {
       if (!row.password) continue;
       expect(keyVersionOf(row.password)).toBe(rerun.key_version);
-      expect(await ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
+      expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
     }
-    const active = await ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
+    const active = await t.ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
     expect(active.map((k) => k.version)).toEqual([rerun.key_version]);
   });
 });
