@@ -8,21 +8,16 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { createOutboundHttp, OutboundError } from '../src/core/outbound-http.js';
 import { createGitHost } from '../src/git/git-host.js';
-import { callers, request, type Caller } from './helpers/api.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 
 // What an internal service would answer: it must never reach the action log.
 const INTERNAL = 'internal-answer-4e1f9c';
 const BLOCKED = /127\.0\.0\.1 is a loopback address: the service does not call loopback, link-local or unspecified addresses/;
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let operator: Caller;
 let internal: RecordingServer;
 let recId = 0;
 
@@ -30,19 +25,16 @@ beforeAll(async () => {
   internal = await startRecordingServer((_req, res) =>
     sendJson(res, 200, { status: 'ok', healthy: true, secret: INTERNAL, access_token: INTERNAL, sha: 'a'.repeat(40) }),
   );
-  ctx = await createTestContext({ OUTBOUND_ALLOW_NETS: '', GIT_API_URL: internal.url, FCM_API_URL: internal.url });
-  app = await buildApp(ctx);
-  ({ operator } = await callers(ctx));
 });
 afterAll(async () => {
-  await app?.close();
-  await ctx?.cleanup();
   await internal?.close();
 });
 
-const post = (url: string, payload: object) => request(app, operator, { method: 'POST', url, payload });
+const t = useTestApp({ env: () => ({ OUTBOUND_ALLOW_NETS: '', GIT_API_URL: internal.url, FCM_API_URL: internal.url }) });
+
+const post = (url: string, payload: object) => request(t.app, t.as.operator, { method: 'POST', url, payload });
 const logsOf = (model_name: 'svc.saas.backup.server' | 'svc.ntfy.server', rec_id: number) =>
-  ctx.db.actionLog.findMany({ where: { model_name, rec_id } });
+  t.ctx.db.actionLog.findMany({ where: { model_name, rec_id } });
 
 /** A refused call: 400 user_error with the reason, nothing received, a failure row without the answer. */
 async function expectRefused(res: Awaited<ReturnType<typeof post>>, logs: () => Promise<{ status: string }[]>, message = BLOCKED) {
@@ -97,7 +89,7 @@ describe('with OUTBOUND_ALLOW_NETS empty, each client refuses loopback', () => {
   });
 
   it('git host: the REST calls through Octokit and the tarball download', async () => {
-    const host = createGitHost(ctx);
+    const host = createGitHost(t.ctx);
     const target = { model_name: 'svc.saas.git.repository' as const, rec_id: ++recId };
     const head = await host.branchHead('ghp_guard', 'acme/shop', 'main', target).catch((e) => e);
     expect(head).toMatchObject({ statusCode: 400, code: 'user_error', message: expect.stringMatching(BLOCKED) });
@@ -106,13 +98,13 @@ describe('with OUTBOUND_ALLOW_NETS empty, each client refuses loopback', () => {
       .catch((e) => e);
     expect(tarball).toMatchObject({ statusCode: 400, code: 'user_error', message: expect.stringMatching(BLOCKED) });
     expect(internal.calls).toHaveLength(0);
-    const rows = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: target.rec_id } });
+    const rows = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: target.rec_id } });
     expect(rows.map((r) => r.status)).toEqual(['failure', 'failure']);
     expect(JSON.stringify(rows)).not.toContain(INTERNAL);
   });
 
   it('the core client: every spelling of a refused address, checked before connecting', async () => {
-    const http = createOutboundHttp(ctx);
+    const http = createOutboundHttp(t.ctx);
     for (const host of ['127.0.0.1', '127.0.0.2', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::1]', '0.0.0.0', '[::]', 'localhost']) {
       const err = await http
         .request({ model_name: 'svc.saas.backup.server', rec_id: ++recId }, { url: `http://${host}:${internal.port}/x` })
@@ -147,7 +139,7 @@ describe('allowing one address does not allow the rest of loopback', () => {
   });
 
   it('a redirect from the allowed stand-in to loopback on another address and port is refused', async () => {
-    const http = createOutboundHttp({ db: ctx.db, config: { ...ctx.config, OUTBOUND_ALLOW_NETS: ['127.0.0.2/32'] } });
+    const http = createOutboundHttp({ db: t.ctx.db, config: { ...t.ctx.config, OUTBOUND_ALLOW_NETS: ['127.0.0.2/32'] } });
     const ok = await http.request({ model_name: 'svc.saas.backup.server', rec_id: ++recId }, { url: `${redirectorUrl}/ok` });
     expect(ok.json()).toEqual({ ok: true });
 
@@ -155,7 +147,7 @@ describe('allowing one address does not allow the rest of loopback', () => {
     const err = await http.download(target, { url: `${redirectorUrl}/archive` }, { maxRedirects: 3 }).catch((e) => e);
     expect(err).toMatchObject({ reason: 'blocked', message: expect.stringMatching(BLOCKED) });
     expect(internal.calls).toHaveLength(0);
-    const [row] = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: target.rec_id } });
+    const [row] = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: target.rec_id } });
     expect(row).toMatchObject({ status: 'failure', output_text: expect.stringContaining(`HTTP 302 → ${internal.url}/file`) });
   });
 });

@@ -3,26 +3,18 @@
 // a backup server's callback triggers _compute_backup_state() on a subscription).
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 
 const API_KEY = 'bk-integration-key';
 const SECRET = 'backup-callback-secret';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let as: { operator: Caller; admin: Caller };
 let backupApi: RecordingServer;
 let latestState = 'done';
 let failing = false;
 
 beforeAll(async () => {
-  ctx = await createTestContext({ OUTBOUND_TIMEOUT_MS: '2000' });
-  app = await buildApp(ctx);
-  as = await callers(ctx);
   backupApi = await startRecordingServer((req, res) => {
     if (req.headers['x-api-key'] !== API_KEY) return sendJson(res, 401, { error: 'invalid api key' });
     if (failing) return sendJson(res, 503, { error: 'maintenance' });
@@ -35,19 +27,19 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await backupApi?.close();
-  await app?.close();
-  await ctx?.cleanup();
 });
 
+const t = useTestApp({ env: { OUTBOUND_TIMEOUT_MS: '2000' } });
+
 async function subscriptionWithBackups() {
-  const server = await request(app, as.operator, {
+  const server = await request(t.app, t.as.operator, {
     method: 'POST',
     url: '/api/v1/backup-servers',
     payload: { url: backupApi.url, download_url: 'https://dl.example.com', api_key: API_KEY },
   });
   expect(server.statusCode, server.body).toBe(201);
-  const partner = await ctx.db.partner.create({ data: { name: 'Acme', email: `acme-${Date.now()}@example.com` } });
-  return ctx.db.subscription.create({
+  const partner = await t.ctx.db.partner.create({ data: { name: 'Acme', email: `acme-${Date.now()}@example.com` } });
+  return t.ctx.db.subscription.create({
     data: { name: 'Acme', partner_id: partner.id, database_name: `acme_${partner.id}`, backup_server_id: server.json().id },
   });
 }
@@ -66,7 +58,7 @@ function signed(body: object) {
 describe('a backup server callback', () => {
   it('runs _compute_backup_state on the subscription and posts its message in one unit', async () => {
     const sub = await subscriptionWithBackups();
-    const hook = await request(app, as.admin, {
+    const hook = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/webhooks',
       payload: { model_name: 'svc.subscription', rec_id: sub.id, trigger_action: '_compute_backup_state', signing_secret: SECRET },
@@ -75,13 +67,13 @@ describe('a backup server callback', () => {
     const path = new URL(hook.json().url).pathname;
 
     latestState = 'done';
-    const ok = await app.inject({ method: 'POST', url: path, ...signed({ message: 'Backup of acme finished' }) });
+    const ok = await t.app.inject({ method: 'POST', url: path, ...signed({ message: 'Backup of acme finished' }) });
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toEqual({});
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
     const asked = backupApi.callsTo('/api/backups').at(-1)!;
     expect(asked.query.get('db_name')).toBe(sub.database_name);
-    const messages = await ctx.db.message.findMany({
+    const messages = await t.ctx.db.message.findMany({
       where: { model_name: 'svc.subscription', rec_id: sub.id },
       include: { tracking_values: true },
     });
@@ -92,17 +84,17 @@ describe('a backup server callback', () => {
 
     // The backup API failing: 500 with the spec's body, the state unchanged, no message posted.
     failing = true;
-    const before = await ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
-    const failed = await app.inject({ method: 'POST', url: path, ...signed({ message: 'Backup of acme finished again' }) });
+    const before = await t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
+    const failed = await t.app.inject({ method: 'POST', url: path, ...signed({ message: 'Backup of acme finished again' }) });
     failing = false;
     expect(failed.statusCode).toBe(500);
     expect(failed.json()).toEqual({ error: 'Unknown error SSB C/W42' });
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
-    expect(await ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(before);
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
+    expect(await t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(before);
 
     // A forged callback (wrong signature) runs nothing.
     const calls = backupApi.calls.length;
-    const forged = await app.inject({
+    const forged = await t.app.inject({
       method: 'POST',
       url: path,
       payload: JSON.stringify({ message: 'forged' }),
@@ -110,6 +102,6 @@ describe('a backup server callback', () => {
     });
     expect(forged.statusCode).toBe(400);
     expect(backupApi.calls.length).toBe(calls);
-    expect(ctx.logText()).not.toContain(hook.json().token);
+    expect(t.ctx.logText()).not.toContain(hook.json().token);
   });
 });

@@ -3,49 +3,36 @@
 // HTTP for 200 concurrent calls), signing, the call log and its retention job (through the real
 // BullMQ worker), and the redaction of tokens in the captured log lines.
 import { createHmac } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startWorkers } from '../src/worker.js';
 import { MessageType, SUBTYPES } from '../src/core/chatter.js';
 import { composeWebhookMethods, describeWebhookMethods, type WebhookMethodTable } from '../src/core/webhook-methods.js';
 import { composeFeatures } from '../src/features.js';
 import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let admin: Caller;
-let operator: Caller;
-let user: Caller;
+const t = useTestApp();
 let partnerId: number;
 let n = 0;
 
 beforeAll(async () => {
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  ({ admin, operator, user } = await callers(ctx));
-  partnerId = (await ctx.db.partner.create({ data: { name: 'Hook Co', email: 'hooks@example.com' } })).id;
-});
-afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
+  partnerId = (await t.ctx.db.partner.create({ data: { name: 'Hook Co', email: 'hooks@example.com' } })).id;
 });
 
 async function newSubscription(state: 'draft' | 'confirmed' = 'draft') {
-  return ctx.db.subscription.create({ data: { name: `Sub ${++n}`, partner_id: partnerId, state } });
+  return t.ctx.db.subscription.create({ data: { name: `Sub ${++n}`, partner_id: partnerId, state } });
 }
 
 async function createWebhook(payload: Record<string, unknown>) {
-  const res = await request(app, admin, { method: 'POST', url: '/api/v1/webhooks', payload });
+  const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/webhooks', payload });
   expect(res.statusCode).toBe(201);
   return res.json() as { id: number; token: string; url: string; [k: string]: unknown };
 }
 
 function fire(token: string, body?: unknown, headers: Record<string, string> = {}) {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  return app.inject({
+  return t.app.inject({
     method: 'POST',
     url: `/svc/webhook/${token}`,
     headers: { 'content-type': 'application/json', ...headers },
@@ -55,7 +42,7 @@ function fire(token: string, body?: unknown, headers: Record<string, string> = {
 }
 
 const messagesOf = (model_name: string, rec_id: number) =>
-  ctx.db.message.findMany({ where: { model_name, rec_id, message_type: { not: 'tracking' } }, orderBy: { id: 'asc' } });
+  t.ctx.db.message.findMany({ where: { model_name, rec_id, message_type: { not: 'tracking' } }, orderBy: { id: 'asc' } });
 
 describe('webhook records', () => {
   it('create: a 64-hex token made on save, the full URL, defaults; only administrators see webhooks', async () => {
@@ -74,11 +61,11 @@ describe('webhook records', () => {
       call_count: 0,
       last_called_at: null,
     });
-    for (const caller of [user, operator]) {
-      expect((await request(app, caller, { method: 'GET', url: '/api/v1/webhooks' })).statusCode).toBe(403);
+    for (const caller of [t.as.user, t.as.operator]) {
+      expect((await request(t.app, caller, { method: 'GET', url: '/api/v1/webhooks' })).statusCode).toBe(403);
       expect(
         (
-          await request(app, caller, {
+          await request(t.app, caller, {
             method: 'POST',
             url: '/api/v1/webhooks',
             payload: { model_name: 'svc.subscription', rec_id: sub.id },
@@ -94,12 +81,16 @@ describe('webhook records', () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
     await expect(
-      ctx.db
+      t.ctx.db
         .$executeRaw`INSERT INTO webhooks (token, model_name, rec_id, updated_at) VALUES (${hook.token}, 'res.partner', ${partnerId}, now())`,
     ).rejects.toThrow(/unique/i);
-    const patch = await request(app, admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { token: 'f'.repeat(64) } });
+    const patch = await request(t.app, t.as.admin, {
+      method: 'PATCH',
+      url: `/api/v1/webhooks/${hook.id}`,
+      payload: { token: 'f'.repeat(64) },
+    });
     expect(patch.statusCode).toBe(400);
-    const renamed = await request(app, admin, {
+    const renamed = await request(t.app, t.as.admin, {
       method: 'PATCH',
       url: `/api/v1/webhooks/${hook.id}`,
       payload: { message_type: 'notification', active: false },
@@ -120,23 +111,23 @@ describe('webhook records', () => {
       { model_name: 'svc.subscription', rec_id: sub.id, subtype_xmlid: 'mail.mt_spam' },
     ];
     for (const payload of cases) {
-      const res = await request(app, admin, { method: 'POST', url: '/api/v1/webhooks', payload });
+      const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/webhooks', payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
-    const refused = await request(app, admin, { method: 'POST', url: '/api/v1/webhooks', payload: cases[2] });
+    const refused = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/webhooks', payload: cases[2] });
     expect(refused.json().error.details.callable).toEqual(expect.arrayContaining(['action_confirm', 'action_cancel']));
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_confirm' });
-    const update = await request(app, admin, {
+    const update = await request(t.app, t.as.admin, {
       method: 'PATCH',
       url: `/api/v1/webhooks/${hook.id}`,
       payload: { trigger_action: 'unlink' },
     });
     expect(update.statusCode).toBe(400);
-    expect(await ctx.db.webhook.count({ where: { trigger_action: 'unlink' } })).toBe(0);
+    expect(await t.ctx.db.webhook.count({ where: { trigger_action: 'unlink' } })).toBe(0);
   });
 
   it('the registry: subscription state methods, backup state, trial request and root server actions, the git push handler; a method declared twice is an error; every model has a table', async () => {
-    const registry = composeFeatures(ctx);
+    const registry = composeFeatures(t.ctx);
     const table = describeWebhookMethods(registry.webhookMethods);
     expect(table['svc.subscription']).toEqual([
       '_compute_backup_state',
@@ -157,13 +148,13 @@ describe('webhook records', () => {
     const one = (method: string): WebhookMethodTable => ({ 'res.partner': { [method]: m } });
     expect(() => composeWebhookMethods(one('x'), one('x'))).toThrow(/declared twice/);
     expect(composeWebhookMethods(one('x'), one('y'))).toEqual({ 'res.partner': { x: m, y: m } });
-    const tables = await ctx.db.$queryRaw<{ tablename: string }[]>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`;
+    const tables = await t.ctx.db.$queryRaw<{ tablename: string }[]>`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`;
     for (const { table: t } of registry.models.all) expect(tables.map((r) => r.tablename)).toContain(t);
   });
 
   it('signing_secret: write-only, encrypted; an empty one is refused; null removes it', async () => {
     const sub = await newSubscription();
-    const empty = await request(app, admin, {
+    const empty = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/webhooks',
       payload: { model_name: 'svc.subscription', rec_id: sub.id, signing_secret: '' },
@@ -172,13 +163,18 @@ describe('webhook records', () => {
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, signing_secret: 's3cret-value' });
     expect(hook.signing_secret_set).toBe(true);
     expect(JSON.stringify(hook)).not.toContain('s3cret-value');
-    const row = await ctx.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
+    const row = await t.ctx.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
     expect(row.signing_secret).toMatch(/^v\d+:/);
-    expect(await ctx.box.decrypt(row.signing_secret!)).toBe('s3cret-value');
+    expect(await t.ctx.box.decrypt(row.signing_secret!)).toBe('s3cret-value');
     expect(
-      (await request(app, admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { signing_secret: '' } })).statusCode,
+      (await request(t.app, t.as.admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { signing_secret: '' } }))
+        .statusCode,
     ).toBe(400);
-    const cleared = await request(app, admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { signing_secret: null } });
+    const cleared = await request(t.app, t.as.admin, {
+      method: 'PATCH',
+      url: `/api/v1/webhooks/${hook.id}`,
+      payload: { signing_secret: null },
+    });
     expect(cleared.json().signing_secret_set).toBe(false);
   });
 });
@@ -213,7 +209,7 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
         expect((await fire(hook.token, { message: `${message_type}/${subtype_xmlid}`, message_type, subtype_xmlid })).statusCode).toBe(200);
       }
     }
-    const posted = await ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id }, orderBy: { id: 'asc' } });
+    const posted = await t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id }, orderBy: { id: 'asc' } });
     expect(posted.map((m) => `${m.message_type}/${m.subtype_xmlid}`)).toEqual(posted.map((m) => m.body));
     expect(posted).toHaveLength(Object.values(MessageType).length * SUBTYPES.length);
     // Only one of the two given: the other comes from the webhook.
@@ -227,14 +223,14 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
     expect((await fire(hook.token)).statusCode).toBe(200);
     expect((await fire(hook.token, {})).statusCode).toBe(200);
     expect((await fire(hook.token, { message: 'as text/plain' }, { 'content-type': 'text/plain' })).statusCode).toBe(200);
-    const noType = await app.inject({ method: 'POST', url: `/svc/webhook/${hook.token}` });
+    const noType = await t.app.inject({ method: 'POST', url: `/svc/webhook/${hook.token}` });
     expect(noType.statusCode).toBe(200);
     expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['as text/plain']);
   });
 
   it('400 for an unknown token, whatever its shape, and for an inactive webhook; nothing posted', async () => {
     for (const path of ['0'.repeat(64), 'abc', 'A'.repeat(64), `${'a'.repeat(64)}/extra`, '', '%00']) {
-      const res = await app.inject({
+      const res = await t.app.inject({
         method: 'POST',
         url: `/svc/webhook/${path}`,
         headers: { 'content-type': 'application/json' },
@@ -246,7 +242,7 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, active: false });
     expect((await fire(hook.token, { message: 'x' })).statusCode).toBe(400);
-    await request(app, admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { active: true } });
+    await request(t.app, t.as.admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { active: true } });
     expect((await fire(hook.token, { message: 'now active' })).statusCode).toBe(200);
     expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['now active']);
   });
@@ -278,7 +274,7 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
     const sub = await newSubscription('draft');
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_confirm' });
     expect((await fire(hook.token, { message: 'Payment received' })).statusCode).toBe(200);
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
     expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['Payment received']);
 
     // Confirming again fails (already confirmed): 500, and the message is not posted either.
@@ -286,28 +282,28 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
     expect(again.statusCode).toBe(500);
     expect(again.json()).toEqual({ error: 'Unknown error SSB C/W42' });
     expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['Payment received']);
-    expect(ctx.logText()).toMatch(/confirm needs draft.*"trigger_action":"action_confirm","msg":"webhook call failed"/);
+    expect(t.ctx.logText()).toMatch(/confirm needs draft.*"trigger_action":"action_confirm","msg":"webhook call failed"/);
   });
 
   it('500 when the target record is gone, or the stored trigger_action is not in the registry; nothing runs', async () => {
     const sub = await newSubscription('draft');
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
-    await ctx.db.subscription.delete({ where: { id: sub.id } });
+    await t.ctx.db.subscription.delete({ where: { id: sub.id } });
     const gone = await fire(hook.token, { message: 'x' });
     expect(gone.statusCode).toBe(500);
     expect(gone.json()).toEqual({ error: 'Unknown error SSB C/W42' });
 
     const sub2 = await newSubscription('draft');
     const hook2 = await createWebhook({ model_name: 'svc.subscription', rec_id: sub2.id });
-    await ctx.db.webhook.update({ where: { id: hook2.id }, data: { trigger_action: 'toString' } }); // bypassing the API
+    await t.ctx.db.webhook.update({ where: { id: hook2.id }, data: { trigger_action: 'toString' } }); // bypassing the API
     const res = await fire(hook2.token, { message: 'x' });
     expect(res.statusCode).toBe(500);
     expect(await messagesOf('svc.subscription', sub2.id)).toEqual([]);
   });
 
   it('trial request actions from a webhook', async () => {
-    const pkg = await ctx.db.trialPackage.create({ data: { name: 'P', url_string: `hook-${++n}` } });
-    const req = await ctx.db.trialRequest.create({
+    const pkg = await t.ctx.db.trialPackage.create({ data: { name: 'P', url_string: `hook-${++n}` } });
+    const req = await t.ctx.db.trialRequest.create({
       data: {
         name: 'J',
         company_name: 'C',
@@ -319,19 +315,19 @@ describe('POST /svc/webhook/<token> (spec §7.1)', () => {
     });
     const cancel = await createWebhook({ model_name: 'svc.subscription.trial.request', rec_id: req.id, trigger_action: 'action_cancel' });
     expect((await fire(cancel.token)).statusCode).toBe(200);
-    expect((await ctx.db.trialRequest.findUniqueOrThrow({ where: { id: req.id } })).state).toBe('cancelled');
+    expect((await t.ctx.db.trialRequest.findUniqueOrThrow({ where: { id: req.id } })).state).toBe('cancelled');
   });
 
   it('the token appears in no log line', async () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_cancel' });
-    await ctx.db.subscription.update({ where: { id: sub.id }, data: { state: 'cancelled' } });
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { state: 'cancelled' } });
     expect((await fire(hook.token, { message: 'fails' })).statusCode).toBe(500); // error logged
     expect((await fire(hook.token, '{bad')).statusCode).toBe(400);
-    const log = ctx.logText();
+    const log = t.ctx.logText();
     expect(log).toContain('/svc/webhook/[redacted]');
     expect(log).toContain(`"webhook_id":${hook.id}`);
-    const tokens = await ctx.db.webhook.findMany({ select: { token: true } });
+    const tokens = await t.ctx.db.webhook.findMany({ select: { token: true } });
     for (const { token } of tokens) expect(log).not.toContain(token);
   });
 });
@@ -350,15 +346,15 @@ describe('webhook cache (LISTEN/NOTIFY)', () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
     expect((await fire(hook.token, { message: 'cached now' })).statusCode).toBe(200);
-    await ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
+    await t.ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
     await eventually(async () => (await fire(hook.token)).statusCode === 400);
 
-    await ctx.db.$executeRaw`UPDATE webhooks SET active = true, message_type = 'sms' WHERE id = ${hook.id}`;
+    await t.ctx.db.$executeRaw`UPDATE webhooks SET active = true, message_type = 'sms' WHERE id = ${hook.id}`;
     await eventually(async () => (await fire(hook.token)).statusCode === 200);
     await fire(hook.token, { message: 'as sms' });
     expect((await messagesOf('svc.subscription', sub.id)).at(-1)).toMatchObject({ body: 'as sms', message_type: 'sms' });
 
-    await ctx.db.webhook.delete({ where: { id: hook.id } });
+    await t.ctx.db.webhook.delete({ where: { id: hook.id } });
     await eventually(async () => (await fire(hook.token)).statusCode === 400);
   });
 
@@ -366,12 +362,12 @@ describe('webhook cache (LISTEN/NOTIFY)', () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
     expect((await fire(hook.token)).statusCode).toBe(200); // cached
-    await ctx.db.$executeRaw`
-      SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${ctx.dbName} AND application_name = 'svc-webhook-cache'`;
-    await eventually(async () => ctx.logText().includes('change notifications lost'));
+    await t.ctx.db.$executeRaw`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${t.ctx.dbName} AND application_name = 'svc-webhook-cache'`;
+    await eventually(async () => t.ctx.logText().includes('change notifications lost'));
     expect((await fire(hook.token)).statusCode).toBe(200); // read from the database, not cached
     // This change's notification has no listener; the next call must read the database anyway.
-    await ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
+    await t.ctx.db.$executeRaw`UPDATE webhooks SET active = false WHERE id = ${hook.id}`;
     expect((await fire(hook.token)).statusCode).toBe(400);
   });
 });
@@ -399,12 +395,12 @@ describe('signing (X-Hub-Signature-256)', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ error: 'Invalid signature' });
     }
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('draft');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('draft');
     expect(await messagesOf('svc.subscription', sub.id)).toEqual([]);
 
     const ok = await fire(hook.token, body, { 'x-hub-signature-256': sign('hook-secret', body) });
     expect(ok.statusCode).toBe(200);
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
     expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['signed']);
   });
 });
@@ -416,10 +412,10 @@ describe('call log, counters, retention', () => {
     const ok = JSON.stringify({ message: 'hello' });
     await fire(hook.token, ok);
     await fire(hook.token, '{nope');
-    await ctx.db.subscription.delete({ where: { id: sub.id } });
+    await t.ctx.db.subscription.delete({ where: { id: sub.id } });
     await fire(hook.token, ok);
 
-    const res = await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` });
+    const res = await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` });
     expect(res.statusCode).toBe(200);
     const calls = res.json();
     expect(calls.total).toBe(3);
@@ -434,10 +430,10 @@ describe('call log, counters, retention', () => {
       ),
     ).toBe(true);
     expect(JSON.stringify(calls)).not.toContain(hook.token);
-    expect((await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls?status=400` })).json().total).toBe(1);
-    expect((await request(app, operator, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls?status=400` })).json().total).toBe(1);
+    expect((await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` })).statusCode).toBe(403);
 
-    const after = (await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
+    const after = (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
     expect(after.call_count).toBe(3);
     expect(after.last_called_at).toBe(calls.items[0].called_at);
   });
@@ -445,51 +441,46 @@ describe('call log, counters, retention', () => {
   it('200 concurrent posts with messages over real HTTP: all answered 200, none lost, all counted', async () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
-    const served = await buildApp(ctx);
-    const base = await served.listen({ port: 0, host: '127.0.0.1' });
-    try {
-      const results = await Promise.all(
-        Array.from({ length: 200 }, (_, i) =>
-          fetch(`${base}/svc/webhook/${hook.token}`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ message: `alert ${i}` }),
-          }),
-        ),
-      );
-      expect(results.map((r) => r.status)).toEqual(Array(200).fill(200));
-    } finally {
-      await served.close();
-    }
+    const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        fetch(`${base}/svc/webhook/${hook.token}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: `alert ${i}` }),
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(200).fill(200));
     const bodies = (await messagesOf('svc.subscription', sub.id)).map((m) => m.body).sort();
     expect(bodies).toEqual(Array.from({ length: 200 }, (_, i) => `alert ${i}`).sort());
-    expect((await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json().call_count).toBe(200);
+    expect((await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json().call_count).toBe(200);
   });
 
   it('the daily retention job deletes calls older than webhook_call_log_days and keeps the counters', async () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
-    await ctx.db.$executeRaw`
+    await t.ctx.db.$executeRaw`
       INSERT INTO webhook_calls (webhook_id, called_at, status, duration_ms, source_ip, body_size)
       SELECT ${hook.id}, now() - make_interval(days => d), 200, 1, '192.0.2.1', 10 FROM generate_series(1, 30) d`;
-    await request(app, admin, { method: 'PATCH', url: '/api/v1/settings', payload: { webhook_call_log_days: 7 } });
-    const before = (await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
+    await request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { webhook_call_log_days: 7 } });
+    const before = (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
     expect(before.call_count).toBe(30);
 
-    const workers = await startWorkers(ctx);
+    const workers = await startWorkers(t.ctx);
     try {
-      const schedulers = await ctx.queues.queue('maintenance').getJobSchedulers();
+      const schedulers = await t.ctx.queues.queue('maintenance').getJobSchedulers();
       expect(schedulers.map((s) => [s.key, s.pattern])).toContainEqual(['prune_webhook_calls', '0 3 * * *']);
-      const jobId = await ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
-      const job = await waitForJob(app, admin, jobId);
+      const jobId = await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+      const job = await waitForJob(t.app, t.as.admin, jobId);
       expect(job).toMatchObject({ state: 'completed', result: { days: 7 } });
       expect(job.result.deleted).toBeGreaterThanOrEqual(24);
     } finally {
       await workers.close();
     }
-    const remaining = await ctx.db.webhookCall.findMany({ where: { webhook_id: hook.id } });
+    const remaining = await t.ctx.db.webhookCall.findMany({ where: { webhook_id: hook.id } });
     expect(remaining).toHaveLength(6); // 1..6 days old
-    const after = (await request(app, admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
+    const after = (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
     expect(after.call_count).toBe(30);
     expect(after.last_called_at).toBe(before.last_called_at);
   });
@@ -499,21 +490,25 @@ describe('POST /api/v1/webhooks/{id}/actions/trigger', () => {
   it("runs the configured method, writes the action log; 400 without trigger_action; the method's refusal passes through", async () => {
     const sub = await newSubscription('draft');
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_confirm' });
-    const res = await request(app, admin, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` });
+    const res = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` });
     expect(res.statusCode).toBe(200);
     expect(res.json().id).toBe(hook.id);
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
-    const log = await ctx.db.actionLog.findFirstOrThrow({
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
+    const log = await t.ctx.db.actionLog.findFirstOrThrow({
       where: { model_name: 'svc.subscription', rec_id: sub.id, action_type: 'webhook' },
     });
-    expect(log).toMatchObject({ status: 'success', user_id: admin.userId, input_text: expect.stringContaining('action_confirm') });
+    expect(log).toMatchObject({ status: 'success', user_id: t.as.admin.userId, input_text: expect.stringContaining('action_confirm') });
 
-    const again = await request(app, admin, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` });
+    const again = await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` });
     expect(again.statusCode).toBe(409);
-    expect(await ctx.db.actionLog.count({ where: { rec_id: sub.id, action_type: 'webhook', status: 'failure' } })).toBe(1);
+    expect(await t.ctx.db.actionLog.count({ where: { rec_id: sub.id, action_type: 'webhook', status: 'failure' } })).toBe(1);
 
     const plain = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
-    expect((await request(app, admin, { method: 'POST', url: `/api/v1/webhooks/${plain.id}/actions/trigger` })).statusCode).toBe(400);
-    expect((await request(app, operator, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.admin, { method: 'POST', url: `/api/v1/webhooks/${plain.id}/actions/trigger` })).statusCode).toBe(
+      400,
+    );
+    expect((await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/webhooks/${hook.id}/actions/trigger` })).statusCode).toBe(
+      403,
+    );
   });
 });
