@@ -2,13 +2,11 @@
 // JavaScript disabled and a phone-sized viewport, against the service listening on loopback with
 // real PostgreSQL, Redis and SMTP server (smtp-server). Fields are found by their labels.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser } from 'playwright-core';
-import { buildApp } from '../src/app.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
 import { codeFrom, startSmtpServer, textOf, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, otherCode } from './helpers/trial.js';
-import { callers, request } from './helpers/api.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -20,29 +18,30 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-let ctx: TestContext;
-let app: FastifyInstance;
 let smtp: TestSmtpServer;
 let browser: Browser;
 let baseUrl: string;
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  ctx = await createTestContext({ SMTP_URL: smtp.url });
-  app = await buildApp(ctx);
-  baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await smtp?.close();
+});
+
+const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url }) });
+
+beforeAll(async () => {
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 });
 afterAll(async () => {
   await browser?.close();
-  await app.close();
-  await ctx.cleanup();
-  await smtp.close();
 });
 
 describe('trial signup in a browser', () => {
   it('fill the form, read the code from the mail, enter it, see the confirmation (no JavaScript, phone viewport)', async () => {
-    const pkg = await createTrialPackage(ctx, { name: 'Odoo Starter' });
+    const pkg = await createTrialPackage(t.ctx, { name: 'Odoo Starter' });
     const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 375, height: 740 } });
     const page = await context.newPage();
     try {
@@ -76,7 +75,7 @@ describe('trial signup in a browser', () => {
       await expect.poll(() => page.locator('h1').textContent()).toBe('Thank you!');
       expect(await page.locator('main').textContent()).toContain('Odoo Starter');
 
-      const request = await ctx.db.trialRequest.findFirstOrThrow({ where: { email: 'jane.browser@example.com' } });
+      const request = await t.ctx.db.trialRequest.findFirstOrThrow({ where: { email: 'jane.browser@example.com' } });
       expect(request).toMatchObject({
         name: 'Jane Doe',
         company_name: 'Acme Browser GmbH',
@@ -95,8 +94,7 @@ describe('trial signup in a browser', () => {
   });
 
   it("shows the operator's brand in titles and mails, the privacy link under the form and each package's trial length", async () => {
-    const as = await callers(ctx);
-    const setSettings = (payload: object) => request(app, as.admin, { method: 'PATCH', url: '/api/v1/settings', payload });
+    const setSettings = (payload: object) => request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload });
     for (const [bad, field] of [
       [{ brand_name: '  ' }, 'brand_name'],
       [{ privacy_url: 'javascript:alert(1)' }, 'privacy_url'],
@@ -109,7 +107,7 @@ describe('trial signup in a browser', () => {
     const saved = await setSettings({ brand_name: 'Acme Cloud', privacy_url: 'https://acme.example/privacy' });
     expect(saved.json()).toMatchObject({ brand_name: 'Acme Cloud', privacy_url: 'https://acme.example/privacy' });
 
-    const pkg = await createTrialPackage(ctx, { name: 'Odoo Branded', trial_duration_days: 30 });
+    const pkg = await createTrialPackage(t.ctx, { name: 'Odoo Branded', trial_duration_days: 30 });
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
     try {

@@ -6,30 +6,34 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
+import { useTestApp } from './helpers/app.js';
 import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, httpTransport, otherCode, signupFields, Visitor } from './helpers/trial.js';
 
-let ctx: TestContext;
-let second: AppContext;
-let apps: FastifyInstance[] = [];
-let urls: string[] = [];
 let smtp: TestSmtpServer;
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+});
+afterAll(async () => {
+  await smtp?.close();
+});
+
+const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url, TRUST_PROXY: '127.0.0.1' }) });
+
+let second: AppContext;
+let secondApp: FastifyInstance;
+let urls: string[] = [];
 let pkgId: number;
 
 beforeAll(async () => {
-  smtp = await startSmtpServer();
-  ctx = await createTestContext({ SMTP_URL: smtp.url, TRUST_PROXY: '127.0.0.1' });
-  second = await createContext(ctx.config, ctx.log);
-  apps = [await buildApp(ctx), await buildApp(second)];
-  urls = await Promise.all(apps.map((a) => a.listen({ port: 0, host: '127.0.0.1' })));
-  pkgId = (await createTrialPackage(ctx)).id;
+  second = await createContext(t.ctx.config, t.ctx.log);
+  secondApp = await buildApp(second);
+  urls = await Promise.all([t.app, secondApp].map((a) => a.listen({ port: 0, host: '127.0.0.1' })));
+  pkgId = (await createTrialPackage(t.ctx)).id;
 });
 afterAll(async () => {
-  for (const a of apps) await a.close();
-  await second.close();
-  await ctx.cleanup();
-  await smtp.close();
+  await secondApp?.close();
+  await second?.close();
 });
 
 /** One browser session (cookie + CSRF field) used against both instances. */
@@ -64,7 +68,7 @@ describe('under concurrency', () => {
     const wrong = otherCode(code);
     const pages = await Promise.all(Array.from({ length: 50 }, (_, i) => via(i).post('/saas/trial/verify', { token, code: wrong })));
     expect(statuses(pages)).toEqual({ 400: 4, 429: 1, 410: 45 });
-    const row = await ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } });
+    const row = await t.ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } });
     expect(row).toMatchObject({ failed_attempts: 5, state: 'cancelled' });
     expect((await via(0).post('/saas/trial/verify', { token, code })).status).toBe(410);
   });
@@ -73,15 +77,15 @@ describe('under concurrency', () => {
     const { via, token, code } = await start('twice@example.com', '198.51.100.2');
     const pages = await Promise.all(Array.from({ length: 10 }, (_, i) => via(i).post('/saas/trial/verify', { token, code })));
     expect(statuses(pages)).toEqual({ 200: 1, 410: 9 });
-    expect(await ctx.db.trialRequest.count({ where: { email: 'twice@example.com' } })).toBe(1);
+    expect(await t.ctx.db.trialRequest.count({ where: { email: 'twice@example.com' } })).toBe(1);
   });
 
   it('10 simultaneous resends: one code sent, the others refused by the cooldown', async () => {
     const { via, headers, token } = await start('resend@example.com', '198.51.100.3');
-    await ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
+    await t.ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
     const pages = await Promise.all(Array.from({ length: 10 }, (_, i) => via(i).post('/saas/trial/resend', { token }, { headers })));
     expect(statuses(pages)).toEqual({ 200: 1, 429: 9 });
-    expect((await ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } })).codes_sent).toBe(2);
+    expect((await t.ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } })).codes_sent).toBe(2);
     await smtp.waitFor('resend@example.com', 2);
   });
 
@@ -94,7 +98,7 @@ describe('under concurrency', () => {
       ),
     );
     expect(statuses(pages)).toEqual({ 200: 3, 429: 7 });
-    expect(await ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
+    expect(await t.ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
   });
 
   it('15 simultaneous submits from one IP (different e-mails): exactly 10 verifications', async () => {
@@ -106,6 +110,6 @@ describe('under concurrency', () => {
       ),
     );
     expect(statuses(pages)).toEqual({ 200: 10, 429: 5 });
-    expect(await ctx.db.trialVerification.count({ where: { ip_address: ip } })).toBe(10);
+    expect(await t.ctx.db.trialVerification.count({ where: { ip_address: ip } })).toBe(10);
   });
 });

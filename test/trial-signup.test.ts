@@ -10,12 +10,10 @@ import { buildApp } from '../src/app.js';
 import { createMailer } from '../src/core/mail.js';
 import { createTrialCsrf } from '../src/trial/trial-csrf.js';
 import { createTrialVerificationService } from '../src/trial/trial-verification-service.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
+import { useTestApp } from './helpers/app.js';
 import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, signupFields, injectTransport, otherCode, Visitor } from './helpers/trial.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
 let smtp: TestSmtpServer;
 let pkg: { id: number; name: string; url_string: string };
 let pkg2: { id: number; name: string; url_string: string };
@@ -23,26 +21,27 @@ let n = 0;
 
 /** A fresh address and a fresh client IP for each test, so limits of one test do not leak. */
 function visitor(ip = `10.0.${Math.floor(++n / 250)}.${n % 250}`) {
-  return new Visitor(injectTransport(app, ip));
+  return new Visitor(injectTransport(t.app, ip));
 }
 const email = (tag: string) => `${tag}-${++n}@example.com`;
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  ctx = await createTestContext({ SMTP_URL: smtp.url });
-  app = await buildApp(ctx);
-  pkg = await createTrialPackage(ctx, { name: 'Odoo CRM' });
-  pkg2 = await createTrialPackage(ctx, { name: 'Odoo Shop' });
 });
 afterAll(async () => {
-  await app.close();
-  await ctx.cleanup();
-  await smtp.close();
+  await smtp?.close();
+});
+
+const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url }) });
+
+beforeAll(async () => {
+  pkg = await createTrialPackage(t.ctx, { name: 'Odoo CRM' });
+  pkg2 = await createTrialPackage(t.ctx, { name: 'Odoo Shop' });
 });
 beforeEach(() => smtp.refuse(() => false));
 
 async function verification(token: string) {
-  return ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } });
+  return t.ctx.db.trialVerification.findUniqueOrThrow({ where: { access_token: token } });
 }
 
 /** Submits the form and returns the token and the code read from the mail. */
@@ -57,7 +56,7 @@ async function startVerification(v: Visitor, address: string, packageId = pkg.id
 
 describe('form pages', () => {
   it('GET /saas/trial shows the form with labelled fields and sets the CSRF cookie', async () => {
-    const res = await app.inject({ method: 'GET', url: '/saas/trial' });
+    const res = await t.app.inject({ method: 'GET', url: '/saas/trial' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/text\/html/);
     expect(res.headers['set-cookie']).toMatch(/^svc_trial_csrf=[A-Za-z0-9_-]{43}; Path=\/saas\/trial; HttpOnly; SameSite=Lax$/);
@@ -72,12 +71,12 @@ describe('form pages', () => {
 
   it('with the database not answering, the visitor gets the HTML error page (not the API error JSON)', async () => {
     const down = () => Promise.reject(new Error('connection refused'));
-    const { trialPackage, settings } = ctx.db;
+    const { trialPackage, settings } = t.ctx.db;
     const saved = [trialPackage.findMany, settings.findUniqueOrThrow];
     Object.assign(trialPackage, { findMany: down });
     Object.assign(settings, { findUniqueOrThrow: down });
     try {
-      const res = await app.inject({ method: 'GET', url: '/saas/trial' });
+      const res = await t.app.inject({ method: 'GET', url: '/saas/trial' });
       expect(res.statusCode).toBe(500);
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
       expect(res.body).toContain('<title>Something went wrong · svc</title>');
@@ -93,7 +92,7 @@ describe('form pages', () => {
       ['/saas/trial/no-such-package', 404],
       ['/saas/trial/%00', 400],
     ] as const) {
-      const res = await app.inject({ method: 'GET', url });
+      const res = await t.app.inject({ method: 'GET', url });
       expect(res.statusCode, url).toBe(status);
       expect(res.headers['content-security-policy']).toMatch(
         /^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]{44}'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'$/,
@@ -109,17 +108,17 @@ describe('form pages', () => {
   });
 
   it('GET /saas/trial/<url_string> fixes the package; unknown or inactive → 404 page', async () => {
-    const ok = await app.inject({ method: 'GET', url: `/saas/trial/${pkg.url_string}` });
+    const ok = await t.app.inject({ method: 'GET', url: `/saas/trial/${pkg.url_string}` });
     expect(ok.statusCode).toBe(200);
     expect(ok.body).toContain('Start your Odoo CRM trial');
     expect(ok.body).toContain(`name="trial_package_id" value="${pkg.id}"`);
 
-    const unknown = await app.inject({ method: 'GET', url: '/saas/trial/no-such-package' });
+    const unknown = await t.app.inject({ method: 'GET', url: '/saas/trial/no-such-package' });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.body).toContain('Trial not found');
 
-    const inactive = await createTrialPackage(ctx, { active: false });
-    expect((await app.inject({ method: 'GET', url: `/saas/trial/${inactive.url_string}` })).statusCode).toBe(404);
+    const inactive = await createTrialPackage(t.ctx, { active: false });
+    expect((await t.app.inject({ method: 'GET', url: `/saas/trial/${inactive.url_string}` })).statusCode).toBe(404);
     const res = await visitor().submit(email('inactive'), inactive.id);
     expect(res.status).toBe(400);
   });
@@ -145,7 +144,7 @@ describe('form pages', () => {
     expect(page.html).toContain('id="company_size-error"');
     expect(page.html).not.toContain('<script>alert(1)</script>');
     expect(page.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(await ctx.db.trialVerification.count({ where: { email: 'not-an-address' } })).toBe(0);
+    expect(await t.ctx.db.trialVerification.count({ where: { email: 'not-an-address' } })).toBe(0);
     expect(smtp.messages.length).toBe(mails);
 
     // A number too short is told what the minimum is.
@@ -168,18 +167,18 @@ describe('CSRF', () => {
       expect(page.html).toContain('Please reload the form');
     }
     // No cookie at all (e.g. a cross-site form without the visitor's cookie).
-    const noCookie = await app.inject({
+    const noCookie = await t.app.inject({
       method: 'POST',
       url: '/saas/trial/verify',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       payload: `_csrf=${encodeURIComponent(v.csrf!)}&token=${'a'.repeat(64)}&code=123456`,
     });
     expect(noCookie.statusCode).toBe(403);
-    expect(await ctx.db.trialVerification.count({ where: { email: address } })).toBe(0);
+    expect(await t.ctx.db.trialVerification.count({ where: { email: address } })).toBe(0);
   });
 
   it('tokens are bound to the nonce and expire; a second API process with the same master key accepts them', async () => {
-    const csrf = createTrialCsrf(ctx.box.deriveKey('trial-form-csrf'), { secureCookie: false, path: '/saas/trial' });
+    const csrf = createTrialCsrf(t.ctx.box.deriveKey('trial-form-csrf'), { secureCookie: false, path: '/saas/trial' });
     const nonce = csrf.newNonce();
     const now = Date.now();
     const token = csrf.issue(nonce, now);
@@ -195,7 +194,7 @@ describe('CSRF', () => {
     }
 
     // Another process: its own context on the same master key file and database.
-    const second = await buildApp({ ...ctx, log: ctx.log });
+    const second = await buildApp({ ...t.ctx, log: t.ctx.log });
     try {
       const v = visitor();
       await v.open(); // form served by the first process
@@ -244,15 +243,15 @@ describe('submit and verify', () => {
         .digest('hex'),
     );
     expect(JSON.stringify(row)).not.toContain(`"${code}"`);
-    const validity = await ctx.db.$queryRaw<{ minutes: number }[]>`
+    const validity = await t.ctx.db.$queryRaw<{ minutes: number }[]>`
       SELECT round(extract(epoch FROM code_expiry - created_at) / 60)::int AS minutes FROM trial_verifications WHERE id = ${row.id}`;
     expect(validity).toEqual([{ minutes: 10 }]);
-    expect(await ctx.db.trialRequest.count({ where: { email: address } })).toBe(0); // never before verification
+    expect(await t.ctx.db.trialRequest.count({ where: { email: address } })).toBe(0); // never before verification
 
     const done = await v.verify(token, code);
     expect(done.status).toBe(200);
     expect(done.html).toContain('Thank you!');
-    const request = await ctx.db.trialRequest.findUniqueOrThrow({
+    const request = await t.ctx.db.trialRequest.findUniqueOrThrow({
       where: { email_trial_package_id: { email: address, trial_package_id: pkg.id } },
     });
     expect(request).toMatchObject({
@@ -263,11 +262,11 @@ describe('submit and verify', () => {
       state: 'new',
     });
     expect(await verification(token)).toMatchObject({ state: 'verified', trial_request_id: request.id });
-    const tracking = await ctx.db.message.findFirst({
+    const tracking = await t.ctx.db.message.findFirst({
       where: { model_name: 'svc.subscription.trial.request', rec_id: request.id, message_type: 'tracking' },
       include: { tracking_values: true },
     });
-    expect(tracking!.tracking_values.map((t) => [t.field, t.new_value])).toEqual(
+    expect(tracking!.tracking_values.map((v) => [v.field, v.new_value])).toEqual(
       expect.arrayContaining([
         ['email', address],
         ['company_size', '6-10'],
@@ -306,14 +305,14 @@ describe('submit and verify', () => {
   it('an expired code: 410 offering a resend; with no code left to send, 410 and the verification is cancelled', async () => {
     const v = visitor();
     const { token, code } = await startVerification(v, email('expired'));
-    await ctx.db.$executeRaw`UPDATE trial_verifications SET code_expiry = now() - interval '1 second' WHERE access_token = ${token}`;
+    await t.ctx.db.$executeRaw`UPDATE trial_verifications SET code_expiry = now() - interval '1 second' WHERE access_token = ${token}`;
     const page = await v.verify(token, code);
     expect(page.status).toBe(410);
     expect(page.html).toContain('The code has expired');
     expect(page.html).toContain('action="/saas/trial/resend"');
     expect((await verification(token)).state).toBe('pending');
 
-    await ctx.db.$executeRaw`UPDATE trial_verifications SET codes_sent = 3 WHERE access_token = ${token}`;
+    await t.ctx.db.$executeRaw`UPDATE trial_verifications SET codes_sent = 3 WHERE access_token = ${token}`;
     const last = await v.verify(token, code);
     expect(last.status).toBe(410);
     expect(last.html).toContain('no more codes can be sent');
@@ -340,7 +339,7 @@ describe('submit and verify', () => {
     const page = await second.verify(b.token, b.code);
     expect(page.status).toBe(409);
     expect(page.html).toContain('already requested');
-    expect(await ctx.db.trialRequest.count({ where: { email: address } })).toBe(1);
+    expect(await t.ctx.db.trialRequest.count({ where: { email: address } })).toBe(1);
     expect((await verification(b.token)).state).toBe('cancelled');
   });
 
@@ -357,12 +356,12 @@ describe('submit and verify', () => {
     expect((await v.verify(otherPackage.token, otherPackage.code)).status).toBe(200);
   });
   it('with Auto Run Subscription, the verified request is queued for processing (job process_trial_request)', async () => {
-    const auto = await createTrialPackage(ctx, { auto_run_subscription: true });
+    const auto = await createTrialPackage(t.ctx, { auto_run_subscription: true });
     const v = visitor();
     const { token, code } = await startVerification(v, email('auto'), auto.id);
     expect((await v.verify(token, code)).status).toBe(200);
     const { trial_request_id } = await verification(token);
-    const jobs = await ctx.queues.queue('trials').getJobs(['waiting']);
+    const jobs = await t.ctx.queues.queue('trials').getJobs(['waiting']);
     expect(jobs.map((j) => [j.name, j.data.trial_request_id])).toContainEqual(['process_trial_request', trial_request_id]);
   });
 });
@@ -382,7 +381,7 @@ describe('resend', () => {
     expect(tooSoon.token).toBe(token); // the code can still be entered
 
     const backdate = () =>
-      ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
+      t.ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
     await backdate();
     const second = await v.resend(token);
     expect(second.status).toBe(200);
@@ -420,9 +419,9 @@ describe('limits per e-mail and per IP (one hour)', () => {
     // The page says when to come back, and offers no "Start again" that would meet the same limit.
     expect(fourth.html).toMatch(/Please come back in (5\d|60) minutes\./);
     expect(fourth.html).not.toContain('Start again');
-    expect(await ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
+    expect(await t.ctx.db.trialVerification.count({ where: { email: address } })).toBe(3);
 
-    await ctx.db.$executeRaw`UPDATE trial_verifications SET created_at = created_at - interval '61 minutes' WHERE email = ${address}`;
+    await t.ctx.db.$executeRaw`UPDATE trial_verifications SET created_at = created_at - interval '61 minutes' WHERE email = ${address}`;
     expect((await visitor().submit(address, pkg.id)).status).toBe(200);
   });
 
@@ -445,7 +444,7 @@ describe('mail delivery failure', () => {
       expect(page.status).toBe(502);
       expect(page.html).toContain('The code could not be sent');
     }
-    const rows = await ctx.db.trialVerification.findMany({ where: { email: address } });
+    const rows = await t.ctx.db.trialVerification.findMany({ where: { email: address } });
     expect(rows).toHaveLength(4);
     expect(rows.every((r) => r.state === 'cancelled' && r.codes_sent === 0)).toBe(true);
 
@@ -460,20 +459,20 @@ describe('mail delivery failure', () => {
     const url = closed.url;
     await closed.close();
     const service = createTrialVerificationService({
-      ...ctx,
+      ...t.ctx,
       mailer: createMailer(url, 'svc <no-reply@localhost>', pino({ level: 'silent' })),
     });
     const address = email('nolistener');
     const outcome = await service.submit(signupFields(address, pkg.id), '10.200.0.1');
     expect(outcome).toEqual({ kind: 'mail_failed' });
-    expect(await ctx.db.trialVerification.findFirst({ where: { email: address } })).toMatchObject({ state: 'cancelled', codes_sent: 0 });
+    expect(await t.ctx.db.trialVerification.findFirst({ where: { email: address } })).toMatchObject({ state: 'cancelled', codes_sent: 0 });
   });
 
   it('resend that cannot be delivered: 502 and the verification is cancelled', async () => {
     const address = email('resend-fail');
     const v = visitor();
     const { token } = await startVerification(v, address);
-    await ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
+    await t.ctx.db.$executeRaw`UPDATE trial_verifications SET last_code_sent = now() - interval '61 seconds' WHERE access_token = ${token}`;
     smtp.refuse((to) => to === address);
     const page = await v.resend(token);
     expect(page.status).toBe(502);
@@ -491,11 +490,11 @@ describe('client IP', () => {
   };
 
   it('is the socket address: X-Forwarded-For is ignored without TRUST_PROXY', async () => {
-    expect(await submitWith(app, email('xff'), { 'x-forwarded-for': '203.0.113.9' })).toBe('127.0.0.1');
+    expect(await submitWith(t.app, email('xff'), { 'x-forwarded-for': '203.0.113.9' })).toBe('127.0.0.1');
   });
 
   it('comes from X-Forwarded-For when the socket peer is a trusted proxy', async () => {
-    const proxied = await buildApp({ ...ctx, config: { ...ctx.config, TRUST_PROXY: ['127.0.0.1'] } });
+    const proxied = await buildApp({ ...t.ctx, config: { ...t.ctx.config, TRUST_PROXY: ['127.0.0.1'] } });
     try {
       expect(await submitWith(proxied, email('xff-trusted'), { 'x-forwarded-for': '203.0.113.9' })).toBe('203.0.113.9');
     } finally {
