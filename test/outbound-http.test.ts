@@ -3,7 +3,8 @@
 // fetch-compatible form driven by the real Octokit client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Octokit } from '@octokit/rest';
-import { createOutboundHttp, OutboundError, type OutboundHttp } from '../src/core/outbound-http.js';
+import { OutboundError } from '../src/core/outbound-error.js';
+import { createOutboundHttp, type OutboundHttp } from '../src/core/outbound-http.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
 import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 

@@ -4,7 +4,10 @@ import { z } from 'zod';
 import type { SecretBox } from '../core/crypto.js';
 import { UserError } from '../core/errors.js';
 import { joinUrl } from '../core/outbound-fields.js';
-import { readJson, type OutboundHttp, type OutboundResponse, type OutboundTarget } from '../core/outbound-http.js';
+import type { OutboundHttp } from '../core/outbound-http.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
+import { readJson } from '../core/outbound-read-json.js';
+import type { OutboundResponse } from '../core/outbound-response.js';
 
 export interface BackupServerRecord {
   url: string;

@@ -8,7 +8,8 @@ import https from 'node:https';
 import { Readable } from 'node:stream';
 import type { AddressGuard } from './outbound-guard.js';
 
-const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
+/** Statuses whose answer has no body (a Response refuses one). */
+export const NULL_BODY_STATUS = new Set([101, 204, 205, 304]);
 
 export type Transport = (request: Request, signal: AbortSignal) => Promise<Response>;
 

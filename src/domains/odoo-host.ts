@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import type { Db } from '../core/db.js';
 import { ConflictError } from '../core/errors.js';
-import type { OutboundTarget } from '../core/outbound-http.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
 import type { RootServer, Subscription } from '../generated/prisma/client.js';
 import type { createDomainLookup } from '../settings/domain-lookup.js';
 

@@ -7,7 +7,10 @@ import { Octokit } from '@octokit/rest';
 import { RequestError } from '@octokit/request-error';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
-import { createOutboundHttp, OutboundError, type Download, type OutboundTarget } from '../core/outbound-http.js';
+import type { Download } from '../core/outbound-download.js';
+import { OutboundError } from '../core/outbound-error.js';
+import { createOutboundHttp } from '../core/outbound-http.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
 import { webhookUrl } from '../webhooks/webhook-token.js';
 
 /** A commit id: SHA-1 or SHA-256, lower-case hex, as git hosts write them. */

@@ -7,7 +7,7 @@
 import { Transform, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { UserError } from '../core/errors.js';
-import { OutboundError } from '../core/outbound-http.js';
+import { OutboundError } from '../core/outbound-error.js';
 import { createTarEntryCheck } from './tar-entries.js';
 
 export function checkTarball(source: Readable, maxBytes: number, what: string): Transform {

@@ -4,7 +4,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { UserError } from '../core/errors.js';
-import { readJson, type OutboundHttp, type OutboundTarget } from '../core/outbound-http.js';
+import type { OutboundHttp } from '../core/outbound-http.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
+import { readJson } from '../core/outbound-read-json.js';
 import { parseServiceAccount, signAssertion } from './service-account.js';
 
 /** A token is not reused in its last minute, so it cannot expire on the way to FCM. */

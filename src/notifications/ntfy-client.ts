@@ -3,7 +3,9 @@
 import { z } from 'zod';
 import { UserError } from '../core/errors.js';
 import { joinUrl } from '../core/outbound-fields.js';
-import { readJson, type OutboundHttp, type OutboundTarget } from '../core/outbound-http.js';
+import type { OutboundHttp } from '../core/outbound-http.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
+import { readJson } from '../core/outbound-read-json.js';
 
 export type NtfyAuth = { kind: 'basic'; username: string; password: string } | { kind: 'bearer'; token: string } | null;
 

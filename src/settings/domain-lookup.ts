@@ -7,7 +7,8 @@ import { promises as dns } from 'node:dns';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.js';
 import { UserError, ValidationError } from '../core/errors.js';
-import { OutboundError, type OutboundTarget } from '../core/outbound-http.js';
+import { OutboundError } from '../core/outbound-error.js';
+import type { OutboundTarget } from '../core/outbound-log.js';
 import { writeActionLog } from '../core/action-log.js';
 import type { DnsResolver } from '../generated/prisma/enums.js';
 
