@@ -5,11 +5,8 @@
 // test RSA key pair generated here.
 import { generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { freePort, sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
 
 const ADMIN = { username: 'admin', password: 'ntfy-admin-pw-1' };
@@ -18,11 +15,6 @@ const UNICODE_USER = { username: 'José€', password: 'pässwörd€' };
 const STATIC_TOKEN = 'tk_static_token_0001';
 const LEGACY_KEY = 'legacy-server-key-0001';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let operator: Caller;
-let user: Caller;
 let ntfy: RecordingServer;
 let fcm: RecordingServer;
 const issuedNtfyTokens: string[] = [];
@@ -130,24 +122,23 @@ function serviceAccount(name: string, opts: { expiresIn?: number; known?: boolea
 beforeAll(async () => {
   ntfy = await startRecordingServer(ntfyHandler);
   fcm = await startRecordingServer(fcmHandler);
-  ctx = await createTestContext({ FCM_API_URL: fcm.url, OUTBOUND_TIMEOUT_MS: '2000' });
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  ({ operator, user } = await callers(ctx));
 });
 afterAll(async () => {
-  await workers?.close();
-  await app?.close();
-  await ctx?.cleanup();
   await ntfy?.close();
   await fcm?.close();
 });
 
-const post = (payload: object) => request(app, operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
+const t = useTestApp({ workers: true, env: () => ({ FCM_API_URL: fcm.url, OUTBOUND_TIMEOUT_MS: '2000' }) });
+
+const post = (payload: object) => request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
 const patch = (id: number, payload: object) =>
-  request(app, operator, { method: 'PATCH', url: `/api/v1/notification-servers/${id}`, payload });
+  request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/notification-servers/${id}`, payload });
 const act = (id: number, name: string, payload?: object) =>
-  request(app, operator, { method: 'POST', url: `/api/v1/notification-servers/${id}/actions/${name}`, ...(payload ? { payload } : {}) });
+  request(t.app, t.as.operator, {
+    method: 'POST',
+    url: `/api/v1/notification-servers/${id}/actions/${name}`,
+    ...(payload ? { payload } : {}),
+  });
 
 async function create(payload: object) {
   const res = await post(payload);
@@ -306,7 +297,7 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
 
   for (const [title, payload, field, message] of rows) {
     it(title, async () => {
-      const before = await ctx.db.notificationServer.count();
+      const before = await t.ctx.db.notificationServer.count();
       const res = await post(payload);
       expect(res.statusCode, res.body).toBe(400);
       const { error } = res.json();
@@ -314,7 +305,7 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
       expect(error.message).toMatch(message);
       expect(error.message).toContain(field);
       expect(error.details).toEqual({ fields: [{ field, message: error.message }] });
-      expect(await ctx.db.notificationServer.count()).toBe(before);
+      expect(await t.ctx.db.notificationServer.count()).toBe(before);
     });
   }
 
@@ -352,7 +343,7 @@ describe('spec §7.2 validation: each rule is a 400 naming its field, and nothin
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json().error.details.fields[0].field).toBe(field);
     }
-    const stored = await ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } });
+    const stored = await t.ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } });
     expect(stored).toMatchObject({ provider: 'selfhosted_push', url: 'http://p', username: 'u', auth_method: 'password' });
     expect(stored.password).not.toBeNull();
     // A valid change passes: switching to token auth with the token supplied.
@@ -372,7 +363,7 @@ describe('what the outbound client will use is checked when it is written', () =
       expect(res.json().error.code).toBe('validation_error');
       expect(fieldsOf(res)).toEqual(['url']);
     }
-    expect((await ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } })).url).toBe(ntfy.url);
+    expect((await t.ctx.db.notificationServer.findUniqueOrThrow({ where: { id: server.id } })).url).toBe(ntfy.url);
   });
 
   it('secrets sent in an HTTP header (auth_token, fcm_server_key) are refused with characters a header cannot carry', async () => {
@@ -382,12 +373,12 @@ describe('what the outbound client will use is checked when it is written', () =
       ['auth_token', { provider: 'selfhosted_push', url: ntfy.url, auth_token: 'tok\r\nX-Other: 1' }],
       ['fcm_server_key', { provider: 'cloud_push', fcm_server_key: 'key€' }],
     ] as const) {
-      const before = await ctx.db.notificationServer.count();
+      const before = await t.ctx.db.notificationServer.count();
       const created = await post(payload);
       expect(created.statusCode, JSON.stringify(payload)).toBe(400);
       expect(created.json().error.code).toBe('validation_error');
       expect(fieldsOf(created)).toEqual([`body.${field}`]);
-      expect(await ctx.db.notificationServer.count()).toBe(before);
+      expect(await t.ctx.db.notificationServer.count()).toBe(before);
       const patched = await patch(server.id, { [field]: payload[field] });
       expect(patched.statusCode).toBe(400);
       expect(fieldsOf(patched)).toEqual([`body.${field}`]);
@@ -410,9 +401,9 @@ describe('what the outbound client will use is checked when it is written', () =
 
   it('a header secret stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
     const token = await create({ provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'token', auth_token: 'tok' });
-    await ctx.db.notificationServer.update({ where: { id: token.id }, data: { auth_token: await ctx.box.encrypt('tok€') } });
+    await t.ctx.db.notificationServer.update({ where: { id: token.id }, data: { auth_token: await t.ctx.box.encrypt('tok€') } });
     const legacy = await create({ provider: 'cloud_push', fcm_server_key: 'key' });
-    await ctx.db.notificationServer.update({ where: { id: legacy.id }, data: { fcm_server_key: await ctx.box.encrypt('key€') } });
+    await t.ctx.db.notificationServer.update({ where: { id: legacy.id }, data: { fcm_server_key: await t.ctx.box.encrypt('key€') } });
     const calls = ntfy.calls.length + fcm.calls.length;
     for (const [id, name] of [
       [token.id, 'send_notification'],
@@ -432,7 +423,7 @@ describe('what the outbound client will use is checked when it is written', () =
 
 describe('one default per company (a database constraint)', () => {
   it('a second default in the same company is 409; other companies and non-defaults are free', async () => {
-    await ctx.db.notificationServer.updateMany({ data: { is_default: null } });
+    await t.ctx.db.notificationServer.updateMany({ data: { is_default: null } });
     const first = await create({ provider: 'selfhosted_push', url: 'http://a', is_default: true });
     expect(first.is_default).toBe(true);
     const second = await post({ provider: 'selfhosted_push', url: 'http://b', is_default: true });
@@ -447,7 +438,7 @@ describe('one default per company (a database constraint)', () => {
     expect(plain.is_default).toBe(false);
     expect((await patch(plain.id, { is_default: true })).statusCode).toBe(409);
 
-    const other = await ctx.db.company.create({ data: { name: 'Other company' } });
+    const other = await t.ctx.db.company.create({ data: { name: 'Other company' } });
     const otherDefault = await create({ provider: 'selfhosted_push', url: 'http://d', is_default: true, company_id: other.id });
     expect(otherDefault).toMatchObject({ company_id: other.id, is_default: true });
 
@@ -456,7 +447,7 @@ describe('one default per company (a database constraint)', () => {
     expect((await patch(plain.id, { is_default: true })).json().is_default).toBe(true);
     // The rule is the database's own: a raw second default is refused there too.
     await expect(
-      ctx.db
+      t.ctx.db
         .$executeRaw`INSERT INTO notification_servers (provider, url, is_default, company_id, updated_at) VALUES ('selfhosted_push', 'http://e', true, 1, now())`,
     ).rejects.toThrow(/notification_servers_company_id_is_default_key/);
   });
@@ -482,17 +473,17 @@ describe('secrets', () => {
     });
     const out = JSON.stringify([
       server,
-      (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}` })).json(),
+      (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}` })).json(),
     ]);
     for (const secret of ['server-key-zz', 'admin-pw-zz', 'auth-token-zz', 'PRIVATE KEY']) expect(out).not.toContain(secret);
-    const [raw] = await ctx.db.$queryRaw<Record<string, string>[]>`
+    const [raw] = await t.ctx.db.$queryRaw<Record<string, string>[]>`
       SELECT password, auth_token, fcm_server_key, fcm_service_account_json FROM notification_servers WHERE id = ${server.id}`;
     for (const value of Object.values(raw!)) expect(value).toMatch(/^v\d+:[A-Za-z0-9+/=]+$/);
-    expect(await ctx.box.decrypt(raw!.fcm_service_account_json!)).toBe(sa.json);
+    expect(await t.ctx.box.decrypt(raw!.fcm_service_account_json!)).toBe(sa.json);
   });
 
   it('users read, operators write', async () => {
-    const res = await request(app, user, {
+    const res = await request(t.app, t.as.user, {
       method: 'POST',
       url: '/api/v1/notification-servers',
       payload: { provider: 'cloud_push', fcm_project_id: 'p' },
@@ -676,7 +667,7 @@ describe('cloud push (FCM)', () => {
 
 describe('per-user tokens (auto_generate_tokens)', () => {
   it('saving such a server queues a job that gives every active user a token valid token_expiry_days', async () => {
-    const activeUsers = await ctx.db.user.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
+    const activeUsers = await t.ctx.db.user.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
     const before = ntfy.callsTo('/v1/account/token').length;
     const server = await create({
       provider: 'selfhosted_push',
@@ -685,10 +676,10 @@ describe('per-user tokens (auto_generate_tokens)', () => {
       token_expiry_days: 30,
       ...ADMIN,
     });
-    const jobs = await ctx.queues.queue('notifications').getJobs(['waiting', 'active', 'completed', 'failed']);
+    const jobs = await t.ctx.queues.queue('notifications').getJobs(['waiting', 'active', 'completed', 'failed']);
     const job = jobs.find((j) => j.data.notification_server_id === server.id)!;
     expect(job).toBeDefined();
-    const done = await waitForJob(app, operator, `notifications-${job.id}`);
+    const done = await waitForJob(t.app, t.as.operator, `notifications-${job.id}`);
     expect(done, JSON.stringify(done)).toMatchObject({
       state: 'completed',
       result: { users: activeUsers.length, created: activeUsers.length, renewed: 0, kept: 0 },
@@ -696,7 +687,7 @@ describe('per-user tokens (auto_generate_tokens)', () => {
 
     const calls = ntfy.callsTo('/v1/account/token').slice(before);
     expect(calls).toHaveLength(activeUsers.length);
-    const tokens = await ctx.db.notificationUserToken.findMany({
+    const tokens = await t.ctx.db.notificationUserToken.findMany({
       where: { notification_server_id: server.id },
       orderBy: { user_id: 'asc' },
     });
@@ -709,22 +700,24 @@ describe('per-user tokens (auto_generate_tokens)', () => {
       const days = (tokens[i]!.expires_at.getTime() - tokens[i]!.created_at.getTime()) / 86_400_000;
       expect(Math.round(days)).toBe(30);
       expect(tokens[i]!.token).toMatch(/^v\d+:/);
-      expect(issuedNtfyTokens).toContain(await ctx.box.decrypt(tokens[i]!.token));
+      expect(issuedNtfyTokens).toContain(await t.ctx.box.decrypt(tokens[i]!.token));
     }
-    const listed = (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/user-tokens` })).json();
+    const listed = (
+      await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/user-tokens` })
+    ).json();
     expect(listed.items).toHaveLength(activeUsers.length);
     expect(JSON.stringify(listed)).not.toMatch(/tk_user_/);
 
     // Run again: valid tokens are kept; one close to expiry is renewed.
-    await ctx.db.notificationUserToken.update({
+    await t.ctx.db.notificationUserToken.update({
       where: { notification_server_id_user_id: { notification_server_id: server.id, user_id: activeUsers[0]!.id } },
       data: { expires_at: new Date(Date.now() + 3600_000) },
     });
     const again = await act(server.id, 'generate_user_tokens');
     expect(again.statusCode).toBe(202);
-    const second = await waitForJob(app, operator, again.json().job_id);
+    const second = await waitForJob(t.app, t.as.operator, again.json().job_id);
     expect(second.result).toEqual({ users: activeUsers.length, created: 0, renewed: 1, kept: activeUsers.length - 1 });
-    const messages = (await request(app, user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/messages` })).json();
+    const messages = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/messages` })).json();
     expect(messages.items[0].body).toBe(
       `User tokens: 0 created, 1 renewed, ${activeUsers.length - 1} still valid, of ${activeUsers.length} active users.`,
     );
@@ -739,10 +732,10 @@ describe('per-user tokens (auto_generate_tokens)', () => {
       password: 'not-it',
     });
     const res = await act(server.id, 'generate_user_tokens');
-    const job = await waitForJob(app, operator, res.json().job_id);
+    const job = await waitForJob(t.app, t.as.operator, res.json().job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/^User tokens: 0 created.*Stopped: The push server refused the credentials/);
-    const message = await ctx.db.message.findFirst({
+    const message = await t.ctx.db.message.findFirst({
       where: { model_name: 'svc.ntfy.server', rec_id: server.id },
       orderBy: { id: 'desc' },
     });
@@ -755,7 +748,7 @@ describe('per-user tokens (auto_generate_tokens)', () => {
 
 describe('action log', () => {
   it('has an api_call row per outbound call, none holding a secret', async () => {
-    const logs = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.ntfy.server' } });
+    const logs = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.ntfy.server' } });
     expect(logs.length).toBeGreaterThan(20);
     expect(logs.every((l) => l.action_type === 'api_call')).toBe(true);
     const text = JSON.stringify(logs);
@@ -773,7 +766,7 @@ describe('action log', () => {
     expect(text).not.toContain('PRIVATE KEY');
     expect(text).toContain('authorization: [redacted]');
     // Nor do the service's own log lines (requests carried several of them in their bodies).
-    const serviceLog = ctx.logText();
+    const serviceLog = t.ctx.logText();
     for (const secret of [...secrets, 'PRIVATE KEY']) expect(serviceLog).not.toContain(secret);
   });
 });
