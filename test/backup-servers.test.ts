@@ -3,12 +3,10 @@
 // records what it receives. Failure modes are real: a closed port, a wrong key, a server that
 // never answers, a web page instead of the API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { backup as backupFeature } from '../src/backup/index.js';
 import { findWebhookMethod } from '../src/core/webhook-methods.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, type Caller } from './helpers/api.js';
+import { request } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 
 const API_KEY = 'bk-key-0123456789';
@@ -20,19 +18,12 @@ interface RemoteAccount {
   name: string | null;
 }
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let operator: Caller;
-let user: Caller;
 let remote: RecordingServer;
 // What the fake backup server currently holds.
 let remoteAccounts: RemoteAccount[] = [];
 let remoteBackups: { id: number; db_name: string; state: string; created_at: string; url: string }[] = [];
 
 beforeAll(async () => {
-  ctx = await createTestContext({ OUTBOUND_TIMEOUT_MS: '500' });
-  app = await buildApp(ctx);
-  ({ operator, user } = await callers(ctx));
   remote = await startRecordingServer((req, res) => {
     if (req.path === '/hang/api/ping') return; // never answers
     if (req.path === '/web/api/ping') {
@@ -62,12 +53,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await remote?.close();
-  await app?.close();
-  await ctx?.cleanup();
 });
 
+const t = useTestApp({ env: { OUTBOUND_TIMEOUT_MS: '500' } });
+
 async function createServer(payload: Record<string, unknown> = {}) {
-  const res = await request(app, operator, {
+  const res = await request(t.app, t.as.operator, {
     method: 'POST',
     url: '/api/v1/backup-servers',
     payload: { url: remote.url, download_url: 'https://backups.example.com/dl', api_key: API_KEY, ...payload },
@@ -76,15 +67,15 @@ async function createServer(payload: Record<string, unknown> = {}) {
   return res.json() as { id: number; cloud_account_ids: number[] };
 }
 
-const action = (id: number, name: string, caller = operator) =>
-  request(app, caller, { method: 'POST', url: `/api/v1/backup-servers/${id}/actions/${name}` });
+const action = (id: number, name: string, caller = t.as.operator) =>
+  request(t.app, caller, { method: 'POST', url: `/api/v1/backup-servers/${id}/actions/${name}` });
 
 describe('backup server records', () => {
   it('requires url, download_url and api_key, and fills the default paths', async () => {
     for (const missing of ['url', 'download_url', 'api_key']) {
       const payload: Record<string, unknown> = { url: remote.url, download_url: 'https://d.example.com', api_key: 'k' };
       delete payload[missing];
-      const res = await request(app, operator, { method: 'POST', url: '/api/v1/backup-servers', payload });
+      const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/backup-servers', payload });
       expect(res.statusCode).toBe(400);
       expect(res.json().error.details.fields.map((d: { field: string }) => d.field)).toContain(`body.${missing}`);
     }
@@ -100,7 +91,7 @@ describe('backup server records', () => {
       cloud_account_ids: [],
     });
     expect(JSON.stringify(created)).not.toContain(API_KEY);
-    const [raw] = await ctx.db.$queryRaw<{ api_key: string }[]>`SELECT api_key FROM backup_servers WHERE id = ${created.id}`;
+    const [raw] = await t.ctx.db.$queryRaw<{ api_key: string }[]>`SELECT api_key FROM backup_servers WHERE id = ${created.id}`;
     expect(raw!.api_key).toMatch(/^v\d+:/);
   });
 
@@ -113,12 +104,12 @@ describe('backup server records', () => {
       { api_key: '' },
       { api_key: null },
     ]) {
-      const res = await request(app, operator, { method: 'PATCH', url: `/api/v1/backup-servers/${server.id}`, payload });
+      const res = await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/backup-servers/${server.id}`, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
-    expect((await request(app, user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(200);
-    expect((await request(app, user, { method: 'DELETE', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(403);
-    expect((await action(server.id, 'test_connection', user)).statusCode).toBe(403);
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(200);
+    expect((await request(t.app, t.as.user, { method: 'DELETE', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(403);
+    expect((await action(server.id, 'test_connection', t.as.user)).statusCode).toBe(403);
   });
 });
 
@@ -135,8 +126,8 @@ describe('what the outbound client will use is checked when it is written', () =
         `${remote.url}/#top`,
         `http://me:pw@127.0.0.1:${remote.port}`,
       ]) {
-        const before = await ctx.db.backupServer.count();
-        const created = await request(app, operator, {
+        const before = await t.ctx.db.backupServer.count();
+        const created = await request(t.app, t.as.operator, {
           method: 'POST',
           url: '/api/v1/backup-servers',
           payload: { url: remote.url, download_url: 'https://d.example.com', api_key: API_KEY, [field]: value },
@@ -144,8 +135,8 @@ describe('what the outbound client will use is checked when it is written', () =
         expect(created.statusCode, `${field}=${value}`).toBe(400);
         expect(created.json().error.code).toBe('validation_error');
         expect(fieldsOf(created)).toEqual([`body.${field}`]);
-        expect(await ctx.db.backupServer.count()).toBe(before);
-        const patched = await request(app, operator, {
+        expect(await t.ctx.db.backupServer.count()).toBe(before);
+        const patched = await request(t.app, t.as.operator, {
           method: 'PATCH',
           url: `/api/v1/backup-servers/${server.id}`,
           payload: { [field]: value },
@@ -154,21 +145,21 @@ describe('what the outbound client will use is checked when it is written', () =
         expect(fieldsOf(patched)).toEqual([`body.${field}`]);
       }
     }
-    const stored = await ctx.db.backupServer.findUniqueOrThrow({ where: { id: server.id } });
+    const stored = await t.ctx.db.backupServer.findUniqueOrThrow({ where: { id: server.id } });
     expect(stored).toMatchObject({ url: remote.url, download_url: 'https://backups.example.com/dl' });
   });
 
   it('an api_key an HTTP header cannot carry is refused at create and PATCH', async () => {
     const server = await createServer();
     for (const apiKey of ['key€', 'kéy', 'key\nX-Other: 1', 'two words']) {
-      const created = await request(app, operator, {
+      const created = await request(t.app, t.as.operator, {
         method: 'POST',
         url: '/api/v1/backup-servers',
         payload: { url: remote.url, download_url: 'https://d.example.com', api_key: apiKey },
       });
       expect(created.statusCode, apiKey).toBe(400);
       expect(fieldsOf(created)).toEqual(['body.api_key']);
-      const patched = await request(app, operator, {
+      const patched = await request(t.app, t.as.operator, {
         method: 'PATCH',
         url: `/api/v1/backup-servers/${server.id}`,
         payload: { api_key: apiKey },
@@ -180,7 +171,7 @@ describe('what the outbound client will use is checked when it is written', () =
 
   it('an api_key stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
     const server = await createServer();
-    await ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await ctx.box.encrypt('key€') } });
+    await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await t.ctx.box.encrypt('key€') } });
     const calls = remote.calls.length;
     const res = await action(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(400);
@@ -194,7 +185,7 @@ describe('what the outbound client will use is checked when it is written', () =
 
   it('a url stored with a query before that rule is refused when used, not called', async () => {
     const server = await createServer();
-    await ctx.db.backupServer.update({ where: { id: server.id }, data: { url: `${remote.url}/internal?` } });
+    await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { url: `${remote.url}/internal?` } });
     const calls = remote.calls.length;
     const res = await action(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(400);
@@ -212,9 +203,9 @@ describe('test_connection', () => {
     const ping = remote.callsTo('/api/ping').at(-1)!;
     expect(ping.method).toBe('GET');
     expect(ping.headers['x-api-key']).toBe(API_KEY);
-    const logs = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
+    const logs = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
     expect(logs).toHaveLength(1);
-    expect(logs[0]).toMatchObject({ action_type: 'api_call', status: 'success', user_id: operator.userId });
+    expect(logs[0]).toMatchObject({ action_type: 'api_call', status: 'success', user_id: t.as.operator.userId });
     expect(logs[0]!.input_text).toContain('x-api-key: [redacted]');
     expect(JSON.stringify(logs)).not.toContain(API_KEY);
   });
@@ -226,7 +217,7 @@ describe('test_connection', () => {
     ] as const) {
       const server = await createServer({ url: `${remote.url}${path}` });
       expect((await action(server.id, 'test_connection')).statusCode).toBe(status);
-      const [log] = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
+      const [log] = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
       expect(log!.output_text).toMatch(/^HTTP (200|500)\n\{"filler":"x{100}/);
       expect(log!.output_text).not.toContain('END-OF-ANSWER');
       expect(log!.output_text.length, log!.output_text).toBeLessThan(700);
@@ -239,7 +230,7 @@ describe('test_connection', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('user_error');
     expect(res.json().error.message).toMatch(/refused the API key: GET .*\/api\/ping answered HTTP 401: .*invalid api key/);
-    const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
+    const log = await t.ctx.db.actionLog.findFirst({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
     expect(log).toMatchObject({ status: 'failure' });
     expect(log!.input_text + log!.output_text).not.toContain('wrong-key-abc');
   });
@@ -258,14 +249,14 @@ describe('test_connection', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('user_error');
       expect(res.json().error.message).toMatch(message);
-      const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.saas.backup.server', rec_id: id } });
+      const log = await t.ctx.db.actionLog.findFirst({ where: { model_name: 'svc.saas.backup.server', rec_id: id } });
       expect(log).toMatchObject({ action_type: 'api_call', status: 'failure' });
     }
   });
 });
 
 describe('sync_cloud_accounts', () => {
-  const accountsOf = (id: number) => ctx.db.backupCloudAccount.findMany({ where: { backup_server_id: id }, orderBy: { uuid: 'asc' } });
+  const accountsOf = (id: number) => t.ctx.db.backupCloudAccount.findMany({ where: { backup_server_id: id }, orderBy: { uuid: 'asc' } });
 
   it('creates, updates and removes by uuid; other servers are untouched', async () => {
     const server = await createServer();
@@ -304,11 +295,11 @@ describe('sync_cloud_accounts', () => {
     expect(second[1]!.id).toBe(first[1]!.id);
     expect((await accountsOf(other.id)).map((a) => a.uuid)).toEqual(['u-a', 'u-b', 'u-c']);
 
-    const got = (await request(app, user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}` })).json();
+    const got = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}` })).json();
     expect(got.cloud_account_ids).toEqual(second.map((a) => a.id).sort((a, b) => a - b));
-    const list = (await request(app, user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}/cloud-accounts` })).json();
+    const list = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}/cloud-accounts` })).json();
     expect(list).toMatchObject({ total: 3, items: expect.arrayContaining([expect.objectContaining({ uuid: 'u-d', provider: 'azure' })]) });
-    const messages = (await request(app, user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}/messages` })).json();
+    const messages = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}/messages` })).json();
     expect(messages.items[0].body).toBe('Cloud accounts synced: 1 created, 1 updated, 1 removed, 1 unchanged.');
 
     remoteAccounts = [];
@@ -325,10 +316,10 @@ describe('sync_cloud_accounts', () => {
     await action(server.id, 'sync_cloud_accounts');
     const before = await accountsOf(server.id);
     // A real database failure on the last insert of the next sync.
-    await ctx.db.$executeRawUnsafe(`
+    await t.ctx.db.$executeRawUnsafe(`
       CREATE FUNCTION refuse_boom() RETURNS trigger AS $$
       BEGIN IF NEW.uuid = 'boom' THEN RAISE EXCEPTION 'refused by test trigger'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await ctx.db.$executeRawUnsafe(
+    await t.ctx.db.$executeRawUnsafe(
       `CREATE TRIGGER refuse_boom BEFORE INSERT ON backup_cloud_accounts FOR EACH ROW EXECUTE FUNCTION refuse_boom()`,
     );
     try {
@@ -341,8 +332,8 @@ describe('sync_cloud_accounts', () => {
       expect(res.statusCode).toBe(500);
       expect(await accountsOf(server.id)).toEqual(before);
     } finally {
-      await ctx.db.$executeRawUnsafe(`DROP TRIGGER refuse_boom ON backup_cloud_accounts`);
-      await ctx.db.$executeRawUnsafe(`DROP FUNCTION refuse_boom()`);
+      await t.ctx.db.$executeRawUnsafe(`DROP TRIGGER refuse_boom ON backup_cloud_accounts`);
+      await t.ctx.db.$executeRawUnsafe(`DROP FUNCTION refuse_boom()`);
     }
   });
 
@@ -366,7 +357,7 @@ describe('sync_cloud_accounts', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(message);
       expect(await accountsOf(server.id)).toEqual(before);
-      const log = await ctx.db.actionLog.findFirst({
+      const log = await t.ctx.db.actionLog.findFirst({
         where: { model_name: 'svc.saas.backup.server', rec_id: server.id },
         orderBy: { id: 'desc' },
       });
@@ -380,13 +371,13 @@ describe('compute_backup_state', () => {
   let seq = 0;
 
   beforeAll(async () => {
-    partnerId = (await ctx.db.partner.create({ data: { name: 'Customer', email: 'customer@example.com' } })).id;
+    partnerId = (await t.ctx.db.partner.create({ data: { name: 'Customer', email: 'customer@example.com' } })).id;
   });
 
   const subscription = (data: { database_name?: string | null; backup_server_id?: number | null } = {}) =>
-    ctx.db.subscription.create({ data: { name: `SUB${++seq}`, partner_id: partnerId, database_name: `db_${seq}`, ...data } });
+    t.ctx.db.subscription.create({ data: { name: `SUB${++seq}`, partner_id: partnerId, database_name: `db_${seq}`, ...data } });
   const compute = (id: number) =>
-    request(app, operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/compute_backup_state` });
+    request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/compute_backup_state` });
   const backup = (db_name: string, state: string, id = Math.floor(Math.random() * 1e6)) => ({
     id,
     db_name,
@@ -415,13 +406,13 @@ describe('compute_backup_state', () => {
       const res = await compute(sub.id);
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json()).toMatchObject({ subscription_id: sub.id, backup_server_id: server.id, backup_state: state });
-      expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe(state);
+      expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe(state);
     }
     const call = remote.callsTo('/api/backups').at(-1)!;
     expect(call.query.get('db_name')).toBe(sub.database_name);
     expect(call.headers['x-api-key']).toBe(API_KEY);
 
-    const tracking = await ctx.db.message.findMany({
+    const tracking = await t.ctx.db.message.findMany({
       where: { model_name: 'svc.subscription', rec_id: sub.id, message_type: 'tracking' },
       include: { tracking_values: true },
       orderBy: { id: 'asc' },
@@ -434,12 +425,12 @@ describe('compute_backup_state', () => {
       ['running', 'failed'],
       ['failed', 'none'],
     ]);
-    const log = await ctx.db.actionLog.findFirst({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
+    const log = await t.ctx.db.actionLog.findFirst({ where: { model_name: 'svc.subscription', rec_id: sub.id } });
     expect(log).toMatchObject({ action_type: 'api_call', status: 'success' });
   });
 
   it('uses the only backup server when the subscription names none, and refuses when there are several', async () => {
-    await ctx.db.backupServer.deleteMany();
+    await t.ctx.db.backupServer.deleteMany();
     const only = await createServer();
     const sub = await subscription();
     remoteBackups = [backup(sub.database_name!, 'done')];
@@ -451,12 +442,12 @@ describe('compute_backup_state', () => {
     const again = await compute(sub.id);
     expect(again.statusCode).toBe(400);
     expect(again.json().error.message).toContain('set its backup_server_id');
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('ok');
   });
 
   it('a subscription without a database has no backups (none) and asks no server', async () => {
     const sub = await subscription({ database_name: null });
-    await ctx.db.subscription.update({ where: { id: sub.id }, data: { backup_state: 'failed' } });
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { backup_state: 'failed' } });
     const calls = remote.calls.length;
     const res = await compute(sub.id);
     expect(res.json()).toMatchObject({ backup_state: 'none', latest_backup: null });
@@ -471,12 +462,12 @@ describe('compute_backup_state', () => {
     expect(res.json().error.message).toMatch(/connection refused/);
 
     const up = await createServer();
-    await ctx.db.subscription.update({ where: { id: sub.id }, data: { backup_server_id: up.id } });
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { backup_server_id: up.id } });
     remoteBackups = [backup(sub.database_name!, 'exploded')];
     res = await compute(sub.id);
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toBe('The backup server reports an unknown backup state "exploded"');
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('none');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('none');
     expect((await compute(999999)).statusCode).toBe(404);
   });
 
@@ -484,21 +475,21 @@ describe('compute_backup_state', () => {
     const server = await createServer();
     const sub = await subscription({ backup_server_id: server.id });
     remoteBackups = [backup(sub.database_name!, 'running')];
-    const compute = findWebhookMethod(backupFeature.webhookMethods!(ctx), 'svc.subscription', '_compute_backup_state')!;
+    const compute = findWebhookMethod(backupFeature.webhookMethods!(t.ctx), 'svc.subscription', '_compute_backup_state')!;
 
     // Rolled back with the caller's transaction...
     await expect(
-      ctx.db.$transaction(async (tx) => {
+      t.ctx.db.$transaction(async (tx) => {
         await compute(sub.id, { tx, payload: undefined, afterCommit: () => {} });
         expect((await tx.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
         throw new Error('caller failed later');
       }),
     ).rejects.toThrow('caller failed later');
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('none');
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('none');
     // ...while the api_call row stays: the remote call did happen.
-    expect(await ctx.db.actionLog.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(1);
+    expect(await t.ctx.db.actionLog.count({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).toBe(1);
 
-    await ctx.db.$transaction((tx) => compute(sub.id, { tx, payload: undefined, afterCommit: () => {} }), { timeout: 10_000 });
-    expect((await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
+    await t.ctx.db.$transaction((tx) => compute(sub.id, { tx, payload: undefined, afterCommit: () => {} }), { timeout: 10_000 });
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).backup_state).toBe('running');
   });
 });
