@@ -18,6 +18,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { buildApp } from '../src/app.js';
 import { createAuthService } from '../src/auth/auth-service.js';
+import { sleep } from '../src/core/sleep.js';
 import { caddySites, siteConfig, siteFileOf } from '../src/domains/caddy-sites.js';
 import { openRemoteSession } from '../src/servers/remote-session.js';
 import { startWorkers } from '../src/worker.js';
@@ -39,7 +40,6 @@ const CHANGES = arg('changes', 10);
 const run = promisify(execFile);
 /** Where the Caddy the service starts as root keeps its certificates. */
 const CADDY_STORAGE = '/root/.local/share/caddy';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;

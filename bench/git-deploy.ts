@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { sleep } from '../src/core/sleep.js';
 import { startWorkers } from '../src/worker.js';
 import { createGitRepositoryService } from '../src/git/git-repository-service.js';
 import { VALIDATE_PY } from '../src/git/deploy-script.js';
@@ -121,7 +122,7 @@ async function main() {
       const jobId = await service.pushCommit(repo.id, null);
       let done = (await findJob(ctx, jobId))!;
       while (!done.finishedOn) {
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
         done = (await findJob(ctx, jobId))!;
       }
       if (done.failedReason) throw new Error(`deploy ${d} failed: ${done.failedReason}`);

@@ -19,6 +19,7 @@ import pg from 'pg';
 import { createAuthService } from '../src/auth/auth-service.js';
 import { createDb } from '../src/core/db.js';
 import { applyMigrations } from '../src/core/migrate.js';
+import { sleep } from '../src/core/sleep.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { monitorSamplesSql } from './monitor-fill.js';
 
@@ -206,7 +207,7 @@ async function waitUntilUp(url: string) {
       await fetch(url, { signal: AbortSignal.timeout(1000) });
       return;
     } catch {
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
   }
   throw new Error(`${url} did not come up`);

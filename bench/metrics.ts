@@ -29,6 +29,7 @@ import { createAuthService } from '../src/auth/auth-service.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { loadConfig } from '../src/core/config.js';
 import { SOURCE_CACHE_MS } from '../src/core/metrics.js';
+import { sleep } from '../src/core/sleep.js';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { recordPoll } from '../src/monitoring/monitor-metrics.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
@@ -56,7 +57,6 @@ function parseArgs() {
   return o;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = (s.length - 1) / 2;

@@ -24,6 +24,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
+import { sleep } from '../src/core/sleep.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { intervalMs, parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
@@ -70,7 +71,6 @@ const pct = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 const ms = (v: number) => (Number.isNaN(v) ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 const verdict = (ok: boolean, what: string) => console.log(`  ${ok ? 'met   ' : 'MISSED'} ${what}`);
 
 /** CPU seconds (user + system) of a process, from /proc. */

@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { createAuthService } from '../src/auth/auth-service.js';
+import { sleep } from '../src/core/sleep.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
 import { startWorkers } from '../src/worker.js';
 import { createOdooTemplate } from '../test/helpers/odoo-template.js';
@@ -34,7 +35,6 @@ const VISITORS = arg('visitors', 20);
 const SPREAD_S = arg('spread', 10);
 const ALONE = arg('alone', 5);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;

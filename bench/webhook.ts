@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import autocannon, { type Result } from 'autocannon';
 import pg from 'pg';
 import { applyMigrations } from '../src/core/migrate.js';
+import { sleep } from '../src/core/sleep.js';
 import { WEBHOOK_POOL_SIZE } from '../src/webhooks/webhook-call-service.js';
 
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
@@ -55,7 +56,7 @@ async function waitUntilUp(url: string, init: RequestInit) {
     } catch {
       // not listening yet
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   throw new Error(`${url} did not come up`);
 }

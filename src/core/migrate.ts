@@ -8,6 +8,7 @@ import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
+import { sleep } from './sleep.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const MIGRATIONS_DIR = path.join(ROOT, 'prisma/migrations');
@@ -204,7 +205,7 @@ async function takeMigrationLock(client: pg.Client): Promise<void> {
   for (;;) {
     const { rows } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [MIGRATION_LOCK_KEY]);
     if (rows[0]?.taken) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }
 

@@ -12,6 +12,7 @@
 import type { AppContext } from '../context.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
+import { sleep } from '../core/sleep.js';
 import { createNotificationService } from '../notifications/notification-service.js';
 import type { Domain, Prisma, RootServer, Subscription } from '../generated/prisma/client.js';
 import { openRemoteSession } from '../servers/remote-session.js';
@@ -47,7 +48,6 @@ export const hasEnded = (sub: Pick<Subscription, 'state' | 'database_dropped_at'
 
 const onDomain = (id: number) => ({ model_name: 'svc.domain' as const, rec_id: id });
 const onSubscription = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createDomainVerification(ctx: Ctx) {
   const { db, config } = ctx;

@@ -9,6 +9,7 @@ import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, trackChanges, type Author } from '../core/chatter.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
+import { sleep } from '../core/sleep.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
 import { createFilestores } from '../instances/filestore.js';
@@ -27,7 +28,6 @@ const MAX_POLL_MS = 30_000;
 type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
 
 const ref = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isDone = (b: RemoteBackup) => REMOTE_STATES[b.state.toLowerCase()] === 'ok';
 
 function note(db: Db | DbTx, id: number, body: string, author: Author | null, alert = false) {
