@@ -11,11 +11,8 @@ import { chmod, mkdir, mkdtemp, readFile, readlink, readdir, rm, stat, writeFile
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
@@ -25,10 +22,6 @@ const TOKEN = 'ghp_TestToken0123456789abcdefABCDEF';
 /** GIT_DEPLOY_MAX_BYTES of these tests. */
 const MAX_TREE = 256 * 1024;
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
 let host: FakeGitHost;
 let scratch: string;
@@ -42,25 +35,29 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-'));
   await chmod(scratch, 0o777);
   basePath = path.join(scratch, 'opt', 'odoo');
-  ctx = await createTestContext({ GIT_API_URL: host.url, ODOO_BASE_PATH: basePath, GIT_DEPLOY_MAX_BYTES: String(MAX_TREE) });
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  as = await callers(ctx);
-  serverId = (await confirmedRootServer(app, as.operator, sshd, keyLogin(sshd))).id;
+});
+afterAll(async () => {
+  await host?.close();
+  await sshd?.stop();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+const t = useTestApp({
+  workers: true,
+  env: () => ({ GIT_API_URL: host.url, ODOO_BASE_PATH: basePath, GIT_DEPLOY_MAX_BYTES: String(MAX_TREE) }),
+});
+
+beforeAll(async () => {
+  serverId = (await confirmedRootServer(t.app, t.as.operator, sshd, keyLogin(sshd))).id;
   accountId = (await createAccount(TOKEN)).id;
 });
 
-afterAll(async () => {
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-  await host.close();
-  await sshd.stop();
-  await rm(scratch, { recursive: true, force: true });
-});
-
 async function createAccount(token: string) {
-  const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { name: 'acme', access_token: token } });
+  const res = await request(t.app, t.as.admin, {
+    method: 'POST',
+    url: '/api/v1/git-accounts',
+    payload: { name: 'acme', access_token: token },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
@@ -73,7 +70,7 @@ async function newRepository(
   const name = `acme/addons-${++repoSeq}`;
   const remote = await host.repo(name);
   remote.commit({ 'README.md': 'addons\n' }, 'initial');
-  const res = await request(app, as.admin, {
+  const res = await request(t.app, t.as.admin, {
     method: 'POST',
     url: '/api/v1/git-repositories',
     payload: { name, branch_name: 'main', git_account_id: accountId, ...fields },
@@ -82,14 +79,14 @@ async function newRepository(
   return { id: res.json().id, remote, record: res.json() };
 }
 
-const act = (id: number, name: string, caller: Caller = as.admin) =>
-  request(app, caller, { method: 'POST', url: `/api/v1/git-repositories/${id}/actions/${name}` });
+const act = (id: number, name: string, caller: Caller = t.as.admin) =>
+  request(t.app, caller, { method: 'POST', url: `/api/v1/git-repositories/${id}/actions/${name}` });
 /** Runs push_commit as an administrator and returns the finished job. */
-const pushCommit = async (id: number) => waitForJob(app, as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
-const getRepo = async (id: number) => (await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
+const pushCommit = async (id: number) => waitForJob(t.app, t.as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
+const getRepo = async (id: number) => (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
 const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 const chatter = async (id: number) =>
-  (await ctx.db.message.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id }, orderBy: { id: 'asc' } })).map(
+  (await t.ctx.db.message.findMany({ where: { model_name: 'svc.saas.git.repository', rec_id: id }, orderBy: { id: 'asc' } })).map(
     (m) => m.body,
   );
 
@@ -97,7 +94,7 @@ const chatter = async (id: number) =>
 function deliverPush(repoName: string, body: object, secret?: string) {
   const hook = [...host.hooks.values()].find((h) => h.repo === repoName)!;
   const raw = JSON.stringify(body);
-  return app.inject({
+  return t.app.inject({
     method: 'POST',
     url: new URL(hook.config.url).pathname,
     headers: {
@@ -118,28 +115,28 @@ async function linked(fields: Record<string, unknown> = {}) {
 
 /** The deployment rows of the repository's action log, oldest first. */
 const deployments = (id: number) =>
-  ctx.db.actionLog.findMany({
+  t.ctx.db.actionLog.findMany({
     where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'deployment' },
     orderBy: { id: 'asc' },
   });
 
 describe('git accounts', () => {
   it('administrators only; access_token required, encrypted and write-only; the owner defaults to the caller', async () => {
-    expect((await request(app, as.operator, { method: 'GET', url: '/api/v1/git-accounts' })).statusCode).toBe(403);
-    const missing = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { name: 'no token' } });
+    expect((await request(t.app, t.as.operator, { method: 'GET', url: '/api/v1/git-accounts' })).statusCode).toBe(403);
+    const missing = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { name: 'no token' } });
     expect(missing.statusCode).toBe(400);
-    const empty = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: '  ' } });
+    const empty = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: '  ' } });
     expect(empty.statusCode).toBe(400);
 
     const account = await createAccount('ghp_other-token-value');
-    expect(account).toMatchObject({ access_token_set: true, git_provider: 'github', user_id: as.admin.userId });
+    expect(account).toMatchObject({ access_token_set: true, git_provider: 'github', user_id: t.as.admin.userId });
     expect(JSON.stringify(account)).not.toContain('ghp_other-token-value');
-    const row = await ctx.db.gitAccount.findUniqueOrThrow({ where: { id: account.id } });
+    const row = await t.ctx.db.gitAccount.findUniqueOrThrow({ where: { id: account.id } });
     expect(row.access_token).not.toContain('ghp_other-token-value');
-    expect(await ctx.box.decrypt(row.access_token)).toBe('ghp_other-token-value');
-    const listed = await request(app, as.admin, { method: 'GET', url: '/api/v1/git-accounts' });
+    expect(await t.ctx.box.decrypt(row.access_token)).toBe('ghp_other-token-value');
+    const listed = await request(t.app, t.as.admin, { method: 'GET', url: '/api/v1/git-accounts' });
     expect(listed.body).not.toContain('ghp_other-token-value');
-    const badUser = await request(app, as.admin, {
+    const badUser = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/git-accounts',
       payload: { access_token: 'x-token', user_id: 999_999 },
@@ -149,7 +146,7 @@ describe('git accounts', () => {
 
   it('an account used by a repository cannot be deleted (409)', async () => {
     await newRepository();
-    const res = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-accounts/${accountId}` });
+    const res = await request(t.app, t.as.admin, { method: 'DELETE', url: `/api/v1/git-accounts/${accountId}` });
     expect(res.statusCode).toBe(409);
     expect(res.json().error.message).toMatch(/used by \d+ repositor(y|ies)/);
   });
@@ -168,20 +165,20 @@ describe('git repositories', () => {
       { ...base, name: 'acme/x', root_server_id: 999_999 },
       { ...base, name: 'acme/x', state: 'active' },
     ]) {
-      const res = await request(app, as.admin, { method: 'POST', url: '/api/v1/git-repositories', payload });
+      const res = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/git-repositories', payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
     const { record } = await newRepository();
     expect(record).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null, last_commit_id: null, root_server_id: null });
     expect(record.deploy_path).toBe(`${basePath}/custom-addons/${String(record.name).split('/')[1]}`);
-    expect((await request(app, as.operator, { method: 'GET', url: `/api/v1/git-repositories/${record.id}` })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/git-repositories/${record.id}` })).statusCode).toBe(403);
   });
 });
 
 describe('link_git_webhook and delete_git_webhook', () => {
   it('refuses without an access token on the account (400 naming it), and registers nothing', async () => {
     const account = await createAccount('to-be-emptied');
-    await ctx.db.gitAccount.update({ where: { id: account.id }, data: { access_token: '' } });
+    await t.ctx.db.gitAccount.update({ where: { id: account.id }, data: { access_token: '' } });
     const { id } = await newRepository({ git_account_id: account.id });
     const hooksBefore = host.hooks.size;
     const res = await act(id, 'link_git_webhook');
@@ -198,7 +195,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect(res1.statusCode).toBe(400);
     expect(res1.json().error.message).toMatch(/refused the access token.*401.*Bad credentials/);
 
-    const created = await request(app, as.admin, {
+    const created = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/git-repositories',
       payload: { name: 'acme/does-not-exist', branch_name: 'main', git_account_id: accountId },
@@ -217,11 +214,11 @@ describe('link_git_webhook and delete_git_webhook', () => {
       host.rateLimited = false;
     }
     for (const id of [badToken.id, created.json().id, limited.id]) expect((await getRepo(id)).state).toBe('draft');
-    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(
-      await ctx.db.gitRepository.count({ where: { state: 'active' } }),
+    expect(await t.ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(
+      await t.ctx.db.gitRepository.count({ where: { state: 'active' } }),
     );
     // Every call is in the action log, the token never.
-    const calls = await ctx.db.actionLog.findMany({ where: { action_type: 'api_call', model_name: 'svc.saas.git.repository' } });
+    const calls = await t.ctx.db.actionLog.findMany({ where: { action_type: 'api_call', model_name: 'svc.saas.git.repository' } });
     expect(calls.length).toBeGreaterThanOrEqual(3);
     expect(JSON.stringify(calls)).not.toContain('ghp_wrong-token');
   });
@@ -237,22 +234,22 @@ describe('link_git_webhook and delete_git_webhook', () => {
     const registered = host.server.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/hooks')).at(-1)!;
     expect(registered.headers.authorization).toBe(`token ${TOKEN}`);
 
-    const inbound = await ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
+    const inbound = await t.ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
     expect(inbound.trigger_action).toBe('action_receive_push');
-    expect(await ctx.box.decrypt(inbound.signing_secret!)).toBe(hook.config.secret);
+    expect(await t.ctx.box.decrypt(inbound.signing_secret!)).toBe(hook.config.secret);
 
     expect((await act(id, 'link_git_webhook')).statusCode).toBe(409);
-    const del = await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` });
+    const del = await request(t.app, t.as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` });
     expect(del.statusCode).toBe(400);
     expect(del.json().error.message).toMatch(/unlink it first/);
-    const rename = await request(app, as.admin, {
+    const rename = await request(t.app, t.as.admin, {
       method: 'PATCH',
       url: `/api/v1/git-repositories/${id}`,
       payload: { name: 'acme/renamed' },
     });
     expect(rename.statusCode).toBe(400);
 
-    const logs = JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText();
+    const logs = JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText();
     expect(logs).not.toContain(TOKEN);
     expect(logs).not.toContain(hook.config.secret);
   });
@@ -268,7 +265,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
 
     // A user (the lowest group) reads the repository's action log: the call is there, its token not.
-    const res = await request(app, as.user, {
+    const res = await request(t.app, t.as.user, {
       method: 'GET',
       url: `/api/v1/action-logs?model_name=svc.saas.git.repository&rec_id=${id}&limit=100`,
     });
@@ -278,7 +275,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
       .items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${host.url}/repos/${record.name}/hooks`));
     expect(call.input_text).toContain('http://svc.test/svc/webhook/********');
     expect(res.body).not.toContain(hookToken);
-    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(hookToken);
+    expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText()).not.toContain(hookToken);
   });
 
   it('delete_git_webhook removes it at the host and here (its URL stops working), back to draft; then the repository can be deleted', async () => {
@@ -289,11 +286,11 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect(res.json()).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null });
     expect(host.hooks.has(hookId)).toBe(false);
     expect(host.server.calls.some((c) => c.method === 'DELETE' && c.path.endsWith(`/hooks/${hookId}`))).toBe(true);
-    expect(await ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository', rec_id: id } })).toBe(0);
-    const stale = await app.inject({ method: 'POST', url: new URL(String(record.webhook_url)).pathname, payload: {} });
+    expect(await t.ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository', rec_id: id } })).toBe(0);
+    const stale = await t.app.inject({ method: 'POST', url: new URL(String(record.webhook_url)).pathname, payload: {} });
     expect(stale.statusCode).toBe(400);
     expect((await act(id, 'delete_git_webhook')).statusCode).toBe(409);
-    expect((await request(app, as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` })).statusCode).toBe(204);
+    expect((await request(t.app, t.as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` })).statusCode).toBe(204);
   });
 
   it('a hook already gone at the host still unlinks', async () => {
@@ -315,7 +312,7 @@ describe('push events', () => {
     expect(other.statusCode).toBe(200);
     const ping = await deliverPush(String(record.name), { zen: 'Keep it simple.', hook_id: 1 });
     expect(ping.statusCode).toBe(200);
-    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
+    expect(await t.ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
     expect((await getRepo(id)).last_commit_id).toBeNull();
   });
 
@@ -324,7 +321,7 @@ describe('push events', () => {
     const sha = remote.commit({ 'a.py': 'x = 1\n' }, 'Add a.py\n\nlonger body');
     const res = await deliverPush(String(record.name), { ref: 'refs/heads/main', after: sha });
     expect(res.statusCode, res.body).toBe(200);
-    const commits = await request(app, as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}/commits` });
+    const commits = await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}/commits` });
     expect(commits.json().items).toEqual([
       expect.objectContaining({
         commit_id: sha,
@@ -338,7 +335,7 @@ describe('push events', () => {
     expect((await chatter(id)).at(-1)).toMatch(new RegExp(`New head of main: ${sha.slice(0, 12)} by Test Author: Add a.py`));
     // Delivered again (the host retries): the same commit, nothing new.
     expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
-    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(1);
+    expect(await t.ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(1);
     expect(await deployments(id)).toHaveLength(0);
   });
 });
@@ -384,7 +381,7 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(failed.status).toBe('failure');
     expect(failed.output_text).toMatch(/my_module\/models\.py: SyntaxError at line 1/);
     expect(failed.output_text).toMatch(/my_module\/views\/view\.xml: XML: /);
-    const job = await waitForJob(app, as.admin, failed.job_id!);
+    const job = await waitForJob(t.app, t.as.admin, failed.job_id!);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/my_module\/models\.py/);
     expect(job.error).toMatch(/my_module\/views\/view\.xml/);
@@ -394,9 +391,11 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(releases.filter((r) => r.startsWith('r-'))).toEqual([path.basename(goodRelease)]);
 
     // The SSH session is audited on the root server; the token is nowhere: action log, service log, server disk.
-    const ssh = await ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: serverId, action_type: 'ssh_command' } });
+    const ssh = await t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.root.server', rec_id: serverId, action_type: 'ssh_command' },
+    });
     expect(ssh.some((r) => r.input_text.includes(`push_commit ${good}`))).toBe(true);
-    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(TOKEN);
+    expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText()).not.toContain(TOKEN);
     const onDisk = await grepTree(path.dirname(live), TOKEN);
     expect(onDisk).toEqual([]);
   });
@@ -416,7 +415,7 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(host.downloadTokens).toContain(urlToken);
 
     // One api_call row for the download, with the redirect but without either token.
-    const rows = await ctx.db.actionLog.findMany({
+    const rows = await t.ctx.db.actionLog.findMany({
       where: { model_name: 'svc.saas.git.repository', rec_id: id, action_type: 'api_call', job_id: job.id },
     });
     const download = rows.find((r) => r.input_text.includes(`/tarball/${sha}`))!;
@@ -426,7 +425,7 @@ describe('push_commit: validated deploys over SSH', () => {
       new RegExp(`HTTP 302 → ${host.codeload.url}/${record.name}/legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]`),
     );
     expect(download.output_text).toMatch(/HTTP 200 application\/x-gzip\n\d+ bytes received/);
-    const everything = JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText() + JSON.stringify(job);
+    const everything = JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText() + JSON.stringify(job);
     for (const secret of [TOKEN, ...host.downloadTokens]) expect(everything).not.toContain(secret);
   });
 
@@ -451,7 +450,7 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(unpacked.state).toBe('failed');
     expect(unpacked.error).toBe(`The tarball of ${bomb.slice(0, 12)} unpacks to more than ${MAX_TREE} bytes (GIT_DEPLOY_MAX_BYTES)`);
     // The download itself was small and whole: the bound on what it unpacks to is what refused it.
-    const row = await ctx.db.actionLog.findFirstOrThrow({
+    const row = await t.ctx.db.actionLog.findFirstOrThrow({
       where: { action_type: 'api_call', job_id: unpacked.id, input_text: { contains: '/tarball/' } },
     });
     expect(row.status).toBe('success');
@@ -493,23 +492,23 @@ describe('push_commit: validated deploys over SSH', () => {
   it('a commit the host does not have: the host’s refusal, and nothing runs on the server', async () => {
     const { id, record } = await newRepository({ root_server_id: serverId });
     const unknown = `${'c0ffee'.repeat(6)}c0ff`;
-    const commit = await ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: unknown, branch: 'main' } });
-    const jobId = await ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
-    const job = await waitForJob(app, as.admin, jobId, 30_000);
+    const commit = await t.ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: unknown, branch: 'main' } });
+    const jobId = await t.ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
+    const job = await waitForJob(t.app, t.as.admin, jobId, 30_000);
     expect(job.state).toBe('failed');
     expect(job.error).toBe(
       `Downloading the tree of ${unknown.slice(0, 12)} failed: ${record.name} was not found at the git host, or the token cannot see it (HTTP 404: Not Found)`,
     );
-    expect(await ctx.db.actionLog.count({ where: { action_type: 'ssh_command', job_id: jobId } })).toBe(0);
+    expect(await t.ctx.db.actionLog.count({ where: { action_type: 'ssh_command', job_id: jobId } })).toBe(0);
   });
 
   it('the push_commit action deploys the branch head (202 + job), e.g. after fixing a broken commit', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     const sha = remote.commit({ 'm/x.py': 'Y = 2\n' }, 'fix');
-    expect((await act(id, 'push_commit', as.operator)).statusCode).toBe(403);
+    expect((await act(id, 'push_commit', t.as.operator)).statusCode).toBe(403);
     const res = await act(id, 'push_commit');
     expect(res.statusCode, res.body).toBe(202);
-    const job = await waitForJob(app, as.admin, res.json().job_id, 30_000);
+    const job = await waitForJob(t.app, t.as.admin, res.json().job_id, 30_000);
     expect(job.state, job.error).toBe('completed');
     expect(job.result).toMatchObject({ deployed: true, commit: sha, live_path: record.deploy_path, checked: { py: 1, xml: 0 } });
     expect(await readFile(path.join(String(record.deploy_path), 'm', 'x.py'), 'utf8')).toBe('Y = 2\n');
@@ -517,7 +516,7 @@ describe('push_commit: validated deploys over SSH', () => {
   });
 
   it('deploys through sudo -S: the password line goes to sudo, then the tarball to the script', async () => {
-    const sudoServer = await request(app, as.operator, {
+    const sudoServer = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: {
@@ -529,7 +528,8 @@ describe('push_commit: validated deploys over SSH', () => {
       },
     });
     expect(
-      (await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` })).statusCode,
+      (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` }))
+        .statusCode,
     ).toBe(200);
     const { id, record, remote } = await newRepository({
       root_server_id: sudoServer.json().id,
@@ -540,7 +540,7 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(job.state, job.error).toBe('completed');
     const release = await stat(path.join(String(record.deploy_path), 'm', 'y.py'));
     expect(release.uid).toBe(0); // written as root through sudo
-    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + ctx.logText()).not.toContain(TEST_USERS.sudoPassword.password);
+    expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText()).not.toContain(TEST_USERS.sudoPassword.password);
   });
 
   it('a deploy without a root server, or to one that is not confirmed, is refused with a clear error', async () => {
@@ -549,7 +549,7 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/root_server_id/);
 
-    const draft = await request(app, as.operator, {
+    const draft = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
@@ -557,7 +557,7 @@ describe('push_commit: validated deploys over SSH', () => {
     const other = await newRepository({ root_server_id: draft.json().id });
     const queued = await act(other.id, 'push_commit');
     expect(queued.statusCode).toBe(202);
-    const job = await waitForJob(app, as.admin, queued.json().job_id);
+    const job = await waitForJob(t.app, t.as.admin, queued.json().job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/Confirm the root server first/);
     expect((await deployments(other.id))[0]).toMatchObject({ status: 'failure' });
@@ -583,8 +583,8 @@ describe('remote values are checked before they reach a command line', () => {
         const pushed = await deliverPush(String(record.name), { ref: 'refs/heads/main' });
         expect(pushed.statusCode).toBe(500);
       }
-      const hook = await ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
-      const calls = await request(app, as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` });
+      const hook = await t.ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
+      const calls = await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}/calls` });
       expect(calls.json().items.map((c: { error: string }) => c.error)).toEqual(
         hostile(marker)
           .map((sha) => expect.stringContaining(`is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(sha)}`))
@@ -593,7 +593,7 @@ describe('remote values are checked before they reach a command line', () => {
     } finally {
       host.headSha = null;
     }
-    expect(await ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
+    expect(await t.ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
     expect((await getRepo(id)).last_commit_id).toBeNull();
     expect(await deployments(id)).toHaveLength(0);
     expect(host.server.calls.filter((c) => c.path.includes('/tarball/')).length).toBe(tarballsBefore);
@@ -604,14 +604,14 @@ describe('remote values are checked before they reach a command line', () => {
     const { id } = await newRepository({ root_server_id: serverId });
     const marker = path.join(scratch, 'pwned-recorded');
     for (const bad of hostile(marker)) {
-      const commit = await ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: bad, branch: 'main' } });
-      const jobId = await ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
-      const job = await waitForJob(app, as.admin, jobId, 30_000);
+      const commit = await t.ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: bad, branch: 'main' } });
+      const jobId = await t.ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
+      const job = await waitForJob(t.app, t.as.admin, jobId, 30_000);
       expect(job.state).toBe('failed');
       expect(job.error).toBe(
         `Recorded commit ${commit.id} is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(bad)}. Nothing was recorded or run.`,
       );
-      expect(await ctx.db.actionLog.count({ where: { job_id: jobId, action_type: { in: ['ssh_command', 'api_call'] } } })).toBe(0);
+      expect(await t.ctx.db.actionLog.count({ where: { job_id: jobId, action_type: { in: ['ssh_command', 'api_call'] } } })).toBe(0);
     }
     expect(host.server.calls.some((c) => c.path.includes('/tarball/') && !/\/tarball\/[0-9a-f]{40}$/.test(c.path))).toBe(false);
     expect((await deployments(id)).map((r) => r.status)).toEqual(['failure', 'failure', 'failure']);
@@ -646,20 +646,20 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
 
   it('an administrator’s deploy to a server an operator pointed at their own SSH server carries no token, and still deploys', async () => {
     // The operator's root server, first at the real server; the administrator deploys through it.
-    const created = await request(app, as.operator, {
+    const created = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
     });
     const opServer = created.json().id;
-    expect((await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode).toBe(
-      200,
-    );
+    expect(
+      (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
+    ).toBe(200);
     const livePath = path.join(scratch, 'operator-server', 'addons');
     const { id, remote } = await newRepository({ root_server_id: opServer, deploy_path: livePath });
 
     // The operator moves it to their own server (with credentials for it) and confirms it.
-    const moved = await request(app, as.operator, {
+    const moved = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${opServer}`,
       payload: { port: evil.port, key: evil.keys.ed25519Openssh },
@@ -667,7 +667,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
     expect(moved.statusCode, moved.body).toBe(200);
     if (moved.json().state === 'draft') {
       expect(
-        (await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
+        (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
       ).toBe(200);
     }
 
@@ -688,7 +688,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
       for (const urlToken of host.downloadTokens) expect(recorded.includes(urlToken)).toBe(false);
     }
     // Nor anywhere the operator can read: the action log, the job, the service log.
-    expect(JSON.stringify(await ctx.db.actionLog.findMany()) + JSON.stringify(job) + ctx.logText()).not.toContain(TOKEN);
+    expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + JSON.stringify(job) + t.ctx.logText()).not.toContain(TOKEN);
   });
 });
 
