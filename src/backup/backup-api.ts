@@ -1,10 +1,10 @@
 // The remote backup server's HTTP API (DESIGN §7), spoken through the one outbound client:
 // API key in X-API-Key, answers checked against the contract before anyone uses them.
 import { z } from 'zod';
-import type { SecretBox } from '../core/crypto.js';
+import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { joinUrl } from '../core/outbound-fields.js';
-import type { OutboundHttp } from '../core/outbound-http.js';
+import { createOutboundHttp } from '../core/outbound-http.js';
 import type { OutboundTarget } from '../core/outbound-log.js';
 import { readJson } from '../core/outbound-read-json.js';
 import type { OutboundResponse } from '../core/outbound-response.js';
@@ -55,14 +55,15 @@ function readOperation(what: string): Reader<RemoteOperation> {
   return (res) => (res.ok && res.body.byteLength === 0 ? {} : json(res));
 }
 
-export function createBackupApi(http: OutboundHttp, box: SecretBox) {
+export function createBackupApi(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+  const http = createOutboundHttp(ctx);
   async function call<T>(
     server: Pick<BackupServerRecord, 'url' | 'api_key'>,
     target: OutboundTarget,
     req: { method?: string; path: string; json?: unknown },
     read: Reader<T>,
   ) {
-    const apiKey = await box.reveal(server.api_key);
+    const apiKey = await ctx.box.reveal(server.api_key);
     if (!apiKey) throw new UserError('The backup server has no api_key (it is cleared when the url changes): set it again');
     return http.request(
       target,

@@ -5,7 +5,6 @@ import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
-import { createOutboundHttp } from '../core/outbound-http.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { createBackupApi } from './backup-api.js';
 import { backupServerModel } from './backup-models.js';
@@ -18,8 +17,8 @@ export interface SyncResult {
 }
 
 export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
-  const { db, box } = ctx;
-  const api = createBackupApi(createOutboundHttp(ctx), box);
+  const { db } = ctx;
+  const api = createBackupApi(ctx);
   const records = createRecordService(ctx, backupServerModel);
 
   async function getServer(id: number) {

@@ -5,7 +5,6 @@
 import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
 import { NotFoundError, UserError } from '../core/errors.js';
-import { createOutboundHttp } from '../core/outbound-http.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import type { BackupState } from '../generated/prisma/enums.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
@@ -40,7 +39,7 @@ export async function backupServerFor(db: Db | DbTx, backupServerId: number | nu
 }
 
 export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
-  const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
+  const api = createBackupApi(ctx);
 
   /**
    * Asks the backup server and stores the mapped state (tracked in the subscription's chatter).

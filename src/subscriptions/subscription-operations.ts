@@ -8,7 +8,6 @@ import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, trackChanges, type Author } from '../core/chatter.js';
-import { createOutboundHttp } from '../core/outbound-http.js';
 import { sleep } from '../core/sleep.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
@@ -46,7 +45,7 @@ function assertOperable(sub: Subscription, states: readonly SubscriptionState[],
 
 export function createDatabaseOperations(ctx: Deps) {
   const { db, config } = ctx;
-  const api = createBackupApi(createOutboundHttp(ctx), ctx.box);
+  const api = createBackupApi(ctx);
   const filestores = createFilestores(ctx);
 
   async function claim(
