@@ -516,23 +516,13 @@ describe('push_commit: validated deploys over SSH', () => {
   });
 
   it('deploys through sudo -S: the password line goes to sudo, then the tarball to the script', async () => {
-    const sudoServer = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/root-servers',
-      payload: {
-        ip: sshd.host,
-        port: sshd.port,
-        username: TEST_USERS.sudoPassword.name,
-        password: TEST_USERS.sudoPassword.password,
-        sudo_user: true,
-      },
+    const sudoServer = await confirmedRootServer(t.app, t.as.operator, sshd, {
+      username: TEST_USERS.sudoPassword.name,
+      password: TEST_USERS.sudoPassword.password,
+      sudo_user: true,
     });
-    expect(
-      (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${sudoServer.json().id}/actions/confirm` }))
-        .statusCode,
-    ).toBe(200);
     const { id, record, remote } = await newRepository({
-      root_server_id: sudoServer.json().id,
+      root_server_id: sudoServer.id,
       deploy_path: path.join(basePath, 'sudo-addons'),
     });
     remote.commit({ 'm/y.py': 'Z = 3\n' }, 'via sudo');
@@ -646,15 +636,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
 
   it('an administrator’s deploy to a server an operator pointed at their own SSH server carries no token, and still deploys', async () => {
     // The operator's root server, first at the real server; the administrator deploys through it.
-    const created = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/root-servers',
-      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
-    });
-    const opServer = created.json().id;
-    expect(
-      (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
-    ).toBe(200);
+    const opServer = (await confirmedRootServer(t.app, t.as.operator, sshd, keyLogin(sshd))).id;
     const livePath = path.join(scratch, 'operator-server', 'addons');
     const { id, remote } = await newRepository({ root_server_id: opServer, deploy_path: livePath });
 

@@ -8,7 +8,7 @@ import { createContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
 import { startWorkers } from '../src/worker.js';
 import { useTestApp } from './helpers/app.js';
-import { request, waitForJob } from './helpers/api.js';
+import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
 import { passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
 
@@ -37,16 +37,8 @@ const act = (id: number, name: string, payload?: object) =>
   request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}`, payload });
 const getJob = (id: string) => request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${id}` });
 
-async function confirmedServer() {
-  const res = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...passwordLogin() },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  expect((await act(res.json().id, 'confirm')).statusCode).toBe(200);
-  return res.json().id as number;
-}
+const confirmedServer = async () =>
+  (await confirmedRootServer(t.app, t.as.operator, sshd, { monitor_update_interval: '5s', ...passwordLogin() })).id;
 
 /** run_cmd in a job, waited for; its public job id. */
 async function runCmd(serverId: number, cmd: string): Promise<string> {
