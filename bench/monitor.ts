@@ -27,9 +27,9 @@ import { applyMigrations } from '../src/core/migrate.js';
 import { sleep } from '../src/core/sleep.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { readMonitorLogs } from '../src/monitoring/monitor-log-service.js';
-import { intervalMs, parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
+import { parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitoring/monitor-service.js';
 import { leaseKey } from '../src/monitoring/monitor-leases.js';
-import { MONITOR_INTERVALS, type MonitorInterval } from '../src/monitoring/monitor-schemas.js';
+import { intervalMs, MONITOR_INTERVALS, type MonitorInterval } from '../src/servers/root-server-metrics.js';
 import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 

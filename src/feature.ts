@@ -3,6 +3,7 @@
 // src/features.ts lists the features; buildApp() and startWorkers() loop over that list.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from './context.js';
+import type { Author } from './core/chatter.js';
 import {
   featureJobs as coreFeatureJobs,
   type FeatureJobs,
@@ -24,6 +25,8 @@ export interface Registry {
   monitorPollObservers: readonly MonitorPollObserver[];
   /** Called when monitoring of a server was stopped (the features' onMonitorStop). */
   monitorStopObservers: readonly MonitorStopObserver[];
+  /** Called with the changes of root servers that other features follow (the features' onRootServerChange). */
+  rootServerObservers: readonly RootServerObserver[];
   /** The series the features read at scrape time (their `metrics`). */
   metricsSources: readonly MetricsSource[];
 }
@@ -63,6 +66,21 @@ export interface MonitorStopEvent {
 
 export type MonitorStopObserver = (event: MonitorStopEvent) => Promise<void>;
 
+/**
+ * A change of a root server that features following the server react to (monitoring), told by
+ * the servers feature in the request that makes it; an observer's failure fails the request.
+ * Plain data, so that servers imports none of them: they read what else they need.
+ */
+export type RootServerChange =
+  /** It is about to be reset to draft or cancelled: told before, so what needs a confirmed server stops first. */
+  | { kind: 'unconfirming'; root_server_id: number; to: 'draft' | 'cancel'; author: Author | null }
+  /** The API changed these fields of it: told after the change committed. */
+  | { kind: 'updated'; root_server_id: number; fields: readonly string[] }
+  /** It is about to be deleted: told before. */
+  | { kind: 'deleting'; root_server_id: number };
+
+export type RootServerObserver = (change: RootServerChange) => Promise<void>;
+
 export interface Feature {
   /** The folder's name, for errors and logs. */
   name: string;
@@ -74,12 +92,14 @@ export interface Feature {
   jobs?: FeatureJobs<AppContext, Registry>;
   /** Recurring jobs and other schedules, put in place at worker start (idempotent). */
   schedules?(ctx: AppContext): Promise<void>;
-  /** The methods inbound webhooks may call on this feature's models (DESIGN §3 registry). */
+  /** The methods inbound webhooks may call on this feature's models (only those safe for anyone holding a webhook URL). */
   webhookMethods?(ctx: AppContext): WebhookMethodTable;
   /** Reacts to every recorded monitoring poll (a batch at a time); runs in the worker that recorded them, after they are stored. */
   onMonitorPoll?(ctx: AppContext): MonitorPollObserver;
   /** Reacts to a stop of monitoring (in a job of the worker role, retried on failure). */
   onMonitorStop?(ctx: AppContext): MonitorStopObserver;
+  /** Reacts to a change of a root server (in the request that makes it). */
+  onRootServerChange?(ctx: AppContext): RootServerObserver;
   /** Series read at scrape time from PostgreSQL or Redis (GET /metrics of the API processes). */
   metrics?(ctx: AppContext, registry: Registry): readonly MetricsSource[];
   /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */

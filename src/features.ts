@@ -1,6 +1,6 @@
 // Every feature of the service, in one explicit list (no autoloading): adding a feature is adding
 // its folder with a manifest (index.ts) and one line here. composeFeatures() builds what the
-// features give each other: the models, the job catalog and the webhook methods.
+// features give each other: the models, the job catalog, the webhook methods and the observers.
 import type { AppContext } from './context.js';
 import { createJobCatalog } from './core/jobs.js';
 import type { MetricsSource } from './core/metrics.js';
@@ -66,6 +66,7 @@ export function composeFeatures(ctx: AppContext, features: readonly Feature[] = 
     webhookMethods: composeWebhookMethods(...features.map((f) => f.webhookMethods?.(ctx) ?? {})),
     monitorPollObservers: features.flatMap((f) => (f.onMonitorPoll ? [f.onMonitorPoll(ctx)] : [])),
     monitorStopObservers: features.flatMap((f) => (f.onMonitorStop ? [f.onMonitorStop(ctx)] : [])),
+    rootServerObservers: features.flatMap((f) => (f.onRootServerChange ? [f.onRootServerChange(ctx)] : [])),
     metricsSources,
   };
   // Sources may need the rest of the registry (the job catalog's queues).

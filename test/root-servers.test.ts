@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { startWorkers, type Workers } from '../src/worker.js';
-import { rootServerWebhookMethods } from '../src/servers/root-server-webhook-methods.js';
+import { composeFeatures } from '../src/features.js';
 import { runWebhookMethod } from '../src/core/webhook-methods.js';
 import { monitorSchedule } from '../src/monitoring/monitor-service.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
@@ -642,7 +642,7 @@ describe('code editor', () => {
 
 describe('webhook methods', () => {
   it('run the stored command, set up directories, start and stop monitoring, inside the caller’s transaction', async () => {
-    const methods = rootServerWebhookMethods(ctx)['svc.root.server']!;
+    const methods = composeFeatures(ctx).webhookMethods['svc.root.server']!;
     expect(Object.keys(methods).sort()).toEqual([
       'action_run_cmd',
       'action_setup_dir_structure',

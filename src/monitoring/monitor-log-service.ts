@@ -1,4 +1,4 @@
-// Monitor logs: the latest row per server, raw rows or per-bucket averages for charts,
+// Monitor logs: raw rows or per-bucket averages for charts,
 // and retention in bounded batches. Every query is an index range scan on (root_server_id,
 // created_at) or (created_at), so it stays cheap on a table of tens of millions of rows.
 import type { Db } from '../core/db.js';
@@ -7,69 +7,7 @@ import { jsonSafe } from '../core/records.js';
 import { assertOnePosition, boundedTotal, type Column, decodeCursor, encodeCursor, estimateRows, type Page } from '../core/lists.js';
 import { ValidationError } from '../core/errors.js';
 import { loadRootServer } from '../servers/root-server-store.js';
-
-type MetricRow = {
-  root_server_id: number;
-  created_at: Date;
-  cpu_percent: number;
-  ram_used_bytes: bigint | number;
-  ram_total_bytes: bigint | number;
-  ram_percent: number;
-  disk_used_bytes: bigint | number;
-  disk_total_bytes: bigint | number;
-  disk_percent: number;
-  net_rx_bytes_per_s: number;
-  net_tx_bytes_per_s: number;
-  load_1: number;
-  load_5: number;
-  load_15: number;
-};
-
-const COLUMNS = Prisma.sql`root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
-  disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15`;
-
-/** Figures as people read them: percents to 0.1, loads to 0.01, bytes and bytes/s whole. */
-function rounded<T extends MetricRow>(row: T): T {
-  const to = (x: number, step: number) => Math.round(Number(x) / step) * step;
-  const tenth = (x: number) => Number(to(x, 0.1).toFixed(1));
-  const hundredth = (x: number) => Number(to(x, 0.01).toFixed(2));
-  return {
-    ...row,
-    cpu_percent: tenth(row.cpu_percent),
-    ram_percent: tenth(row.ram_percent),
-    disk_percent: tenth(row.disk_percent),
-    ram_used_bytes: Math.round(Number(row.ram_used_bytes)),
-    ram_total_bytes: Math.round(Number(row.ram_total_bytes)),
-    disk_used_bytes: Math.round(Number(row.disk_used_bytes)),
-    disk_total_bytes: Math.round(Number(row.disk_total_bytes)),
-    net_rx_bytes_per_s: Math.round(row.net_rx_bytes_per_s),
-    net_tx_bytes_per_s: Math.round(row.net_tx_bytes_per_s),
-    load_1: hundredth(row.load_1),
-    load_5: hundredth(row.load_5),
-    load_15: hundredth(row.load_15),
-  };
-}
-
-function metricsOut(row: MetricRow) {
-  return jsonSafe(rounded(row));
-}
-
-/** The newest monitor log row of each server (one index probe per server). */
-export async function latestMetrics(db: Db, serverIds: number[]) {
-  if (serverIds.length === 0) return new Map<number, Omit<ReturnType<typeof metricsOut>, 'root_server_id'>>();
-  const rows = await db.$queryRaw<MetricRow[]>`
-    SELECT m.* FROM unnest(${serverIds}::int[]) AS s(id)
-    CROSS JOIN LATERAL (
-      SELECT ${COLUMNS} FROM root_server_monitor_logs
-      WHERE root_server_id = s.id ORDER BY created_at DESC LIMIT 1
-    ) m`;
-  return new Map(
-    rows.map((r) => {
-      const { root_server_id, ...metrics } = metricsOut(r);
-      return [root_server_id, metrics];
-    }),
-  );
-}
+import { METRIC_ROW_COLUMNS, type MetricRow, metricsRowOut, rounded } from '../servers/root-server-metrics.js';
 
 export interface MonitorLogQuery extends Page {
   from: Date;
@@ -106,7 +44,7 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
         ? Prisma.sql`AND created_at <= ${at} AND (created_at < ${at} OR id < ${id})`
         : Prisma.sql`AND created_at >= ${at} AND (created_at > ${at} OR id > ${id})`;
     const [rows, total] = await Promise.all([
-      db.$queryRaw<(MetricRow & { id: bigint })[]>`SELECT id, ${COLUMNS} FROM root_server_monitor_logs WHERE ${range} ${after}
+      db.$queryRaw<(MetricRow & { id: bigint })[]>`SELECT id, ${METRIC_ROW_COLUMNS} FROM root_server_monitor_logs WHERE ${range} ${after}
         ORDER BY created_at ${direction}, id ${direction} LIMIT ${q.limit + 1} OFFSET ${q.offset}`,
       boundedTotal(
         async (limit) => {
@@ -120,7 +58,7 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
     const items = rows.slice(0, q.limit);
     const last = items.at(-1);
     const next = rows.length > q.limit && last ? encodeCursor(key, [last.created_at, last.id]) : null;
-    return { items: items.map(({ id: _, ...row }) => metricsOut(row)), ...total, ...page, next_cursor: next };
+    return { items: items.map(({ id: _, ...row }) => metricsRowOut(row)), ...total, ...page, next_cursor: next };
   }
   const key = { resource: RESOURCE, sort: `bucket=${q.bucketSeconds}s${desc ? ' desc' : ''}` };
   const [start] = q.cursor ? (decodeCursor(q.cursor, key, RAW_KEY_COLUMNS.slice(0, 1)) as Date[]) : [];

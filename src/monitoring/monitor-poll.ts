@@ -27,7 +27,8 @@ import {
   type Metrics,
   type ProcSample,
 } from './proc-metrics.js';
-import { intervalMs, sampleKey, sampleTtlMs } from './monitor-service.js';
+import { intervalMs } from '../servers/root-server-metrics.js';
+import { sampleKey, sampleTtlMs } from './monitor-service.js';
 
 const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;

@@ -1,12 +1,18 @@
-// GET /api/v1/root-servers/{id}/monitor-logs (group user): raw rows, or per-bucket averages with
-// ?bucket=, for charts. Oldest first within [from, to) (?order=desc: newest first); default window: the last hour.
+// Monitoring's routes on the root servers: the start_monitor and stop_monitor actions (group
+// operator; they answer the root server), and GET /api/v1/root-servers/{id}/monitor-logs (group
+// user): raw rows, or per-bucket averages with ?bucket=, for charts. Oldest first within [from, to)
+// (?order=desc: newest first); default window: the last hour.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import type { Registry } from '../feature.js';
 import { idParams, listOf, listQuery, isoInstant } from '../core/http/schemas.js';
-import { operationId } from '../core/http/actions.js';
+import { action, operationId, registerActions } from '../core/http/actions.js';
+import { createRootServerService } from '../servers/root-server-service.js';
+import { rootServerOut } from '../servers/root-server-schemas.js';
 import { readMonitorLogs } from './monitor-log-service.js';
+import { createMonitorService } from './monitor-service.js';
 import { monitorBucketOut, monitorLogOut } from './monitor-schemas.js';
 
 const query = listQuery.extend({
@@ -20,7 +26,29 @@ const query = listQuery.extend({
   order: z.enum(['asc', 'desc']).default('asc').describe('Time order: asc (oldest first, as charts draw) or desc (newest first)'),
 });
 
-export function registerMonitorRoutes(parent: FastifyInstance, ctx: AppContext) {
+export function registerMonitorRoutes(parent: FastifyInstance, ctx: AppContext, registry: Registry) {
+  const monitor = createMonitorService(ctx);
+  const servers = createRootServerService(ctx, registry.rootServerObservers);
+  registerActions(parent, {
+    path: '/root-servers',
+    tag: 'root servers',
+    group: 'operator',
+    actions: {
+      start_monitor: action({
+        summary: 'Start monitoring a root server',
+        description: 'Polls CPU, RAM, disk and network every monitor_update_interval.',
+        response: rootServerOut,
+        run: async ({ id, author }) => servers.output(await monitor.start(id, author)),
+      }),
+      stop_monitor: action({
+        summary: 'Stop monitoring a root server',
+        description: 'Stops polling; server_state → no_monitor.',
+        response: rootServerOut,
+        run: async ({ id, author }) => servers.output(await monitor.stop(id, author)),
+      }),
+    },
+  });
+
   parent.withTypeProvider<ZodTypeProvider>().get('/api/v1/root-servers/:id/monitor-logs', {
     config: { group: 'user' },
     schema: {

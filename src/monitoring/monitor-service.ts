@@ -1,14 +1,17 @@
-// start_monitor / stop_monitor (spec §4.4): the schedule of every monitored root server (its
-// interval and phase) in one Redis hash, with a version bumped by every write of it, which the
-// monitor runners of all worker processes read (monitor-runner.ts): they split the servers
-// between them with leases, and each due time is recorded once whichever worker takes it.
+// start_monitor / stop_monitor: the schedule of every monitored root server (its interval and
+// phase) in one Redis hash, with a version bumped by every write of it, which the monitor runners
+// of all worker processes read (monitor-runner.ts): they split the servers between them with
+// leases, and each due time is recorded once whichever worker takes it. Monitoring follows the
+// root server's changes (rootServerChanged): it stops when the server leaves `confirmed`, is
+// rescheduled when its interval changes, and is forgotten when the server is deleted.
 import type { ChainableCommander } from 'ioredis';
 import type { AppContext } from '../context.js';
 import type { Db, DbTx, InTransaction } from '../core/db.js';
 import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
+import type { RootServerChange } from '../feature.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
-import { INTERVAL_MS, MONITOR_INTERVALS, type MonitorInterval } from './monitor-schemas.js';
+import { intervalMs } from '../servers/root-server-metrics.js';
 import { monitorJobs } from './monitor-job-specs.js';
 
 /** Redis hash of the monitored servers: id → "<interval ms>:<phase ms>" (see MonitorSchedule). */
@@ -56,10 +59,6 @@ export function sampleTtlMs(every: number): number {
   return every * 3 + 60_000;
 }
 
-export function intervalMs(interval: string): number {
-  return INTERVAL_MS[(MONITOR_INTERVALS as readonly string[]).includes(interval) ? (interval as MonitorInterval) : '1m'];
-}
-
 export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 'redis'>) {
   /** Runs `fn` in the caller's transaction, or in a new one. */
   const inTx = <T>(tx: DbTx | undefined, fn: (tx: DbTx) => Promise<T>) => (tx ? fn(tx) : ctx.db.$transaction(fn));
@@ -93,71 +92,81 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
     await exec(ctx.redis.multi().hdel(key, String(serverId)).del(sampleKey(ctx.queues.prefix, serverId)).incr(versionKey));
   }
 
+  /** action_start_monitor: monitoring on, and the server scheduled once that committed. */
+  async function start(id: number, author: Author | null, call?: InTransaction) {
+    const enable = async (t: DbTx) => {
+      const server = await loadRootServer(t, id);
+      requireConfirmed(server);
+      const after = await updateRootServer(t, id, { monitoring_enabled: true }, author);
+      await writeActionLog(t, {
+        model_name: 'svc.root.server',
+        rec_id: id,
+        action_type: 'server_action',
+        input_text: `start_monitor (every ${after.monitor_update_interval})`,
+        user_id: author?.id ?? null,
+      });
+      return after;
+    };
+    // In the caller's transaction (webhooks): scheduled once it commits, not if it rolls back.
+    if (call) {
+      const after = await enable(call.tx);
+      call.afterCommit(() => schedule(after));
+      return after;
+    }
+    // Otherwise schedule after the commit, so the first poll (due at once) sees monitoring on.
+    const after = await ctx.db.$transaction(enable);
+    try {
+      await schedule(after);
+    } catch (err) {
+      await ctx.db.$transaction((t) => updateRootServer(t, id, { monitoring_enabled: false }, author));
+      throw err;
+    }
+    return after;
+  }
+
+  /** action_stop_monitor: monitoring off (server_state → no_monitor), unscheduled, and the features told. */
+  async function stop(id: number, author: Author | null, call?: InTransaction) {
+    const after = await inTx(call?.tx, async (t) => {
+      await loadRootServer(t, id);
+      const updated = await updateRootServer(t, id, { monitoring_enabled: false, server_state: 'no_monitor', monitor_failures: 0 }, author);
+      await writeActionLog(t, {
+        model_name: 'svc.root.server',
+        rec_id: id,
+        action_type: 'server_action',
+        input_text: 'stop_monitor',
+        user_id: author?.id ?? null,
+      });
+      return updated;
+    });
+    // The features that react to a stop (alerts resolve) are told in a job, once it committed.
+    const stopped = () =>
+      ctx.queues.enqueue(monitorJobs.monitor_stopped, { root_server_id: id, at: new Date().toISOString(), by: author?.name ?? null });
+    if (call) {
+      call.afterCommit(() => unschedule(id));
+      call.afterCommit(stopped);
+    } else {
+      await unschedule(id);
+      await stopped();
+    }
+    return after;
+  }
+
+  /** The onRootServerChange observer: what monitoring does when a root server changes. */
+  async function rootServerChanged(change: RootServerChange) {
+    if (change.kind === 'deleting') return unschedule(change.root_server_id);
+    if (change.kind === 'updated' && !change.fields.includes('monitor_update_interval')) return;
+    const server = await loadRootServer(ctx.db, change.root_server_id);
+    if (!server.monitoring_enabled) return;
+    if (change.kind === 'unconfirming') await stop(server.id, change.author);
+    else await schedule(server);
+  }
+
   return {
     schedule,
     unschedule,
-
-    async start(id: number, author: Author | null, call?: InTransaction) {
-      const enable = async (t: DbTx) => {
-        const server = await loadRootServer(t, id);
-        requireConfirmed(server);
-        const after = await updateRootServer(t, id, { monitoring_enabled: true }, author);
-        await writeActionLog(t, {
-          model_name: 'svc.root.server',
-          rec_id: id,
-          action_type: 'server_action',
-          input_text: `start_monitor (every ${after.monitor_update_interval})`,
-          user_id: author?.id ?? null,
-        });
-        return after;
-      };
-      // In the caller's transaction (webhooks): scheduled once it commits, not if it rolls back.
-      if (call) {
-        const after = await enable(call.tx);
-        call.afterCommit(() => schedule(after));
-        return after;
-      }
-      // Otherwise schedule after the commit, so the first poll (due at once) sees monitoring on.
-      const after = await ctx.db.$transaction(enable);
-      try {
-        await schedule(after);
-      } catch (err) {
-        await ctx.db.$transaction((t) => updateRootServer(t, id, { monitoring_enabled: false }, author));
-        throw err;
-      }
-      return after;
-    },
-
-    async stop(id: number, author: Author | null, call?: InTransaction) {
-      const after = await inTx(call?.tx, async (t) => {
-        await loadRootServer(t, id);
-        const updated = await updateRootServer(
-          t,
-          id,
-          { monitoring_enabled: false, server_state: 'no_monitor', monitor_failures: 0 },
-          author,
-        );
-        await writeActionLog(t, {
-          model_name: 'svc.root.server',
-          rec_id: id,
-          action_type: 'server_action',
-          input_text: 'stop_monitor',
-          user_id: author?.id ?? null,
-        });
-        return updated;
-      });
-      // The features that react to a stop (alerts resolve) are told in a job, once it committed.
-      const stopped = () =>
-        ctx.queues.enqueue(monitorJobs.monitor_stopped, { root_server_id: id, at: new Date().toISOString(), by: author?.name ?? null });
-      if (call) {
-        call.afterCommit(() => unschedule(id));
-        call.afterCommit(stopped);
-      } else {
-        await unschedule(id);
-        await stopped();
-      }
-      return after;
-    },
+    start,
+    stop,
+    rootServerChanged,
 
     /**
      * Makes Redis agree with PostgreSQL: a schedule for every monitored server (e.g. after Redis

@@ -1,17 +1,19 @@
-// /api/v1/root-servers (DESIGN §4): the resource (read: user; write and actions: operator) and the
-// operations of spec §4.4. confirm, reset_draft, cancel, start/stop_monitor and open_code_server
-// answer when done; run_cmd, setup_dir_structure and the code editor jobs answer 202 {job_id}.
+// /api/v1/root-servers: the resource (read: user; write and actions: operator) and its operations.
+// confirm, reset_draft, cancel and open_code_server answer when done; run_cmd, setup_dir_structure,
+// setup_proxy and the code editor jobs answer 202 {job_id}. start_monitor and stop_monitor are the
+// monitoring feature's (src/monitoring/monitor-routes.ts).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import type { Registry } from '../feature.js';
 import { action, registerActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { createRootServerService } from './root-server-service.js';
 import { rootServerCreate, rootServerFilters, rootServerOut, rootServerUpdate, runCmdBody } from './root-server-schemas.js';
 import { rootServerModel } from './root-server-models.js';
 
-export function registerRootServerRoutes(app: FastifyInstance, ctx: AppContext) {
-  const service = createRootServerService(ctx);
+export function registerRootServerRoutes(app: FastifyInstance, ctx: AppContext, registry: Registry) {
+  const service = createRootServerService(ctx, registry.rootServerObservers);
   const path = '/root-servers';
   const tag = 'root servers';
 
@@ -51,18 +53,6 @@ export function registerRootServerRoutes(app: FastifyInstance, ctx: AppContext) 
         description: 'Disables the server: monitoring stops and every SSH action is refused.',
         response: rootServerOut,
         run: ({ id, author }) => service.cancel(id, author),
-      }),
-      start_monitor: action({
-        summary: 'Start monitoring a root server',
-        description: 'Polls CPU, RAM, disk and network every monitor_update_interval.',
-        response: rootServerOut,
-        run: ({ id, author }) => service.startMonitor(id, author),
-      }),
-      stop_monitor: action({
-        summary: 'Stop monitoring a root server',
-        description: 'Stops polling; server_state → no_monitor.',
-        response: rootServerOut,
-        run: ({ id, author }) => service.stopMonitor(id, author),
       }),
       run_cmd: action({
         summary: 'Run a command on a root server',

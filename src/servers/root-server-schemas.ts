@@ -2,9 +2,9 @@
 // code_server_password) are write-only: responses carry `<field>_set`.
 import { z } from 'zod';
 import { nullableTimestamp, secretFlags, timestamp } from '../core/http/schemas.js';
-import { MONITOR_INTERVALS, monitorLogOut } from '../monitoring/monitor-schemas.js';
 import { CodeServerState, RootServerState, ServerState } from '../generated/prisma/enums.js';
 import { rootServerModel } from './root-server-models.js';
+import { latestMetricsOut, MONITOR_INTERVALS } from './root-server-metrics.js';
 
 const host = z
   .string()
@@ -116,7 +116,7 @@ export const rootServerOut = z
       .describe('Exit code of the last run_cmd; null while it runs, if it was not run, timed out or was killed'),
     created_at: timestamp,
     updated_at: timestamp,
-    latest_metrics: monitorLogOut.omit({ root_server_id: true }).nullable().describe('The newest monitor log row'),
+    latest_metrics: latestMetricsOut.nullable().describe('The newest monitor log row'),
   })
   .extend(secretFlags(rootServerModel.secrets).shape);
 

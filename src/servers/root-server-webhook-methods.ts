@@ -1,14 +1,15 @@
-// Root server methods that an inbound webhook may name as trigger_action (DESIGN §3: a registry in
-// code). Only actions that are safe for anyone holding the webhook URL: they queue or schedule work
-// the operator already configured and are harmless when repeated. Not offered: confirm, reset_draft
-// and cancel (they change the server's life cycle), install/remove_code_server (long, destructive
-// or download from the internet), open_code_server (answers a URL nobody would read).
+// Root server methods that an inbound webhook may name as trigger_action (a registry in code, the
+// only methods a webhook can call). Only actions that are safe for anyone holding the webhook URL:
+// they queue work the operator already configured and are harmless when repeated. Not offered:
+// confirm, reset_draft and cancel (they change the server's life cycle), install/remove_code_server
+// (long, destructive or download from the internet), open_code_server (answers a URL nobody would
+// read). action_start_monitor and action_stop_monitor are the monitoring feature's.
 import type { AppContext } from '../context.js';
 import type { WebhookMethodTable } from '../core/webhook-methods.js';
-import { createRootServerService } from './root-server-service.js';
+import { createRootServerCommands } from './root-server-commands.js';
 
 export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {
-  const service = createRootServerService(ctx);
+  const service = createRootServerCommands(ctx);
   return {
     'svc.root.server': {
       /** Runs the stored `cmd` (e.g. a restart script) as a job, queued once the call commits. */
@@ -18,12 +19,6 @@ export function rootServerWebhookMethods(ctx: AppContext): WebhookMethodTable {
       /** Creates the directory layout (idempotent: mkdir -p). */
       action_setup_dir_structure: async (recId, { tx, afterCommit }) => {
         afterCommit(await service.prepareJob('setup_dir_structure', recId, null, tx));
-      },
-      action_start_monitor: async (recId, call) => {
-        await service.startMonitor(recId, null, call);
-      },
-      action_stop_monitor: async (recId, call) => {
-        await service.stopMonitor(recId, null, call);
       },
     },
   };
