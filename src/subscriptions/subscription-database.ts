@@ -13,6 +13,7 @@ import type { Db, DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import type { Subscription } from '../generated/prisma/client.js';
+import { actorFields, onSubscription, type Actor } from './subscription-audit.js';
 import { quoteIdent } from '../postgresql/postgresql-connection.js';
 import { LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/instance-database.js';
 import {
@@ -34,11 +35,6 @@ const OPTIONS: Record<Connections, string> = {
 };
 
 type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
-
-export interface Who {
-  userId: number | null;
-  jobId: string | null;
-}
 
 type Deps = Pick<AppContext, 'db' | 'box'>;
 type Sub = Pick<
@@ -147,18 +143,16 @@ async function change(
   deps: Deps,
   sub: Sub,
   at: Location,
-  who: Who,
+  actor: Actor,
   statements: string[],
   work: (query: Query) => Promise<string>,
   opts: RemoteOptions = {},
 ) {
   const step = await startActionLog(deps.db, {
-    model_name: 'svc.subscription',
-    rec_id: sub.id,
+    ...onSubscription(sub.id),
     action_type: 'database',
     input_text: `${statements.join(';\n')} -- on ${at.where}`,
-    user_id: who.userId,
-    job_id: who.jobId,
+    ...actorFields(actor),
   });
   try {
     const result = await onOwnDatabase(
@@ -181,7 +175,7 @@ async function change(
 }
 
 /** Sets who may connect; closing also ends the sessions open on the database. Answers what was done. */
-export async function setConnections(deps: Deps, sub: Sub, mode: Connections, who: Who, tx?: DbTx): Promise<string> {
+export async function setConnections(deps: Deps, sub: Sub, mode: Connections, actor: Actor, tx?: DbTx): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
   const alter = `ALTER DATABASE ${quoteIdent(at.name)} WITH ${OPTIONS[mode]}`;
   const terminate = 'SELECT count(pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity WHERE datname = $1';
@@ -189,7 +183,7 @@ export async function setConnections(deps: Deps, sub: Sub, mode: Connections, wh
     deps,
     sub,
     at,
-    who,
+    actor,
     mode === 'closed' ? [alter, terminate] : [alter],
     async (query) => {
       await query(alter);
@@ -228,14 +222,14 @@ export async function databaseStatus(deps: Deps, sub: Sub, tx?: DbTx): Promise<D
 }
 
 /** DROP DATABASE ... WITH (FORCE): open sessions are ended, the database is gone when it answers. */
-export async function dropDatabase(deps: Deps, sub: Sub, who: Who): Promise<string> {
+export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
   const statement = `DROP DATABASE ${quoteIdent(at.name)} WITH (FORCE)`;
   return change(
     deps,
     sub,
     at,
-    who,
+    actor,
     [statement],
     async (query) => {
       await query(statement);

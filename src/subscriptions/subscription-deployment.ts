@@ -10,7 +10,7 @@
 // the trial request(s) it came from.
 import type { AppContext } from '../context.js';
 import { runLoggedStep, writeActionLog } from '../core/action-log.js';
-import { authorOfUser, postMessage, type Author, type RecordRef } from '../core/chatter.js';
+import { authorOfUser, postMessage, type Author } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import type { Partner, RootServer, Subscription } from '../generated/prisma/client.js';
@@ -36,6 +36,7 @@ import { earlyHash, newPassword } from '../instances/odoo-password.js';
 import { quoteIdent } from '../postgresql/postgresql-connection.js';
 import { STANDBY_REFILL_DELAY_MS, standbyHandedOver, standbyLost, takeStandby } from '../instances/standby-pool.js';
 import { standbyJobs } from '../instances/standby-job-specs.js';
+import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { createLifecycleMail } from './subscription-mail.js';
 import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState, subscriptionUrl } from './subscription-service.js';
 import { queueInstanceSync } from './subscription-instance-sync.js';
@@ -63,7 +64,6 @@ export type DeploymentStep =
   | 'done';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log' | 'queues'>;
-type Who = { userId: number | null; jobId: string | null };
 
 /** What a deployment made so far: removed again when it fails. */
 interface Made {
@@ -74,13 +74,12 @@ interface Made {
 export async function deploySubscription(
   ctx: Ctx,
   subscriptionId: number,
-  who: Who,
+  actor: Actor,
   report: (progress: { step: DeploymentStep }) => Promise<unknown> = async () => {},
 ): Promise<DeploymentResult> {
-  const author = await authorOfUser(ctx.db, who.userId);
-  const ref: RecordRef = { model_name: 'svc.subscription', rec_id: subscriptionId };
+  const author = await authorOfUser(ctx.db, actor.userId);
   const filestores = createFilestores(ctx);
-  const audit = { user_id: who.userId, job_id: who.jobId };
+  const audit = actorFields(actor);
 
   // Claim: only one deployment at a time, and only from a deployable state.
   const sub = await ctx.db.$transaction(async (tx) => {
@@ -98,7 +97,7 @@ export async function deploySubscription(
   async function step<T>(name: DeploymentStep, input: string, work: () => Promise<T>, output?: (r: T) => string) {
     stepsStarted++;
     await report({ step: name });
-    const entry = { ...ref, action_type: 'deployment' as const, input_text: input, user_id: who.userId, job_id: who.jobId };
+    const entry = { ...onSubscription(sub.id), action_type: 'deployment' as const, input_text: input, ...audit };
     return runLoggedStep(ctx.db, entry, work, output);
   }
 
@@ -241,12 +240,7 @@ export async function deploySubscription(
         instance_sync_pending_at: pending,
       });
       const how = standby ? `taken from standby ${standby.database_name}` : `created from template ${template.template_db_name}`;
-      await postMessage(tx, {
-        ...ref,
-        body: `Database ${databaseName} ${how} on ${server.ip}:${server.port}.`,
-        message_type: 'notification',
-        author,
-      });
+      await postNotice(tx, sub.id, `Database ${databaseName} ${how} on ${server.ip}:${server.port}.`, author);
       return after;
     });
     if (running.instance_sync_pending_at) await queueInstanceSync(ctx, sub.id);
@@ -262,23 +256,16 @@ export async function deploySubscription(
     const removed = await removeMade(ctx, sub, made, audit);
     await ctx.db.$transaction(async (tx) => {
       await markDeploymentFailed(tx, sub.id, message, author);
-      await postMessage(tx, {
-        ...ref,
-        body: `Deployment failed: ${message}${removed ? `\n${removed}` : ''}`,
-        message_type: 'notification',
-        subtype_xmlid: 'mail.mt_alert',
-        author,
-      });
+      await postAlert(tx, sub.id, `Deployment failed: ${message}${removed ? `\n${removed}` : ''}`, author);
       // The step's own row says how it failed; a failure outside any step gets one.
       if (stepsStarted === 0) {
         await writeActionLog(tx, {
-          ...ref,
+          ...onSubscription(sub.id),
           action_type: 'deployment',
           status: 'failure',
           input_text: `deploy ${databaseName}`,
           output_text: message,
-          user_id: who.userId,
-          job_id: who.jobId,
+          ...audit,
         });
       }
     });

@@ -5,9 +5,10 @@
 // pending, says so in the chatter, and the lifecycle run queues it again; a suspended database is
 // written when it runs again.
 import type { AppContext } from '../context.js';
-import { postMessage, postMessageOnce } from '../core/chatter.js';
+import { postMessageOnce } from '../core/chatter.js';
 import { setPackageLimits } from '../instances/odoo-database.js';
 import type { Subscription } from '../generated/prisma/client.js';
+import { onSubscription, postNotice } from './subscription-audit.js';
 import { onInstance } from './subscription-database.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 
@@ -32,7 +33,6 @@ export async function queueInstanceSync(ctx: Pick<AppContext, 'queues' | 'log'>,
 
 /** Writes the pending limits of one subscription into its instance; loops while they change meanwhile. */
 export async function syncInstance(ctx: Pick<AppContext, 'db' | 'box'>, subscriptionId: number) {
-  const ref = { model_name: 'svc.subscription' as const, rec_id: subscriptionId };
   for (let round = 0; round < 5; round++) {
     const sub = await ctx.db.subscription.findUnique({ where: { id: subscriptionId } });
     if (!sub?.instance_sync_pending_at) return { written: round > 0 };
@@ -41,7 +41,7 @@ export async function syncInstance(ctx: Pick<AppContext, 'db' | 'box'>, subscrip
       await onInstance(ctx, sub, (query) => setPackageLimits(query, sub));
     } catch (err) {
       await postMessageOnce(ctx.db, {
-        ...ref,
+        ...onSubscription(subscriptionId),
         body: `The package limits could not be written into database ${sub.database_name}: ${(err as Error).message}. The lifecycle run tries again.`,
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',
@@ -54,11 +54,7 @@ export async function syncInstance(ctx: Pick<AppContext, 'db' | 'box'>, subscrip
       data: { instance_sync_pending_at: null },
     });
     if (count === 1) {
-      await postMessage(ctx.db, {
-        ...ref,
-        body: `Package limits written into database ${sub.database_name} (svc.* parameters).`,
-        message_type: 'notification',
-      });
+      await postNotice(ctx.db, subscriptionId, `Package limits written into database ${sub.database_name} (svc.* parameters).`, null);
       return { written: true };
     }
   }

@@ -7,6 +7,7 @@ import type { DbTx } from '../core/db.js';
 import { publicJobId } from '../core/queue.js';
 import { featureJobs } from '../feature.js';
 import { INTERRUPTED } from '../jobs/job-interruption.js';
+import { onSubscription, type Actor } from './subscription-audit.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { syncInstance } from './subscription-instance-sync.js';
@@ -15,8 +16,11 @@ import { createDatabaseOperations } from './subscription-operations.js';
 
 export const TRIAL_LIFECYCLE_EVERY_MS = 5 * 60_000;
 
-const who = (payload: { user_id: number | null }, job: Job) => ({ userId: payload.user_id, jobId: publicJobId(job.queueName, job.id!) });
-const onSubscription = (p: { subscription_id: number }) => ({ model_name: 'svc.subscription' as const, rec_id: p.subscription_id });
+const actorOf = (payload: { user_id: number | null }, job: Job): Actor => ({
+  userId: payload.user_id,
+  jobId: publicJobId(job.queueName, job.id!),
+});
+const recordOf = (p: { subscription_id: number }) => onSubscription(p.subscription_id);
 const releaseOperation = (tx: DbTx, p: { subscription_id: number }, jobId: string, ctx: AppContext) =>
   createDatabaseOperations(ctx).interrupted.operation(tx, p.subscription_id, jobId);
 
@@ -26,27 +30,27 @@ export const subscriptionJobHandlers = featureJobs(
     const operations = createDatabaseOperations(ctx);
     return {
       deploy_subscription: (payload, job) =>
-        deploySubscription(ctx, payload.subscription_id, who(payload, job), (progress) => job.updateProgress(progress)),
-      backup_subscription: (payload, job) => operations.backup(payload.subscription_id, who(payload, job)),
-      restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, who(payload, job)),
-      drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, who(payload, job)),
+        deploySubscription(ctx, payload.subscription_id, actorOf(payload, job), (progress) => job.updateProgress(progress)),
+      backup_subscription: (payload, job) => operations.backup(payload.subscription_id, actorOf(payload, job)),
+      restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, actorOf(payload, job)),
+      drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
       sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
-      trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, who(payload, job)),
+      trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, actorOf(payload, job)),
     };
   },
   {
     // Not run again (the database may exist): the subscription goes failed, as a failed deployment does.
     deploy_subscription: {
-      record: onSubscription,
+      record: recordOf,
       action_type: 'deployment',
       onInterrupted: (tx, payload) => markDeploymentFailed(tx, payload.subscription_id, INTERRUPTED, null),
     },
     // Not run again (a backup or restore may be under way on the backup server): the claim ends.
-    backup_subscription: { record: onSubscription, action_type: 'database', onInterrupted: releaseOperation },
-    restore_subscription: { record: onSubscription, action_type: 'database', onInterrupted: releaseOperation },
+    backup_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },
+    restore_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },
     // PostgreSQL is asked whether the database is still there: cancelled if it is gone, unchanged if not.
     drop_subscription_database: {
-      record: onSubscription,
+      record: recordOf,
       action_type: 'database',
       onInterrupted: (tx, payload, jobId, ctx) => createDatabaseOperations(ctx).interrupted.drop(tx, payload.subscription_id, jobId),
     },

@@ -4,11 +4,11 @@
 // suspension re-checks the subscription under its row lock, each drop and each mail is claimed
 // by a conditional update first. One subscription's failure does not stop the others.
 import type { AppContext } from '../context.js';
-import { postMessage, postMessageOnce } from '../core/chatter.js';
+import { postMessageOnce } from '../core/chatter.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { queueInstanceSync } from './subscription-instance-sync.js';
 import { createLifecycleMail, type MailRunResult } from './subscription-mail.js';
-import type { Who } from './subscription-database.js';
+import { onSubscription, postNotice, type Actor } from './subscription-audit.js';
 import { createSuspensionService } from './subscription-suspension.js';
 import { usageStateOf, type Usage } from './subscription-usage.js';
 
@@ -25,7 +25,7 @@ export interface LifecycleResult {
   mails: MailRunResult;
 }
 
-export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<LifecycleResult> {
+export async function runTrialLifecycle(ctx: AppContext, actor: Actor): Promise<LifecycleResult> {
   const { db } = ctx;
   const suspension = createSuspensionService(ctx);
   const result: LifecycleResult = {
@@ -45,13 +45,12 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
   });
   for (const { id } of expired) {
     try {
-      if (await suspension.expireTrial(id, who)) result.suspended.push(id);
+      if (await suspension.expireTrial(id, actor)) result.suspended.push(id);
     } catch (err) {
       const error = (err as Error).message;
       result.suspend_failed.push({ subscription_id: id, error });
       await postMessageOnce(db, {
-        model_name: 'svc.subscription',
-        rec_id: id,
+        ...onSubscription(id),
         body: `The trial ended but the subscription could not be suspended: ${error}. The next lifecycle run tries again.`,
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',
@@ -81,12 +80,12 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
         skip_backup: false,
         user_id: null,
       });
-      await postMessage(db, {
-        model_name: 'svc.subscription',
-        rec_id: id,
-        body: `The grace period ended and drop_expired_trials is on: drop_database queued (job ${jobId}), with a final backup.`,
-        message_type: 'notification',
-      });
+      await postNotice(
+        db,
+        id,
+        `The grace period ended and drop_expired_trials is on: drop_database queued (job ${jobId}), with a final backup.`,
+        null,
+      );
       result.drops_queued.push({ subscription_id: id, job_id: jobId });
     }
   }
@@ -99,13 +98,12 @@ export async function runTrialLifecycle(ctx: AppContext, who: Who): Promise<Life
   for (const sub of overLimit) {
     if (!sub.usage || usageStateOf(sub, sub.usage as unknown as Usage).state === 'exceeded') continue;
     try {
-      if (await suspension.liftOverLimit(sub.id, who, 'Its limits now allow its last measured usage: reactivated.')) {
+      if (await suspension.liftOverLimit(sub.id, actor, 'Its limits now allow its last measured usage: reactivated.')) {
         result.reactivated.push(sub.id);
       }
     } catch (err) {
       await postMessageOnce(db, {
-        model_name: 'svc.subscription',
-        rec_id: sub.id,
+        ...onSubscription(sub.id),
         body: `Its limits now allow its last usage, but it could not be reactivated: ${(err as Error).message}. The next lifecycle run tries again.`,
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',

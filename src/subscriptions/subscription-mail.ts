@@ -15,6 +15,7 @@ import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { renderMail, textWithoutSecrets, type MailMessage } from '../core/mail.js';
 import { newPassword } from '../instances/odoo-password.js';
 import { setCustomerPassword } from '../instances/odoo-database.js';
+import { onSubscription } from './subscription-audit.js';
 import { onInstance } from './subscription-database.js';
 import type { Prisma, Settings, Subscription } from '../generated/prisma/client.js';
 import { subscriptionUrl } from './subscription-service.js';
@@ -76,7 +77,6 @@ export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'
     build: () => Promise<MailMessage>,
     afterFailure = '',
   ): Promise<string | null> {
-    const ref = { model_name: 'svc.subscription' as const, rec_id: id };
     let message: MailMessage | null = null;
     try {
       message = await build();
@@ -85,7 +85,7 @@ export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'
       const error = (err as Error).message;
       ctx.log.warn({ err, subscription_id: id, mail }, 'customer mail could not be sent');
       await postMessageOnce(ctx.db, {
-        ...ref,
+        ...onSubscription(id),
         body: `The ${mail} e-mail${message ? ` "${message.subject}" to ${message.to}` : ''} could not be sent: ${error}.${afterFailure ? ` ${afterFailure}` : ''}`,
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',
@@ -93,7 +93,7 @@ export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'
       return error;
     }
     await postMessage(ctx.db, {
-      ...ref,
+      ...onSubscription(id),
       body: `${message.subject}\n\nTo: ${message.to}\n\n${textWithoutSecrets(message)}`,
       message_type: 'email',
       subtype_xmlid: 'mail.mt_comment',

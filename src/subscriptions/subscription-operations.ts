@@ -7,14 +7,15 @@ import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
-import { authorOfUser, postMessage, trackChanges, type Author } from '../core/chatter.js';
+import { authorOfUser, trackChanges, type Author } from '../core/chatter.js';
 import { sleep } from '../core/sleep.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState, SubscriptionOperation, SubscriptionState } from '../generated/prisma/enums.js';
 import { createFilestores } from '../instances/filestore.js';
 import { createBackupApi, type BackupServerRecord, type RemoteBackup } from '../backup/backup-api.js';
 import { backupServerFor, REMOTE_STATES } from '../backup/backup-state.js';
-import { assertOwnDatabase, databaseStatus, dropDatabase, setConnections, type DatabaseStatus, type Who } from './subscription-database.js';
+import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
+import { assertOwnDatabase, databaseStatus, dropDatabase, setConnections, type DatabaseStatus } from './subscription-database.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
 import { REMOTE_TX } from './subscription-suspension.js';
 
@@ -26,12 +27,7 @@ const MAX_POLL_MS = 30_000;
 
 type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
 
-const ref = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
 const isDone = (b: RemoteBackup) => REMOTE_STATES[b.state.toLowerCase()] === 'ok';
-
-function note(db: Db | DbTx, id: number, body: string, author: Author | null, alert = false) {
-  return postMessage(db, { ...ref(id), body, message_type: 'notification', author, ...(alert ? { subtype_xmlid: 'mail.mt_alert' } : {}) });
-}
 
 /** The checks an operation starts with, at the API (a quick 409/400) and again when its job claims the row. */
 function assertOperable(sub: Subscription, states: readonly SubscriptionState[], action: string) {
@@ -71,7 +67,7 @@ export function createDatabaseOperations(ctx: Deps) {
       const before = await tx.subscription.findUniqueOrThrow({ where: { id } });
       if (before.backup_state === state) return;
       const after = await tx.subscription.update({ where: { id }, data: { backup_state: state } });
-      await trackChanges(tx, ref(id), ['backup_state'], before, after, author);
+      await trackChanges(tx, onSubscription(id), ['backup_state'], before, after, author);
     });
   }
 
@@ -81,8 +77,8 @@ export function createDatabaseOperations(ctx: Deps) {
    * answered, else the first listed that was not listed before the request (no clock comparison
    * between the two machines).
    */
-  async function runBackup(sub: Subscription, server: BackupServerRecord & { id: number }, who: Who, author: Author | null) {
-    const target = { ...ref(sub.id), user_id: who.userId, job_id: who.jobId };
+  async function runBackup(sub: Subscription, server: BackupServerRecord & { id: number }, actor: Actor, author: Author | null) {
+    const target = { ...onSubscription(sub.id), ...actorFields(actor) };
     const dbName = sub.database_name!;
     const known = new Set((await api.backups(server, target, dbName)).map((b) => String(b.id)));
     const accepted = await api.requestBackup(server, target, dbName);
@@ -132,7 +128,7 @@ export function createDatabaseOperations(ctx: Deps) {
    */
   async function withBackupAccess<T>(
     sub: Subscription,
-    who: Who,
+    actor: Actor,
     author: Author | null,
     work: () => Promise<T>,
     known?: DatabaseStatus,
@@ -140,8 +136,8 @@ export function createDatabaseOperations(ctx: Deps) {
     const status = await existingDatabase(sub, known);
     const opened = !status.allowConnections;
     if (opened) {
-      await setConnections(ctx, sub, 'superusers', who);
-      await note(
+      await setConnections(ctx, sub, 'superusers', actor);
+      await postNotice(
         db,
         sub.id,
         `Database ${sub.database_name} opened to superusers for the backup (CONNECTION LIMIT 0 keeps other roles out).`,
@@ -157,11 +153,11 @@ export function createDatabaseOperations(ctx: Deps) {
     }
     if (opened) {
       try {
-        await setConnections(ctx, sub, 'closed', who);
-        await note(db, sub.id, `Database ${sub.database_name} closed to connections again.`, author);
+        await setConnections(ctx, sub, 'closed', actor);
+        await postNotice(db, sub.id, `Database ${sub.database_name} closed to connections again.`, author);
       } catch (err) {
         const message = `Database ${sub.database_name} could not be closed again after the backup: ${(err as Error).message}. It accepts superusers only.`;
-        await note(db, sub.id, message, author, true);
+        await postAlert(db, sub.id, message, author);
         failure ??= new UserError(message);
       }
     }
@@ -182,7 +178,7 @@ export function createDatabaseOperations(ctx: Deps) {
       suspended_at: null,
       suspend_reason: null,
     });
-    await note(tx, id, body, author);
+    await postNotice(tx, id, body, author);
     return after;
   }
 
@@ -194,7 +190,7 @@ export function createDatabaseOperations(ctx: Deps) {
   async function reconcileDrop(tx: DbTx, id: number, jobId: string | null, author: Author | null, why: string) {
     const sub = await lockSubscription(tx, id);
     if (sub.operation_job_id !== jobId) return; // the job never claimed it: nothing was done
-    const who = { userId: author?.id ?? null, jobId };
+    const actor = { userId: author?.id ?? null, jobId };
     try {
       const status = await databaseStatus(ctx, sub, tx);
       if (!status.exists) {
@@ -208,23 +204,21 @@ export function createDatabaseOperations(ctx: Deps) {
       }
       await release(tx, id, jobId);
       let closed = '';
-      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', who, tx)}.`;
-      await note(
+      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', actor, tx)}.`;
+      await postAlert(
         tx,
         id,
         `${why} Database ${sub.database_name} still exists: nothing was dropped; the subscription is unchanged.${closed}`,
         author,
-        true,
       );
     } catch (err) {
       await release(tx, id, jobId);
-      await note(
+      await postAlert(
         tx,
         id,
         `${why} Whether database ${sub.database_name} still exists could not be checked: ${(err as Error).message}. ` +
           'Run drop_database again: it finds out, and marks the subscription cancelled if the database is gone.',
         author,
-        true,
       );
     }
   }
@@ -237,9 +231,10 @@ export function createDatabaseOperations(ctx: Deps) {
     if (!sub.database_template_id) return;
     try {
       const status = await databaseStatus(ctx, sub, tx);
-      if (status.openForSuperusers) await note(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId }, tx)}.`, null);
+      if (status.openForSuperusers)
+        await postNotice(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId }, tx)}.`, null);
     } catch (err) {
-      await note(tx, id, `Could not check that database ${sub.database_name} is closed again: ${(err as Error).message}`, null, true);
+      await postAlert(tx, id, `Could not check that database ${sub.database_name} is closed again: ${(err as Error).message}`, null);
     }
   }
 
@@ -248,22 +243,22 @@ export function createDatabaseOperations(ctx: Deps) {
    * here: a failure is an alert in the chatter (the command and its output are in the root server's
    * action log).
    */
-  async function removeFilestore(sub: Subscription, who: Who, author: Author | null) {
+  async function removeFilestore(sub: Subscription, actor: Actor, author: Author | null) {
     const template = sub.database_template_id
       ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
       : null;
     if (!template?.root_server) return;
     try {
-      const out = await filestores.remove(template.root_server, sub.database_name!, { user_id: who.userId, job_id: who.jobId });
-      await note(db, sub.id, `Filestore removed on root server ${template.root_server.id}: ${out}`, author);
+      const out = await filestores.remove(template.root_server, sub.database_name!, actorFields(actor));
+      await postNotice(db, sub.id, `Filestore removed on root server ${template.root_server.id}: ${out}`, author);
     } catch (err) {
-      await note(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author, true);
+      await postAlert(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author);
     }
   }
 
   /** A job's step in the action log (`database`), finished with its outcome. */
-  const step = (id: number, who: Who, input_text: string) =>
-    startActionLog(db, { ...ref(id), action_type: 'database', input_text, user_id: who.userId, job_id: who.jobId });
+  const step = (id: number, actor: Actor, input_text: string) =>
+    startActionLog(db, { ...onSubscription(id), action_type: 'database', input_text, ...actorFields(actor) });
 
   /**
    * A backup or restore: claimed, its step in the action log, then `work`; on either outcome the
@@ -273,27 +268,27 @@ export function createDatabaseOperations(ctx: Deps) {
     id: number,
     operation: 'backup' | 'restore',
     states: readonly SubscriptionState[],
-    who: Who,
+    actor: Actor,
     what: string,
     inputText: (sub: Subscription) => string,
     work: (sub: Subscription, author: Author | null) => Promise<{ done: string; result: T }>,
   ): Promise<T> {
-    const author = await authorOfUser(db, who.userId);
-    const sub = await claim(id, operation, states, who.jobId);
-    const row = await step(id, who, inputText(sub));
+    const author = await authorOfUser(db, actor.userId);
+    const sub = await claim(id, operation, states, actor.jobId);
+    const row = await step(id, actor, inputText(sub));
     try {
       const { done, result } = await work(sub, author);
       await db.$transaction(async (tx) => {
-        await release(tx, id, who.jobId);
-        await note(tx, id, done, author);
+        await release(tx, id, actor.jobId);
+        await postNotice(tx, id, done, author);
         await row.finish('success', done, tx);
       });
       return result;
     } catch (err) {
       const message = `${what} failed: ${(err as Error).message}`;
       await db.$transaction(async (tx) => {
-        await release(tx, id, who.jobId);
-        await note(tx, id, `${message}. The subscription is unchanged.`, author, true);
+        await release(tx, id, actor.jobId);
+        await postAlert(tx, id, `${message}. The subscription is unchanged.`, author);
         await row.finish('failure', message, tx);
       });
       throw err;
@@ -315,7 +310,7 @@ export function createDatabaseOperations(ctx: Deps) {
       const sub = await getSubscription(db, id);
       assertOperable(sub, RESTORE_STATES, 'restore');
       const server = await backupServerFor(db, sub.backup_server_id);
-      const listed = (await api.backups(server, { ...ref(id), user_id: userId }, sub.database_name!)).filter(
+      const listed = (await api.backups(server, { ...onSubscription(id), user_id: userId }, sub.database_name!)).filter(
         (b) => b.db_name === sub.database_name,
       );
       const named = backupId === undefined ? listed.find(isDone) : listed.find((b) => String(b.id) === String(backupId));
@@ -332,33 +327,33 @@ export function createDatabaseOperations(ctx: Deps) {
       return named.id;
     },
 
-    backup: (id: number, who: Who) =>
+    backup: (id: number, actor: Actor) =>
       operate(
         id,
         'backup',
         BACKUP_STATES,
-        who,
+        actor,
         'Backup',
         (sub) => `backup of database ${sub.database_name}`,
         async (sub, author) => {
           const server = await backupServerFor(db, sub.backup_server_id);
-          const backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author));
+          const backup = await withBackupAccess(sub, actor, author, () => runBackup(sub, server, actor, author));
           return { done: backupDone('Backup', backup, sub, server), result: { subscription_id: id, backup_server_id: server.id, backup } };
         },
       ),
 
-    restore: (id: number, backupId: string | number, who: Who) =>
+    restore: (id: number, backupId: string | number, actor: Actor) =>
       operate(
         id,
         'restore',
         RESTORE_STATES,
-        who,
+        actor,
         'Restore',
         (sub) => `restore of database ${sub.database_name} from backup ${backupId}`,
         async (sub) => {
           const server = await backupServerFor(db, sub.backup_server_id);
           await existingDatabase(sub);
-          const answer = await api.restore(server, { ...ref(id), user_id: who.userId, job_id: who.jobId }, sub.database_name!, backupId);
+          const answer = await api.restore(server, { ...onSubscription(id), ...actorFields(actor) }, sub.database_name!, backupId);
           if (answer.state && REMOTE_STATES[answer.state.toLowerCase()] === 'failed') {
             throw new UserError(`The backup server answered the restore with state "${answer.state}"`);
           }
@@ -372,14 +367,14 @@ export function createDatabaseOperations(ctx: Deps) {
      * cancelled. Each step is in the chatter before it starts; a failure before the drop leaves
      * everything as it was, one during or after it is settled by asking PostgreSQL.
      */
-    async drop(id: number, skipBackup: boolean, who: Who) {
-      const author = await authorOfUser(db, who.userId);
-      const sub = await claim(id, 'drop_database', DROP_STATES, who.jobId, { drop_attempted_at: new Date() });
+    async drop(id: number, skipBackup: boolean, actor: Actor) {
+      const author = await authorOfUser(db, actor.userId);
+      const sub = await claim(id, 'drop_database', DROP_STATES, actor.jobId, { drop_attempted_at: new Date() });
       const name = sub.database_name!;
-      await note(
+      await postNotice(
         db,
         id,
-        `drop_database of ${name} started (job ${who.jobId})${skipBackup ? `, without a backup (skip_backup by ${author?.name ?? 'the service'})` : ': final backup first'}.`,
+        `drop_database of ${name} started (job ${actor.jobId})${skipBackup ? `, without a backup (skip_backup by ${author?.name ?? 'the service'})` : ': final backup first'}.`,
         author,
       );
       let dropSent = false;
@@ -395,23 +390,23 @@ export function createDatabaseOperations(ctx: Deps) {
         let backup: RemoteBackup | null = null;
         if (!skipBackup) {
           const server = await backupServerFor(db, sub.backup_server_id);
-          backup = await withBackupAccess(sub, who, author, () => runBackup(sub, server, who, author), status);
-          await note(db, id, backupDone('Final backup', backup, sub, server), author);
+          backup = await withBackupAccess(sub, actor, author, () => runBackup(sub, server, actor, author), status);
+          await postNotice(db, id, backupDone('Final backup', backup, sub, server), author);
         }
-        await note(db, id, `Dropping database ${name} on ${where} (DROP DATABASE WITH (FORCE)).`, author);
+        await postNotice(db, id, `Dropping database ${name} on ${where} (DROP DATABASE WITH (FORCE)).`, author);
         dropSent = true;
-        await dropDatabase(ctx, sub, who);
+        await dropDatabase(ctx, sub, actor);
         await db.$transaction((tx) => markDropped(tx, id, author, `Database ${name} dropped; subscription cancelled.`));
-        await removeFilestore(sub, who, author);
+        await removeFilestore(sub, actor, author);
         return { subscription_id: id, database_name: name, backup, dropped: true };
       } catch (err) {
         const message = `drop_database failed: ${(err as Error).message}.`;
         if (dropSent) {
-          await db.$transaction((tx) => reconcileDrop(tx, id, who.jobId, author, message), REMOTE_TX);
+          await db.$transaction((tx) => reconcileDrop(tx, id, actor.jobId, author, message), REMOTE_TX);
         } else {
           await db.$transaction(async (tx) => {
-            await release(tx, id, who.jobId);
-            await note(tx, id, `${message} Nothing was dropped; the subscription is unchanged.`, author, true);
+            await release(tx, id, actor.jobId);
+            await postAlert(tx, id, `${message} Nothing was dropped; the subscription is unchanged.`, author);
           });
         }
         throw err;

@@ -46,7 +46,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
       run: async ({ id, author }) => (await service[name](id, author)) as SubscriptionOut,
     });
   const answer = (row: Parameters<typeof service.view>[0]) => service.view(row) as SubscriptionOut;
-  const who = (user: { id: number }) => ({ userId: user.id, jobId: null });
+  const actorOf = (user: { id: number }) => ({ userId: user.id, jobId: null });
 
   registerActions(parent, {
     path: '/subscriptions',
@@ -71,14 +71,14 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
         description:
           "running → suspended (suspend_reason manual). On the database template's PostgreSQL server: ALTER DATABASE ... ALLOW_CONNECTIONS false CONNECTION LIMIT 0, and the open sessions are ended. PostgreSQL unreachable: 400, state unchanged.",
         response: subscription,
-        run: async ({ id, user, author }) => answer(await suspension.suspend(id, author, who(user))),
+        run: async ({ id, user, author }) => answer(await suspension.suspend(id, author, actorOf(user))),
       }),
       reactivate: action({
         summary: 'Reactivate a subscription',
         description:
           'suspended → running: ALLOW_CONNECTIONS true, CONNECTION LIMIT -1. A trial whose trial_end_date has passed answers 400 (use extend_trial or convert_to_paid).',
         response: subscription,
-        run: async ({ id, user, author }) => answer(await suspension.reactivate(id, author, who(user))),
+        run: async ({ id, user, author }) => answer(await suspension.reactivate(id, author, actorOf(user))),
       }),
       extend_trial: action({
         summary: 'Extend a trial',
@@ -89,14 +89,14 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           .strict()
           .meta({ example: { days: 14 } }),
         response: subscription,
-        run: async ({ id, body, user, author }) => answer(await suspension.extendTrial(id, body.days, author, who(user))),
+        run: async ({ id, body, user, author }) => answer(await suspension.extendTrial(id, body.days, author, actorOf(user))),
       }),
       convert_to_paid: action({
         summary: 'Convert a trial to a paid subscription',
         description:
           'is_trial → false (400 when it is already paid), any state but cancelled: the trial dates no longer apply. A suspension for trial_expired is lifted (running again).',
         response: subscription,
-        run: async ({ id, user, author }) => answer(await suspension.convertToPaid(id, author, who(user))),
+        run: async ({ id, user, author }) => answer(await suspension.convertToPaid(id, author, actorOf(user))),
       }),
       backup: action({
         summary: 'Back up the database of a subscription',

@@ -11,6 +11,7 @@ import { createRecordService } from '../core/records.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription, TrialPackage } from '../generated/prisma/client.js';
 import type { SubscriptionState } from '../generated/prisma/enums.js';
+import { onSubscription } from './subscription-audit.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
@@ -76,7 +77,7 @@ export async function setSubscriptionState(
   extra: Data = {},
 ) {
   const after = await tx.subscription.update({ where: { id: before.id }, data: { ...extra, state } });
-  await trackChanges(tx, { model_name: 'svc.subscription', rec_id: before.id }, subscriptionModel.tracked, before, after, author);
+  await trackChanges(tx, onSubscription(before.id), subscriptionModel.tracked, before, after, author);
   return after;
 }
 
@@ -135,7 +136,7 @@ export async function createTrialSubscription(
     where: { id: created.id },
     data: { database_name: databaseNameFor(input.companyName, created.id) },
   });
-  await trackChanges(tx, { model_name: 'svc.subscription', rec_id: created.id }, subscriptionModel.tracked, null, named, input.author);
+  await trackChanges(tx, onSubscription(created.id), subscriptionModel.tracked, null, named, input.author);
   return setSubscriptionState(tx, named, 'confirmed', input.author);
 }
 

@@ -6,10 +6,11 @@
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
-import { postMessage, trackChanges, type Author } from '../core/chatter.js';
+import { trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { SubscriptionState, SuspendReason } from '../generated/prisma/enums.js';
-import { setConnections, type Who } from './subscription-database.js';
+import { onSubscription, postNotice, type Actor } from './subscription-audit.js';
+import { setConnections } from './subscription-database.js';
 import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
@@ -25,9 +26,6 @@ const trialEnded = (sub: Subscription, now = Date.now()) => sub.trial_end_date !
 
 export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'log'>) {
   const { db } = ctx;
-  const ref = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
-  const note = (tx: DbTx, id: number, body: string, author: Author | null) =>
-    postMessage(tx, { ...ref(id), body, message_type: 'notification', author });
 
   /** Runs `work` under the row lock; a running instance whose package fields changed is then written. */
   async function locked<T extends Subscription | null>(id: number, work: (tx: DbTx, before: Subscription) => Promise<T>): Promise<T> {
@@ -40,8 +38,8 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
   const withSync = (before: Subscription, data: Record<string, unknown>) =>
     changesInstance(before, data) ? { ...data, instance_sync_pending_at: new Date() } : data;
 
-  async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, who: Who) {
-    const done = await setConnections(ctx, before, 'closed', who, tx);
+  async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, actor: Actor) {
+    const done = await setConnections(ctx, before, 'closed', actor, tx);
     const after = await setSubscriptionState(tx, before, 'suspended', author, {
       suspended_at: new Date(),
       suspend_reason: reason,
@@ -52,41 +50,41 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
       over_limit: `Over its package limits since ${before.usage_exceeded_since?.toISOString()}, past the grace period: suspended.`,
       manual: 'Suspended.',
     }[reason];
-    await note(tx, before.id, `${why} ${done}.`, author);
+    await postNotice(tx, before.id, `${why} ${done}.`, author);
     return after;
   }
 
-  async function reopen(tx: DbTx, before: Subscription, author: Author | null, who: Who, extra: Record<string, unknown>, why: string) {
-    const done = await setConnections(ctx, before, 'open', who, tx);
+  async function reopen(tx: DbTx, before: Subscription, author: Author | null, actor: Actor, extra: Record<string, unknown>, why: string) {
+    const done = await setConnections(ctx, before, 'open', actor, tx);
     const after = await setSubscriptionState(tx, before, 'running', author, {
       suspended_at: null,
       suspend_reason: null,
       trial_expired_sent_at: null,
       ...extra,
     });
-    await note(tx, before.id, `${why} ${done}.`, author);
+    await postNotice(tx, before.id, `${why} ${done}.`, author);
     return after;
   }
 
   /** A change of fields only (no state, nothing remote), tracked and explained. */
   async function amend(tx: DbTx, before: Subscription, data: Record<string, unknown>, author: Author | null, why: string) {
     const after = await tx.subscription.update({ where: { id: before.id }, data });
-    await trackChanges(tx, ref(before.id), subscriptionModel.tracked, before, after, author);
-    await note(tx, before.id, why, author);
+    await trackChanges(tx, onSubscription(before.id), subscriptionModel.tracked, before, after, author);
+    await postNotice(tx, before.id, why, author);
     return after;
   }
 
   const expiredTrial = (sub: Subscription) => sub.state === 'suspended' && sub.suspend_reason === 'trial_expired';
 
   return {
-    suspend: (id: number, author: Author, who: Who) =>
+    suspend: (id: number, author: Author, actor: Actor) =>
       locked(id, async (tx, before) => {
         assertState(before, ['running'], 'suspend');
         assertIdle(before, 'suspend');
-        return close(tx, before, 'manual', author, who);
+        return close(tx, before, 'manual', author, actor);
       }),
 
-    reactivate: (id: number, author: Author, who: Who) =>
+    reactivate: (id: number, author: Author, actor: Actor) =>
       locked(id, async (tx, before) => {
         assertState(before, ['suspended'], 'reactivate');
         assertIdle(before, 'reactivate');
@@ -96,11 +94,11 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
             `The trial of subscription ${id} ended on ${before.trial_end_date!.toISOString()}: use extend_trial or convert_to_paid`,
           );
         }
-        return reopen(tx, before, author, who, {}, 'Reactivated.');
+        return reopen(tx, before, author, actor, {}, 'Reactivated.');
       }),
 
     /** Moves the trial end (from the later of now and the current end) and the grace end by the same amount. */
-    extendTrial: (id: number, days: number, author: Author, who: Who) =>
+    extendTrial: (id: number, days: number, author: Author, actor: Actor) =>
       locked(id, async (tx, before) => {
         if (!before.is_trial) throw new UserError(`Subscription ${id} is not a trial (is_trial is false): only trials can be extended`);
         assertState(before, LIVE_STATES, 'extend_trial');
@@ -114,10 +112,10 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
         const why = `Trial extended by ${days} day(s): it ends ${end.toISOString()}, grace until ${grace.toISOString()}.`;
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'extend_trial');
-        return reopen(tx, before, author, who, data, `${why} Reactivated.`);
+        return reopen(tx, before, author, actor, data, `${why} Reactivated.`);
       }),
 
-    convertToPaid: (id: number, author: Author, who: Who) =>
+    convertToPaid: (id: number, author: Author, actor: Actor) =>
       locked(id, async (tx, before) => {
         if (!before.is_trial) throw new UserError(`Subscription ${id} is already paid (is_trial is false)`);
         assertState(before, LIVE_STATES, 'convert_to_paid');
@@ -125,35 +123,35 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
         const data = withSync(before, { is_trial: false });
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'convert_to_paid');
-        return reopen(tx, before, author, who, data, `${why} Reactivated.`);
+        return reopen(tx, before, author, actor, data, `${why} Reactivated.`);
       }),
 
     /**
      * Enforcement of the package limits (usage round): suspends a running subscription still
      * exceeded under the lock; null when it no longer is (or is busy, or not running).
      */
-    suspendOverLimit: (id: number, who: Who) =>
+    suspendOverLimit: (id: number, actor: Actor) =>
       locked(id, async (tx, before) => {
         if (before.state !== 'running' || before.operation || before.usage_state !== 'exceeded') return null;
-        return close(tx, before, 'over_limit', null, who);
+        return close(tx, before, 'over_limit', null, actor);
       }),
 
     /** An over_limit suspension whose limits now allow its last usage (lifecycle run): running again. */
-    liftOverLimit: (id: number, who: Who, why: string) =>
+    liftOverLimit: (id: number, actor: Actor, why: string) =>
       locked(id, async (tx, before) => {
         if (before.state !== 'suspended' || before.suspend_reason !== 'over_limit' || before.operation) return null;
         if (before.is_trial && trialEnded(before)) return null;
-        return reopen(tx, before, null, who, {}, why);
+        return reopen(tx, before, null, actor, {}, why);
       }),
 
     /**
      * The trial expiry (lifecycle job): suspends a running trial whose end has passed. Checked again
      * under the lock, so when two runs race, one suspends and the other finds nothing to do (null).
      */
-    expireTrial: (id: number, who: Who) =>
+    expireTrial: (id: number, actor: Actor) =>
       locked(id, async (tx, before) => {
         if (!before.is_trial || before.state !== 'running' || before.operation || !trialEnded(before)) return null;
-        return close(tx, before, 'trial_expired', null, who);
+        return close(tx, before, 'trial_expired', null, actor);
       }),
   };
 }

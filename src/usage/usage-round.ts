@@ -6,10 +6,9 @@
 // round at a time across every worker.
 import type { AppContext } from '../context.js';
 import { serversInMaintenance } from '../maintenance/maintenance-state.js';
-import { postMessage } from '../core/chatter.js';
 import { mapLimited, withSessionLock } from '../core/session-lock.js';
 import type { Prisma, Subscription } from '../generated/prisma/client.js';
-import type { Who } from '../subscriptions/subscription-database.js';
+import { postAlert, type Actor } from '../subscriptions/subscription-audit.js';
 import { createSuspensionService } from '../subscriptions/subscription-suspension.js';
 import { type Usage, usageStateOf } from '../subscriptions/subscription-usage.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
@@ -166,7 +165,7 @@ export function createUsageRound(ctx: AppContext) {
     return null;
   }
 
-  async function round(who: Who, result: RoundResult) {
+  async function round(actor: Actor, result: RoundResult) {
     const tenants = await db.subscription.findMany({
       where: {
         state: { in: ['running', 'suspended'] },
@@ -203,19 +202,18 @@ export function createUsageRound(ctx: AppContext) {
         continue;
       }
       try {
-        const suspended = await suspension.suspendOverLimit(t.id, who);
+        const suspended = await suspension.suspendOverLimit(t.id, actor);
         if (suspended) {
           result.suspended.push(t.id);
           await notices.suspended(suspended as Subscription, worst);
         }
       } catch (err) {
-        await postMessage(db, {
-          model_name: 'svc.subscription',
-          rec_id: t.id,
-          body: `Over its limits past the grace period, but it could not be suspended: ${(err as Error).message}. The next round tries again.`,
-          message_type: 'notification',
-          subtype_xmlid: 'mail.mt_alert',
-        });
+        await postAlert(
+          db,
+          t.id,
+          `Over its limits past the grace period, but it could not be suspended: ${(err as Error).message}. The next round tries again.`,
+          null,
+        );
       }
     }
     await db.subscriptionUsageDay.deleteMany({ where: { date: { lt: new Date(now - HISTORY_DAYS * DAY_MS) } } });
@@ -223,9 +221,9 @@ export function createUsageRound(ctx: AppContext) {
 
   return {
     /** One round now; another worker's round in progress makes this one a no-op. */
-    async collect(who: Who): Promise<RoundResult> {
+    async collect(actor: Actor): Promise<RoundResult> {
       const result: RoundResult = { measured: 0, missing: {}, notified: [], suspended: [], held_back: [] };
-      const ran = await withSessionLock(ctx.config.DATABASE_URL, ROUND_LOCK, () => round(who, result));
+      const ran = await withSessionLock(ctx.config.DATABASE_URL, ROUND_LOCK, () => round(actor, result));
       return ran === null ? { ...result, skipped: 'another worker is running a usage round' } : result;
     },
   };
