@@ -8,11 +8,12 @@ import { publicJobId } from '../core/queue.js';
 import { featureJobs } from '../feature.js';
 import { INTERRUPTED } from '../jobs/job-interruption.js';
 import { onSubscription, type Actor } from './subscription-audit.js';
+import { createBackupOperations } from './subscription-backup.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
+import { createDropOperation } from './subscription-drop.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { syncInstance } from './subscription-instance-sync.js';
 import { runTrialLifecycle } from './subscription-lifecycle.js';
-import { createDatabaseOperations } from './subscription-operations.js';
 
 export const TRIAL_LIFECYCLE_EVERY_MS = 5 * 60_000;
 
@@ -22,18 +23,19 @@ const actorOf = (payload: { user_id: number | null }, job: Job): Actor => ({
 });
 const recordOf = (p: { subscription_id: number }) => onSubscription(p.subscription_id);
 const releaseOperation = (tx: DbTx, p: { subscription_id: number }, jobId: string, ctx: AppContext) =>
-  createDatabaseOperations(ctx).interrupted.operation(tx, p.subscription_id, jobId);
+  createBackupOperations(ctx).interrupted(tx, p.subscription_id, jobId);
 
 export const subscriptionJobHandlers = featureJobs(
   subscriptionJobs,
   (ctx) => {
-    const operations = createDatabaseOperations(ctx);
+    const backups = createBackupOperations(ctx);
+    const drops = createDropOperation(ctx);
     return {
       deploy_subscription: (payload, job) =>
         deploySubscription(ctx, payload.subscription_id, actorOf(payload, job), (progress) => job.updateProgress(progress)),
-      backup_subscription: (payload, job) => operations.backup(payload.subscription_id, actorOf(payload, job)),
-      restore_subscription: (payload, job) => operations.restore(payload.subscription_id, payload.backup_id, actorOf(payload, job)),
-      drop_subscription_database: (payload, job) => operations.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
+      backup_subscription: (payload, job) => backups.backup(payload.subscription_id, actorOf(payload, job)),
+      restore_subscription: (payload, job) => backups.restore(payload.subscription_id, payload.backup_id, actorOf(payload, job)),
+      drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
       sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
       trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, actorOf(payload, job)),
     };
@@ -52,7 +54,7 @@ export const subscriptionJobHandlers = featureJobs(
     drop_subscription_database: {
       record: recordOf,
       action_type: 'database',
-      onInterrupted: (tx, payload, jobId, ctx) => createDatabaseOperations(ctx).interrupted.drop(tx, payload.subscription_id, jobId),
+      onInterrupted: (tx, payload, jobId, ctx) => createDropOperation(ctx).interrupted(tx, payload.subscription_id, jobId),
     },
   },
 );

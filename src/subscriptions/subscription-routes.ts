@@ -10,7 +10,8 @@ import { registerCrud } from '../core/http/crud.js';
 import { queryBoolean, queryId } from '../core/http/schemas.js';
 import { SubscriptionState, UsageState } from '../generated/prisma/enums.js';
 import { remoteBackupId, subscriptionJobs } from './subscription-job-specs.js';
-import { createDatabaseOperations } from './subscription-operations.js';
+import { createBackupOperations } from './subscription-backup.js';
+import { createDropOperation } from './subscription-drop.js';
 import { subscription, subscriptionCreate, subscriptionUpdate, type SubscriptionOut } from './subscription-schemas.js';
 import { createSubscriptionService } from './subscription-service.js';
 import { subscriptionModel } from './subscription-models.js';
@@ -19,7 +20,8 @@ import { createSuspensionService } from './subscription-suspension.js';
 export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppContext) {
   const service = createSubscriptionService(ctx);
   const suspension = createSuspensionService(ctx);
-  const operations = createDatabaseOperations(ctx);
+  const backups = createBackupOperations(ctx);
+  const drops = createDropOperation(ctx);
   registerCrud(parent, {
     path: '/subscriptions',
     model: subscriptionModel,
@@ -104,7 +106,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           "From running, suspended or cancelled (database not dropped). A job: POST {backup server url}{backup_db_path} {db_name}, then GET /api/backups?db_name= until that backup is done or failed (bounded by BACKUP_WAIT_MS); sets backup_state. The backup server is the subscription's backup_server_id, or the only one. A suspended database is opened to superusers only for the backup.",
         response: 'job',
         run: async ({ id, user }) => {
-          await operations.checkBackup(id);
+          await backups.checkBackup(id);
           return ctx.queues.enqueue(subscriptionJobs.backup_subscription, { subscription_id: id, user_id: user.id });
         },
       }),
@@ -121,7 +123,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           .optional(),
         response: 'job',
         run: async ({ id, body, user }) => {
-          const backupId = await operations.resolveRestore(id, body?.backup_id, user.id);
+          const backupId = await backups.resolveRestore(id, body?.backup_id, user.id);
           return ctx.queues.enqueue(subscriptionJobs.restore_subscription, { subscription_id: id, backup_id: backupId, user_id: user.id });
         },
       }),
@@ -138,7 +140,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           .optional(),
         response: 'job',
         run: async ({ id, body, user }) => {
-          await operations.checkDrop(id);
+          await drops.checkDrop(id);
           return ctx.queues.enqueue(subscriptionJobs.drop_subscription_database, {
             subscription_id: id,
             skip_backup: body?.skip_backup ?? false,
