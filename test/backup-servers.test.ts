@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backup as backupFeature } from '../src/backup/index.js';
 import { findWebhookMethod } from '../src/core/webhook-methods.js';
-import { request } from './helpers/api.js';
+import { actionsOf, request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 
@@ -67,8 +67,7 @@ async function createServer(payload: Record<string, unknown> = {}) {
   return res.json() as { id: number; cloud_account_ids: number[] };
 }
 
-const action = (id: number, name: string, caller = t.as.operator) =>
-  request(t.app, caller, { method: 'POST', url: `/api/v1/backup-servers/${id}/actions/${name}` });
+const act = actionsOf(t, 'backup-servers');
 
 describe('backup server records', () => {
   it('requires url, download_url and api_key, and fills the default paths', async () => {
@@ -109,7 +108,7 @@ describe('backup server records', () => {
     }
     expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(200);
     expect((await request(t.app, t.as.user, { method: 'DELETE', url: `/api/v1/backup-servers/${server.id}` })).statusCode).toBe(403);
-    expect((await action(server.id, 'test_connection', t.as.user)).statusCode).toBe(403);
+    expect((await act(server.id, 'test_connection', undefined, t.as.user)).statusCode).toBe(403);
   });
 });
 
@@ -173,7 +172,7 @@ describe('what the outbound client will use is checked when it is written', () =
     const server = await createServer();
     await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await t.ctx.box.encrypt('key€') } });
     const calls = remote.calls.length;
-    const res = await action(server.id, 'test_connection');
+    const res = await act(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().error).toMatchObject({
       code: 'user_error',
@@ -187,7 +186,7 @@ describe('what the outbound client will use is checked when it is written', () =
     const server = await createServer();
     await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { url: `${remote.url}/internal?` } });
     const calls = remote.calls.length;
-    const res = await action(server.id, 'test_connection');
+    const res = await act(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().error).toMatchObject({ code: 'user_error', message: expect.stringMatching(/must not have a query.*set it again$/) });
     expect(remote.calls.length).toBe(calls);
@@ -197,7 +196,7 @@ describe('what the outbound client will use is checked when it is written', () =
 describe('test_connection', () => {
   it('pings with the API key and logs an api_call row without it', async () => {
     const server = await createServer();
-    const res = await action(server.id, 'test_connection');
+    const res = await act(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ ok: true });
     const ping = remote.callsTo('/api/ping').at(-1)!;
@@ -216,7 +215,7 @@ describe('test_connection', () => {
       ['/long-fail', 400],
     ] as const) {
       const server = await createServer({ url: `${remote.url}${path}` });
-      expect((await action(server.id, 'test_connection')).statusCode).toBe(status);
+      expect((await act(server.id, 'test_connection')).statusCode).toBe(status);
       const [log] = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.saas.backup.server', rec_id: server.id } });
       expect(log!.output_text).toMatch(/^HTTP (200|500)\n\{"filler":"x{100}/);
       expect(log!.output_text).not.toContain('END-OF-ANSWER');
@@ -226,7 +225,7 @@ describe('test_connection', () => {
 
   it('a wrong key: 400 user_error saying the key was refused, with the remote error', async () => {
     const server = await createServer({ api_key: 'wrong-key-abc' });
-    const res = await action(server.id, 'test_connection');
+    const res = await act(server.id, 'test_connection');
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('user_error');
     expect(res.json().error.message).toMatch(/refused the API key: GET .*\/api\/ping answered HTTP 401: .*invalid api key/);
@@ -245,7 +244,7 @@ describe('test_connection', () => {
       [web.id, /\/web\/api\/ping answered HTTP 200 with something that is not JSON: <!doctype html>/],
     ];
     for (const [id, message] of cases) {
-      const res = await action(id, 'test_connection');
+      const res = await act(id, 'test_connection');
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('user_error');
       expect(res.json().error.message).toMatch(message);
@@ -266,8 +265,8 @@ describe('sync_cloud_accounts', () => {
       { id: 2, uuid: 'u-b', provider: 'gdrive', name: 'B' },
       { id: 3, uuid: 'u-c', provider: 'dropbox', name: null },
     ];
-    expect((await action(other.id, 'sync_cloud_accounts')).json()).toMatchObject({ created: 3 });
-    let res = await action(server.id, 'sync_cloud_accounts');
+    expect((await act(other.id, 'sync_cloud_accounts')).json()).toMatchObject({ created: 3 });
+    let res = await act(server.id, 'sync_cloud_accounts');
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ created: 3, updated: 0, deleted: 0, unchanged: 0 });
     const first = await accountsOf(server.id);
@@ -282,7 +281,7 @@ describe('sync_cloud_accounts', () => {
       { id: '22', uuid: 'u-b', provider: 'gdrive', name: 'B renamed' }, // updated
       { id: 4, uuid: 'u-d', provider: 'azure', name: 'D' }, // new; u-c is gone
     ];
-    res = await action(server.id, 'sync_cloud_accounts');
+    res = await act(server.id, 'sync_cloud_accounts');
     expect(res.json()).toEqual({ created: 1, updated: 1, deleted: 1, unchanged: 1 });
     const second = await accountsOf(server.id);
     expect(second.map((a) => [a.uuid, a.remote_id, a.name])).toEqual([
@@ -303,7 +302,7 @@ describe('sync_cloud_accounts', () => {
     expect(messages.items[0].body).toBe('Cloud accounts synced: 1 created, 1 updated, 1 removed, 1 unchanged.');
 
     remoteAccounts = [];
-    expect((await action(server.id, 'sync_cloud_accounts')).json()).toEqual({ created: 0, updated: 0, deleted: 3, unchanged: 0 });
+    expect((await act(server.id, 'sync_cloud_accounts')).json()).toEqual({ created: 0, updated: 0, deleted: 3, unchanged: 0 });
     expect(await accountsOf(server.id)).toEqual([]);
   });
 
@@ -313,7 +312,7 @@ describe('sync_cloud_accounts', () => {
       { id: 1, uuid: 'keep', provider: 's3', name: 'K' },
       { id: 2, uuid: 'drop-me', provider: 's3', name: 'D' },
     ];
-    await action(server.id, 'sync_cloud_accounts');
+    await act(server.id, 'sync_cloud_accounts');
     const before = await accountsOf(server.id);
     // A real database failure on the last insert of the next sync.
     await t.ctx.db.$executeRawUnsafe(`
@@ -328,7 +327,7 @@ describe('sync_cloud_accounts', () => {
         { id: 3, uuid: 'new-one', provider: 's3', name: 'N' },
         { id: 4, uuid: 'boom', provider: 's3', name: 'B' },
       ];
-      const res = await action(server.id, 'sync_cloud_accounts');
+      const res = await act(server.id, 'sync_cloud_accounts');
       expect(res.statusCode).toBe(500);
       expect(await accountsOf(server.id)).toEqual(before);
     } finally {
@@ -340,7 +339,7 @@ describe('sync_cloud_accounts', () => {
   it('refuses an answer that breaks the contract, changing nothing', async () => {
     const server = await createServer();
     remoteAccounts = [{ id: 1, uuid: 'x', provider: 's3', name: null }];
-    await action(server.id, 'sync_cloud_accounts');
+    await act(server.id, 'sync_cloud_accounts');
     const before = await accountsOf(server.id);
     for (const [accounts, message] of [
       [[{ id: 1, provider: 's3' }], /cloud account list from GET .*\/api\/cloud-accounts is not as expected \(0\.uuid: /],
@@ -353,7 +352,7 @@ describe('sync_cloud_accounts', () => {
       ],
     ] as const) {
       remoteAccounts = accounts as unknown as RemoteAccount[];
-      const res = await action(server.id, 'sync_cloud_accounts');
+      const res = await act(server.id, 'sync_cloud_accounts');
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(message);
       expect(await accountsOf(server.id)).toEqual(before);

@@ -11,7 +11,7 @@ import { chmod, mkdir, mkdtemp, readFile, readlink, readdir, rm, stat, writeFile
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
@@ -79,8 +79,7 @@ async function newRepository(
   return { id: res.json().id, remote, record: res.json() };
 }
 
-const act = (id: number, name: string, caller: Caller = t.as.admin) =>
-  request(t.app, caller, { method: 'POST', url: `/api/v1/git-repositories/${id}/actions/${name}` });
+const act = actionsOf(t, 'git-repositories', 'admin');
 /** Runs push_commit as an administrator and returns the finished job. */
 const pushCommit = async (id: number) => waitForJob(t.app, t.as.admin, (await act(id, 'push_commit')).json().job_id, 30_000);
 const getRepo = async (id: number) => (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/git-repositories/${id}` })).json();
@@ -505,7 +504,7 @@ describe('push_commit: validated deploys over SSH', () => {
   it('the push_commit action deploys the branch head (202 + job), e.g. after fixing a broken commit', async () => {
     const { id, record, remote } = await newRepository({ root_server_id: serverId });
     const sha = remote.commit({ 'm/x.py': 'Y = 2\n' }, 'fix');
-    expect((await act(id, 'push_commit', t.as.operator)).statusCode).toBe(403);
+    expect((await act(id, 'push_commit', undefined, t.as.operator)).statusCode).toBe(403);
     const res = await act(id, 'push_commit');
     expect(res.statusCode, res.body).toBe(202);
     const job = await waitForJob(t.app, t.as.admin, res.json().job_id, 30_000);

@@ -19,7 +19,7 @@ import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.
 import { postgresqlServerModel } from '../src/postgresql/postgresql-models.js';
 import { keyVersionOf } from '../src/core/crypto.js';
 import { createRecordService } from '../src/core/records.js';
-import { confirmedRootServer, findJob, request, waitForJob } from './helpers/api.js';
+import { actionsOf, confirmedRootServer, findJob, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { startSshd, type Sshd } from './helpers/sshd.js';
 import { startService, type ServiceProcess } from './helpers/spawn.js';
@@ -42,6 +42,7 @@ afterAll(async () => {
 });
 
 const t = useTestApp({ env: TIMINGS });
+const act = actionsOf(t, 'root-servers');
 
 afterEach(async () => {
   await worker?.kill9();
@@ -107,13 +108,11 @@ describe('crash recovery per queue', () => {
 describe('kill -9 of the worker during run_cmd', () => {
   it('runs the command once: the job ends failed/interrupted, the action log, chatter and cmd_output say so', async () => {
     const serverId = (await confirmedRootServer(t.app, t.as.operator, sshd)).id;
-    const act = (name: string, payload?: object) =>
-      request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${serverId}/actions/${name}`, payload });
 
     const marker = path.join(scratch, 'marker');
     const cmd = `echo ran >> ${marker}; sleep 20`;
     worker = await startWorkerProcess();
-    const queued = await act('run_cmd', { cmd });
+    const queued = await act(serverId, 'run_cmd', { cmd });
     expect(queued.statusCode, queued.body).toBe(202);
     const jobId = queued.json().job_id as string;
 
@@ -138,7 +137,7 @@ describe('kill -9 of the worker during run_cmd', () => {
 
     // The queue went on past the stalled job (the old behaviour ran it again at this point):
     // a later command on the same queue completes, and the first one ran exactly once.
-    const next = await act('run_cmd', { cmd: 'echo next' });
+    const next = await act(serverId, 'run_cmd', { cmd: 'echo next' });
     expect((await waitForJob(t.app, t.as.user, next.json().job_id, 30_000)).state).toBe('completed');
     expect(await readLines(marker)).toEqual(['ran']);
 

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext } from '../src/context.js';
 import { startWorkers } from '../src/worker.js';
-import { createCaller, request, type Caller } from './helpers/api.js';
+import { confirmedRootServer, createCaller, postAction, request, type Caller } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { type Family, parseScrape, sampleOf, samplesOf } from './helpers/prometheus-text.js';
 import { freePort, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
@@ -34,18 +34,9 @@ async function families(app: FastifyInstance = t.app, caller: Caller = t.as.user
 
 /** A confirmed root server on the test sshd with monitoring started (the workers' runner polls it). */
 async function monitoredServer(name: string) {
-  const { app, as } = t;
-  const created = await request(app, as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { name, ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...passwordLogin() },
-  });
-  expect(created.statusCode, created.body).toBe(201);
-  const id = created.json().id as number;
-  for (const action of ['confirm', 'start_monitor']) {
-    const res = await request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${action}` });
-    expect(res.statusCode, res.body).toBe(200);
-  }
+  const { id } = await confirmedRootServer(t.app, t.as.operator, sshd, { name, monitor_update_interval: '5s', ...passwordLogin() });
+  const started = await postAction(t.app, t.as.operator, 'root-servers', id, 'start_monitor');
+  expect(started.statusCode, started.body).toBe(200);
   await expect.poll(() => t.ctx.db.monitorLog.count({ where: { root_server_id: id } }), { timeout: 30_000 }).toBeGreaterThan(0);
   return id;
 }

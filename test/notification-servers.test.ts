@@ -5,7 +5,7 @@
 // test RSA key pair generated here.
 import { generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request, waitForJob } from './helpers/api.js';
+import { actionsOf, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { freePort, sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
 
@@ -133,12 +133,7 @@ const t = useTestApp({ workers: true, env: () => ({ FCM_API_URL: fcm.url, OUTBOU
 const post = (payload: object) => request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
 const patch = (id: number, payload: object) =>
   request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/notification-servers/${id}`, payload });
-const act = (id: number, name: string, payload?: object) =>
-  request(t.app, t.as.operator, {
-    method: 'POST',
-    url: `/api/v1/notification-servers/${id}/actions/${name}`,
-    ...(payload ? { payload } : {}),
-  });
+const act = actionsOf(t, 'notification-servers');
 
 async function create(payload: object) {
   const res = await post(payload);

@@ -8,7 +8,7 @@ import { createContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
 import { startWorkers } from '../src/worker.js';
 import { useTestApp } from './helpers/app.js';
-import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
 import { passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
 
@@ -33,8 +33,7 @@ async function schedulers(): Promise<string[]> {
   return out.sort();
 }
 
-const act = (id: number, name: string, payload?: object) =>
-  request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}`, payload });
+const act = actionsOf(t, 'root-servers');
 const getJob = (id: string) => request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${id}` });
 
 const confirmedServer = async () =>

@@ -4,15 +4,16 @@
 // database from a real template database made here; the test checks the copy and drops it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { request, waitForJob } from './helpers/api.js';
+import { actionsOf, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { setupLifecycle } from './helpers/lifecycle.js';
+import { act, setupLifecycle } from './helpers/lifecycle.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
 import { trialJobs } from '../src/trial/trial-job-specs.js';
 import { processTrialRequest } from '../src/trial/trial-processing.js';
 
 const t = useTestApp({ workers: true });
+const actOnRequest = actionsOf(t, 'trial-requests');
 let fx: Awaited<ReturnType<typeof setupLifecycle>>;
 let templateDb: string;
 let templateId: number;
@@ -164,16 +165,12 @@ describe('trial requests', () => {
   it('cancel (New → Cancelled) and reset_to_new (Cancelled → New), tracked; other moves 409', async () => {
     const pkg = await createTrialPackage(t.ctx);
     const req = await createRequest(pkg.id);
-    const action = (name: string) =>
-      request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/${name}` });
-    expect((await action('reset_to_new')).statusCode).toBe(409);
-    expect((await action('cancel')).json().state).toBe('cancelled');
-    expect((await action('cancel')).statusCode).toBe(409);
-    expect((await action('create_subscription')).statusCode).toBe(409);
-    expect((await action('reset_to_new')).json().state).toBe('new');
-    expect((await request(t.app, t.as.user, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/cancel` })).statusCode).toBe(
-      403,
-    );
+    expect((await actOnRequest(req.id, 'reset_to_new')).statusCode).toBe(409);
+    expect((await actOnRequest(req.id, 'cancel')).json().state).toBe('cancelled');
+    expect((await actOnRequest(req.id, 'cancel')).statusCode).toBe(409);
+    expect((await actOnRequest(req.id, 'create_subscription')).statusCode).toBe(409);
+    expect((await actOnRequest(req.id, 'reset_to_new')).json().state).toBe('new');
+    expect((await actOnRequest(req.id, 'cancel', undefined, t.as.user)).statusCode).toBe(403);
 
     const states = (await messagesOf('trial-requests', req.id))
       .flatMap((m) => m.tracking_values)
@@ -222,10 +219,7 @@ describe('processing and deployment', () => {
     // No Auto Run Subscription: nothing happens on its own.
     expect(await t.ctx.queues.queue('trials').getJobCounts()).toMatchObject({ waiting: 0, active: 0 });
 
-    const res = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
-    });
+    const res = await actOnRequest(req.id, 'create_subscription');
     expect(res.statusCode).toBe(200);
     const result = res.json();
     expect(result).toMatchObject({
@@ -292,10 +286,7 @@ describe('processing and deployment', () => {
     expect(reqStates).toEqual(['new', 'processing', 'done']);
 
     // A request that has a subscription: 409.
-    const again = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
-    });
+    const again = await actOnRequest(req.id, 'create_subscription');
     expect(again.statusCode).toBe(409);
   });
 
@@ -308,10 +299,7 @@ describe('processing and deployment', () => {
     const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id, { email: 'ReUse@Example.COM' });
     const partners = await t.ctx.db.partner.count();
-    const res = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
-    });
+    const res = await actOnRequest(req.id, 'create_subscription');
     expect(res.json()).toMatchObject({ partner_id: existing.json().id, partner_created: false });
     expect(await t.ctx.db.partner.count()).toBe(partners);
     const job = await waitForJob(t.app, t.as.user, res.json().deployment_job_id);
@@ -372,10 +360,7 @@ describe('processing and deployment', () => {
   it('a failure leaves the request New with the error in its chatter, and nothing half-made', async () => {
     const pkg = await createTrialPackage(t.ctx); // no database template
     const req = await createRequest(pkg.id, { email: 'nofail@example.com' });
-    const res = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
-    });
+    const res = await actOnRequest(req.id, 'create_subscription');
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/has a database template/);
     expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json()).toMatchObject({
@@ -396,7 +381,7 @@ describe('processing and deployment', () => {
       url: `/api/v1/trial-requests/${req.id}`,
       payload: { database_template_id: templateId },
     });
-    const ok = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` });
+    const ok = await actOnRequest(req.id, 'create_subscription');
     expect(ok.statusCode).toBe(200);
     await dropDatabase((await waitForJob(t.app, t.as.user, ok.json().deployment_job_id)).result.database_name);
   });
@@ -404,11 +389,7 @@ describe('processing and deployment', () => {
   it('five concurrent create_subscription calls: one subscription, the others 409', async () => {
     const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
     const req = await createRequest(pkg.id);
-    const results = await Promise.all(
-      Array.from({ length: 5 }, () =>
-        request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/trial-requests/${req.id}/actions/create_subscription` }),
-      ),
-    );
+    const results = await Promise.all(Array.from({ length: 5 }, () => actOnRequest(req.id, 'create_subscription')));
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
     expect(await t.ctx.db.subscription.count({ where: { trial_requests: { some: { id: req.id } } } })).toBe(1);
     const ok = results.find((r) => r.statusCode === 200)!;
@@ -422,10 +403,7 @@ describe('processing and deployment', () => {
     });
     const pkg = await createTrialPackage(t.ctx, { database_template_id: missing.id });
     const req = await createRequest(pkg.id);
-    const res = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/trial-requests/${req.id}/actions/create_subscription`,
-    });
+    const res = await actOnRequest(req.id, 'create_subscription');
     const job = await waitForJob(t.app, t.as.user, res.json().deployment_job_id);
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/does not exist/);
@@ -448,7 +426,7 @@ describe('processing and deployment', () => {
       url: `/api/v1/subscriptions/${subId}`,
       payload: { database_template_id: templateId },
     });
-    const redeploy = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/deploy` });
+    const redeploy = await act(t, subId, 'deploy');
     expect(redeploy.statusCode).toBe(202);
     const second = await waitForJob(t.app, t.as.user, redeploy.json().job_id);
     expect(second.state).toBe('completed');
@@ -473,18 +451,15 @@ describe('subscription state methods', () => {
     });
     expect(created.statusCode).toBe(201);
     const id = created.json().id;
-    const act = (name: string) => request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
     expect(created.json()).toMatchObject({ state: 'draft', is_trial: false, backup_state: 'none' });
-    expect((await act('deploy')).statusCode).toBe(409);
-    expect((await act('reset_to_draft')).statusCode).toBe(409);
-    expect((await act('confirm')).json().state).toBe('confirmed');
-    expect((await act('confirm')).statusCode).toBe(409);
-    expect((await act('cancel')).json().state).toBe('cancelled');
-    expect((await act('reset_to_draft')).json().state).toBe('draft');
-    expect((await request(t.app, t.as.user, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/confirm` })).statusCode).toBe(403);
-    expect((await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/subscriptions/999999/actions/confirm' })).statusCode).toBe(
-      404,
-    );
+    expect((await act(t, id, 'deploy')).statusCode).toBe(409);
+    expect((await act(t, id, 'reset_to_draft')).statusCode).toBe(409);
+    expect((await act(t, id, 'confirm')).json().state).toBe('confirmed');
+    expect((await act(t, id, 'confirm')).statusCode).toBe(409);
+    expect((await act(t, id, 'cancel')).json().state).toBe('cancelled');
+    expect((await act(t, id, 'reset_to_draft')).json().state).toBe('draft');
+    expect((await act(t, id, 'confirm', undefined, t.as.user)).statusCode).toBe(403);
+    expect((await act(t, 999999, 'confirm')).statusCode).toBe(404);
     expect(
       (await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/subscriptions/${id}`, payload: { state: 'running' } }))
         .statusCode,

@@ -22,6 +22,8 @@ export async function createCaller(ctx: AppContext, group: UserGroup): Promise<C
   return { userId: user.id, token, headers: { authorization: `Bearer ${token}` } };
 }
 
+export type Callers = Awaited<ReturnType<typeof callers>>;
+
 export async function callers(ctx: AppContext) {
   return {
     user: await createCaller(ctx, 'user'),
@@ -33,6 +35,20 @@ export async function callers(ctx: AppContext) {
 /** inject() with the caller's token; the body is sent as JSON. */
 export function request(app: FastifyInstance, caller: Caller | null, opts: InjectOptions) {
   return app.inject({ ...opts, headers: { ...(caller?.headers ?? {}), ...(opts.headers ?? {}) } });
+}
+
+/** POSTs action `name` of record `id` of a REST resource such as 'root-servers', with `payload` as its JSON body. */
+export function postAction(app: FastifyInstance, caller: Caller, resource: string, id: number | string, name: string, payload?: object) {
+  return request(app, caller, { method: 'POST', url: `/api/v1/${resource}/${id}/actions/${name}`, payload });
+}
+
+/**
+ * postAction() bound to a test file's app and one resource: `act(id, name, payload?, caller?)`, as the
+ * caller of group `by` unless told. `t` is read at each call, so the binding may come before the app.
+ */
+export function actionsOf(t: { app: FastifyInstance; as: Callers }, resource: string, by: keyof Callers = 'operator') {
+  return (id: number | string, name: string, payload?: object, caller: Caller = t.as[by]) =>
+    postAction(t.app, caller, resource, id, name, payload);
 }
 
 /**
@@ -51,7 +67,7 @@ export async function confirmedRootServer(
     payload: { ip: sshd.host, port: sshd.port, ...body },
   });
   expect(created.statusCode, created.body).toBe(201);
-  const confirmed = await request(app, caller, { method: 'POST', url: `/api/v1/root-servers/${created.json().id}/actions/confirm` });
+  const confirmed = await postAction(app, caller, 'root-servers', created.json().id, 'confirm');
   expect(confirmed.statusCode, confirmed.body).toBe(200);
   return confirmed.json() as { id: number; [field: string]: unknown };
 }

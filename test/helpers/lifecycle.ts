@@ -4,7 +4,7 @@
 // database, so cleanup() drops exactly this file's.
 import pg from 'pg';
 import { expect } from 'vitest';
-import { request, waitForJob } from './api.js';
+import { postAction, request, waitForJob } from './api.js';
 import { createOdooTemplate } from './odoo-template.js';
 import type { TestApp } from './app.js';
 import { adminQuery, databaseUrl, dropDatabase } from './pg.js';
@@ -74,8 +74,9 @@ export async function setupLifecycle(t: TestApp) {
   };
 }
 
+/** POSTs a subscription's action, as the operator unless told. */
 export function act(t: TestApp, id: number, name: string, payload?: object, caller = t.as.operator) {
-  return request(t.app, caller, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}`, payload });
+  return postAction(t.app, caller, 'subscriptions', id, name, payload);
 }
 
 export async function get(t: TestApp, id: number): Promise<Subscription> {
