@@ -7,24 +7,18 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { startWorkers, type Workers } from '../src/worker.js';
 import { composeFeatures } from '../src/features.js';
 import { runWebhookMethod } from '../src/core/webhook-methods.js';
 import { monitorSchedule } from '../src/monitoring/monitor-service.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
+import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
 import { freePort, keyLogin, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
-let ctx: TestContext;
-let app: FastifyInstance;
-let workers: Workers;
-let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
 let scratch: string;
 let basePath: string;
+let installScript: string;
 
 const CODE_SERVER_PASSWORD = 'Editor-pw-71c2e9';
 
@@ -50,19 +44,12 @@ beforeAll(async () => {
   scratch = await mkdtemp(path.join(tmpdir(), 'svc-root-servers-'));
   await chmod(scratch, 0o777);
   basePath = path.join(scratch, 'opt', 'odoo');
-  const installScript = path.join(scratch, 'install-code-server.sh');
+  installScript = path.join(scratch, 'install-code-server.sh');
   await writeFile(installScript, fakeInstallScript(), { mode: 0o755 });
-  ctx = await createTestContext({ ODOO_BASE_PATH: basePath, CODE_SERVER_INSTALL_CMD: `sh ${installScript}` });
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  as = await callers(ctx);
 });
 
 afterAll(async () => {
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-  await sshd.stop();
+  await sshd?.stop();
   // A fake editor left running by a failed test: stop it by its pid.
   const pidFile = `/home/${TEST_USERS.password.name}/.local/state/svc-code-server/pid`;
   const pid = Number(await readFile(pidFile, 'utf8').catch(() => ''));
@@ -73,8 +60,11 @@ afterAll(async () => {
       /* already gone */
     }
   }
-  await rm(scratch, { recursive: true, force: true });
+  if (scratch) await rm(scratch, { recursive: true, force: true });
 });
+
+const t = useTestApp({ workers: true, env: () => ({ ODOO_BASE_PATH: basePath, CODE_SERVER_INSTALL_CMD: `sh ${installScript}` }) });
+const act = actionsOf(t, 'root-servers');
 
 const credentials = {
   password: passwordLogin,
@@ -89,7 +79,7 @@ const credentials = {
 };
 
 async function createServer(body: Record<string, unknown>) {
-  const res = await request(app, as.operator, {
+  const res = await request(t.app, t.as.operator, {
     method: 'POST',
     url: '/api/v1/root-servers',
     payload: { ip: sshd.host, port: sshd.port, ...body },
@@ -98,29 +88,19 @@ async function createServer(body: Record<string, unknown>) {
   return res.json();
 }
 
-const act = (id: number, name: string, payload?: object, caller: Caller = as.operator) =>
-  request(app, caller, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}`, payload });
-
-async function confirmedServer(body: Record<string, unknown>) {
-  const server = await createServer(body);
-  const res = await act(server.id, 'confirm');
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
-}
-
 async function runJob(id: number, name: string, payload?: object) {
   const res = await act(id, name, payload);
   expect(res.statusCode, res.body).toBe(202);
-  return waitForJob(app, as.operator, res.json().job_id, 60_000);
+  return waitForJob(t.app, t.as.operator, res.json().job_id, 60_000);
 }
 
-const getServer = async (id: number) => (await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
+const getServer = async (id: number) => (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
 const actionLogs = (id: number) =>
-  ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: id }, orderBy: { id: 'asc' } });
+  t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: id }, orderBy: { id: 'asc' } });
 
 describe('root server resource', () => {
   it('creates with the spec defaults; secrets are encrypted and write-only; uuid generated', async () => {
-    const res = await request(app, as.operator, {
+    const res = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: { ip: '10.0.0.5', password: 'ssh-secret-1', code_server_password: 'cs-secret-1' },
@@ -149,11 +129,11 @@ describe('root server resource', () => {
     expect(out.uuid).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.body).not.toContain('ssh-secret-1');
     expect(res.body).not.toContain('cs-secret-1');
-    const [raw] = await ctx.db.$queryRaw<{ password: string; code_server_password: string }[]>`
+    const [raw] = await t.ctx.db.$queryRaw<{ password: string; code_server_password: string }[]>`
       SELECT password, code_server_password FROM root_servers WHERE id = ${out.id}`;
     expect(raw!.password).toMatch(/^v\d+:/);
-    expect(await ctx.box.decrypt(raw!.password)).toBe('ssh-secret-1');
-    expect(await ctx.box.decrypt(raw!.code_server_password)).toBe('cs-secret-1');
+    expect(await t.ctx.box.decrypt(raw!.password)).toBe('ssh-secret-1');
+    expect(await t.ctx.box.decrypt(raw!.code_server_password)).toBe('cs-secret-1');
 
     const other = await createServer({ ip: '10.0.0.6' });
     expect(other.uuid).not.toBe(out.uuid);
@@ -162,12 +142,12 @@ describe('root server resource', () => {
   it('a duplicate uuid is a 409 conflict', async () => {
     const uuid = '0d6a3c57-5c43-4d2e-9d7f-4a8f7f1c2b11';
     await createServer({ ip: '10.0.0.7', uuid });
-    const dup = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.8', uuid } });
+    const dup = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.8', uuid } });
     expect(dup.statusCode).toBe(409);
   });
 
   it('refuses bad input with a clear error and stores nothing', async () => {
-    const before = await ctx.db.rootServer.count();
+    const before = await t.ctx.db.rootServer.count();
     const cases = [
       { ip: '' },
       { ip: 'a b' },
@@ -177,11 +157,11 @@ describe('root server resource', () => {
       { ip: '10.0.0.9', password: 'two\nlines' },
     ];
     for (const payload of cases) {
-      const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload });
+      const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/root-servers', payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json().error.code).toBe('validation_error');
     }
-    const encrypted = await request(app, as.operator, {
+    const encrypted = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: { ip: '10.0.0.9', key: sshd.keys.encrypted },
@@ -189,29 +169,29 @@ describe('root server resource', () => {
     expect(encrypted.statusCode).toBe(400);
     expect(encrypted.json().error).toMatchObject({ code: 'validation_error', details: { fields: [{ field: 'key' }] } });
     expect(encrypted.json().error.message).toMatch(/protected by a passphrase/);
-    const garbage = await request(app, as.operator, {
+    const garbage = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
       payload: { ip: '10.0.0.9', key: 'not a key' },
     });
     expect(garbage.json().error.message).toBe('Not a private key in OpenSSH or PEM format');
-    expect(await ctx.db.rootServer.count()).toBe(before);
+    expect(await t.ctx.db.rootServer.count()).toBe(before);
   });
 
   it('users read; only operators write and run actions', async () => {
     const server = await createServer({ ip: '10.0.0.10' });
-    expect((await request(app, as.user, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(200);
-    const list = await request(app, as.user, { method: 'GET', url: '/api/v1/root-servers?state=draft' });
+    expect((await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(200);
+    const list = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/root-servers?state=draft' });
     expect(list.json().items.every((s: { state: string }) => s.state === 'draft')).toBe(true);
-    expect((await request(app, as.user, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.11' } })).statusCode).toBe(
-      403,
-    );
     expect(
-      (await request(app, as.user, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { port: 23 } })).statusCode,
+      (await request(t.app, t.as.user, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: '10.0.0.11' } })).statusCode,
     ).toBe(403);
-    expect((await act(server.id, 'confirm', undefined, as.user)).statusCode).toBe(403);
-    expect((await act(server.id, 'run_cmd', { cmd: 'id' }, as.user)).statusCode).toBe(403);
-    expect((await request(app, null, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(401);
+    expect(
+      (await request(t.app, t.as.user, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { port: 23 } })).statusCode,
+    ).toBe(403);
+    expect((await act(server.id, 'confirm', undefined, t.as.user)).statusCode).toBe(403);
+    expect((await act(server.id, 'run_cmd', { cmd: 'id' }, t.as.user)).statusCode).toBe(403);
+    expect((await request(t.app, null, { method: 'GET', url: `/api/v1/root-servers/${server.id}` })).statusCode).toBe(401);
   });
 });
 
@@ -267,9 +247,9 @@ describe('confirm', () => {
         action_type: 'server_action',
         input_text: 'confirm',
         output_text: 'state: confirmed',
-        user_id: as.operator.userId,
+        user_id: t.as.operator.userId,
       });
-      const messages = await ctx.db.message.findMany({
+      const messages = await t.ctx.db.message.findMany({
         where: { model_name: 'svc.root.server', rec_id: server.id },
         include: { tracking_values: true },
       });
@@ -287,14 +267,14 @@ describe('confirm', () => {
   });
 
   it('confirm twice is a conflict', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     expect((await act(server.id, 'confirm')).statusCode).toBe(409);
   });
 });
 
 describe('state transitions', () => {
   it('reset_draft and cancel; a cancelled server refuses every SSH action', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const draft = await act(server.id, 'reset_draft');
     expect(draft.json().state).toBe('draft');
     expect((await act(server.id, 'run_cmd', { cmd: 'id' })).json().error.message).toMatch(/^Confirm the root server first/);
@@ -302,7 +282,7 @@ describe('state transitions', () => {
     const cancelled = await act(server.id, 'cancel');
     expect(cancelled.json().state).toBe('cancel');
 
-    const jobsBefore = await ctx.queues.queue('ssh').getJobCounts();
+    const jobsBefore = await t.ctx.queues.queue('ssh').getJobCounts();
     for (const name of [
       'run_cmd',
       'setup_dir_structure',
@@ -316,7 +296,7 @@ describe('state transitions', () => {
       expect(res.statusCode, name).toBe(409);
       expect(res.json().error.message, name).toMatch(/cancelled/);
     }
-    expect(await ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
+    expect(await t.ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
     // Back to draft, then confirmed again.
     expect((await act(server.id, 'reset_draft')).json().state).toBe('draft');
     expect((await act(server.id, 'confirm')).json().state).toBe('confirmed');
@@ -325,7 +305,7 @@ describe('state transitions', () => {
 
 describe('run_cmd', () => {
   it('runs the command in a job: output, exit code, cmd stored, action log', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: 'echo hello; echo oops >&2; exit 3' });
     expect(job).toMatchObject({
       state: 'completed',
@@ -341,7 +321,7 @@ describe('run_cmd', () => {
       status: 'failure',
       input_text: 'echo hello; echo oops >&2; exit 3',
       output_text: 'hello\n[stderr]\noops\n[exit code 3]',
-      user_id: as.operator.userId,
+      user_id: t.as.operator.userId,
     });
 
     // Without a body the stored command runs.
@@ -350,7 +330,7 @@ describe('run_cmd', () => {
   });
 
   it('shows the output so far in the job progress while the command runs, secrets masked', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const pw = TEST_USERS.password.password;
     const cmd = `echo step-1; echo 'pw ${pw}'; sleep 2; echo step-2; sleep 2; echo done`;
     const res = await act(server.id, 'run_cmd', { cmd });
@@ -358,13 +338,14 @@ describe('run_cmd', () => {
     // Mid-run: the first lines are there, the last not yet; the stored output says it is running.
     await expect
       .poll(
-        async () => (await request(app, as.operator, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json().progress?.output_tail ?? '',
+        async () =>
+          (await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json().progress?.output_tail ?? '',
         {
           timeout: 20_000,
         },
       )
       .toContain('step-1');
-    const mid = (await request(app, as.operator, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json();
+    const mid = (await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json();
     expect(mid.state).toBe('active');
     expect(mid.progress).toMatchObject({
       output_tail: expect.not.stringContaining('done'),
@@ -374,33 +355,33 @@ describe('run_cmd', () => {
     expect(mid.progress.output_tail).toContain('pw ********');
     expect(JSON.stringify(mid)).not.toContain(pw);
     expect((await getServer(server.id)).cmd_output).toBe(`[running as job ${jobId}]`);
-    const done = await waitForJob(app, as.operator, jobId, 30_000);
+    const done = await waitForJob(t.app, t.as.operator, jobId, 30_000);
     expect(done.progress.output_tail).toBe('step-1\npw ********\nstep-2\ndone\n');
     expect(await getServer(server.id)).toMatchObject({ cmd_output: 'step-1\npw ********\nstep-2\ndone', cmd_exit_code: 0 });
   });
 
   it('without any command: 400', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const res = await act(server.id, 'run_cmd');
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('user_error');
   });
 
   it.each(['sudoNoPassword', 'sudoPassword'] as const)('with sudo (%s) runs as root; the password is in no log', async (kind) => {
-    const server = await confirmedServer(credentials[kind]());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials[kind]());
     const job = await runJob(server.id, 'run_cmd', { cmd: 'id -un; ps -eo args | grep -c "[s]udo"' });
     expect(job.result.exit_code).toBe(0);
     expect((await getServer(server.id)).cmd_output).toMatch(/^root\n/);
     const password = credentials[kind]().password;
     for (const log of await actionLogs(server.id)) expect(`${log.input_text}${log.output_text}`).not.toContain(password);
-    expect(ctx.logText()).not.toContain(password);
+    expect(t.ctx.logText()).not.toContain(password);
   });
 
   it.each([true, false])(
     'an account whose sudo asks no password (sudo_user_no_password %s): `cat | rev` shows nothing of the password',
     async (noPassword) => {
       const user = TEST_USERS.sudoNoPassword;
-      const server = await confirmedServer({
+      const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
         username: user.name,
         password: user.password,
         sudo_user: true,
@@ -413,7 +394,7 @@ describe('run_cmd', () => {
   );
 
   it('output holding NUL bytes is stored with U+FFFD in their place: job, cmd_output and action log complete', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: 'printf "a\\0b\\n"; printf "c\\0" >&2' });
     expect(job).toMatchObject({ state: 'completed', result: { exit_code: 0 } });
     expect(job.progress.output_tail).toContain('a\uFFFDb\n');
@@ -423,9 +404,9 @@ describe('run_cmd', () => {
   });
 
   it('a command that ran but whose output could not be stored says so, not "[not run]"', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     // A real refusal by PostgreSQL, for this test's database only.
-    await ctx.db.$executeRawUnsafe(
+    await t.ctx.db.$executeRawUnsafe(
       "ALTER TABLE root_servers ADD CONSTRAINT test_refuses_output CHECK (cmd_output NOT LIKE '%refused-by-the-test%')",
     );
     try {
@@ -439,22 +420,22 @@ describe('run_cmd', () => {
       const log = (await actionLogs(server.id)).find((l) => l.job_id === job.id);
       expect(log).toMatchObject({ status: 'success', output_text: 'refused-by-the-test\n[exit code 0]' });
     } finally {
-      await ctx.db.$executeRawUnsafe('ALTER TABLE root_servers DROP CONSTRAINT test_refuses_output');
+      await t.ctx.db.$executeRawUnsafe('ALTER TABLE root_servers DROP CONSTRAINT test_refuses_output');
     }
   });
 
   it('a stored secret typed into cmd is masked in cmd and its tracking, runs as typed, and the masked text is never run', async () => {
     const pw = TEST_USERS.password.password;
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: `printf %s '${pw}' | wc -c` });
     expect(job.result.exit_code).toBe(0);
     // The command ran with the secret itself (its length is printed); the stored text has the mask.
     expect(await getServer(server.id)).toMatchObject({ cmd: "printf %s '********' | wc -c", cmd_output: String(pw.length) });
 
     const url = `/api/v1/root-servers/${server.id}`;
-    const patched = await request(app, as.operator, { method: 'PATCH', url, payload: { cmd: `echo ${pw}; echo ${pw}x` } });
+    const patched = await request(t.app, t.as.operator, { method: 'PATCH', url, payload: { cmd: `echo ${pw}; echo ${pw}x` } });
     expect(patched.json().cmd).toBe(`echo ********; echo ${pw}x`);
-    const chatter = (await request(app, as.user, { method: 'GET', url: `${url}/messages` })).json();
+    const chatter = (await request(t.app, t.as.user, { method: 'GET', url: `${url}/messages` })).json();
     const cmdValues = chatter.items.flatMap((m: { tracking_values: { field: string }[] }) =>
       m.tracking_values.filter((t) => t.field === 'cmd'),
     );
@@ -462,21 +443,21 @@ describe('run_cmd', () => {
     expect(JSON.stringify(cmdValues)).not.toMatch(new RegExp(`${pw}(?!x)`));
 
     // The stored text is no longer the command: running it would run the mask.
-    const jobsBefore = await ctx.queues.queue('ssh').getJobCounts();
+    const jobsBefore = await t.ctx.queues.queue('ssh').getJobCounts();
     const stored = await act(server.id, 'run_cmd');
     expect(stored.statusCode).toBe(400);
     expect(stored.json().error).toMatchObject({
       code: 'user_error',
       message: expect.stringMatching(/^The stored cmd holds a masked secret/),
     });
-    expect(await ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
+    expect(await t.ctx.queues.queue('ssh').getJobCounts()).toEqual(jobsBefore);
   });
 
   it('secrets shorter than 4 characters mask nothing; longer ones only as whole values', async () => {
-    const server = await confirmedServer({ ...credentials.password(), code_server_password: 'k' });
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, { ...credentials.password(), code_server_password: 'k' });
     await runJob(server.id, 'run_cmd', { cmd: 'echo loopback k' });
     expect(await getServer(server.id)).toMatchObject({ cmd: 'echo loopback k', cmd_output: 'loopback k' });
-    await request(app, as.operator, {
+    await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${server.id}`,
       payload: { code_server_password: 'Tok3n' },
@@ -486,7 +467,7 @@ describe('run_cmd', () => {
   });
 
   it('output containing the server password is masked in cmd_output and the action log', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const job = await runJob(server.id, 'run_cmd', { cmd: `echo "pw is ${TEST_USERS.password.password}"` });
     expect(job.state).toBe('completed');
     expect((await getServer(server.id)).cmd_output).toBe('pw is ********');
@@ -498,7 +479,7 @@ describe('run_cmd', () => {
 
 describe('setup_dir_structure', () => {
   it('creates the layout under ODOO_BASE_PATH with sudo -S, then dir_init_done', async () => {
-    const server = await confirmedServer(credentials.sudoPassword());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.sudoPassword());
     const job = await runJob(server.id, 'setup_dir_structure');
     expect(job.state, job.error).toBe('completed');
     const dirs = ['addons', 'custom-addons', 'config', 'data', 'logs', 'backups'].map((d) => `${basePath}/${d}`);
@@ -514,16 +495,16 @@ describe('setup_dir_structure', () => {
 
   it('a failure leaves dir_init_done false and says why', async () => {
     // Without sudo, the password user may not create directories in root's home.
-    const configured = ctx.config.ODOO_BASE_PATH;
-    ctx.config.ODOO_BASE_PATH = '/root/svc-test/odoo';
-    const server = await confirmedServer(credentials.password());
-    const job = await runJob(server.id, 'setup_dir_structure').finally(() => (ctx.config.ODOO_BASE_PATH = configured));
+    const configured = t.ctx.config.ODOO_BASE_PATH;
+    t.ctx.config.ODOO_BASE_PATH = '/root/svc-test/odoo';
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
+    const job = await runJob(server.id, 'setup_dir_structure').finally(() => (t.ctx.config.ODOO_BASE_PATH = configured));
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/^Creating the directories under \/root\/svc-test\/odoo failed: .*Permission denied/s);
     // Said once, not once per directory.
     expect(job.error.match(/Permission denied/g)).toHaveLength(1);
     expect((await getServer(server.id)).dir_init_done).toBe(false);
-    const notes = await ctx.db.message.findMany({
+    const notes = await t.ctx.db.message.findMany({
       where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
     });
     expect(notes.map((n) => n.body)).toEqual([expect.stringMatching(/^setup_dir_structure failed: Creating the directories/)]);
@@ -532,7 +513,7 @@ describe('setup_dir_structure', () => {
 
 describe('code editor', () => {
   it('install_code_server needs a code_server_password', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const res = await act(server.id, 'install_code_server');
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/code_server_password/);
@@ -540,7 +521,11 @@ describe('code editor', () => {
 
   it('installs, runs with the stored password, opens, and is removed', async () => {
     const port = await freePort();
-    const server = await confirmedServer({ ...credentials.password(), code_server_port: port, code_server_password: CODE_SERVER_PASSWORD });
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
+      ...credentials.password(),
+      code_server_port: port,
+      code_server_password: CODE_SERVER_PASSWORD,
+    });
     expect((await act(server.id, 'open_code_server')).statusCode).toBe(409);
 
     const job = await runJob(server.id, 'install_code_server');
@@ -565,7 +550,7 @@ describe('code editor', () => {
     const configLog = logs.find((l) => l.input_text.includes('config.yaml <<EOF'));
     expect(configLog!.input_text).toContain('password: "********"');
     for (const log of logs) expect(`${log.input_text}${log.output_text}`).not.toContain(CODE_SERVER_PASSWORD);
-    expect(ctx.logText()).not.toContain(CODE_SERVER_PASSWORD);
+    expect(t.ctx.logText()).not.toContain(CODE_SERVER_PASSWORD);
 
     const removed = await runJob(server.id, 'remove_code_server');
     expect(removed.state, removed.error).toBe('completed');
@@ -577,9 +562,9 @@ describe('code editor', () => {
 
   it('a password with quotes, backslashes or only two characters never reaches the action log, raw or JSON-escaped', async () => {
     const port = await freePort();
-    const server = await confirmedServer({ ...credentials.password(), code_server_port: port });
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, { ...credentials.password(), code_server_port: port });
     for (const password of ['pa"ss\\word', '§7']) {
-      await request(app, as.operator, {
+      await request(t.app, t.as.operator, {
         method: 'PATCH',
         url: `/api/v1/root-servers/${server.id}`,
         payload: { code_server_password: password },
@@ -597,28 +582,34 @@ describe('code editor', () => {
   });
 
   it('a failed install whose output holds NUL bytes fails with that output (U+FFFD in their place) and alerts the chatter', async () => {
-    const configured = ctx.config.CODE_SERVER_INSTALL_CMD;
-    ctx.config.CODE_SERVER_INSTALL_CMD = 'printf "download\\0failed\\n"';
+    const configured = t.ctx.config.CODE_SERVER_INSTALL_CMD;
+    t.ctx.config.CODE_SERVER_INSTALL_CMD = 'printf "download\\0failed\\n"';
     try {
-      const server = await confirmedServer({ ...credentials.key(), code_server_password: CODE_SERVER_PASSWORD });
+      const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
+        ...credentials.key(),
+        code_server_password: CODE_SERVER_PASSWORD,
+      });
       const job = await runJob(server.id, 'install_code_server');
       expect(job.state).toBe('failed');
       expect(job.error).toMatch(/^code-server is not installed after the install command .*: download\uFFFDfailed$/);
-      const alert = await ctx.db.message.findFirst({
+      const alert = await t.ctx.db.message.findFirst({
         where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
       });
       expect(alert!.body).toBe(`install_code_server failed: ${job.error}`);
     } finally {
-      ctx.config.CODE_SERVER_INSTALL_CMD = configured;
+      t.ctx.config.CODE_SERVER_INSTALL_CMD = configured;
     }
   });
 
   it('with no internet the install fails visibly and the state stays not_installed', async () => {
-    const configured = ctx.config.CODE_SERVER_INSTALL_CMD;
+    const configured = t.ctx.config.CODE_SERVER_INSTALL_CMD;
     // The official command's shape, on a host name that never resolves (as offline).
-    ctx.config.CODE_SERVER_INSTALL_CMD = 'curl -fsSL https://code-server.invalid/install.sh | sh';
+    t.ctx.config.CODE_SERVER_INSTALL_CMD = 'curl -fsSL https://code-server.invalid/install.sh | sh';
     try {
-      const server = await confirmedServer({ ...credentials.key(), code_server_password: CODE_SERVER_PASSWORD });
+      const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
+        ...credentials.key(),
+        code_server_password: CODE_SERVER_PASSWORD,
+      });
       const job = await runJob(server.id, 'install_code_server');
       expect(job.state).toBe('failed');
       expect(job.error).toMatch(
@@ -627,61 +618,61 @@ describe('code editor', () => {
       expect(job.error).not.toContain('[exit code 0]');
       expect((await getServer(server.id)).code_server_state).toBe('not_installed');
       const logs = await actionLogs(server.id);
-      expect(logs.find((l) => l.input_text === ctx.config.CODE_SERVER_INSTALL_CMD)!.output_text).toMatch(
+      expect(logs.find((l) => l.input_text === t.ctx.config.CODE_SERVER_INSTALL_CMD)!.output_text).toMatch(
         /Could not resolve host: code-server.invalid/,
       );
-      const alert = await ctx.db.message.findFirst({
+      const alert = await t.ctx.db.message.findFirst({
         where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
       });
       expect(alert!.body).toMatch(/^install_code_server failed: code-server is not installed/);
     } finally {
-      ctx.config.CODE_SERVER_INSTALL_CMD = configured;
+      t.ctx.config.CODE_SERVER_INSTALL_CMD = configured;
     }
   });
 });
 
 describe('webhook methods', () => {
   it('run the stored command, set up directories, start and stop monitoring, inside the caller’s transaction', async () => {
-    const methods = composeFeatures(ctx).webhookMethods['svc.root.server']!;
+    const methods = composeFeatures(t.ctx).webhookMethods['svc.root.server']!;
     expect(Object.keys(methods).sort()).toEqual([
       'action_run_cmd',
       'action_setup_dir_structure',
       'action_start_monitor',
       'action_stop_monitor',
     ]);
-    const server = await confirmedServer({ ...credentials.key(), cmd: 'echo from-webhook' });
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, { ...credentials.key(), cmd: 'echo from-webhook' });
 
-    const queued = await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed');
-    await runWebhookMethod(ctx.db, { method: methods.action_run_cmd!, recId: server.id, payload: undefined });
+    const queued = await t.ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed');
+    await runWebhookMethod(t.ctx.db, { method: methods.action_run_cmd!, recId: server.id, payload: undefined });
     await expect.poll(async () => (await getServer(server.id)).cmd_output, { timeout: 20_000 }).toBe('from-webhook');
-    expect(await ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed')).toBeGreaterThan(queued);
+    expect(await t.ctx.queues.queue('ssh').getJobCountByTypes('waiting', 'active', 'completed')).toBeGreaterThan(queued);
 
-    await runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined });
-    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
-    expect(await monitorSchedule(ctx, server.id)).toMatchObject({ every: 60_000 });
-    await runWebhookMethod(ctx.db, { method: methods.action_stop_monitor!, recId: server.id, payload: undefined });
-    expect(await monitorSchedule(ctx, server.id)).toBeUndefined();
-    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
+    await runWebhookMethod(t.ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined });
+    expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(true);
+    expect(await monitorSchedule(t.ctx, server.id)).toMatchObject({ every: 60_000 });
+    await runWebhookMethod(t.ctx.db, { method: methods.action_stop_monitor!, recId: server.id, payload: undefined });
+    expect(await monitorSchedule(t.ctx, server.id)).toBeUndefined();
+    expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).server_state).toBe('no_monitor');
 
     // Rolled back with the caller's transaction (e.g. its message failed): nothing is scheduled.
     const failing = { after: async () => Promise.reject(new Error('posting the message failed')) };
     await expect(
-      runWebhookMethod(ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined }, failing),
+      runWebhookMethod(t.ctx.db, { method: methods.action_start_monitor!, recId: server.id, payload: undefined }, failing),
     ).rejects.toThrow('posting the message failed');
-    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(false);
-    expect(await monitorSchedule(ctx, server.id)).toBeUndefined();
+    expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).monitoring_enabled).toBe(false);
+    expect(await monitorSchedule(t.ctx, server.id)).toBeUndefined();
 
     // A draft server refuses, and the caller's transaction fails with it.
     const draft = await createServer(credentials.key());
     await expect(
-      runWebhookMethod(ctx.db, { method: methods.action_setup_dir_structure!, recId: draft.id, payload: undefined }),
+      runWebhookMethod(t.ctx.db, { method: methods.action_setup_dir_structure!, recId: draft.id, payload: undefined }),
     ).rejects.toThrow(/Confirm the root server first/);
   });
 });
 
 describe('host key', () => {
   it('a changed host key is refused until the operator accepts the new one', async () => {
-    const server = await confirmedServer(credentials.password());
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
     const recorded = server.host_key;
     await sshd.restart({ newHostKey: true });
 
@@ -693,13 +684,13 @@ describe('host key', () => {
     expect(failure).toMatchObject({ status: 'failure', input_text: `ssh ${TEST_USERS.password.name}@127.0.0.1:${sshd.port}` });
 
     // Accepting: PATCH the new fingerprint (checked out of band), then it runs.
-    const bad = await request(app, as.operator, {
+    const bad = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${server.id}`,
       payload: { host_key: 'nonsense' },
     });
     expect(bad.statusCode).toBe(400);
-    const patched = await request(app, as.operator, {
+    const patched = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${server.id}`,
       payload: { host_key: sshd.hostKey },
@@ -709,7 +700,7 @@ describe('host key', () => {
     expect(ok.result.exit_code).toBe(0);
 
     // Or null: the key presented at the next connection is trusted and recorded.
-    await request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { host_key: null } });
+    await request(t.app, t.as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${server.id}`, payload: { host_key: null } });
     await runJob(server.id, 'run_cmd', { cmd: 'true' });
     expect((await getServer(server.id)).host_key).toBe(sshd.hostKey);
   });
@@ -717,8 +708,8 @@ describe('host key', () => {
 
 describe('secrets', () => {
   it('no stored secret appears in the service log or the action log', async () => {
-    const text = ctx.logText();
-    const rows = await ctx.db.actionLog.findMany();
+    const text = t.ctx.logText();
+    const rows = await t.ctx.db.actionLog.findMany();
     const audit = rows.map((r) => `${r.input_text}\n${r.output_text}`).join('\n');
     const secrets = [
       TEST_USERS.password.password,
@@ -738,17 +729,17 @@ describe('secrets', () => {
 describe('trust on first use and a move', () => {
   it('a connection opened from a snapshot taken before the server moved does not record its host key on the moved record', async () => {
     const created = await createServer(credentials.password());
-    const snapshot = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } });
+    const snapshot = await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } });
     expect(snapshot.host_key).toBeNull();
     // The operator points the record elsewhere while a job still holds the old row.
-    const moved = await request(app, as.operator, {
+    const moved = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${created.id}`,
       payload: { port: await freePort(), ...credentials.password() },
     });
     expect(moved.statusCode).toBe(200);
-    const conn = await connectRootServer(ctx, snapshot);
+    const conn = await connectRootServer(t.ctx, snapshot);
     conn.close();
-    expect((await ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } })).host_key).toBeNull();
+    expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: created.id } })).host_key).toBeNull();
   });
 });
