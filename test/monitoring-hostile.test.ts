@@ -10,7 +10,7 @@ import { createMonitorPoller, execSampler, type Sampler } from '../src/monitorin
 import { startMonitorRunner } from '../src/monitoring/monitor-runner.js';
 import { createMonitorService } from '../src/monitoring/monitor-service.js';
 import { streamSampler } from '../src/monitoring/monitor-stream.js';
-import type { Metrics } from '../src/monitoring/proc-metrics.js';
+import type { Metrics } from '../src/servers/root-server-metrics.js';
 import { confirmedRootServer, request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { procSections, startFakeSshHost, writeFlood, type FakeMonitoredHost, type FakeSshHost } from './helpers/fake-ssh-host.js';

@@ -7,7 +7,7 @@ import { jsonSafe } from '../core/records.js';
 import { assertOnePosition, boundedTotal, type Column, decodeCursor, encodeCursor, estimateRows, type Page } from '../core/lists.js';
 import { ValidationError } from '../core/errors.js';
 import { loadRootServer } from '../servers/root-server-store.js';
-import { METRIC_ROW_COLUMNS, type MetricRow, metricsRowOut, rounded } from '../servers/root-server-metrics.js';
+import { METRIC_COLUMN_LIST, METRIC_NAMES, type MetricRow, metricsRowOut, rounded } from '../servers/root-server-metrics.js';
 
 export interface MonitorLogQuery extends Page {
   from: Date;
@@ -19,6 +19,8 @@ export interface MonitorLogQuery extends Page {
 }
 
 const TABLE = 'root_server_monitor_logs';
+/** Each metric column's average over a bucket, under the column's name. */
+const BUCKET_AVERAGES = Prisma.raw(METRIC_NAMES.map((name) => `avg(${name})::float8 AS ${name}`).join(', '));
 const RESOURCE = 'root-servers/monitor-logs';
 const RAW_KEY_COLUMNS: Column[] = [
   { type: 'timestamp', nullable: false },
@@ -44,7 +46,9 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
         ? Prisma.sql`AND created_at <= ${at} AND (created_at < ${at} OR id < ${id})`
         : Prisma.sql`AND created_at >= ${at} AND (created_at > ${at} OR id > ${id})`;
     const [rows, total] = await Promise.all([
-      db.$queryRaw<(MetricRow & { id: bigint })[]>`SELECT id, ${METRIC_ROW_COLUMNS} FROM root_server_monitor_logs WHERE ${range} ${after}
+      db.$queryRaw<
+        (MetricRow & { id: bigint })[]
+      >`SELECT id, root_server_id, created_at, ${METRIC_COLUMN_LIST} FROM root_server_monitor_logs WHERE ${range} ${after}
         ORDER BY created_at ${direction}, id ${direction} LIMIT ${q.limit + 1} OFFSET ${q.offset}`,
       boundedTotal(
         async (limit) => {
@@ -73,14 +77,7 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
   // One pass over the server's rows: the number of buckets comes with them (a window over the
   // groups, before LIMIT), instead of a second scan to count them.
   const rows = await db.$queryRaw<(MetricRow & { bucket_start: Date; samples: number; buckets: number })[]>`
-      SELECT ${serverId}::int AS root_server_id, ${bucket} AS bucket_start, count(*)::int AS samples,
-        avg(cpu_percent)::float8 AS cpu_percent,
-        avg(ram_used_bytes)::float8 AS ram_used_bytes, avg(ram_total_bytes)::float8 AS ram_total_bytes,
-        avg(ram_percent)::float8 AS ram_percent,
-        avg(disk_used_bytes)::float8 AS disk_used_bytes, avg(disk_total_bytes)::float8 AS disk_total_bytes,
-        avg(disk_percent)::float8 AS disk_percent,
-        avg(net_rx_bytes_per_s)::float8 AS net_rx_bytes_per_s, avg(net_tx_bytes_per_s)::float8 AS net_tx_bytes_per_s,
-        avg(load_1)::float8 AS load_1, avg(load_5)::float8 AS load_5, avg(load_15)::float8 AS load_15,
+      SELECT ${serverId}::int AS root_server_id, ${bucket} AS bucket_start, count(*)::int AS samples, ${BUCKET_AVERAGES},
         count(*) OVER ()::int AS buckets
       FROM root_server_monitor_logs WHERE ${range} ${after}
       GROUP BY 2 ORDER BY 2 ${direction} LIMIT ${q.limit + 1} OFFSET ${q.offset}`;

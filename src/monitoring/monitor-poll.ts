@@ -17,18 +17,10 @@ import { isBadValueError } from '../core/db.js';
 import type { SshConnection } from '../core/ssh.js';
 import type { SshPool } from '../core/ssh-pool.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
-import type { RootServer } from '../generated/prisma/client.js';
-import {
-  computeMetrics,
-  parseSamples,
-  SAMPLE_COMMAND,
-  serverStateOf,
-  TWO_SAMPLES_COMMAND,
-  type Metrics,
-  type ProcSample,
-} from './proc-metrics.js';
-import { intervalMs } from '../servers/root-server-metrics.js';
-import { sampleKey, sampleTtlMs } from './monitor-service.js';
+import { Prisma, type RootServer } from '../generated/prisma/client.js';
+import { computeMetrics, parseSamples, SAMPLE_COMMAND, serverStateOf, TWO_SAMPLES_COMMAND, type ProcSample } from './proc-metrics.js';
+import { intervalMs, METRIC_COLUMN_LIST, METRIC_COLUMNS, METRIC_NAMES, type Metrics } from '../servers/root-server-metrics.js';
+import { MONITORED, MONITORED_SQL, sampleKey, sampleTtlMs } from './monitor-service.js';
 
 const OFFLINE_AFTER_FAILURES = 3;
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -133,26 +125,11 @@ export function createMonitorPoller(
     });
   }
 
-  async function recordSuccess(server: RootServer, m: Metrics, state: 'online' | 'warning', at: Date): Promise<boolean> {
-    // One statement: the state update and the row, both only while monitoring is still on (a
-    // stop_monitor that commits first wins; nothing is written after it).
-    const written = await ctx.db.$executeRaw`
-      WITH s AS (
-        UPDATE root_servers SET server_state = ${state}::"ServerState", monitor_failures = 0, last_monitor_at = now()
-        WHERE id = ${server.id} AND monitoring_enabled RETURNING id)
-      INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
-        disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-      SELECT s.id, ${at}, ${m.cpu_percent}, ${m.ram_used_bytes}, ${m.ram_total_bytes}, ${m.ram_percent},
-        ${m.disk_used_bytes}, ${m.disk_total_bytes}, ${m.disk_percent}, ${m.net_rx_bytes_per_s}, ${m.net_tx_bytes_per_s},
-        ${m.load_1}, ${m.load_5}, ${m.load_15} FROM s`;
-    return written > 0;
-  }
-
   async function recordFailure(server: RootServer): Promise<{ failures: number; server_state: string } | null> {
     const [row] = await ctx.db.$queryRaw<{ monitor_failures: number; server_state: string }[]>`
       UPDATE root_servers SET monitor_failures = monitor_failures + 1, last_monitor_at = now(),
         server_state = CASE WHEN monitor_failures + 1 >= ${OFFLINE_AFTER_FAILURES} THEN 'offline'::"ServerState" ELSE server_state END
-      WHERE id = ${server.id} AND monitoring_enabled
+      WHERE id = ${server.id} AND ${MONITORED_SQL}
       RETURNING monitor_failures, server_state::text`;
     return row ? { failures: row.monitor_failures, server_state: row.server_state } : null;
   }
@@ -209,12 +186,11 @@ export function createMonitorPoller(
     };
   }
 
-  /** The server, if it is monitored (monitoring on and confirmed); else null. */
+  /** The server, if it is monitored; else null. */
   async function loadMonitored(serverId: number): Promise<RootServer | null> {
-    const server = await ctx.db.rootServer.findUnique({ where: { id: serverId } });
     // Not (or not yet: start_monitor's transaction may still be committing) monitored: nothing to
     // do. stop_monitor removes the schedule; worker start removes any left behind.
-    return server?.monitoring_enabled && server.state === 'confirmed' ? server : null;
+    return ctx.db.rootServer.findFirst({ where: { id: serverId, ...MONITORED } });
   }
 
   /** The server's pooled connection; a new one when there is none or its address or credentials changed. */
@@ -261,18 +237,16 @@ export function createMonitorPoller(
     const sampleJson = JSON.stringify(cur);
     if (!claim) await ctx.redis.set(sampleKey(prefix, server.id), sampleJson, 'PX', sampleTtlMs(interval));
     else if (!(await claim(sampleJson, sampleTtlMs(interval)))) return { outcome: 'skipped', reason: 'already polled' };
-    const state = serverStateOf(metrics);
-    let written: boolean;
+    let written: Map<number, SampleRecorded>;
     try {
-      written = await recordSuccess(server, metrics, state, sampledAt);
+      written = await writeSamples([{ serverId: server.id, metrics, signature: connectionSignature(server), at: sampledAt }]);
     } catch (err) {
       // A value the database refuses is this server's failed poll (as in recordSamples).
       if (!isBadValueError(err)) throw err;
       return recordFailed(server, refusedSample(err));
     }
-    if (!written) return { outcome: 'skipped', reason: 'monitoring stopped' };
-    await tellObservers([await afterSuccess(server, metrics, state)]);
-    return { outcome: 'ok', server_state: state, metrics };
+    if (!written.has(server.id)) return { outcome: 'skipped', reason: 'monitoring stopped' };
+    return { outcome: 'ok', server_state: serverStateOf(metrics), metrics };
   }
 
   /** Records a failure found outside poll() (a streamed sample that did not come). */
@@ -318,36 +292,34 @@ export function createMonitorPoller(
   }
 
   /**
-   * Writes streamed samples of many servers in one statement, with poll()'s rules: each row only
-   * while its server is monitored and confirmed, its state, failures reset, then the state change
-   * of each, and the observers told the whole batch at once.
+   * Writes the samples of one or many servers in one statement: each row only while its server is
+   * monitored (MONITORED_SQL, checked under the row lock: a stop that commits first wins), its
+   * state, failures reset; then the state change of each, and the observers told the whole batch
+   * at once. Answers the servers written (a server not monitored any more is left out).
    */
   async function writeSamples(items: SampleToRecord[]): Promise<Map<number, SampleRecorded>> {
     const out = new Map<number, SampleRecorded>();
     if (items.length === 0) return out;
-    const col = <K extends keyof Metrics>(k: K) => items.map((i) => i.metrics[k]);
     const states = items.map((i) => serverStateOf(i.metrics));
+    const metricArrays = METRIC_NAMES.map(
+      (name) => Prisma.sql`${items.map((i) => i.metrics[name])}::${Prisma.raw(METRIC_COLUMNS[name] === 'bytes' ? 'int8' : 'float8')}[]`,
+    );
     const rows = await ctx.db.$queryRaw<{ id: number; prev: string; signature: string }[]>`
       WITH input AS (
         SELECT * FROM unnest(${items.map((i) => i.serverId)}::int[], ${items.map((i) => i.at.toISOString())}::timestamptz[], ${states}::text[],
-          ${col('cpu_percent')}::float8[], ${col('ram_used_bytes')}::int8[], ${col('ram_total_bytes')}::int8[], ${col('ram_percent')}::float8[],
-          ${col('disk_used_bytes')}::int8[], ${col('disk_total_bytes')}::int8[], ${col('disk_percent')}::float8[],
-          ${col('net_rx_bytes_per_s')}::float8[], ${col('net_tx_bytes_per_s')}::float8[],
-          ${col('load_1')}::float8[], ${col('load_5')}::float8[], ${col('load_15')}::float8[])
-          AS t(id, at, state, cpu, ram_used, ram_total, ram_pct, disk_used, disk_total, disk_pct, rx, tx, l1, l5, l15)),
+          ${Prisma.join(metricArrays)})
+          AS t(id, at, new_state, ${METRIC_COLUMN_LIST})),
       old AS (
         SELECT r.id, r.server_state FROM root_servers r JOIN input i ON i.id = r.id
-        WHERE r.monitoring_enabled AND r.state = 'confirmed' ORDER BY r.id FOR UPDATE OF r),
+        WHERE ${MONITORED_SQL} ORDER BY r.id FOR UPDATE OF r),
       upd AS (
-        UPDATE root_servers r SET server_state = i.state::"ServerState", monitor_failures = 0, last_monitor_at = now()
+        UPDATE root_servers r SET server_state = i.new_state::"ServerState", monitor_failures = 0, last_monitor_at = now()
         FROM input i, old o WHERE r.id = i.id AND o.id = r.id
         RETURNING r.id, o.server_state::text AS prev,
           md5(concat_ws('|', r.ip, r.port::text, r.username, r.password, r.key, r.host_key)) AS signature),
       ins AS (
-        INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
-          disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-        SELECT i.id, i.at, i.cpu, i.ram_used, i.ram_total, i.ram_pct, i.disk_used, i.disk_total, i.disk_pct, i.rx, i.tx, i.l1, i.l5, i.l15
-        FROM input i JOIN upd u ON u.id = i.id)
+        INSERT INTO root_server_monitor_logs (root_server_id, created_at, ${METRIC_COLUMN_LIST})
+        SELECT i.id, i.at, ${METRIC_COLUMN_LIST} FROM input i JOIN upd u ON u.id = i.id)
       SELECT id, prev, signature FROM upd`;
     const byId = new Map(items.map((item, n) => [item.serverId, { item, state: states[n]! as 'online' | 'warning' }]));
     const events: MonitorPollEvent[] = [];

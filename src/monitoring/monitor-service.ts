@@ -10,9 +10,19 @@ import type { Db, DbTx, InTransaction } from '../core/db.js';
 import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import type { RootServerChange } from '../feature.js';
+import { Prisma } from '../generated/prisma/client.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
 import { intervalMs } from '../servers/root-server-metrics.js';
 import { monitorJobs } from './monitor-job-specs.js';
+
+/**
+ * The one rule of what is monitored: monitoring on and the server confirmed. Only such a server is
+ * scheduled and polled, and a poll's row, state or failure is written only while it holds (checked
+ * in the write itself: a stop_monitor, reset_draft or cancel that commits first wins).
+ */
+export const MONITORED = { monitoring_enabled: true, state: 'confirmed' } as const satisfies Prisma.RootServerWhereInput;
+/** MONITORED in SQL, over root_servers' columns. */
+export const MONITORED_SQL = Prisma.sql`monitoring_enabled AND state = 'confirmed'`;
 
 /** Redis hash of the monitored servers: id → "<interval ms>:<phase ms>" (see MonitorSchedule). */
 export function scheduleKey(prefix: string): string {
@@ -175,7 +185,7 @@ export function createMonitorService(ctx: Pick<AppContext, 'db' | 'queues' | 're
      */
     async reconcile(db: Db = ctx.db) {
       const monitored = await db.rootServer.findMany({
-        where: { monitoring_enabled: true, state: 'confirmed' },
+        where: MONITORED,
         select: { id: true, monitor_update_interval: true },
       });
       // One read, the difference worked out here, one write (as schedule() and unschedule() would).

@@ -2,6 +2,7 @@
 // /proc/stat, /proc/meminfo's totals, /proc/net/dev, /proc/loadavg and `df -Pk /`, each section
 // headed by "@<file>". CPU % and network bytes/s are deltas between two samples; the time base is
 // the server's own uptime, so the service's scheduling jitter does not skew the rates.
+import type { Metrics } from '../servers/root-server-metrics.js';
 
 const SAMPLE_AWK =
   `awk 'FNR==1{print "@" FILENAME} ` +
@@ -55,21 +56,6 @@ export interface ProcSample {
   diskTotal: number;
   diskUsed: number;
   diskAvailable: number;
-}
-
-export interface Metrics {
-  cpu_percent: number;
-  ram_used_bytes: number;
-  ram_total_bytes: number;
-  ram_percent: number;
-  disk_used_bytes: number;
-  disk_total_bytes: number;
-  disk_percent: number;
-  net_rx_bytes_per_s: number;
-  net_tx_bytes_per_s: number;
-  load_1: number;
-  load_5: number;
-  load_15: number;
 }
 
 export class MetricsParseError extends Error {

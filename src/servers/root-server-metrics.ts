@@ -1,5 +1,6 @@
 // The monitoring figures a root server carries as its own columns and fields: the polling intervals
-// (monitor_update_interval), the figures of a monitor-log row, and the newest row of each server
+// (monitor_update_interval), the metric columns of its monitor log (METRIC_COLUMNS, the one list
+// that every query, write and schema of them uses), and the newest row of each server
 // (latest_metrics). Monitoring writes them; servers shows them without importing monitoring.
 import { z } from 'zod';
 import type { Db } from '../core/db.js';
@@ -23,64 +24,55 @@ export function intervalMs(interval: string): number {
   return INTERVAL_MS[(MONITOR_INTERVALS as readonly string[]).includes(interval) ? (interval as MonitorInterval) : '1m'];
 }
 
-export const metricFields = {
-  cpu_percent: z.number(),
-  ram_used_bytes: z.number(),
-  ram_total_bytes: z.number(),
-  ram_percent: z.number(),
-  disk_used_bytes: z.number(),
-  disk_total_bytes: z.number(),
-  disk_percent: z.number(),
-  net_rx_bytes_per_s: z.number(),
-  net_tx_bytes_per_s: z.number(),
-  load_1: z.number(),
-  load_5: z.number(),
-  load_15: z.number(),
-};
+/**
+ * The figures of a monitor-log row: the one list of its metric columns, in their order, each with
+ * its kind. `bytes` are stored as bigint and shown whole, like `rate` (bytes/s, a float); a
+ * `percent` is shown to 0.1, a `load` to 0.01.
+ */
+export const METRIC_COLUMNS = {
+  cpu_percent: 'percent',
+  ram_used_bytes: 'bytes',
+  ram_total_bytes: 'bytes',
+  ram_percent: 'percent',
+  disk_used_bytes: 'bytes',
+  disk_total_bytes: 'bytes',
+  disk_percent: 'percent',
+  net_rx_bytes_per_s: 'rate',
+  net_tx_bytes_per_s: 'rate',
+  load_1: 'load',
+  load_5: 'load',
+  load_15: 'load',
+} as const satisfies Record<string, 'percent' | 'bytes' | 'rate' | 'load'>;
+
+export type MetricName = keyof typeof METRIC_COLUMNS;
+export const METRIC_NAMES = Object.keys(METRIC_COLUMNS) as MetricName[];
+
+/** One sample's figures. */
+export type Metrics = Record<MetricName, number>;
+
+/** The metric columns, for a query's SELECT or INSERT list. */
+export const METRIC_COLUMN_LIST = Prisma.raw(METRIC_NAMES.join(', '));
+
+/** The figures as the API shows them (every one a number). */
+export const metricFields = Object.fromEntries(METRIC_NAMES.map((name) => [name, z.number()])) as Record<MetricName, z.ZodNumber>;
 
 /** A root server's latest_metrics: its newest monitor-log row. */
 export const latestMetricsOut = z.object({ created_at: timestamp, ...metricFields });
 
-export type MetricRow = {
-  root_server_id: number;
-  created_at: Date;
-  cpu_percent: number;
-  ram_used_bytes: bigint | number;
-  ram_total_bytes: bigint | number;
-  ram_percent: number;
-  disk_used_bytes: bigint | number;
-  disk_total_bytes: bigint | number;
-  disk_percent: number;
-  net_rx_bytes_per_s: number;
-  net_tx_bytes_per_s: number;
-  load_1: number;
-  load_5: number;
-  load_15: number;
-};
+/** A monitor-log row as PostgreSQL answers it (bigint columns as bigint). */
+export type MetricRow = { root_server_id: number; created_at: Date } & Record<MetricName, number | bigint>;
 
-export const METRIC_ROW_COLUMNS = Prisma.sql`root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes, ram_percent,
-  disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15`;
+const SHOWN_STEP = { percent: 0.1, load: 0.01, bytes: 1, rate: 1 } as const;
 
 /** Figures as people read them: percents to 0.1, loads to 0.01, bytes and bytes/s whole. */
-export function rounded<T extends MetricRow>(row: T): T {
-  const to = (x: number, step: number) => Math.round(Number(x) / step) * step;
-  const tenth = (x: number) => Number(to(x, 0.1).toFixed(1));
-  const hundredth = (x: number) => Number(to(x, 0.01).toFixed(2));
-  return {
-    ...row,
-    cpu_percent: tenth(row.cpu_percent),
-    ram_percent: tenth(row.ram_percent),
-    disk_percent: tenth(row.disk_percent),
-    ram_used_bytes: Math.round(Number(row.ram_used_bytes)),
-    ram_total_bytes: Math.round(Number(row.ram_total_bytes)),
-    disk_used_bytes: Math.round(Number(row.disk_used_bytes)),
-    disk_total_bytes: Math.round(Number(row.disk_total_bytes)),
-    net_rx_bytes_per_s: Math.round(row.net_rx_bytes_per_s),
-    net_tx_bytes_per_s: Math.round(row.net_tx_bytes_per_s),
-    load_1: hundredth(row.load_1),
-    load_5: hundredth(row.load_5),
-    load_15: hundredth(row.load_15),
-  };
+export function rounded<T extends MetricRow>(row: T): T & Metrics {
+  const out: Record<string, unknown> = { ...row };
+  for (const name of METRIC_NAMES) {
+    const step = SHOWN_STEP[METRIC_COLUMNS[name]];
+    const value = Number(row[name]);
+    out[name] = step === 1 ? Math.round(value) : Number((Math.round(value / step) * step).toFixed(step === 0.1 ? 1 : 2));
+  }
+  return out as T & Metrics;
 }
 
 export function metricsRowOut(row: MetricRow) {
@@ -93,7 +85,7 @@ export async function latestMetrics(db: Db, serverIds: number[]) {
   const rows = await db.$queryRaw<MetricRow[]>`
     SELECT m.* FROM unnest(${serverIds}::int[]) AS s(id)
     CROSS JOIN LATERAL (
-      SELECT ${METRIC_ROW_COLUMNS} FROM root_server_monitor_logs
+      SELECT root_server_id, created_at, ${METRIC_COLUMN_LIST} FROM root_server_monitor_logs
       WHERE root_server_id = s.id ORDER BY created_at DESC LIMIT 1
     ) m`;
   return new Map(

@@ -11,8 +11,8 @@ import {
   SAMPLE_COMMAND,
   serverStateOf,
   TWO_SAMPLES_COMMAND,
-  type Metrics,
 } from '../../src/monitoring/proc-metrics.js';
+import type { Metrics } from '../../src/servers/root-server-metrics.js';
 
 interface Known {
   uptime: number;
