@@ -288,6 +288,27 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
   });
 
+  it('writes nothing for a server that stopped being monitored while it was sampled (monitoring on but no longer confirmed)', async () => {
+    const server = await confirmedServer(passwordLogin);
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    // The server leaves `confirmed` between the load and the write (monitoring_enabled stays on).
+    const leaving: Sampler = async (row, conn, prev, deadline) => {
+      const samples = await execSampler(row, conn, prev, deadline);
+      await ctx.db.rootServer.update({ where: { id: server.id }, data: { state: 'draft' } });
+      return samples;
+    };
+    expect(await createMonitorPoller(ctx).poll(server.id, { sampler: leaving })).toEqual({
+      outcome: 'skipped',
+      reason: 'monitoring stopped',
+    });
+    expect(await rowCount(server.id)).toBe(0);
+    expect(await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } })).toMatchObject({
+      server_state: 'online',
+      last_monitor_at: null,
+    });
+    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+  });
+
   it('reconnects when the connection drops', async () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
