@@ -7,7 +7,8 @@ import { backup as backupFeature } from '../src/backup/index.js';
 import { findWebhookMethod } from '../src/core/webhook-methods.js';
 import { actionsOf, request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { freePort } from './helpers/sshd.js';
 
 const API_KEY = 'bk-key-0123456789';
 

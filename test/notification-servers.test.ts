@@ -7,7 +7,8 @@ import { generateKeyPairSync, verify, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actionsOf, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { freePort, sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
+import { sendJson, startRecordingServer, type RecordedRequest, type RecordingServer } from './helpers/http-recorder.js';
+import { freePort } from './helpers/sshd.js';
 
 const ADMIN = { username: 'admin', password: 'ntfy-admin-pw-1' };
 // A publisher whose credentials are not ASCII: ntfy compares the UTF-8 bytes.

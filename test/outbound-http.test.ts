@@ -6,7 +6,8 @@ import { Octokit } from '@octokit/rest';
 import { OutboundError } from '../src/core/outbound-error.js';
 import { createOutboundHttp, type OutboundHttp } from '../src/core/outbound-http.js';
 import { createTestContext, type TestContext } from './helpers/context.js';
-import { freePort, sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
+import { freePort } from './helpers/sshd.js';
 
 let ctx: TestContext;
 let http: OutboundHttp;

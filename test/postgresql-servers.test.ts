@@ -6,7 +6,7 @@ import pg from 'pg';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
-import { freePort } from './helpers/http-recorder.js';
+import { freePort } from './helpers/sshd.js';
 import { connectPostgresqlServer } from '../src/postgresql/postgresql-connection.js';
 
 let tlsCluster: TlsCluster;

@@ -9,7 +9,7 @@ import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
-import { freePort } from './helpers/http-recorder.js';
+import { freePort } from './helpers/sshd.js';
 import { act, canConnect, connect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
 import { adminQuery } from './helpers/pg.js';
 

@@ -64,12 +64,3 @@ export async function startRecordingServer(handler: Handler): Promise<RecordingS
     },
   };
 }
-
-/** A loopback port with nothing listening on it (bound, then released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

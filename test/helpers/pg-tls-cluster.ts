@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
-import { freePort } from './http-recorder.js';
+import { freePort } from './sshd.js';
 
 const BIN = '/usr/lib/postgresql/15/bin';
 

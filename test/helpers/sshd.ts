@@ -154,6 +154,7 @@ async function createTestUsers(): Promise<void> {
   await rename(tmp, file);
 }
 
+/** A loopback port with nothing listening on it (bound, then released). */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
