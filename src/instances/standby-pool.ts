@@ -27,7 +27,7 @@ const POOL_LOCK = 'svc.standby_pool';
 type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
 type Template = DatabaseTemplate & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
 type Package = TrialPackage & { database_template: Template | null };
-type Standby = StandbyDatabase & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
+export type Standby = StandbyDatabase & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
 
 export const standbyName = (packageId: number, n: number) => `${STANDBY_PREFIX}${packageId}_${n}`;
 const madeOf = (s: StandbyDatabase): MadeDatabase | null =>

@@ -1,0 +1,69 @@
+// What a deployment made, removed again when it fails, so deploy again starts clean. What a dead
+// worker made is removed by the next attempt: the database's identity is recorded the moment it
+// exists, and a subscription that has one but never ran holds a leftover.
+import type { AppContext } from '../context.js';
+import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
+import { createFilestores } from '../instances/filestore.js';
+import { dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, type MadeDatabase } from '../instances/instance-database.js';
+import type { actorFields } from './subscription-audit.js';
+
+type Ctx = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Audit = ReturnType<typeof actorFields>;
+
+/** What a deployment made so far. */
+export interface Made {
+  database: MadeDatabase | null;
+  filestoreOn: RootServer | null;
+}
+
+/** The database an earlier attempt made (its identity recorded, never running), or null. */
+export function leftoverOf(sub: Subscription): MadeDatabase | null {
+  if (sub.database_oid === null || !sub.database_system_identifier) return null;
+  return { name: sub.database_name!, systemIdentifier: sub.database_system_identifier, oid: sub.database_oid };
+}
+
+const dropMade = (ctx: Ctx, server: PostgresqlServer, database: MadeDatabase) =>
+  onServer(ctx.box, server, (query) => dropMadeDatabase(query, database), { timeout: LONG_STATEMENT_TIMEOUT });
+
+/** The recorded identity is no longer the subscription's database. */
+export const forgetDatabase = (ctx: Ctx, subscriptionId: number) =>
+  ctx.db.subscription.update({ where: { id: subscriptionId }, data: { database_system_identifier: null, database_oid: null } });
+
+/** Removes an earlier attempt's database and the filestore of that name on the template's Odoo host. */
+export async function removeLeftovers(
+  ctx: Ctx,
+  on: { server: PostgresqlServer; root: RootServer | null },
+  leftover: MadeDatabase,
+  audit: Audit,
+) {
+  await dropMade(ctx, on.server, leftover);
+  if (on.root) await createFilestores(ctx).remove(on.root, leftover.name, audit);
+}
+
+/** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
+export async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit: Audit) {
+  const done: string[] = [];
+  if (made.database) {
+    const database = made.database;
+    try {
+      const template = await ctx.db.databaseTemplate.findUniqueOrThrow({
+        where: { id: sub.database_template_id! },
+        include: { postgresql_server: true },
+      });
+      await dropMade(ctx, template.postgresql_server, database);
+      await forgetDatabase(ctx, sub.id);
+      done.push(`Database ${database.name} it made was dropped.`);
+    } catch (err) {
+      done.push(`Database ${database.name} it made could not be dropped (${(err as Error).message}): deploy again removes it first.`);
+    }
+  }
+  if (made.filestoreOn) {
+    try {
+      await createFilestores(ctx).remove(made.filestoreOn, sub.database_name!, audit);
+      done.push('Its filestore was removed.');
+    } catch (err) {
+      done.push(`Its filestore could not be removed: ${(err as Error).message}`);
+    }
+  }
+  return done.join(' ');
+}
