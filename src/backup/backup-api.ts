@@ -1,5 +1,6 @@
-// The remote backup server's HTTP API (DESIGN §7), spoken through the one outbound client:
-// API key in X-API-Key, answers checked against the contract before anyone uses them.
+// The remote backup server's HTTP API (GET /api/ping, /api/cloud-accounts, /api/backups?db_name=;
+// POST to its backup and restore paths), spoken through the one outbound client: API key in
+// X-API-Key, answers checked against the contract before anyone uses them.
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';

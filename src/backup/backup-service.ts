@@ -1,6 +1,6 @@
-// Backup servers (spec §2.6) and their cloud accounts (spec §2.7): records with a write-only
-// API key, test_connection (the remote ping) and sync_cloud_accounts (create/update by uuid,
-// delete what the server no longer lists, all in one transaction).
+// Backup servers and the cloud accounts each lists (where it stores backups): records with a
+// write-only API key, test_connection (the remote ping) and sync_cloud_accounts (create/update by
+// uuid, delete what the server no longer lists, all in one transaction).
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Page } from '../core/lists.js';
@@ -27,7 +27,7 @@ export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'box' | '
     return server;
   }
 
-  /** Spec §2.6 lists cloud_account_ids on the server: added to each output row. */
+  /** A backup server is answered with the ids of its cloud accounts (cloud_account_ids): added to each output row. */
   async function withAccountIds<T extends Record<string, unknown>>(rows: T[]) {
     const accounts = await db.backupCloudAccount.findMany({
       where: { backup_server_id: { in: rows.map((r) => r.id as number) } },

@@ -1,6 +1,5 @@
-// A subscription's backup_state (DESIGN §6, §8): the latest backup its backup server lists for
-// its database, mapped done/ok → ok, pending/running → running, failed/error → failed, none →
-// none. The server is the subscription's backup_server_id, or the only backup server there is.
+// A subscription's backup_state: the latest backup its backup server lists for its database,
+// mapped done/ok → ok, pending/running → running, failed/error → failed, none → none. The server is the subscription's backup_server_id, or the only backup server there is.
 // Also callable by inbound webhooks (a backup server's callback) as `_compute_backup_state`.
 import type { AppContext } from '../context.js';
 import type { Db, DbTx } from '../core/db.js';
@@ -9,7 +8,7 @@ import { trackChanges, type Author } from '../core/chatter.js';
 import type { BackupState } from '../generated/prisma/enums.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
 
-/** The backup server's states of a backup (DESIGN §8), as backup_state. */
+/** The states the backup server gives a backup, as backup_state (an unknown one is an error, never guessed). */
 export const REMOTE_STATES: Record<string, BackupState> = {
   done: 'ok',
   ok: 'ok',

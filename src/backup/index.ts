@@ -1,4 +1,4 @@
-// Backup servers and their cloud accounts (spec §2.6, §2.7), and a subscription's backup state.
+// Backup servers and their cloud accounts, and a subscription's backup state.
 import type { Feature } from '../feature.js';
 import { backupServerModel } from './backup-models.js';
 import { registerBackupRoutes } from './backup-routes.js';
@@ -8,7 +8,7 @@ export const backup: Feature = {
   name: 'backup',
   models: [backupServerModel],
   routes: registerBackupRoutes,
-  // A backup server's callback: DESIGN §6 `_compute_backup_state()` on a subscription.
+  // A backup server's callback (an inbound webhook) asks for `_compute_backup_state()` on a subscription.
   webhookMethods: (ctx) => {
     const states = createBackupStateService(ctx);
     return {

@@ -1,4 +1,4 @@
-// Notification servers (spec §2.8): ntfy and FCM, their operations and per-user tokens.
+// Notification servers: ntfy (self-hosted push) and FCM (cloud push), their operations and per-user tokens.
 import type { Feature } from '../feature.js';
 import { notificationJobHandlers } from './notification-jobs.js';
 import { notificationServerModel, notificationUserTokenModel } from './notification-models.js';

@@ -1,5 +1,5 @@
-// Notification servers (spec §2.8): records with write-only secrets and the §7.2 rules, one
-// default per company (a database constraint → 409), and the operations test_connection,
+// Notification servers: records with write-only secrets checked by notification-validation.ts,
+// one default per company (a database constraint → 409), and the operations test_connection,
 // test_admin_credentials, send_notification and per-user token generation.
 import type { AppContext } from '../context.js';
 import { ConflictError, type FieldError, NotFoundError, UserError, ValidationError } from '../core/errors.js';

@@ -1,5 +1,7 @@
-// The validation rules of spec §7.2 for notification servers, checked on the record as it will be
-// stored (the stored values merged with the change), each failure a 400 naming its field.
+// What a notification server needs to be usable (a base URL for ntfy, an FCM credential for cloud
+// push, the admin login for token generation, the credentials its auth method uses), checked on
+// the record as it will be stored (the stored values merged with the change), each failure a 400
+// naming its field.
 import { ValidationError } from '../core/errors.js';
 import { urlProblem } from '../core/outbound-fields.js';
 import type { NotificationAuthMethod, NotificationProvider } from '../generated/prisma/enums.js';

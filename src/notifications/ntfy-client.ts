@@ -1,4 +1,4 @@
-// The self-hosted push server's HTTP API (ntfy, DESIGN §7): health, publish, the admin account
+// The self-hosted push server's HTTP API (ntfy): health, publish, the admin account
 // check and token creation, through the one outbound client.
 import { z } from 'zod';
 import { UserError } from '../core/errors.js';

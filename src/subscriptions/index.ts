@@ -1,4 +1,4 @@
-// Subscriptions (DESIGN §6, §9): the resource, its state methods, the deployment, backups,
+// Subscriptions: the resource, its state methods, the deployment, backups,
 // restores and drops of its database, and the trial lifecycle (mails, expiry, drop after grace).
 import type { Feature } from '../feature.js';
 import { registerSubscriptionSchedules, subscriptionJobHandlers } from './subscription-jobs.js';

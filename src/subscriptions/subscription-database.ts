@@ -1,5 +1,5 @@
 // The customer database on its PostgreSQL server (the server of the subscription's database
-// template, DESIGN §9): who may connect, whether it exists, and dropping it. Every change is an
+// template): who may connect, whether it exists, and dropping it. Every change is an
 // action-log row (`database`) written before the statements run.
 //
 // Only the database the subscription's deployment created is ever acted on: before every statement

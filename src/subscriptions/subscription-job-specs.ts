@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { refId } from '../core/http/schemas.js';
 import { defineJobs, job, requestedBy } from '../core/jobs.js';
 
-/** A backup's id on the backup server (DESIGN §7 leaves its type open). */
+/** A backup's id on the backup server: a string or a number, as the server gives it. */
 export const remoteBackupId = z.union([z.string().min(1).max(200), z.number().int()]);
 
 export const subscriptionJobs = defineJobs({
@@ -13,7 +13,7 @@ export const subscriptionJobs = defineJobs({
     key: (p) => String(p.subscription_id),
     afterCrash: 'interrupt', // CREATE DATABASE on a PostgreSQL server
   }),
-  // DESIGN §9 backup: POST to the backup server, then wait for the backup to be listed done.
+  // POST to the backup server, then wait for the backup to be listed done.
   backup_subscription: job({
     queue: 'backups',
     payload: z.object({ subscription_id: refId, ...requestedBy }),

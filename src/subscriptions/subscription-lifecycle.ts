@@ -1,4 +1,4 @@
-// The trial lifecycle run (DESIGN §9), every 5 minutes and on demand: suspend the running trials
+// The trial lifecycle run, every 5 minutes and on demand: suspend the running trials
 // whose end has passed, queue the drop of expired trials whose grace has passed (when the setting
 // drop_expired_trials is on), and send the mails that are due. Safe to run twice at once: each
 // suspension re-checks the subscription under its row lock, each drop and each mail is claimed

@@ -1,4 +1,4 @@
-// The customer's lifecycle mails (DESIGN §9), to the partner's address, each recorded in the
+// The customer's lifecycle mails, to the partner's address, each recorded in the
 // subscription's chatter (message_type email, with its subject and text):
 // - trial_ready: a trial subscription is running for the first time (its address and trial end);
 // - trial_ending: trial_reminder_days before the trial end, once per trial end;

@@ -1,4 +1,4 @@
-// Subscriptions as the API shows and accepts them (DESIGN §6); the package fields are shared with
+// Subscriptions as the API shows and accepts them; the package fields are shared with
 // trial packages, which supply them.
 import { z } from 'zod';
 import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
@@ -12,7 +12,7 @@ export const modelLimits = z
 export const packageNames = z.array(z.string().trim().min(1).max(200)).max(200);
 const count = z.number().int().min(0).max(1_000_000);
 
-/** What a trial package supplies to a subscription (spec §4.3), as answered. */
+/** What a trial package supplies to a subscription (packages, limits, trial and grace periods), as answered. */
 export const packageFieldsOut = {
   packages: z.array(z.string()),
   user_limit: z.number(),

@@ -1,4 +1,4 @@
-// Subscriptions (svc.subscription, DESIGN §6, §9): the REST resource and the state methods.
+// Subscriptions (svc.subscription): the REST resource and the state methods.
 // States: draft → confirmed → deploying → running ⇄ suspended, with failed and cancelled. A state
 // method locks the row, checks the state it starts from and records the change in the chatter, so
 // two concurrent calls cannot both move the same subscription. While a remote operation (backup,
@@ -106,7 +106,7 @@ const DAY_MS = 86_400_000;
 
 /**
  * Creates a confirmed trial subscription for `partner` from what the trial package supplies
- * (spec §4.3): packages, limits, trial duration, grace period, model limits.
+ * (packages, limits, trial duration, grace period, model limits).
  */
 export async function createTrialSubscription(
   tx: DbTx,

@@ -1,4 +1,4 @@
-// The immediate lifecycle actions (DESIGN §9): suspend, reactivate, extend_trial, convert_to_paid,
+// The immediate lifecycle actions: suspend, reactivate, extend_trial, convert_to_paid,
 // and the trial expiry the lifecycle job applies. Each runs under the subscription's row lock and
 // checks where it starts from; the remote change (who may connect to the database) is made inside
 // that transaction, so a failure (PostgreSQL unreachable: 400) leaves the state as it was, and two
