@@ -82,8 +82,8 @@ async function main() {
       evalMs.push(performance.now() - t);
     };
     const pollers = {
-      'without rules': createMonitorPoller(ctx, []),
-      'with 7 rules on every server': createMonitorPoller(ctx, [timed]),
+      'without rules': createMonitorPoller(ctx, []).poll,
+      'with 7 rules on every server': createMonitorPoller(ctx, [timed]).poll,
     };
     // Each round: a poll round without rules (A), one with them (B), and the evaluation alone (C:
     // evaluate() called one at a time with each server's latest sample, 10 per server). The three

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { composeFeatures } from '../src/features.js';
 import { serversInMaintenance } from '../src/maintenance/maintenance-state.js';
-import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { createMonitorPoller, type MonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
@@ -32,12 +32,12 @@ afterAll(async () => {
 });
 
 const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url }) });
-let poll: ReturnType<typeof createMonitorPoller>;
+let poll: MonitorPoller['poll'];
 let observe: (events: MonitorPollEvent[]) => Promise<void>;
 
 beforeAll(async () => {
   const observers = composeFeatures(t.ctx).monitorPollObservers;
-  poll = createMonitorPoller(t.ctx, observers);
+  poll = createMonitorPoller(t.ctx, observers).poll;
   observe = async (events) => {
     for (const o of observers) await o(events);
   };

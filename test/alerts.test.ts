@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createContext, type AppContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
-import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { createMonitorPoller, type MonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { serverStateKey } from '../src/alerts/alert-state.js';
 import type { TestContext } from './helpers/context.js';
 import { request, type Caller } from './helpers/api.js';
@@ -23,7 +23,7 @@ let sshd: Sshd;
 let ntfy: RecordingServer;
 let refusing: RecordingServer;
 let smtp: TestSmtpServer;
-let poll: ReturnType<typeof createMonitorPoller>;
+let poll: MonitorPoller['poll'];
 let defaultPushId: number;
 let refusingPushId: number;
 
@@ -47,7 +47,7 @@ const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url, OUTBOUND
 
 beforeAll(async () => {
   ({ ctx, app, as } = t);
-  poll = createMonitorPoller(ctx, composeFeatures(ctx).monitorPollObservers);
+  poll = createMonitorPoller(ctx, composeFeatures(ctx).monitorPollObservers).poll;
   const mk = async (payload: object) => {
     const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
     expect(res.statusCode, res.body).toBe(201);
@@ -342,7 +342,7 @@ describe('two workers', () => {
     try {
       const observers1 = composeFeatures(ctx).monitorPollObservers;
       const observers2 = composeFeatures(ctx2).monitorPollObservers;
-      const poll2 = createMonitorPoller(ctx2, observers2);
+      const poll2 = createMonitorPoller(ctx2, observers2).poll;
       const server = await monitoredServer();
       const rules = [];
       for (let i = 0; i < 4; i++)

@@ -216,7 +216,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     await patch(server.id, { port: await freePort(), ...keyLogin() });
     // Monitoring on, without a schedule: this test drives the polls itself.
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
-    const poll = createMonitorPoller(ctx);
+    const { poll } = createMonitorPoller(ctx);
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 1, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 2, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 3, server_state: 'offline' });
@@ -237,7 +237,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     const failing = async () => {
       throw new Error('observer down');
     };
-    const poll = createMonitorPoller(ctx, [failing, async (e) => void events.push(...e)]);
+    const { poll } = createMonitorPoller(ctx, [failing, async (e) => void events.push(...e)]);
     expect((await poll(server.id)).outcome).toBe('ok');
     await patch(server.id, { port: await freePort(), ...passwordLogin });
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
@@ -312,7 +312,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
   it('reconnects when the connection drops', async () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
-    const poll = createMonitorPoller(ctx);
+    const { poll } = createMonitorPoller(ctx);
     const before = sshd.logins(TEST_USERS.password.name);
     expect((await poll(server.id)).outcome).toBe('ok');
     expect((await poll(server.id)).outcome).toBe('ok');

@@ -1,7 +1,7 @@
 // One monitoring poll of one root server. The SSH connection is reused between polls (an SSH
 // pool), the previous /proc counters are kept in Redis (so any worker can take the next poll), and
 // the row, the state and the failure count are written in one statement. How the sample is read is
-// the caller's choice (a Sampler): one exec channel per poll (execSampler, today's command), or a
+// the caller's choice (a Sampler): one exec channel per poll (execSampler, the per-poll command), or a
 // long-lived streaming channel (monitor-stream.ts). recordSamples() writes many streamed samples
 // at once with the same rules.
 // server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
@@ -37,7 +37,7 @@ export type PollResult =
  */
 export type Sampler = (server: RootServer, conn: SshConnection, prev: ProcSample | null, deadline: number) => Promise<ProcSample[]>;
 
-/** Today's poll: one exec channel running the sampling command. */
+/** The per-poll command: one exec channel running the sampling command (the fallback of the stream). */
 export const execSampler: Sampler = async (_server, conn, prev, deadline) => {
   const timeoutMs = Math.max(1000, deadline - Date.now());
   const res = await conn.exec(prev ? SAMPLE_COMMAND : TWO_SAMPLES_COMMAND, { sudo: false, timeoutMs, maxOutputBytes: 256 * 1024 });
@@ -332,5 +332,7 @@ export function createMonitorPoller(
     return out;
   }
 
-  return Object.assign(poll, { poll, fail, recordSamples, loadMonitored, connect, previousSample });
+  return { poll, fail, recordSamples, loadMonitored, connect, previousSample };
 }
+
+export type MonitorPoller = ReturnType<typeof createMonitorPoller>;

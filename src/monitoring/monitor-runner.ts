@@ -193,7 +193,7 @@ export async function startMonitorRunner(
     if (h.timer) clearTimeout(h.timer);
     if (h.dropped || closed) return;
     const due = nextDue(h.schedule, Date.now());
-    h.timer = setTimeout(() => fire(h, due), due - Date.now());
+    h.timer = setTimeout(() => pollDueTime(h, due), due - Date.now());
   }
 
   /** Claims one due time of a server, storing its new counters with it when given (else keeping them). */
@@ -213,7 +213,8 @@ export async function startMonitorRunner(
     return ok === 1;
   }
 
-  function fire(h: Held, due: number) {
+  /** Polls the server for one due time: its stream when warm (the sample joins a batch write), else poll(). */
+  function pollDueTime(h: Held, due: number) {
     arm(h);
     if (h.busy || h.dropped || closed) return;
     h.busy = true;
@@ -322,7 +323,7 @@ export async function startMonitorRunner(
         // The due time that passed while connecting (a start_monitor, a take-over) is still taken
         // when it is recent; the slot check skips it if the previous holder recorded it.
         const last = nextDue(h.schedule, Date.now()) - h.schedule.every;
-        if (Date.now() - last < h.schedule.every * 0.7) fire(h, last);
+        if (Date.now() - last < h.schedule.every * 0.7) pollDueTime(h, last);
       });
   }
 
