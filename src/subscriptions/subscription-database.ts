@@ -115,6 +115,20 @@ async function onOwnDatabase<T>(
   );
 }
 
+/** onOwnDatabase for work that needs the database there: its absence is a UserError. */
+function onExistingDatabase<T>(deps: Deps, sub: Sub, at: Location, work: (query: Query) => Promise<T>, opts: RemoteOptions = {}) {
+  return onOwnDatabase(
+    deps,
+    sub,
+    at,
+    (query, found) => {
+      if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
+      return work(query);
+    },
+    opts,
+  );
+}
+
 /**
  * The identity recorded at creation. A subscription deployed before identities were recorded adopts
  * the database it finds, but only when its server record has not changed since the database was
@@ -155,16 +169,7 @@ async function change(
     ...actorFields(actor),
   });
   try {
-    const result = await onOwnDatabase(
-      deps,
-      sub,
-      at,
-      (query, found) => {
-        if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
-        return work(query);
-      },
-      opts,
-    );
+    const result = await onExistingDatabase(deps, sub, at, work, opts);
     await step.finish('success', result);
     return result;
   } catch (err) {
@@ -242,14 +247,5 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
 /** Runs `work` inside the subscription's own database (Odoo's tables), once it is known to be that one. */
 export async function onInstance<T>(deps: Deps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
   const at = await databaseLocation(deps.db, sub);
-  return onOwnDatabase(
-    deps,
-    sub,
-    at,
-    (query, found) => {
-      if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
-      return work(query);
-    },
-    { inside: true, tx },
-  );
+  return onExistingDatabase(deps, sub, at, work, { inside: true, tx });
 }
