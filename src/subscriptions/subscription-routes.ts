@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { action, registerActions } from '../core/http/actions.js';
+import { action, registerActions, registerSettingsActions } from '../core/http/actions.js';
 import { registerCrud } from '../core/http/crud.js';
 import { queryBoolean, queryId } from '../core/http/schemas.js';
 import { SubscriptionState, UsageState } from '../generated/prisma/enums.js';
@@ -151,19 +151,13 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
     },
   });
 
-  registerActions(parent, {
-    path: '/settings',
-    tag: 'settings',
-    group: 'operator',
-    singleton: true,
-    actions: {
-      run_trial_lifecycle: action({
-        summary: 'Run the trial lifecycle now',
-        description:
-          'Queues the trial_lifecycle job (it also runs every 5 minutes): due reminder mails, suspension of running trials whose trial_end_date has passed (with the trial_expired mail), and, when drop_expired_trials is on, drop_database of the expired ones whose grace_end_date has passed. Result: {suspended, suspend_failed, drops_queued, mails}.',
-        response: 'job',
-        run: ({ user }) => ctx.queues.enqueue(subscriptionJobs.trial_lifecycle, { user_id: user.id }),
-      }),
-    },
+  registerSettingsActions(parent, 'operator', {
+    run_trial_lifecycle: action({
+      summary: 'Run the trial lifecycle now',
+      description:
+        'Queues the trial_lifecycle job (it also runs every 5 minutes): due reminder mails, suspension of running trials whose trial_end_date has passed (with the trial_expired mail), and, when drop_expired_trials is on, drop_database of the expired ones whose grace_end_date has passed. Result: {suspended, suspend_failed, drops_queued, mails}.',
+      response: 'job',
+      run: ({ user }) => ctx.queues.enqueue(subscriptionJobs.trial_lifecycle, { user_id: user.id }),
+    }),
   });
 }

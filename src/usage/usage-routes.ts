@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { action, operationId, registerActions } from '../core/http/actions.js';
+import { action, operationId, registerSettingsActions } from '../core/http/actions.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import { idParams } from '../core/http/schemas.js';
 import { usageJobs } from './usage-job-specs.js';
@@ -60,19 +60,13 @@ export function registerUsageRoutes(parent: FastifyInstance, ctx: AppContext) {
     },
   });
 
-  registerActions(parent, {
-    path: '/settings',
-    tag: 'settings',
-    group: 'operator',
-    singleton: true,
-    actions: {
-      collect_usage: action({
-        summary: 'Measure usage now',
-        description:
-          "Queues a usage round (it also runs every usage_interval_minutes): database sizes, active users, limited records and filestores of every subscription, their usage_state, the customers' notices and, with enforce_limits, suspensions. Result: {measured, missing, notified, suspended, held_back}.",
-        response: 'job',
-        run: ({ user }) => ctx.queues.enqueue(usageJobs.collect_usage, { now: true, user_id: user.id }),
-      }),
-    },
+  registerSettingsActions(parent, 'operator', {
+    collect_usage: action({
+      summary: 'Measure usage now',
+      description:
+        "Queues a usage round (it also runs every usage_interval_minutes): database sizes, active users, limited records and filestores of every subscription, their usage_state, the customers' notices and, with enforce_limits, suspensions. Result: {measured, missing, notified, suspended, held_back}.",
+      response: 'job',
+      run: ({ user }) => ctx.queues.enqueue(usageJobs.collect_usage, { now: true, user_id: user.id }),
+    }),
   });
 }

@@ -79,3 +79,8 @@ export function registerActions(parent: FastifyInstance, o: ActionsOptions) {
     });
   }
 }
+
+/** Actions on the settings (POST /api/v1/settings/actions/<name>): features add theirs, such as running a job now. */
+export function registerSettingsActions(parent: FastifyInstance, group: UserGroup, actions: Record<string, ActionSpec>) {
+  registerActions(parent, { path: '/settings', tag: 'settings', group, singleton: true, actions });
+}
