@@ -116,8 +116,9 @@ describe('a connection the server ends', () => {
     const { client } = await connectPostgresqlServer(t.ctx.box, server);
     try {
       const [{ pid }] = (await client.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      const ended = new Promise((resolve) => client.once('end', resolve));
       await t.ctx.db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
-      await new Promise((r) => setTimeout(r, 200)); // the server's message arrives while nothing runs
+      await ended; // the server's message has arrived while nothing ran
       await expect(client.query('SELECT 1')).rejects.toThrow();
     } finally {
       await client.end().catch(() => {});

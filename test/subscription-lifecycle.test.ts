@@ -275,13 +275,15 @@ describe('backup', () => {
       const posts = remote.callsTo('/svc/database/backup').length;
       const res = await act(t, sub.id, 'backup');
       // Two polls after the request have listed the old, done backup: it must not count.
-      for (;;) {
-        const post = remote.callsTo('/svc/database/backup')[posts];
-        const after = post ? remote.calls.slice(remote.calls.indexOf(post)) : [];
-        if (after.filter((c) => c.path === '/api/backups').length >= 2) break;
-        if ((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn) break; // wrongly took the old one
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await vi.waitUntil(
+        async () => {
+          const post = remote.callsTo('/svc/database/backup')[posts];
+          const after = post ? remote.calls.slice(remote.calls.indexOf(post)) : [];
+          if (after.filter((c) => c.path === '/api/backups').length >= 2) return true;
+          return Boolean((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn); // wrongly took the old one
+        },
+        { timeout: 20_000, interval: 20 },
+      );
       expect((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn).toBeUndefined();
       remote.release();
       const done = await job(res);
@@ -485,10 +487,7 @@ describe('drop_database', () => {
     try {
       const res = await act(t, sub.id, 'backup');
       const jobId = res.json().job_id;
-      for (;;) {
-        if ((await get(t, sub.id)).operation === 'backup') break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await vi.waitUntil(async () => (await get(t, sub.id)).operation === 'backup', { timeout: 20_000, interval: 20 });
       const suspend = await act(t, sub.id, 'suspend');
       expect(suspend.statusCode).toBe(409);
       expect(suspend.json().error.message).toBe(

@@ -309,19 +309,13 @@ describe('processing and deployment', () => {
   it('Auto Run Subscription: a new request is processed by a background job and deployed', async () => {
     const pkg = await createTrialPackage(t.ctx, { auto_run_subscription: true, database_template_id: templateId });
     const req = await createRequest(pkg.id);
-    let current = req;
-    for (let i = 0; i < 200 && current.state !== 'done'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      current = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/trial-requests/${req.id}` })).json();
-    }
-    expect(current.state).toBe('done');
+    const read = async (url: string) => (await request(t.app, t.as.user, { method: 'GET', url })).json();
+    await expect.poll(async () => (await read(`/api/v1/trial-requests/${req.id}`)).state, { timeout: 20_000 }).toBe('done');
+    const current = await read(`/api/v1/trial-requests/${req.id}`);
     expect(current.subscription_id).not.toBeNull();
-    let sub = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
-    for (let i = 0; i < 200 && sub.state !== 'running'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      sub = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${current.subscription_id}` })).json();
-    }
-    expect(sub.state).toBe('running');
+    const subUrl = `/api/v1/subscriptions/${current.subscription_id}`;
+    await expect.poll(async () => (await read(subUrl)).state, { timeout: 20_000 }).toBe('running');
+    const sub = await read(subUrl);
     expect(await databaseExists(sub.database_name)).toBe(true);
     await dropDatabase(sub.database_name);
   });

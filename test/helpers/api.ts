@@ -1,6 +1,6 @@
 // HTTP helpers over app.inject(): users of each group with their bearer tokens.
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import type { UserGroup } from '../../src/core/groups.js';
 import { createAuthService } from '../../src/auth/auth-service.js';
@@ -73,15 +73,15 @@ export async function confirmedRootServer(
 }
 
 /** Polls a job until it leaves waiting/active, and returns its representation. */
-export async function waitForJob(app: FastifyInstance, caller: Caller, jobId: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await request(app, caller, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
-    const job = res.json();
-    if (job.state === 'completed' || job.state === 'failed') return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job.state}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export function waitForJob(app: FastifyInstance, caller: Caller, jobId: string, timeoutMs = 20_000) {
+  return vi.waitFor(
+    async () => {
+      const job = (await request(app, caller, { method: 'GET', url: `/api/v1/jobs/${jobId}` })).json();
+      if (job.state !== 'completed' && job.state !== 'failed') throw new Error(`job ${jobId} still ${job.state}`);
+      return job;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }
 
 /** The BullMQ job behind a public job id (e.g. to read its counters), or null. */

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { vi } from 'vitest';
 import { sendJson, startRecordingServer, type RecordingServer } from './http-recorder.js';
 
 const run = promisify(execFile);
@@ -128,14 +129,15 @@ export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<Ba
       releaseHeld();
       held = new Promise<void>((resolve) => (releaseHeld = resolve));
     },
-    async settled(dbName, n = 1) {
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        const ended = backups.filter((b) => b.db_name === dbName && (b.state === 'done' || b.state === 'failed'));
-        if (ended.length >= n) return ended;
-        if (Date.now() > deadline) throw new Error(`no ${n} ended backups of ${dbName}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+    settled(dbName, n = 1) {
+      return vi.waitFor(
+        () => {
+          const ended = backups.filter((b) => b.db_name === dbName && (b.state === 'done' || b.state === 'failed'));
+          if (ended.length < n) throw new Error(`no ${n} ended backups of ${dbName}`);
+          return ended;
+        },
+        { timeout: 20_000, interval: 20 },
+      );
     },
     async close() {
       releaseHeld();
