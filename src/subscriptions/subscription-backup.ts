@@ -25,8 +25,6 @@ export function backupDone(what: string, backup: RemoteBackup, sub: Subscription
   return `${what} ${backup.id} of ${sub.database_name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`;
 }
 
-export type BackupOperations = ReturnType<typeof createBackupOperations>;
-
 export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
   const { db, config } = ctx;
   const api = createBackupApi(ctx);

@@ -10,7 +10,7 @@ import { assertOwnDatabase } from './subscription-database.js';
 import { assertIdle, assertState, lockSubscription } from './subscription-service.js';
 
 /** The states each operation may start from: the database exists (a cancelled one keeps it until dropped). */
-export const OPERABLE_STATES: Record<SubscriptionOperation, readonly SubscriptionState[]> = {
+const OPERABLE_STATES: Record<SubscriptionOperation, readonly SubscriptionState[]> = {
   backup: ['running', 'suspended', 'cancelled'],
   restore: ['running'],
   drop_database: ['suspended', 'cancelled'],
