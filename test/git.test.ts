@@ -639,18 +639,15 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
     const livePath = path.join(scratch, 'operator-server', 'addons');
     const { id, remote } = await newRepository({ root_server_id: opServer, deploy_path: livePath });
 
-    // The operator moves it to their own server (with credentials for it) and confirms it.
+    // The operator moves it to their own server (with credentials for it): it stays confirmed, and
+    // the new host's key is recorded at the next connection.
     const moved = await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${opServer}`,
       payload: { port: evil.port, key: evil.keys.ed25519Openssh },
     });
     expect(moved.statusCode, moved.body).toBe(200);
-    if (moved.json().state === 'draft') {
-      expect(
-        (await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${opServer}/actions/confirm` })).statusCode,
-      ).toBe(200);
-    }
+    expect(moved.json()).toMatchObject({ state: 'confirmed', host_key: null });
 
     const sha = remote.commit({ 'shop/models.py': 'PRICE = 42\n' }, 'deploy to the operator’s server');
     const job = await pushCommit(id);
