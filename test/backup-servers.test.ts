@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backup as backupFeature } from '../src/backup/index.js';
 import { findWebhookMethod } from '../src/core/webhook-methods.js';
 import { actionsOf, request } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
+import { useTestApp, withConfig } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 import { freePort } from './helpers/sshd.js';
 
@@ -56,7 +56,7 @@ afterAll(async () => {
   await remote?.close();
 });
 
-const t = useTestApp({ env: { OUTBOUND_TIMEOUT_MS: '500' } });
+const t = useTestApp();
 
 async function createServer(payload: Record<string, unknown> = {}) {
   const res = await request(t.app, t.as.operator, {
@@ -245,7 +245,8 @@ describe('test_connection', () => {
       [web.id, /\/web\/api\/ping answered HTTP 200 with something that is not JSON: <!doctype html>/],
     ];
     for (const [id, message] of cases) {
-      const res = await act(id, 'test_connection');
+      // A short timeout for the server that never answers; the file keeps the generous default.
+      const res = await withConfig(t, id === hanging.id ? { OUTBOUND_TIMEOUT_MS: 500 } : {}, () => act(id, 'test_connection'));
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('user_error');
       expect(res.json().error.message).toMatch(message);

@@ -160,7 +160,7 @@ describe('a trial deployment', () => {
     expect((await act(t, sub.id, 'convert_to_paid')).statusCode).toBe(200);
     await expect.poll(() => param('svc.is_trial'), { timeout: 15_000 }).toBe('False');
     expect(await param('svc.trial_end_date')).toBeUndefined();
-    await expect.poll(async () => (await get(t, sub.id)).instance_sync_pending_at ?? null).toBeNull();
+    await expect.poll(async () => (await get(t, sub.id)).instance_sync_pending_at ?? null, { timeout: 15_000 }).toBeNull();
   });
 
   it('a limit change that cannot be written stays pending, says so, and is written once the instance runs again', async () => {

@@ -12,7 +12,7 @@ import { adminQuery, dropDatabase } from './helpers/pg.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
 import { fillOdooTemplate } from './helpers/odoo-template.js';
 
-const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '5000' } });
+const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20' } });
 let fx: Awaited<ReturnType<typeof setupLifecycle>>;
 let other: TlsCluster;
 let remote: BackupApi;

@@ -12,7 +12,7 @@ import { runWebhookMethod } from '../src/core/webhook-methods.js';
 import { monitorSchedule } from '../src/monitoring/monitor-service.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
+import { useTestApp, withConfig } from './helpers/app.js';
 import { freePort, keyLogin, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
@@ -496,10 +496,8 @@ describe('setup_dir_structure', () => {
 
   it('a failure leaves dir_init_done false and says why', async () => {
     // Without sudo, the password user may not create directories in root's home.
-    const configured = t.ctx.config.ODOO_BASE_PATH;
-    t.ctx.config.ODOO_BASE_PATH = '/root/svc-test/odoo';
     const server = await confirmedRootServer(t.app, t.as.operator, sshd, credentials.password());
-    const job = await runJob(server.id, 'setup_dir_structure').finally(() => (t.ctx.config.ODOO_BASE_PATH = configured));
+    const job = await withConfig(t, { ODOO_BASE_PATH: '/root/svc-test/odoo' }, () => runJob(server.id, 'setup_dir_structure'));
     expect(job.state).toBe('failed');
     expect(job.error).toMatch(/^Creating the directories under \/root\/svc-test\/odoo failed: .*Permission denied/s);
     // Said once, not once per directory.
@@ -583,52 +581,41 @@ describe('code editor', () => {
   });
 
   it('a failed install whose output holds NUL bytes fails with that output (U+FFFD in their place) and alerts the chatter', async () => {
-    const configured = t.ctx.config.CODE_SERVER_INSTALL_CMD;
-    t.ctx.config.CODE_SERVER_INSTALL_CMD = 'printf "download\\0failed\\n"';
-    try {
-      const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
-        ...credentials.key(),
-        code_server_password: CODE_SERVER_PASSWORD,
-      });
-      const job = await runJob(server.id, 'install_code_server');
-      expect(job.state).toBe('failed');
-      expect(job.error).toMatch(/^code-server is not installed after the install command .*: download\uFFFDfailed$/);
-      const alert = await t.ctx.db.message.findFirst({
-        where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
-      });
-      expect(alert!.body).toBe(`install_code_server failed: ${job.error}`);
-    } finally {
-      t.ctx.config.CODE_SERVER_INSTALL_CMD = configured;
-    }
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
+      ...credentials.key(),
+      code_server_password: CODE_SERVER_PASSWORD,
+    });
+    const job = await withConfig(t, { CODE_SERVER_INSTALL_CMD: 'printf "download\\0failed\\n"' }, () =>
+      runJob(server.id, 'install_code_server'),
+    );
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(/^code-server is not installed after the install command .*: download\uFFFDfailed$/);
+    const alert = await t.ctx.db.message.findFirst({
+      where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
+    });
+    expect(alert!.body).toBe(`install_code_server failed: ${job.error}`);
   });
 
   it('with no internet the install fails visibly and the state stays not_installed', async () => {
-    const configured = t.ctx.config.CODE_SERVER_INSTALL_CMD;
     // The official command's shape, on a host name that never resolves (as offline).
-    t.ctx.config.CODE_SERVER_INSTALL_CMD = 'curl -fsSL https://code-server.invalid/install.sh | sh';
-    try {
-      const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
-        ...credentials.key(),
-        code_server_password: CODE_SERVER_PASSWORD,
-      });
-      const job = await runJob(server.id, 'install_code_server');
-      expect(job.state).toBe('failed');
-      expect(job.error).toMatch(
-        /^code-server is not installed after the install command \(does the server reach the internet\?\): .*Could not resolve host/s,
-      );
-      expect(job.error).not.toContain('[exit code 0]');
-      expect((await getServer(server.id)).code_server_state).toBe('not_installed');
-      const logs = await actionLogs(server.id);
-      expect(logs.find((l) => l.input_text === t.ctx.config.CODE_SERVER_INSTALL_CMD)!.output_text).toMatch(
-        /Could not resolve host: code-server.invalid/,
-      );
-      const alert = await t.ctx.db.message.findFirst({
-        where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
-      });
-      expect(alert!.body).toMatch(/^install_code_server failed: code-server is not installed/);
-    } finally {
-      t.ctx.config.CODE_SERVER_INSTALL_CMD = configured;
-    }
+    const offline = 'curl -fsSL https://code-server.invalid/install.sh | sh';
+    const server = await confirmedRootServer(t.app, t.as.operator, sshd, {
+      ...credentials.key(),
+      code_server_password: CODE_SERVER_PASSWORD,
+    });
+    const job = await withConfig(t, { CODE_SERVER_INSTALL_CMD: offline }, () => runJob(server.id, 'install_code_server'));
+    expect(job.state).toBe('failed');
+    expect(job.error).toMatch(
+      /^code-server is not installed after the install command \(does the server reach the internet\?\): .*Could not resolve host/s,
+    );
+    expect(job.error).not.toContain('[exit code 0]');
+    expect((await getServer(server.id)).code_server_state).toBe('not_installed');
+    const logs = await actionLogs(server.id);
+    expect(logs.find((l) => l.input_text === offline)!.output_text).toMatch(/Could not resolve host: code-server.invalid/);
+    const alert = await t.ctx.db.message.findFirst({
+      where: { model_name: 'svc.root.server', rec_id: server.id, subtype_xmlid: 'mail.mt_alert' },
+    });
+    expect(alert!.body).toMatch(/^install_code_server failed: code-server is not installed/);
   });
 });
 

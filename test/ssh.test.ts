@@ -161,7 +161,8 @@ describe('commands', () => {
   });
 
   it('kills a command that runs past its timeout', async () => {
-    const res = await conn.exec('echo started; sleep 30; echo never', { timeoutMs: 500 });
+    // Long enough for the shell to start and print on a loaded machine, far below the sleep.
+    const res = await conn.exec('echo started; sleep 30; echo never', { timeoutMs: 2_000 });
     expect(res).toMatchObject({ timedOut: true, exitCode: null, stdout: 'started\n' });
     // the connection is still usable
     expect((await conn.exec('echo again')).stdout).toBe('again\n');

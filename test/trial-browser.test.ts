@@ -55,24 +55,24 @@ describe('trial signup in a browser', () => {
       await page.getByRole('button', { name: 'Send me the code' }).click();
 
       // Server-side validation: the message is next to the field, the other values are kept.
-      await expect.poll(() => page.locator('#email-error').textContent()).toBe('Enter a valid e-mail address');
+      await expect.poll(() => page.locator('#email-error').textContent(), { timeout: 15_000 }).toBe('Enter a valid e-mail address');
       expect(await page.getByLabel('E-mail address').getAttribute('aria-invalid')).toBe('true');
       expect(await page.getByLabel('Your name').inputValue()).toBe('Jane Doe');
       await page.getByLabel('E-mail address').fill('jane.browser@example.com');
       await page.getByRole('button', { name: 'Send me the code' }).click();
 
-      await expect.poll(() => page.locator('h1').textContent()).toBe('Check your e-mail');
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 15_000 }).toBe('Check your e-mail');
       expect(await page.locator('main').textContent()).toContain('j***@example.com');
       const code = codeFrom(await smtp.waitFor('jane.browser@example.com'));
 
       await page.getByLabel('Verification code').fill(otherCode(code));
       await page.getByRole('button', { name: 'Confirm' }).click();
-      await expect.poll(() => page.locator('#code-error').textContent()).toContain('4 attempts left');
+      await expect.poll(() => page.locator('#code-error').textContent(), { timeout: 15_000 }).toContain('4 attempts left');
       expect((await page.locator('main').textContent())!.match(/attempts? left/g)).toHaveLength(1);
 
       await page.getByLabel('Verification code').fill(code);
       await page.getByRole('button', { name: 'Confirm' }).click();
-      await expect.poll(() => page.locator('h1').textContent()).toBe('Thank you!');
+      await expect.poll(() => page.locator('h1').textContent(), { timeout: 15_000 }).toBe('Thank you!');
       expect(await page.locator('main').textContent()).toContain('Odoo Starter');
 
       const request = await t.ctx.db.trialRequest.findFirstOrThrow({ where: { email: 'jane.browser@example.com' } });
@@ -129,7 +129,7 @@ describe('trial signup in a browser', () => {
       await page.getByLabel('Mobile number').fill('+49 170 7654321');
       await page.getByLabel('Company size').selectOption('1-5');
       await page.getByRole('button', { name: 'Send me the code' }).click();
-      await expect.poll(() => page.title()).toBe('Enter your code · Acme Cloud');
+      await expect.poll(() => page.title(), { timeout: 15_000 }).toBe('Enter your code · Acme Cloud');
       const mail = await smtp.waitFor('bo.brand@example.com');
       expect(textOf(mail).replace(/\r\n/g, '\n')).toMatch(/\n-- \nAcme Cloud\n*$/);
 

@@ -33,7 +33,7 @@ afterAll(async () => {
 
 const t = useTestApp({
   workers: true,
-  env: () => ({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20', BACKUP_WAIT_MS: '20000' }),
+  env: () => ({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20' }),
 });
 
 beforeAll(async () => {

@@ -90,7 +90,7 @@ describe('a usage round', () => {
     await round();
     expect((await get(t, sub.id)).usage_state).toBe('warning');
     await round();
-    await expect.poll(() => mailsTo(email, 'Your subscription is near its limits')).toBe(1);
+    await expect.poll(() => mailsTo(email, 'Your subscription is near its limits'), { timeout: 15_000 }).toBe(1);
 
     await queryIn(
       sub.database_name,
@@ -99,7 +99,7 @@ describe('a usage round', () => {
     await round(); // 5 of 5
     await round();
     expect((await get(t, sub.id)).usage_state).toBe('exceeded');
-    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(1);
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits'), { timeout: 15_000 }).toBe(1);
     const chatter = (await messages(t, sub.id)).map((m) => m.body);
     expect(chatter).toContain('Your subscription is over its limits: 5 active users of 5 allowed.');
 
@@ -108,14 +108,14 @@ describe('a usage round', () => {
     expect((await get(t, sub.id)).usage_state).toBe('ok');
     await queryIn(sub.database_name, `UPDATE res_users SET active = true WHERE login LIKE 'w_@%' OR login = 'w-more@example.com'`);
     await round();
-    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(2);
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits'), { timeout: 15_000 }).toBe(2);
     // A limit lowered below the usage is noticed at the next round.
     const lowered = await f.fx.deployed({ user_limit: 10 });
     const lowEmail = (await partnerOf(lowered)).email;
     await round();
     expect((await patch(lowered.id, { user_limit: 1 })).statusCode).toBe(200);
     await round();
-    await expect.poll(() => mailsTo(lowEmail, 'Your subscription is over its limits')).toBe(1);
+    await expect.poll(() => mailsTo(lowEmail, 'Your subscription is over its limits'), { timeout: 15_000 }).toBe(1);
   });
 
   it('with enforce_limits: suspends after the grace period, not while an alert fires on the Odoo host or during its maintenance window; the lifecycle lifts it when the limits allow', async () => {
@@ -156,7 +156,7 @@ describe('a usage round', () => {
       const enforced = await round();
       expect(enforced.suspended).toContain(sub.id);
       expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', suspend_reason: 'over_limit' });
-      await expect.poll(() => mailsTo(email, 'Your subscription is suspended: over its limits')).toBe(1);
+      await expect.poll(() => mailsTo(email, 'Your subscription is suspended: over its limits'), { timeout: 15_000 }).toBe(1);
 
       // An operator raises the limit: the lifecycle run lifts the suspension.
       expect((await patch(sub.id, { user_limit: 10 })).statusCode).toBe(200);
@@ -211,7 +211,7 @@ describe('a usage round', () => {
     const [a, b] = await Promise.all([round(), round()]);
     expect([a.skipped, b.skipped].filter(Boolean)).toEqual(['another worker is running a usage round']);
     await Promise.all([round(), round()]);
-    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits')).toBe(1);
+    await expect.poll(() => mailsTo(email, 'Your subscription is over its limits'), { timeout: 15_000 }).toBe(1);
     const notices = (await messages(t, sub.id)).filter(
       (m) => m.message_type === 'notification' && m.body.startsWith('Your subscription is over its limits'),
     );

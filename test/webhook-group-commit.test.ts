@@ -185,7 +185,7 @@ describe('the endpoint pool', () => {
       SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000))::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'svc-webhooks' AND state = 'idle'`;
     expect(ended!.n).toBeGreaterThan(0);
-    await expect.poll(() => t.ctx.logText(), { timeout: 5_000 }).toMatch(/an idle connection of the webhook pool was lost/);
+    await expect.poll(() => t.ctx.logText(), { timeout: 15_000 }).toMatch(/an idle connection of the webhook pool was lost/);
     expect(await fire(base, hook.token, 'after')).toBe(200);
     expect((await messagesOf('svc.subscription', hook.rec_id)).map((m) => m.body)).toEqual(['before', 'after']);
   });

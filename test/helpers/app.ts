@@ -7,6 +7,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import type { Config } from '../../src/core/config.js';
 import type { Feature } from '../../src/feature.js';
 import { FEATURES } from '../../src/features.js';
 import { startWorkers, type Workers } from '../../src/worker.js';
@@ -44,4 +45,20 @@ export function useTestApp(opts: TestAppOptions = {}): TestApp {
     await t.ctx?.cleanup();
   });
   return t;
+}
+
+/**
+ * Runs `fn` with part of the file's configuration changed, then puts it back. Only for settings the
+ * app and workers read at each use (BACKUP_WAIT_MS, OUTBOUND_TIMEOUT_MS of the HTTP client, ...):
+ * one test shortens a wait the others keep generous, or points a command elsewhere.
+ */
+export async function withConfig<T>(t: TestApp, changes: Partial<Config>, fn: () => Promise<T>): Promise<T> {
+  const config: Config = t.ctx.config;
+  const before = Object.fromEntries(Object.keys(changes).map((key) => [key, config[key as keyof Config]]));
+  Object.assign(config, changes);
+  try {
+    return await fn();
+  } finally {
+    Object.assign(config, before);
+  }
 }
