@@ -1,5 +1,5 @@
 // Backup servers over the real API, real PostgreSQL and a local HTTP server that implements the
-// backup API of DESIGN §7 (X-API-Key, /api/ping, /api/cloud-accounts, /api/backups?db_name=) and
+// backup API as the service calls it (X-API-Key, /api/ping, /api/cloud-accounts, /api/backups?db_name=) and
 // records what it receives. Failure modes are real: a closed port, a wrong key, a server that
 // never answers, a web page instead of the API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -387,7 +387,7 @@ describe('compute_backup_state', () => {
     url: `https://backups.example.com/dl/${id}.zip`,
   });
 
-  it('maps the latest backup of the database (DESIGN §8), tracked in the chatter', async () => {
+  it('takes the state of the latest backup of the database (done/ok → ok, pending/running → running, failed/error → failed, none → none), tracked in the chatter', async () => {
     const server = await createServer();
     const sub = await subscription({ backup_server_id: server.id });
     const expected: [string | null, string][] = [

@@ -1,4 +1,4 @@
-// Bad input never answers 5xx (DESIGN §3). Real parts: PostgreSQL, Redis, the whole app over
+// Bad input is a client error, never a 5xx. Real parts: PostgreSQL, Redis, the whole app over
 // inject(). The REST operations are walked from the OpenAPI document: every path id, query
 // parameter and body field gets integers past PostgreSQL's range (2^31, 2^63), id spellings that
 // are not ids (`0x1`, ` 1`, `1e0`), and NUL characters in strings, one bad value per request on an

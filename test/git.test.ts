@@ -1,7 +1,7 @@
 // Git integration through the HTTP API and the real BullMQ workers. Real: PostgreSQL, Redis, an
 // OpenSSH server on loopback (test/helpers/sshd.ts) logging in a real user, tar and python3 on that
 // "server", and real git repositories. Stand-in: the git host (test/helpers/git-host.ts), a local
-// HTTP server implementing DESIGN §7's REST subset, whose tarball endpoint redirects, as GitHub's
+// HTTP server implementing the part of GitHub's REST API the service uses, whose tarball endpoint redirects, as GitHub's
 // does, to a second server streaming a real `git archive` .tar.gz for a short-lived URL token.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -568,7 +568,7 @@ describe('remote values are checked before they reach a command line', () => {
         expect(res.json().error.message).toBe(
           `The head of main that the git host gave is not a commit id (40 to 64 lower-case hexadecimal digits): ${JSON.stringify(sha)}. Nothing was recorded or run.`,
         );
-        // The same through a push event: the method fails (500 to the host, spec §4.2), its call log says why.
+        // The same through a push event: the method fails (a failing webhook method answers 500 to the host), its call log says why.
         const pushed = await deliverPush(String(record.name), { ref: 'refs/heads/main' });
         expect(pushed.statusCode).toBe(500);
       }

@@ -1,4 +1,4 @@
-// Idempotency-Key on POST (DESIGN §11), on real PostgreSQL and Redis: a POST repeated with the same
+// Idempotency-Key on POST, on real PostgreSQL and Redis: a POST repeated with the same
 // key answers the first answer and does the work once (no second job, no second record); another
 // body with the key is a 409; keys are per user and per route; a server error is not kept.
 import { describe, expect, it } from 'vitest';

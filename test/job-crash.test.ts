@@ -1,4 +1,4 @@
-// Crash recovery of jobs (DESIGN §3), with real processes: a worker started as `npm start` with
+// Crash recovery of jobs, with real processes: a worker started as `npm start` with
 // SVC_ROLE=worker is killed with SIGKILL while it runs a job, then another worker takes over.
 // A job that changes a remote system (run_cmd on a real sshd) is not run again: it ends failed
 // with `interrupted`, and the action log, the chatter and cmd_output say so. An idempotent

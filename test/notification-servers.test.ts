@@ -1,5 +1,5 @@
 // Notification servers over the real API, real PostgreSQL, Redis and BullMQ worker, against two
-// local HTTP servers that implement DESIGN §7 and record what they receive: an ntfy server
+// local HTTP servers that implement the APIs the service calls and record what they receive: an ntfy server
 // (health, publish, account check, token creation; Basic and Bearer auth) and an FCM HTTP v1 +
 // legacy API with an OAuth2 token endpoint that verifies the service account's RS256 JWT with a
 // test RSA key pair generated here.
@@ -142,7 +142,7 @@ async function create(payload: object) {
   return res.json() as { id: number } & Record<string, unknown>;
 }
 
-describe('spec §7.2 validation: each rule is a 400 naming its field, and nothing is stored', () => {
+describe('validation: each rule is a 400 naming its field, and nothing is stored', () => {
   const wellFormed = JSON.parse(serviceAccount('bad', { known: false }).json);
   const badSa = (patchSa: Record<string, unknown>) => JSON.stringify({ ...wellFormed, ...patchSa });
   const rows: [string, object, string, RegExp][] = [

@@ -1,5 +1,5 @@
-// PATCH changes what it names and nothing else (issue 13 item 5: zod applied `.default()` inside
-// `.partial()`, so renaming an administrator demoted it). Real PostgreSQL and Redis, the app over
+// PATCH changes what it names and nothing else (zod once applied `.default()` inside `.partial()`,
+// so renaming an administrator demoted it). Real PostgreSQL and Redis, the app over
 // inject(): for every resource, create a record, PATCH one field, and compare the whole record.
 import { describe, expect, it } from 'vitest';
 import { request } from './helpers/api.js';

@@ -1,4 +1,4 @@
-// A stored secret is bound to where it is sent (DESIGN §3). The attacker is an operator: they
+// A stored secret is bound to where it is sent: it is never sent to another host. The attacker is an operator: they
 // retarget each kind of record (root, PostgreSQL, backup and notification server) to a server of
 // their own on loopback and run the record's operations; the stand-ins record everything they
 // receive, and none of it may hold a stored secret. Real parts: PostgreSQL, Redis, a BullMQ

@@ -1,6 +1,6 @@
-// The subscription actions of the customer lifecycle (DESIGN §9) on real parts: databases deployed
+// The subscription actions of the customer lifecycle on real parts: databases deployed
 // from a real template on the real PostgreSQL (suspension really refuses connections, drops really
-// remove the database), a local backup server implementing DESIGN §7 with real pg_dump/pg_restore,
+// remove the database), a local backup server implementing the backup API with real pg_dump/pg_restore,
 // the real BullMQ workers.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { composeFeatures } from '../src/features.js';

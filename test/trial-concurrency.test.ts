@@ -1,4 +1,5 @@
-// The limits of spec §8 under real concurrency: two API instances (separate contexts, so separate
+// The trial limits (5 wrong codes and 3 codes per verification, 3 verifications per e-mail and 10
+// per IP an hour) under real concurrency: two API instances (separate contexts, so separate
 // PostgreSQL connection pools, like two API processes) listen on 127.0.0.1:0 on one database, and
 // the requests are sent at once over real HTTP. Real PostgreSQL, Redis and SMTP server (smtp-server).
 // Both instances trust 127.0.0.1 as a proxy so each request can carry its own client IP.

@@ -1,8 +1,8 @@
-// The trial lifecycle (DESIGN §9) end to end on real parts: a real SMTP server receives the
+// The trial lifecycle end to end on real parts: a real SMTP server receives the
 // trial_ready, trial_ending and trial_expired mails; the trial_lifecycle job runs in the real BullMQ
 // workers (two sets of workers at once, like two worker processes); databases are deployed from a
-// real template and really closed, and dropped after a real final backup (local backup server of
-// DESIGN §7 with pg_dump).
+// real template and really closed, and dropped after a real final backup (a local backup server
+// implementing the backup API with pg_dump).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../src/context.js';
 import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';

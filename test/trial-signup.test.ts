@@ -1,7 +1,8 @@
 // The public trial pages end to end over HTTP (app.inject), on real PostgreSQL and Redis and a real
-// SMTP server (smtp-server on loopback) that receives the code mails: every status code of
-// DESIGN §5, CSRF, the limits of spec §8 (sequentially; concurrency is in trial-concurrency.test.ts),
-// the cancellation rule, mail delivery failures and the client IP.
+// SMTP server (smtp-server on loopback) that receives the code mails: every status code of the
+// trial pages, CSRF, the limits (5 wrong codes and 3 codes 60 s apart per verification, 3
+// verifications per e-mail and 10 per IP an hour; one after the other, concurrency is in
+// trial-concurrency.test.ts), the cancellation rule, mail delivery failures and the client IP.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';

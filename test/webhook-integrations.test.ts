@@ -1,5 +1,5 @@
 // Inbound webhooks calling into other features, end to end: the real endpoint, real PostgreSQL, and
-// a local HTTP server implementing the backup API of DESIGN §7 (the spec's first intended use:
+// a local HTTP server implementing the backup API (the first intended use of inbound webhooks:
 // a backup server's callback triggers _compute_backup_state() on a subscription).
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

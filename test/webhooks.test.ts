@@ -1,6 +1,7 @@
 // Inbound webhooks on real PostgreSQL and Redis: the REST resource (administrators), the method
-// registry, POST /svc/webhook/<token> row by row of spec §7.1 (over app.inject, and over real
-// HTTP for 200 concurrent calls), signing, the call log and its retention job (through the real
+// registry, each answer of POST /svc/webhook/<token> (200 {}; 400 for an unknown webhook, a bad
+// signature or body; 500 when the method fails) over app.inject, and over real HTTP for 200
+// concurrent calls, signing, the call log and its retention job (through the real
 // BullMQ worker), and the redaction of tokens in the captured log lines.
 import { createHmac } from 'node:crypto';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -179,7 +180,7 @@ describe('webhook records', () => {
   });
 });
 
-describe('POST /svc/webhook/<token> (spec §7.1)', () => {
+describe('POST /svc/webhook/<token>', () => {
   it("200 {}: the message is posted with the webhook's message_type and subtype", async () => {
     const sub = await newSubscription();
     const hook = await createWebhook({

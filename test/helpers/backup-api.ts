@@ -1,4 +1,4 @@
-// A local backup server implementing DESIGN §7 on the real PostgreSQL: X-API-Key on every call,
+// A local backup server implementing the backup API the service calls, on the real PostgreSQL: X-API-Key on every call,
 // GET /api/ping, GET /api/cloud-accounts, POST {backup path} {db_name} (a real pg_dump in the
 // background: pending → running → done, or failed when pg_dump fails, e.g. a database that refuses
 // connections, or when told to fail), GET /api/backups?db_name= (latest first), POST {restore path} {db_name, backup_id}

@@ -1,4 +1,4 @@
-// A local git host standing in for GitHub (DESIGN §7), answering from real bare repositories on disk:
+// A local git host standing in for GitHub, answering from real bare repositories on disk:
 // - the REST subset svc uses on one loopback HTTP server: token check (`Authorization: token|Bearer
 //   <token>`, else 401 "Bad credentials"), POST/DELETE /repos/{owner}/{repo}/hooks[/{id}],
 //   GET /repos/{owner}/{repo}/commits/{branch}, and GET /repos/{owner}/{repo}/tarball/{ref}, which,

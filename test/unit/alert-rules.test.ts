@@ -1,4 +1,4 @@
-// The sustained-window rule of alert evaluation (DESIGN §10) and the wording of notices, on plain
+// The sustained-window rule of alert evaluation (a rule fires once its condition held for its duration) and the wording of notices, on plain
 // data: a spike does not hold for a duration, a break restarts it, and resolve notices say how
 // long the alert lasted.
 import { describe, expect, it } from 'vitest';

@@ -7,7 +7,7 @@ import { ConfigError, environment, loadConfig } from '../../src/core/config.js';
 import { runEntry } from '../helpers/spawn.js';
 
 describe('config', () => {
-  it('has the DESIGN §2 defaults', () => {
+  it('has the documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/svc',
