@@ -20,6 +20,7 @@ import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { createAlertEvaluator } from '../src/alerts/alert-evaluator.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { createSshPool } from '../src/core/ssh-pool.js';
 import type { MonitorPollObserver } from '../src/feature.js';
 import { startSshd } from '../test/helpers/sshd.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
@@ -70,6 +71,7 @@ async function main() {
     LOG_LEVEL: 'warn',
   });
   const ctx = await createContext(config, pino({ level: 'warn' }));
+  const pool = createSshPool();
   console.log(`bench:alerts on ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}): ${n} servers, ${rounds} measured rounds per mode`);
   try {
     const ids = await createServers(ctx, sshd, n, { server_state: 'online' });
@@ -82,8 +84,8 @@ async function main() {
       evalMs.push(performance.now() - t);
     };
     const pollers = {
-      'without rules': createMonitorPoller(ctx, []).poll,
-      'with 7 rules on every server': createMonitorPoller(ctx, [timed]).poll,
+      'without rules': createMonitorPoller(ctx, { pool }).poll,
+      'with 7 rules on every server': createMonitorPoller(ctx, { pool, observers: [timed] }).poll,
     };
     // Each round: a poll round without rules (A), one with them (B), and the evaluation alone (C:
     // evaluate() called one at a time with each server's latest sample, 10 per server). The three
@@ -161,7 +163,7 @@ async function main() {
         .join(' ')}`,
     );
   } finally {
-    ctx.sshPool.close();
+    pool.close();
     const keys = await ctx.redis.keys(`${dbName}:*`);
     if (keys.length > 0) await ctx.redis.del(...keys);
     await ctx.close();

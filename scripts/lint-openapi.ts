@@ -18,7 +18,6 @@ import { createSecretBox, loadOrCreateMasterKey } from '../src/core/crypto.js';
 import { createDb } from '../src/core/db.js';
 import { createMailer } from '../src/core/mail.js';
 import { createQueues } from '../src/core/queue.js';
-import { createSshPool } from '../src/core/ssh-pool.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'node_modules', '.bin');
@@ -55,7 +54,6 @@ async function offlineContext(dir: string): Promise<AppContext> {
   const db = createDb(config.DATABASE_URL, 1);
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: null });
   const queues = createQueues(redis, config.QUEUE_PREFIX);
-  const sshPool = createSshPool();
   const mailer = createMailer(undefined, config.MAIL_FROM, log);
   const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   return {
@@ -66,9 +64,7 @@ async function offlineContext(dir: string): Promise<AppContext> {
     queues,
     box,
     mailer,
-    sshPool,
     async close() {
-      sshPool.close();
       mailer.close();
       await queues.close();
       redis.disconnect();

@@ -7,7 +7,6 @@ import { createSecretBox, loadOrCreateMasterKey, type SecretBox } from './core/c
 import { createQueues, createRedis, type Queues } from './core/queue.js';
 import { createMailer, type Mailer } from './core/mail.js';
 import { loggerOptions } from './core/logger.js';
-import { createSshPool, type SshPool } from './core/ssh-pool.js';
 
 export interface AppContext {
   config: Config;
@@ -17,8 +16,6 @@ export interface AppContext {
   queues: Queues;
   box: SecretBox;
   mailer: Mailer;
-  /** SSH connections kept open between uses in this process (monitoring). */
-  sshPool: SshPool;
   close(): Promise<void>;
 }
 
@@ -28,7 +25,6 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);
-  const sshPool = createSshPool();
   return {
     config,
     log,
@@ -37,9 +33,7 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
     queues,
     box,
     mailer,
-    sshPool,
     async close() {
-      sshPool.close();
       mailer.close();
       await queues.close();
       redis.disconnect();

@@ -8,6 +8,7 @@ import type { MonitorPollEvent } from '../src/feature.js';
 import { composeFeatures } from '../src/features.js';
 import { serversInMaintenance } from '../src/maintenance/maintenance-state.js';
 import { createMonitorPoller, type MonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { createSshPool } from '../src/core/ssh-pool.js';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
@@ -15,6 +16,8 @@ import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
 import { freePort, passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
+/** The connections of the pollers the tests create. */
+const pool = createSshPool();
 let ntfy: RecordingServer;
 let smtp: TestSmtpServer;
 beforeAll(async () => {
@@ -26,6 +29,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  pool.close();
   await sshd?.stop();
   await ntfy?.close();
   await smtp?.close();
@@ -37,7 +41,7 @@ let observe: (events: MonitorPollEvent[]) => Promise<void>;
 
 beforeAll(async () => {
   const observers = composeFeatures(t.ctx).monitorPollObservers;
-  poll = createMonitorPoller(t.ctx, observers).poll;
+  poll = createMonitorPoller(t.ctx, { pool, observers }).poll;
   observe = async (events) => {
     for (const o of observers) await o(events);
   };

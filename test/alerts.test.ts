@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { createContext, type AppContext } from '../src/context.js';
 import { composeFeatures } from '../src/features.js';
 import { createMonitorPoller, type MonitorPoller } from '../src/monitoring/monitor-poll.js';
+import { createSshPool } from '../src/core/ssh-pool.js';
 import { serverStateKey } from '../src/alerts/alert-state.js';
 import type { TestContext } from './helpers/context.js';
 import { request, type Caller } from './helpers/api.js';
@@ -20,6 +21,8 @@ let ctx: TestContext;
 let app: FastifyInstance;
 let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
+/** The connections of the pollers the tests create. */
+const pool = createSshPool();
 let ntfy: RecordingServer;
 let refusing: RecordingServer;
 let smtp: TestSmtpServer;
@@ -37,6 +40,7 @@ beforeAll(async () => {
   refusing = await startRecordingServer((_req, res) => sendJson(res, 403, { code: 40301, http: 403, error: 'forbidden' }));
 });
 afterAll(async () => {
+  pool.close();
   await sshd?.stop();
   await ntfy?.close();
   await refusing?.close();
@@ -47,7 +51,7 @@ const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url, OUTBOUND
 
 beforeAll(async () => {
   ({ ctx, app, as } = t);
-  poll = createMonitorPoller(ctx, composeFeatures(ctx).monitorPollObservers).poll;
+  poll = createMonitorPoller(ctx, { pool, observers: composeFeatures(ctx).monitorPollObservers }).poll;
   const mk = async (payload: object) => {
     const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/notification-servers', payload });
     expect(res.statusCode, res.body).toBe(201);
@@ -342,7 +346,7 @@ describe('two workers', () => {
     try {
       const observers1 = composeFeatures(ctx).monitorPollObservers;
       const observers2 = composeFeatures(ctx2).monitorPollObservers;
-      const poll2 = createMonitorPoller(ctx2, observers2).poll;
+      const poll2 = createMonitorPoller(ctx2, { pool, observers: observers2 }).poll;
       const server = await monitoredServer();
       const rules = [];
       for (let i = 0; i < 4; i++)

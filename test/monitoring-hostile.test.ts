@@ -6,6 +6,7 @@
 import type { ServerChannel } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitorPollEvent } from '../src/feature.js';
+import { createSshPool } from '../src/core/ssh-pool.js';
 import { createMonitorPoller, execSampler, type Sampler } from '../src/monitoring/monitor-poll.js';
 import { startMonitorRunner } from '../src/monitoring/monitor-runner.js';
 import { createMonitorService } from '../src/monitoring/monitor-service.js';
@@ -17,10 +18,13 @@ import { procSections, startFakeSshHost, writeFlood, type FakeMonitoredHost, typ
 import { passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
 
 let sshd: Sshd;
+/** The connections of the pollers the tests create. */
+const pool = createSshPool();
 beforeAll(async () => {
   sshd = await startSshd();
 });
 afterAll(async () => {
+  pool.close();
   await sshd?.stop();
 });
 
@@ -93,7 +97,7 @@ describe('a host sending values no column can hold', () => {
         await t.ctx.db.rootServer.updateMany({ where: { id: { in: ids } }, data: { monitoring_enabled: true } });
         for (const id of ids) await monitor.schedule({ id, ...INTERVAL }, phase);
 
-        const runner = await startMonitorRunner(t.ctx, [], { syncMs: 200, leaseMs: 1500 });
+        const runner = await startMonitorRunner(t.ctx, { syncMs: 200, leaseMs: 1500 });
         try {
           for (const id of bad) {
             await expect.poll(async () => (await serverRow(id)).server_state, { timeout: 45_000, interval: 250 }).toBe('offline');
@@ -134,7 +138,7 @@ describe('a batch write the database refuses', () => {
     const [a, b, c] = [await goodServer(), await goodServer(), await goodServer()];
     await monitoringOn([a, b, c]);
     const events: MonitorPollEvent[] = [];
-    const poller = createMonitorPoller(t.ctx, [async (e) => void events.push(...e)]);
+    const poller = createMonitorPoller(t.ctx, { pool, observers: [async (e) => void events.push(...e)] });
     // Not an integer: the parser never gives one; only the database's bigint column refuses it.
     const refused = { ...base, ram_used_bytes: 204.79999999999998 };
     const at = new Date();
@@ -162,7 +166,7 @@ describe('a batch write the database refuses', () => {
   it('in a single-server poll, a refused row is that server’s failed poll too', async () => {
     const id = await goodServer();
     await monitoringOn([id]);
-    const poller = createMonitorPoller(t.ctx);
+    const poller = createMonitorPoller(t.ctx, { pool });
     // A sampler standing for a parser that let a fraction of a kB through.
     const sampler: Sampler = async (server, conn, prev, deadline) =>
       (await execSampler(server, conn, prev, deadline)).map((s) => ({ ...s, memTotal: 307.2, memAvailable: 0 }));
@@ -186,7 +190,7 @@ describe('a host sending output without line ends', () => {
     await withFakeHosts([{ ready: (channel) => writeFlood(channel, 2 * MiB), sample: () => procSections() }], async ([host]) => {
       const id = await fakeServer(host!);
       await monitoringOn([id]);
-      const poller = createMonitorPoller(t.ctx);
+      const poller = createMonitorPoller(t.ctx, { pool });
       const fallback = new Set<number>();
       const sampler = streamSampler(new Map(), fallback);
       const error = 'The monitoring loop sent more than 256 KiB without a line end before "@@ready"';
@@ -211,7 +215,7 @@ describe('a host sending output without line ends', () => {
     await withFakeHosts([flood, noisy], async ([floodHost, noisyHost]) => {
       const [floods, talks] = [await fakeServer(floodHost!), await fakeServer(noisyHost!)];
       await monitoringOn([floods, talks]);
-      const poller = createMonitorPoller(t.ctx);
+      const poller = createMonitorPoller(t.ctx, { pool });
       const sampler = streamSampler(new Map(), new Set());
       expect(await poller.poll(floods, { sampler })).toMatchObject({
         outcome: 'failed',

@@ -12,10 +12,11 @@ import { startWorkers, type Workers } from '../src/worker.js';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { createMonitorPoller, execSampler, type Sampler } from '../src/monitoring/monitor-poll.js';
 import { monitorSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
-import { startMonitorRunner, type MonitorRunner } from '../src/monitoring/monitor-runner.js';
+import { type HandledDueTime, type MonitorRunner, startMonitorRunner } from '../src/monitoring/monitor-runner.js';
 import { SampleStream, streamSampler } from '../src/monitoring/monitor-stream.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import type { SshConnection } from '../src/core/ssh.js';
+import { createSshPool } from '../src/core/ssh-pool.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
 import { deleteOldMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { parseSamples, SAMPLE_COMMAND, serverStateOf } from '../src/monitoring/proc-metrics.js';
@@ -30,6 +31,8 @@ let app: FastifyInstance;
 let workers: Workers;
 let as: { user: Caller; operator: Caller; admin: Caller };
 let sshd: Sshd;
+/** The connections of the pollers the tests create. */
+const pool = createSshPool();
 
 beforeAll(async () => {
   sshd = await startSshd();
@@ -39,6 +42,7 @@ beforeAll(async () => {
   as = await callers(ctx);
 });
 afterAll(async () => {
+  pool.close();
   await workers.close();
   await app.close();
   await ctx.cleanup();
@@ -216,7 +220,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     await patch(server.id, { port: await freePort(), ...keyLogin() });
     // Monitoring on, without a schedule: this test drives the polls itself.
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
-    const { poll } = createMonitorPoller(ctx);
+    const { poll } = createMonitorPoller(ctx, { pool });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 1, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 2, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 3, server_state: 'offline' });
@@ -237,7 +241,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     const failing = async () => {
       throw new Error('observer down');
     };
-    const { poll } = createMonitorPoller(ctx, [failing, async (e) => void events.push(...e)]);
+    const { poll } = createMonitorPoller(ctx, { pool, observers: [failing, async (e) => void events.push(...e)] });
     expect((await poll(server.id)).outcome).toBe('ok');
     await patch(server.id, { port: await freePort(), ...passwordLogin });
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
@@ -254,7 +258,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
   it('a failure keeps the connection (the next poll opens a new channel on it); two in a row connect afresh', async () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
-    const poller = createMonitorPoller(ctx);
+    const poller = createMonitorPoller(ctx, { pool });
     const sampler = streamSampler(new Map(), new Set());
     const poll = () => poller.poll(server.id, { sampler });
     const frozen = async (fn: () => Promise<void>) => {
@@ -297,7 +301,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
       await ctx.db.rootServer.update({ where: { id: server.id }, data: { state: 'draft' } });
       return samples;
     };
-    expect(await createMonitorPoller(ctx).poll(server.id, { sampler: leaving })).toEqual({
+    expect(await createMonitorPoller(ctx, { pool }).poll(server.id, { sampler: leaving })).toEqual({
       outcome: 'skipped',
       reason: 'monitoring stopped',
     });
@@ -312,7 +316,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
   it('reconnects when the connection drops', async () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
-    const { poll } = createMonitorPoller(ctx);
+    const { poll } = createMonitorPoller(ctx, { pool });
     const before = sshd.logins(TEST_USERS.password.name);
     expect((await poll(server.id)).outcome).toBe('ok');
     expect((await poll(server.id)).outcome).toBe('ok');
@@ -372,15 +376,25 @@ describe('schedules', () => {
  */
 async function runnerSet() {
   await workers.close();
-  const started: { c: AppContext; r: MonitorRunner }[] = [];
-  const recorded: { runner: string; serverId: number; due: number; recordedAt: number; outcome: string }[] = [];
+  const started: { c: AppContext; r: MonitorRunner; death: AbortController }[] = [];
+  const recorded: ({ runner: string } & HandledDueTime)[] = [];
   return {
     recorded,
     async start(name: string) {
       const c = await createContext(ctx.config, pino({ level: 'silent' }));
-      const r = await startMonitorRunner(c, [], { syncMs: 200, leaseMs: 1500, onSlot: (s) => recorded.push({ runner: name, ...s }) });
-      started.push({ c, r });
+      const death = new AbortController();
+      const r = await startMonitorRunner(c, {
+        syncMs: 200,
+        leaseMs: 1500,
+        dueTimeHandled: (d) => recorded.push({ runner: name, ...d }),
+        signal: death.signal,
+      });
+      started.push({ c, r, death });
       return r;
+    },
+    /** The runner stops as a killed process would: its leases are left to expire, its connections drop. */
+    kill(r: MonitorRunner) {
+      started.find((s) => s.r === r)!.death.abort();
     },
     async close() {
       for (const { c, r } of started) {
@@ -394,7 +408,7 @@ async function runnerSet() {
 
 describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', () => {
   it('split the servers, never record one due time twice, and take over the leases of a worker that died', async () => {
-    const { start, recorded, close } = await runnerSet();
+    const { start, kill, recorded, close } = await runnerSet();
     try {
       const a = await start('A');
       const b = await start('B');
@@ -419,7 +433,7 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
 
       // A dies (as SIGKILL would leave it: leases in Redis until they expire): B takes its servers.
       const ofA = heldBy(a);
-      a.abandon();
+      kill(a);
       const killedAt = Date.now();
       await expect.poll(() => ofA.every((id) => b.held().includes(id)), { timeout: 15_000, interval: 100 }).toBe(true);
       await expect
@@ -452,7 +466,7 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
 
 describe('warm standbys (the worker ranked second keeps a connection and an idle stream)', () => {
   it('a joining worker takes its share only once warm; a worker that dies is taken over without a new SSH connection', async () => {
-    const { start, recorded, close } = await runnerSet();
+    const { start, kill, recorded, close } = await runnerSet();
     let watch: NodeJS.Timeout | undefined;
     try {
       const a = await start('A');
@@ -490,7 +504,7 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
       // B dies: A takes its servers over on the connections it kept, and samples them.
       const ofB = heldBy(b);
       const loginsBefore = sshd.logins(TEST_USERS.key.name);
-      b.abandon();
+      kill(b);
       const killedAt = Date.now();
       await expect.poll(() => ofB.every((id) => okBy('A', id, killedAt)), { timeout: 20_000, interval: 100 }).toBe(true);
       expect(sshd.logins(TEST_USERS.key.name)).toBe(loginsBefore);
@@ -555,7 +569,7 @@ describe('streaming samples and the per-poll fallback', () => {
     const server = await confirmedServer(passwordLogin);
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
     const events: MonitorPollEvent[] = [];
-    const poller = createMonitorPoller(ctx, [async (e) => void events.push(...e)]);
+    const poller = createMonitorPoller(ctx, { pool, observers: [async (e) => void events.push(...e)] });
     const streams = new Map<number, SampleStream>();
     const fallback = new Set<number>();
     const viaStream = streamSampler(streams, fallback);
@@ -593,7 +607,7 @@ describe('streaming samples and the per-poll fallback', () => {
     const server = await confirmedServer(keyLogin());
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
     const events: MonitorPollEvent[] = [];
-    const poller = createMonitorPoller(ctx, [async (e) => void events.push(...e)]);
+    const poller = createMonitorPoller(ctx, { pool, observers: [async (e) => void events.push(...e)] });
     const base: Metrics = {
       cpu_percent: 10,
       ram_used_bytes: 1,

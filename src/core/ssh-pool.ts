@@ -1,7 +1,7 @@
-// Reuse of SSH connections inside one process (monitoring polls a server every few seconds; a new
-// handshake each time would cost far more than the poll). One connection per key; a changed
-// signature (new address or credentials) replaces it; a closed one is replaced on next use;
-// connections unused for `idleMs` are closed. Callers discard() a connection that failed them.
+// Reuse of SSH connections (monitoring polls a server every few seconds; a new handshake each time
+// would cost far more than the poll). One connection per key; a changed signature (new address or
+// credentials) replaces it; a closed one is replaced on next use. Connections stay open until their
+// owner lets them go: discard() one (no longer needed, or it failed), close() them all.
 import type { SshConnection } from './ssh.js';
 
 export interface SshPool {
@@ -17,10 +17,9 @@ export interface SshPool {
 interface Entry {
   signature: string;
   conn: Promise<SshConnection>;
-  lastUsed: number;
 }
 
-export function createSshPool({ idleMs = 10 * 60_000, sweepMs = 60_000 } = {}): SshPool {
+export function createSshPool(): SshPool {
   const entries = new Map<string, Entry>();
 
   function discard(key: string) {
@@ -33,17 +32,10 @@ export function createSshPool({ idleMs = 10 * 60_000, sweepMs = 60_000 } = {}): 
     );
   }
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [key, entry] of entries) if (now - entry.lastUsed > idleMs) discard(key);
-  }, sweepMs);
-  sweep.unref();
-
   return {
     async acquire(key, signature, connect) {
       const entry = entries.get(key);
       if (entry && entry.signature === signature) {
-        entry.lastUsed = Date.now();
         const conn = await entry.conn.catch(() => null);
         if (conn && !conn.closed) return conn;
         if (entries.get(key) === entry) entries.delete(key);
@@ -51,7 +43,7 @@ export function createSshPool({ idleMs = 10 * 60_000, sweepMs = 60_000 } = {}): 
         discard(key);
       }
       const conn = connect();
-      const fresh: Entry = { signature, conn, lastUsed: Date.now() };
+      const fresh: Entry = { signature, conn };
       entries.set(key, fresh);
       try {
         return await conn;
@@ -64,7 +56,6 @@ export function createSshPool({ idleMs = 10 * 60_000, sweepMs = 60_000 } = {}): 
     has: (key) => entries.has(key),
     size: () => entries.size,
     close() {
-      clearInterval(sweep);
       for (const key of [...entries.keys()]) discard(key);
     },
   };

@@ -33,7 +33,7 @@ export const monitorJobHandlers = featureJobs(
 
 /** The monitor runner of this worker process: polls the servers it holds a lease on. */
 export function startMonitoring(ctx: AppContext, registry: Registry) {
-  return startMonitorRunner(ctx, registry.monitorPollObservers);
+  return startMonitorRunner(ctx, { observers: registry.monitorPollObservers });
 }
 
 /** The retention schedule and the schedule of every monitored server (idempotent). */

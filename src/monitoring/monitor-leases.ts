@@ -1,4 +1,5 @@
-// What the monitor runners of all worker processes share in Redis, and the rules they all apply:
+// What the monitor runners of all worker processes share in Redis, and the rules they all apply
+// (each runner's lease keeper, lease-keeper.ts, applies them):
 // - `…:monitor:workers`: a sorted set of worker id → last heartbeat; a worker is live while its
 //   heartbeat is younger than the lease time;
 // - `…:monitor:lease:<id>` = the worker polling the server, expiring unless renewed;
@@ -9,7 +10,6 @@
 // - rendezvous hashing ranks the live workers per server: the first holds it, the second keeps a
 //   warm standby, so a failover opens no connection.
 import { createHash } from 'node:crypto';
-import type { MonitorSchedule } from './monitor-service.js';
 
 export const leaseKey = (prefix: string, id: number) => `${prefix}:monitor:lease:${id}`;
 export const slotKey = (prefix: string, id: number) => `${prefix}:monitor:slot:${id}`;
@@ -90,9 +90,4 @@ function rank(id: number, live: string[]): Ranking {
     else if (!second || x[1] > second[1]) second = x;
   }
   return { first: first?.[0], second: second?.[0] };
-}
-
-/** The first due time after `now` of a schedule. */
-export function nextDue({ every, phase }: MonitorSchedule, now: number): number {
-  return Math.floor((now - phase) / every) * every + phase + every;
 }

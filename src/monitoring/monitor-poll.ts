@@ -97,10 +97,16 @@ export function poolKeyOf(serverId: number): string {
   return `root-server:${serverId}`;
 }
 
+export interface MonitorPollerOptions {
+  /** The pool the poller's connections are kept in (their owner closes it). */
+  pool: SshPool;
+  /** Told every recorded poll (the features' onMonitorPoll). */
+  observers?: readonly MonitorPollObserver[];
+}
+
 export function createMonitorPoller(
-  ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'sshPool' | 'log'>,
-  observers: readonly MonitorPollObserver[] = [],
-  { pool = ctx.sshPool }: { pool?: SshPool } = {},
+  ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'log'>,
+  { pool, observers = [] }: MonitorPollerOptions,
 ) {
   const prefix = ctx.queues.prefix;
 
