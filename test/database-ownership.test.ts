@@ -6,34 +6,19 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
-import { act, canConnect, databaseRow, setupLifecycle } from './helpers/lifecycle.js';
+import { act, canConnect, databaseRow, useLifecycle } from './helpers/lifecycle.js';
 import { adminQuery, dropDatabase } from './helpers/pg.js';
 import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
 import { fillOdooTemplate } from './helpers/odoo-template.js';
 
 const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20' } });
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+const fx = useLifecycle(t, { backups: true });
 let other: TlsCluster;
-let remote: BackupApi;
 
 beforeAll(async () => {
-  fx = await setupLifecycle(t);
   other = await startTlsCluster();
-  remote = await startBackupApi();
-  const res = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/backup-servers',
-    payload: { url: remote.url, download_url: 'http://127.0.0.1/dl', api_key: remote.apiKey },
-  });
-  expect(res.statusCode, res.body).toBe(201);
 });
-
-afterAll(async () => {
-  await remote?.close();
-  other?.stop();
-  await fx?.cleanup();
-});
+afterAll(() => other?.stop());
 
 const post = (url: string, payload: object, caller = t.as.operator) => request(t.app, caller, { method: 'POST', url, payload });
 const patch = (url: string, payload: object) => request(t.app, t.as.operator, { method: 'PATCH', url, payload });
@@ -60,7 +45,7 @@ async function deployFrom(templateId: number, databaseName: string) {
 
 /** Backups the backup server was asked for, by database name. */
 const backupRequests = () =>
-  remote.calls.filter((c) => c.method === 'POST').map((c) => (JSON.parse(c.body || '{}') as { db_name?: string }).db_name);
+  fx.remote.calls.filter((c) => c.method === 'POST').map((c) => (JSON.parse(c.body || '{}') as { db_name?: string }).db_name);
 
 describe('a PostgreSQL server record holding subscription databases', () => {
   it('cannot change ip or port (409 naming the field); other fields still change', async () => {

@@ -18,7 +18,7 @@ import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { startAcmeLab, takeCaddyMachine, type AcmeLab, type CaddyMachine } from './helpers/acme.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
-import { act, connect, messages, setupLifecycle, type Subscription } from './helpers/lifecycle.js';
+import { act, connect, messages, useLifecycle, type Subscription } from './helpers/lifecycle.js';
 import { startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 
 const RUN = randomBytes(3).toString('hex');
@@ -66,11 +66,10 @@ const t = useTestApp({
   }),
 });
 
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
+const fx = useLifecycle(t);
 let rootServerId: number;
 
 beforeAll(async () => {
-  fx = await setupLifecycle(t);
   const root = await confirmedRootServer(t.app, t.as.operator, sshd, {
     username: TEST_USERS.sudoNoPassword.name,
     password: TEST_USERS.sudoNoPassword.password,
@@ -90,9 +89,6 @@ beforeAll(async () => {
     payload: { name: 'ntfy', provider: 'selfhosted_push', url: ntfy.url, is_default: true },
   });
   expect(push.statusCode, push.body).toBe(201);
-});
-afterAll(async () => {
-  await fx?.cleanup();
 });
 
 interface DomainOut {

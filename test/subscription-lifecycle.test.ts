@@ -2,15 +2,14 @@
 // from a real template on the real PostgreSQL (suspension really refuses connections, drops really
 // remove the database), a local backup server implementing the backup API with real pg_dump/pg_restore,
 // the real BullMQ workers.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { composeFeatures } from '../src/features.js';
 import { recordInterruption } from '../src/jobs/job-interruption.js';
 import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp, withConfig } from './helpers/app.js';
-import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
 import { freePort } from './helpers/sshd.js';
-import { act, canConnect, connect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
+import { act, canConnect, connect, databaseRow, get, messages, stateHistory, useLifecycle } from './helpers/lifecycle.js';
 import { adminQuery } from './helpers/pg.js';
 
 const t = useTestApp({
@@ -19,26 +18,7 @@ const t = useTestApp({
   // test of that deadline shortens it.
   env: { SUBSCRIPTION_URL: 'https://{database_name}.odoo.example.com', BACKUP_POLL_MS: '20' },
 });
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
-let remote: BackupApi;
-let backupServerId: number;
-
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  remote = await startBackupApi();
-  const res = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/backup-servers',
-    payload: { url: remote.url, download_url: 'https://backups.example.com/dl', api_key: remote.apiKey },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  backupServerId = res.json().id;
-});
-
-afterAll(async () => {
-  await remote?.close();
-  await fx?.cleanup();
-});
+const fx = useLifecycle(t, { backups: true });
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -240,22 +220,22 @@ describe('extend_trial and convert_to_paid', () => {
 
 describe('backup', () => {
   it('POSTs the backup, waits until the server lists it done, sets backup_state; chatter and action log', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     const done = await job(await act(t, sub.id, 'backup'));
     expect(done.state, done.error).toBe('completed');
-    const [made] = await remote.settled(sub.database_name);
+    const [made] = await fx.remote.settled(sub.database_name);
     expect(done.result).toMatchObject({
       subscription_id: sub.id,
-      backup_server_id: backupServerId,
+      backup_server_id: fx.backupServerId,
       backup: { id: made!.id, state: 'done' },
     });
-    const post = remote.callsTo('/svc/database/backup').at(-1)!;
+    const post = fx.remote.callsTo('/svc/database/backup').at(-1)!;
     expect(JSON.parse(post.body)).toEqual({ db_name: sub.database_name });
-    expect(post.headers['x-api-key']).toBe(remote.apiKey);
+    expect(post.headers['x-api-key']).toBe(fx.remote.apiKey);
     const current = await get(t, sub.id);
     expect(current).toMatchObject({ backup_state: 'ok', operation: null, state: 'running' });
     expect((await messages(t, sub.id)).at(-1)!.body).toBe(
-      `Backup ${made!.id} of ${sub.database_name} done on backup server ${backupServerId}: ${made!.url}.`,
+      `Backup ${made!.id} of ${sub.database_name} done on backup server ${fx.backupServerId}: ${made!.url}.`,
     );
     const rows = await actionLog(sub.id);
     expect(rows.filter((r) => r.action_type === 'database').at(-1)).toMatchObject({ status: 'success', job_id: done.id });
@@ -265,45 +245,45 @@ describe('backup', () => {
         expect.stringMatching(/^GET .*\/api\/backups\?db_name=/),
       ]),
     );
-    expect(JSON.stringify(rows)).not.toContain(remote.apiKey);
+    expect(JSON.stringify(rows)).not.toContain(fx.remote.apiKey);
   });
 
   it('without an id in the answer, the backup is the one listed after the request (not an older one)', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     expect((await job(await act(t, sub.id, 'backup'))).state).toBe('completed');
-    remote.behaviour.answerWithId = false;
-    remote.behaviour.unlisted = true;
+    fx.remote.behaviour.answerWithId = false;
+    fx.remote.behaviour.unlisted = true;
     try {
-      const posts = remote.callsTo('/svc/database/backup').length;
+      const posts = fx.remote.callsTo('/svc/database/backup').length;
       const res = await act(t, sub.id, 'backup');
       // Two polls after the request have listed the old, done backup: it must not count.
       await vi.waitUntil(
         async () => {
-          const post = remote.callsTo('/svc/database/backup')[posts];
-          const after = post ? remote.calls.slice(remote.calls.indexOf(post)) : [];
+          const post = fx.remote.callsTo('/svc/database/backup')[posts];
+          const after = post ? fx.remote.calls.slice(fx.remote.calls.indexOf(post)) : [];
           if (after.filter((c) => c.path === '/api/backups').length >= 2) return true;
           return Boolean((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn); // wrongly took the old one
         },
         { timeout: 20_000, interval: 20 },
       );
       expect((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn).toBeUndefined();
-      remote.release();
+      fx.remote.release();
       const done = await job(res);
-      const ended = await remote.settled(sub.database_name, 2);
+      const ended = await fx.remote.settled(sub.database_name, 2);
       expect(done.result.backup.id).toBe(ended[1]!.id);
     } finally {
-      remote.behaviour.answerWithId = true;
-      remote.behaviour.unlisted = false;
-      remote.release();
+      fx.remote.behaviour.answerWithId = true;
+      fx.remote.behaviour.unlisted = false;
+      fx.remote.release();
     }
   });
 
   it('a suspended database is opened to superusers for the backup and closed again', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     await act(t, sub.id, 'suspend');
     const done = await job(await act(t, sub.id, 'backup'));
     expect(done.state, done.error).toBe('completed');
-    expect((await remote.settled(sub.database_name)).map((b) => b.state)).toEqual(['done']);
+    expect((await fx.remote.settled(sub.database_name)).map((b) => b.state)).toEqual(['done']);
     expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
     expect(await canConnect(sub.database_name)).toMatch(/not currently accepting/);
     const bodies = (await messages(t, sub.id)).map((m) => m.body);
@@ -311,14 +291,14 @@ describe('backup', () => {
   });
 
   it('the backup server answering an error: job failed with the remote error, subscription unchanged, chatter and action log say why', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
-    remote.behaviour.refuseWith = 503;
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    fx.remote.behaviour.refuseWith = 503;
     try {
       const failed = await job(await act(t, sub.id, 'backup'));
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/POST .*\/svc\/database\/backup answered HTTP 503: .*the backup service is out of order/);
     } finally {
-      remote.behaviour.refuseWith = null;
+      fx.remote.behaviour.refuseWith = null;
     }
     expect(await get(t, sub.id)).toMatchObject({ backup_state: 'none', operation: null, state: 'running' });
     expect((await messages(t, sub.id)).at(-1)).toMatchObject({
@@ -352,25 +332,25 @@ describe('backup', () => {
     await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/subscriptions/${sub.id}`,
-      payload: { backup_server_id: backupServerId },
+      payload: { backup_server_id: fx.backupServerId },
     });
-    remote.behaviour.hold = true;
+    fx.remote.behaviour.hold = true;
     try {
       const late = await withConfig(t, { BACKUP_WAIT_MS: 1000 }, async () => job(await act(t, sub.id, 'backup')));
       expect(late.state).toBe('failed');
       expect(late.error).toMatch(/was not reported done within 1000 ms \(last state: running\)/);
       expect(await get(t, sub.id)).toMatchObject({ backup_state: 'running', operation: null });
     } finally {
-      remote.behaviour.hold = false;
-      remote.release();
+      fx.remote.behaviour.hold = false;
+      fx.remote.release();
     }
   });
 
   it('a backup the server reports failed: backup_state failed, job failed', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
-    remote.behaviour.failWith = 'No space left on device';
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    fx.remote.behaviour.failWith = 'No space left on device';
     const failed = await job(await act(t, sub.id, 'backup')).finally(() => {
-      remote.behaviour.failWith = null;
+      fx.remote.behaviour.failWith = null;
     });
     expect(failed.error).toMatch(/reports backup \d+ of .* as failed/);
     expect((await get(t, sub.id)).backup_state).toBe('failed');
@@ -379,7 +359,7 @@ describe('backup', () => {
 
 describe('restore', () => {
   it('administrators only; restores the latest completed backup (or the one named); an unknown id is 400', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     expect((await job(await act(t, sub.id, 'backup'))).state).toBe('completed');
     const db = await connect(sub.database_name);
     await db.query(`UPDATE res_company SET name = 'broken by the customer'`);
@@ -394,9 +374,12 @@ describe('restore', () => {
 
     const restored = await job(await act(t, sub.id, 'restore', undefined, t.as.admin));
     expect(restored.state, restored.error).toBe('completed');
-    const [backup] = await remote.settled(sub.database_name);
+    const [backup] = await fx.remote.settled(sub.database_name);
     expect(restored.result).toMatchObject({ backup_id: backup!.id });
-    expect(JSON.parse(remote.callsTo('/svc/database/restore').at(-1)!.body)).toEqual({ db_name: sub.database_name, backup_id: backup!.id });
+    expect(JSON.parse(fx.remote.callsTo('/svc/database/restore').at(-1)!.body)).toEqual({
+      db_name: sub.database_name,
+      backup_id: backup!.id,
+    });
     const check = await connect(sub.database_name);
     // The company is named after the customer at deployment (the partner has no company name).
     expect((await check.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'Jane Customer' }]);
@@ -412,7 +395,7 @@ describe('restore', () => {
 
 describe('drop_database', () => {
   it('administrators only, from suspended or cancelled: final backup, DROP DATABASE, cancelled; each step in the chatter', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     const running = await act(t, sub.id, 'drop_database', {}, t.as.admin);
     expect(running.statusCode).toBe(409);
     expect(running.json().error.message).toMatch(/is running; drop_database needs suspended or cancelled/);
@@ -422,7 +405,7 @@ describe('drop_database', () => {
     const done = await job(await act(t, sub.id, 'drop_database', {}, t.as.admin));
     expect(done.state, done.error).toBe('completed');
     expect(await databaseRow(sub.database_name)).toBeNull();
-    const [backup] = await remote.settled(sub.database_name);
+    const [backup] = await fx.remote.settled(sub.database_name);
     expect(backup!.state).toBe('done');
     expect(await get(t, sub.id)).toMatchObject({
       state: 'cancelled',
@@ -452,15 +435,15 @@ describe('drop_database', () => {
   });
 
   it('never drops without a backup that ended done: a failed backup leaves the database and the state as they were', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     await act(t, sub.id, 'cancel');
-    remote.behaviour.refuseWith = 500;
+    fx.remote.behaviour.refuseWith = 500;
     try {
       const failed = await job(await act(t, sub.id, 'drop_database', undefined, t.as.admin));
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/HTTP 500/);
     } finally {
-      remote.behaviour.refuseWith = null;
+      fx.remote.behaviour.refuseWith = null;
     }
     expect(await databaseRow(sub.database_name)).not.toBeNull();
     expect(await get(t, sub.id)).toMatchObject({ state: 'cancelled', database_dropped_at: null, operation: null });
@@ -471,12 +454,12 @@ describe('drop_database', () => {
   });
 
   it('skip_backup drops without asking the backup server', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     await act(t, sub.id, 'suspend');
-    const calls = remote.calls.length;
+    const calls = fx.remote.calls.length;
     const done = await job(await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin));
     expect(done.state, done.error).toBe('completed');
-    expect(remote.calls.length).toBe(calls);
+    expect(fx.remote.calls.length).toBe(calls);
     expect(await databaseRow(sub.database_name)).toBeNull();
     expect((await messages(t, sub.id)).map((m) => m.body)).toContainEqual(
       expect.stringMatching(/without a backup \(skip_backup by administrator-/),
@@ -484,8 +467,8 @@ describe('drop_database', () => {
   });
 
   it('while a backup holds the subscription, state changes and other operations answer 409 naming it', async () => {
-    const sub = await fx.deployed({ backup_server_id: backupServerId });
-    remote.behaviour.hold = true;
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    fx.remote.behaviour.hold = true;
     try {
       const res = await act(t, sub.id, 'backup');
       const jobId = res.json().job_id;
@@ -498,13 +481,15 @@ describe('drop_database', () => {
       expect((await act(t, sub.id, 'cancel')).statusCode).toBe(409);
       // The job claims the subscription before it asks for the backup: release() once the backup
       // server holds it, or the request arriving later waits for the next release.
-      await vi.waitUntil(() => remote.backups.some((b) => b.db_name === sub.database_name && b.state === 'running'), { timeout: 10_000 });
-      remote.release();
+      await vi.waitUntil(() => fx.remote.backups.some((b) => b.db_name === sub.database_name && b.state === 'running'), {
+        timeout: 10_000,
+      });
+      fx.remote.release();
       expect((await job(res)).state).toBe('completed');
       expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
     } finally {
-      remote.behaviour.hold = false;
-      remote.release();
+      fx.remote.behaviour.hold = false;
+      fx.remote.release();
     }
   });
 });
@@ -580,7 +565,7 @@ describe('the database a subscription acts on (an operator cannot point the oper
         partner_id: partner.id,
         database_template_id: fx.templateId,
         database_name: victim,
-        backup_server_id: backupServerId,
+        backup_server_id: fx.backupServerId,
       },
     });
     expect(created.statusCode, created.body).toBe(201);
@@ -592,7 +577,7 @@ describe('the database a subscription acts on (an operator cannot point the oper
     expect(backup.json().error.message).toBe(`Subscription ${id} has no database of its own: no deployment of it created ${victim}`);
     expect((await act(t, id, 'drop_database', { skip_backup: true }, t.as.admin)).statusCode).toBe(400);
     expect(await databaseRow(victim)).toEqual({ datallowconn: true, datconnlimit: -1 });
-    expect(remote.backups.filter((b) => b.db_name === victim)).toEqual([]);
+    expect(fx.remote.backups.filter((b) => b.db_name === victim)).toEqual([]);
   });
 
   it('a database_name another subscription has is a 409 naming the field and that subscription', async () => {

@@ -10,24 +10,19 @@ import { runTrialLifecycle } from '../src/subscriptions/subscription-lifecycle.j
 import { startWorkers, type Workers } from '../src/worker.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { startBackupApi, type BackupApi } from './helpers/backup-api.js';
-import { act, canConnect, databaseRow, get, messages, setupLifecycle, stateHistory } from './helpers/lifecycle.js';
+import { act, canConnect, databaseRow, get, messages, stateHistory, useLifecycle } from './helpers/lifecycle.js';
 import { codeFrom, startSmtpServer, textOf, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, injectTransport, Visitor } from './helpers/trial.js';
 
 const DAY = 86_400_000;
 let smtp: TestSmtpServer;
-let remote: BackupApi;
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
 let second: { ctx: AppContext; workers: Workers } | null = null;
 let n = 0;
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  remote = await startBackupApi();
 });
 afterAll(async () => {
-  await remote?.close();
   await smtp?.close();
 });
 
@@ -36,20 +31,11 @@ const t = useTestApp({
   env: () => ({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20' }),
 });
 
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  const server = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/backup-servers',
-    payload: { url: remote.url, download_url: 'https://backups.example.com/dl', api_key: remote.apiKey },
-  });
-  expect(server.statusCode, server.body).toBe(201);
-});
+const fx = useLifecycle(t, { backups: true });
 
 afterAll(async () => {
   await second?.workers.close();
   await second?.ctx.close();
-  await fx?.cleanup();
 });
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -329,7 +315,7 @@ describe('end to end', () => {
       await setSettings({ drop_expired_trials: false });
     }
 
-    const [backup] = await remote.settled(sub.database_name);
+    const [backup] = await fx.remote.settled(sub.database_name);
     expect(backup!.state).toBe('done');
     expect(await databaseRow(sub.database_name)).toBeNull();
     sub = await get(t, id);

@@ -2,11 +2,11 @@
 // API and the real BullMQ workers, on real PostgreSQL and Redis. The deployment job connects to the
 // real PostgreSQL server (a postgresql_servers row for 127.0.0.1:5432) and creates the customer
 // database from a real template database made here; the test checks the copy and drops it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { actionsOf, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { act, setupLifecycle } from './helpers/lifecycle.js';
+import { act, useLifecycle } from './helpers/lifecycle.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
 import { trialJobs } from '../src/trial/trial-job-specs.js';
@@ -14,19 +14,9 @@ import { processTrialRequest } from '../src/trial/trial-processing.js';
 
 const t = useTestApp({ workers: true });
 const actOnRequest = actionsOf(t, 'trial-requests');
-let fx: Awaited<ReturnType<typeof setupLifecycle>>;
-let templateDb: string;
-let templateId: number;
-let n = 0;
-
 // A real template database with content, on the real server, and its database template.
-beforeAll(async () => {
-  fx = await setupLifecycle(t);
-  ({ templateDb, templateId } = fx);
-});
-afterAll(async () => {
-  await fx?.cleanup();
-});
+const fx = useLifecycle(t);
+let n = 0;
 
 /** Customer database names start with the company slug: keep them inside this file's namespace. */
 const company = () => `${t.ctx.dbName} Co ${++n}`;
@@ -213,7 +203,7 @@ describe('processing and deployment', () => {
       trial_duration_days: 30,
       grace_period_days: 7,
       model_limits: { 'res.partner': 500 },
-      database_template_id: templateId,
+      database_template_id: fx.templateId,
     });
     const req = await createRequest(pkg.id);
     // No Auto Run Subscription: nothing happens on its own.
@@ -245,14 +235,14 @@ describe('processing and deployment', () => {
       trial_duration_days: 30,
       grace_period_days: 7,
       model_limits: { 'res.partner': 500 },
-      database_template_id: templateId,
+      database_template_id: fx.templateId,
     });
     expect(['confirmed', 'deploying', 'running']).toContain(sub.state);
     expect(Date.parse(sub.grace_end_date) - Date.parse(sub.trial_end_date)).toBe(7 * 86_400_000);
     expect(Math.round((Date.parse(sub.trial_end_date) - Date.parse(sub.created_at)) / 86_400_000)).toBe(30);
 
     const job = await waitForJob(t.app, t.as.user, result.deployment_job_id);
-    expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: templateDb } });
+    expect(job).toMatchObject({ state: 'completed', result: { database_name: sub.database_name, template_db_name: fx.templateDb } });
     expect(job.progress).toEqual({ step: 'done' });
     const deployed = (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}` })).json();
     expect(deployed.state).toBe('running');
@@ -268,7 +258,7 @@ describe('processing and deployment', () => {
     const log = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
     // Newest first.
     expect(log.json().items).toEqual(
-      ['svc.* config parameters', 'becomes', 'new identity of', `TEMPLATE "${templateDb}"`].map((step) =>
+      ['svc.* config parameters', 'becomes', 'new identity of', `TEMPLATE "${fx.templateDb}"`].map((step) =>
         expect.objectContaining({ action_type: 'deployment', status: 'success', input_text: expect.stringContaining(step) }),
       ),
     );
@@ -296,7 +286,7 @@ describe('processing and deployment', () => {
       url: '/api/v1/partners',
       payload: { name: 'Existing', email: 'reuse@example.com' },
     });
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId });
     const req = await createRequest(pkg.id, { email: 'ReUse@Example.COM' });
     const partners = await t.ctx.db.partner.count();
     const res = await actOnRequest(req.id, 'create_subscription');
@@ -307,7 +297,7 @@ describe('processing and deployment', () => {
   });
 
   it('Auto Run Subscription: a new request is processed by a background job and deployed', async () => {
-    const pkg = await createTrialPackage(t.ctx, { auto_run_subscription: true, database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { auto_run_subscription: true, database_template_id: fx.templateId });
     const req = await createRequest(pkg.id);
     const read = async (url: string) => (await request(t.app, t.as.user, { method: 'GET', url })).json();
     await expect.poll(async () => (await read(`/api/v1/trial-requests/${req.id}`)).state, { timeout: 20_000 }).toBe('done');
@@ -321,7 +311,7 @@ describe('processing and deployment', () => {
   });
 
   it('a processing job whose worker died after the commit queues the missing deployment when it runs again', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId });
     const req = await createRequest(pkg.id);
     // The state a crash between the commit and the queueing leaves: processed, nothing queued.
     const stopped = { ...t.ctx, queues: { ...t.ctx.queues, enqueue: () => Promise.reject(new Error('worker died')) } };
@@ -373,7 +363,7 @@ describe('processing and deployment', () => {
     await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/trial-requests/${req.id}`,
-      payload: { database_template_id: templateId },
+      payload: { database_template_id: fx.templateId },
     });
     const ok = await actOnRequest(req.id, 'create_subscription');
     expect(ok.statusCode).toBe(200);
@@ -381,7 +371,7 @@ describe('processing and deployment', () => {
   });
 
   it('five concurrent create_subscription calls: one subscription, the others 409', async () => {
-    const pkg = await createTrialPackage(t.ctx, { database_template_id: templateId });
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: fx.templateId });
     const req = await createRequest(pkg.id);
     const results = await Promise.all(Array.from({ length: 5 }, () => actOnRequest(req.id, 'create_subscription')));
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409, 409, 409, 409]);
@@ -418,7 +408,7 @@ describe('processing and deployment', () => {
     await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/subscriptions/${subId}`,
-      payload: { database_template_id: templateId },
+      payload: { database_template_id: fx.templateId },
     });
     const redeploy = await act(t, subId, 'deploy');
     expect(redeploy.statusCode).toBe(202);

@@ -3,8 +3,9 @@
 // deployed from it by the real deployment job. Customer databases are named after the test file's
 // database, so cleanup() drops exactly this file's.
 import pg from 'pg';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { postAction, request, waitForJob } from './api.js';
+import { startBackupApi, type BackupApi } from './backup-api.js';
 import { createOdooTemplate } from './odoo-template.js';
 import type { TestApp } from './app.js';
 import { adminQuery, databaseUrl, dropDatabase } from './pg.js';
@@ -16,7 +17,7 @@ export interface Subscription {
   [field: string]: unknown;
 }
 
-export async function setupLifecycle(t: TestApp) {
+async function setupLifecycle(t: TestApp) {
   const { ctx, app } = t;
   const templateDb = `${ctx.dbName}_tpl`;
   await createOdooTemplate(templateDb);
@@ -72,6 +73,42 @@ export async function setupLifecycle(t: TestApp) {
       for (const { datname } of dbs) await dropDatabase(datname);
     },
   };
+}
+
+export type Lifecycle = Awaited<ReturnType<typeof setupLifecycle>>;
+
+export interface LifecycleWithBackups extends Lifecycle {
+  /** The backup stand-in (./backup-api.ts)... */
+  remote: BackupApi;
+  /** ...registered as a backup server of the app. */
+  backupServerId: number;
+}
+
+/**
+ * The fixture of a test file (call it after useTestApp()), filled before its tests and its customer
+ * databases dropped after them; with `backups`, also the backup stand-in, registered as a backup server.
+ */
+export function useLifecycle(t: TestApp): Lifecycle;
+export function useLifecycle(t: TestApp, opts: { backups: true }): LifecycleWithBackups;
+export function useLifecycle(t: TestApp, opts: { backups?: boolean } = {}): Lifecycle {
+  const fx = {} as LifecycleWithBackups;
+  beforeAll(async () => {
+    Object.assign(fx, await setupLifecycle(t));
+    if (!opts.backups) return;
+    fx.remote = await startBackupApi();
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/backup-servers',
+      payload: { url: fx.remote.url, download_url: 'https://backups.example.com/dl', api_key: fx.remote.apiKey },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    fx.backupServerId = res.json().id;
+  });
+  afterAll(async () => {
+    await fx.remote?.close();
+    await fx.cleanup?.();
+  });
+  return fx;
 }
 
 /** POSTs a subscription's action, as the operator unless told. */

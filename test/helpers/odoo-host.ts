@@ -1,6 +1,6 @@
 // The fixture of the customer-instance tests: the app with its workers, a real SMTP server for the
 // customer's mails, a real sshd as the Odoo host (its sudo NOPASSWD user, so commands run as root)
-// with ODOO_BASE_PATH in a temporary directory, and setupLifecycle's Odoo-shaped template naming
+// with ODOO_BASE_PATH in a temporary directory, and useLifecycle's Odoo-shaped template naming
 // that host as its root server, with the template's filestore files written there.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { confirmedRootServer, request } from './api.js';
 import { useTestApp, type TestApp } from './app.js';
-import { setupLifecycle } from './lifecycle.js';
+import { useLifecycle, type Lifecycle } from './lifecycle.js';
 import { startSmtpServer, type TestSmtpServer } from './smtp.js';
 import { startSshd, TEST_USERS, type Sshd } from './sshd.js';
 
@@ -18,7 +18,7 @@ export interface OdooHostFixture {
   sshd: Sshd;
   /** ODOO_BASE_PATH */
   base: string;
-  fx: Awaited<ReturnType<typeof setupLifecycle>>;
+  fx: Lifecycle;
   rootServerId: number;
   /** Where a database's filestore is on the host. */
   filestore(database: string): string;
@@ -41,9 +41,9 @@ export function useOdooHost(files: Record<string, string | Buffer>): OdooHostFix
     workers: true,
     env: () => ({ SMTP_URL: f.smtp.url, ODOO_BASE_PATH: f.base, SUBSCRIPTION_URL: 'https://{database_name}.odoo.test' }),
   });
+  f.fx = useLifecycle(f.t);
   beforeAll(async () => {
     const { t } = f;
-    f.fx = await setupLifecycle(t);
     const root = await confirmedRootServer(t.app, t.as.operator, f.sshd, {
       username: TEST_USERS.sudoNoPassword.name,
       password: TEST_USERS.sudoNoPassword.password,
@@ -62,9 +62,6 @@ export function useOdooHost(files: Record<string, string | Buffer>): OdooHostFix
       await mkdir(path.dirname(at), { recursive: true });
       await writeFile(at, content);
     }
-  });
-  afterAll(async () => {
-    await f.fx?.cleanup();
   });
   return f;
 }
