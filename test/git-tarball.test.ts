@@ -4,56 +4,36 @@
 // Redis, the BullMQ worker, an OpenSSH server on loopback with tar and python3 behind it; the git
 // host (test/helpers/git-host.ts) serves hand-made tarballs (test/helpers/tar.ts) for a commit.
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readdir, readFile, readlink, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
-import { startFakeGitHost, type FakeGitHost } from './helpers/git-host.js';
-import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { createGitAccount, useGitFixture } from './helpers/git-fixture.js';
+import { keyLogin, TEST_USERS } from './helpers/sshd.js';
 import { paxRecord, tarball, type TarEntry } from './helpers/tar.js';
 import { releasesDir } from '../src/git/deploy-script.js';
 
 const TOKEN = 'ghp_TarballTest0123456789abcdefABCDEF';
 
-let sshd: Sshd;
-let host: FakeGitHost;
-let scratch: string;
+const g = useGitFixture(TOKEN);
+const t = g.t;
 /** Where a hostile entry aims: writable by everyone, so only the check can keep it empty. */
 let outside: string;
-
 beforeAll(async () => {
-  sshd = await startSshd();
-  host = await startFakeGitHost(TOKEN);
-  scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-tarball-'));
-  await chmod(scratch, 0o777);
-  outside = path.join(scratch, 'outside');
+  outside = path.join(g.scratch, 'outside');
   await mkdir(outside);
   await chmod(outside, 0o777);
-});
-afterAll(async () => {
-  await host?.close();
-  await sshd?.stop();
-  if (scratch) await rm(scratch, { recursive: true, force: true });
-});
-
-const t = useTestApp({
-  workers: true,
-  env: () => ({ GIT_API_URL: host.url, ODOO_BASE_PATH: path.join(scratch, 'opt', 'odoo') }),
 });
 
 let keyServer: number;
 let sudoServer: number;
 let accountId: number;
 beforeAll(async () => {
-  keyServer = (await confirmedRootServer(t.app, t.as.operator, sshd, keyLogin(sshd))).id;
+  keyServer = (await confirmedRootServer(t.app, t.as.operator, g.sshd, keyLogin(g.sshd))).id;
   const sudo = TEST_USERS.sudoPassword;
-  sudoServer = (await confirmedRootServer(t.app, t.as.operator, sshd, { username: sudo.name, password: sudo.password, sudo_user: true }))
+  sudoServer = (await confirmedRootServer(t.app, t.as.operator, g.sshd, { username: sudo.name, password: sudo.password, sudo_user: true }))
     .id;
-  const account = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: TOKEN } });
-  expect(account.statusCode, account.body).toBe(201);
-  accountId = account.json().id;
+  accountId = (await createGitAccount(t, TOKEN)).id;
 });
 
 let seq = 0;
@@ -61,7 +41,7 @@ let crafted = 0;
 /** A repository deployed once from a real commit; `deploy(entries)` then deploys a tarball made of them. */
 async function deployedRepository(rootServerId: number) {
   const name = `acme/hostile-${++seq}`;
-  const remote = await host.repo(name);
+  const remote = await g.host.repo(name);
   remote.commit({ 'm/ok.py': 'OK = 1\n' }, 'good');
   const created = await request(t.app, t.as.admin, {
     method: 'POST',
@@ -72,7 +52,7 @@ async function deployedRepository(rootServerId: number) {
       branch_name: 'main',
       git_account_id: accountId,
       root_server_id: rootServerId,
-      deploy_path: path.join(scratch, `deploy-${seq}`, 'addons'),
+      deploy_path: path.join(g.scratch, `deploy-${seq}`, 'addons'),
     },
   });
   expect(created.statusCode, created.body).toBe(201);
@@ -93,7 +73,7 @@ async function deployedRepository(rootServerId: number) {
     top,
     async deploy(entries: (top: string) => TarEntry[]) {
       const sha = remote.commit({ 'crafted.txt': `${++crafted}\n` }, 'crafted');
-      host.craftedTarballs.set(sha, tarball(entries(top(sha))));
+      g.host.craftedTarballs.set(sha, tarball(entries(top(sha))));
       return { sha, job: await pushCommit() };
     },
   };
@@ -148,8 +128,8 @@ describe('push_commit refuses a tarball entry that would land outside the releas
     },
     {
       what: 'a .. after a dot (top/./../x)',
-      entries: (top) => [{ name: `${top}/./../${path.relative(scratch, outside)}/dotdot.py`, data: 'X = 1\n' }],
-      named: (top) => `${top}/./../${path.relative(scratch, outside)}/dotdot.py`,
+      entries: (top) => [{ name: `${top}/./../${path.relative(g.scratch, outside)}/dotdot.py`, data: 'X = 1\n' }],
+      named: (top) => `${top}/./../${path.relative(g.scratch, outside)}/dotdot.py`,
       reason: /has a "\.\." component/,
     },
     {

@@ -7,60 +7,31 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createHmac } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readlink, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readFile, readlink, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
+import { createGitAccount, useGitFixture } from './helpers/git-fixture.js';
 import { keyLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
 import { DEPLOY_EXIT, deployScript, KEPT_RELEASES, readDeployOutput, releasesDir } from '../src/git/deploy-script.js';
-import { startFakeGitHost, type FakeGitHost, type TestRepo } from './helpers/git-host.js';
+import type { TestRepo } from './helpers/git-host.js';
 import { gitJobs } from '../src/git/git-job-specs.js';
 
 const TOKEN = 'ghp_TestToken0123456789abcdefABCDEF';
 /** GIT_DEPLOY_MAX_BYTES of these tests. */
 const MAX_TREE = 256 * 1024;
 
-let sshd: Sshd;
-let host: FakeGitHost;
-let scratch: string;
-let basePath: string;
+const g = useGitFixture(TOKEN, { GIT_DEPLOY_MAX_BYTES: String(MAX_TREE) });
+const t = g.t;
 let serverId: number;
 let accountId: number;
 
 beforeAll(async () => {
-  sshd = await startSshd();
-  host = await startFakeGitHost(TOKEN);
-  scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-'));
-  await chmod(scratch, 0o777);
-  basePath = path.join(scratch, 'opt', 'odoo');
-});
-afterAll(async () => {
-  await host?.close();
-  await sshd?.stop();
-  if (scratch) await rm(scratch, { recursive: true, force: true });
-});
-
-const t = useTestApp({
-  workers: true,
-  env: () => ({ GIT_API_URL: host.url, ODOO_BASE_PATH: basePath, GIT_DEPLOY_MAX_BYTES: String(MAX_TREE) }),
-});
-
-beforeAll(async () => {
-  serverId = (await confirmedRootServer(t.app, t.as.operator, sshd, keyLogin(sshd))).id;
+  serverId = (await confirmedRootServer(t.app, t.as.operator, g.sshd, keyLogin(g.sshd))).id;
   accountId = (await createAccount(TOKEN)).id;
 });
 
-async function createAccount(token: string) {
-  const res = await request(t.app, t.as.admin, {
-    method: 'POST',
-    url: '/api/v1/git-accounts',
-    payload: { name: 'acme', access_token: token },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json();
-}
+const createAccount = (token: string) => createGitAccount(t, token, { name: 'acme' });
 
 let repoSeq = 0;
 /** A repository at the git host (with one commit on main) and its record here. */
@@ -68,7 +39,7 @@ async function newRepository(
   fields: Record<string, unknown> = {},
 ): Promise<{ id: number; remote: TestRepo; record: Record<string, unknown> }> {
   const name = `acme/addons-${++repoSeq}`;
-  const remote = await host.repo(name);
+  const remote = await g.host.repo(name);
   remote.commit({ 'README.md': 'addons\n' }, 'initial');
   const res = await request(t.app, t.as.admin, {
     method: 'POST',
@@ -91,7 +62,7 @@ const chatter = async (id: number) =>
 
 /** The git host's side of a push: the event POSTed to the registered URL, signed with the hook's secret. */
 function deliverPush(repoName: string, body: object, secret?: string) {
-  const hook = [...host.hooks.values()].find((h) => h.repo === repoName)!;
+  const hook = [...g.host.hooks.values()].find((h) => h.repo === repoName)!;
   const raw = JSON.stringify(body);
   return t.app.inject({
     method: 'POST',
@@ -169,7 +140,7 @@ describe('git repositories', () => {
     }
     const { record } = await newRepository();
     expect(record).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null, last_commit_id: null, root_server_id: null });
-    expect(record.deploy_path).toBe(`${basePath}/custom-addons/${String(record.name).split('/')[1]}`);
+    expect(record.deploy_path).toBe(`${g.basePath}/custom-addons/${String(record.name).split('/')[1]}`);
     expect((await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/git-repositories/${record.id}` })).statusCode).toBe(403);
   });
 });
@@ -179,11 +150,11 @@ describe('link_git_webhook and delete_git_webhook', () => {
     const account = await createAccount('to-be-emptied');
     await t.ctx.db.gitAccount.update({ where: { id: account.id }, data: { access_token: '' } });
     const { id } = await newRepository({ git_account_id: account.id });
-    const hooksBefore = host.hooks.size;
+    const hooksBefore = g.host.hooks.size;
     const res = await act(id, 'link_git_webhook');
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatchObject({ code: 'validation_error', message: expect.stringMatching(/access_token/) });
-    expect(host.hooks.size).toBe(hooksBefore);
+    expect(g.host.hooks.size).toBe(hooksBefore);
     expect((await getRepo(id)).state).toBe('draft');
   });
 
@@ -204,13 +175,13 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect(res2.json().error.message).toMatch(/acme\/does-not-exist was not found at the git host/);
 
     const limited = await newRepository();
-    host.rateLimited = true;
+    g.host.rateLimited = true;
     try {
       const res3 = await act(limited.id, 'link_git_webhook');
       expect(res3.statusCode).toBe(400);
       expect(res3.json().error.message).toMatch(/rate limit is exhausted; it resets at 2033-05-18/);
     } finally {
-      host.rateLimited = false;
+      g.host.rateLimited = false;
     }
     for (const id of [badToken.id, created.json().id, limited.id]) expect((await getRepo(id)).state).toBe('draft');
     expect(await t.ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository' } })).toBe(
@@ -224,13 +195,13 @@ describe('link_git_webhook and delete_git_webhook', () => {
 
   it('registers a signed push webhook at the git host, moves to active, and refuses deletion until unlinked', async () => {
     const { id, record } = await linked();
-    const hook = [...host.hooks.values()].find((h) => h.repo === record.name)!;
+    const hook = [...g.host.hooks.values()].find((h) => h.repo === record.name)!;
     expect(hook.events).toEqual(['push']);
     expect(hook.config.content_type).toBe('json');
     expect(hook.config.secret).toMatch(/^[0-9a-f]{64}$/);
     expect(record).toMatchObject({ state: 'active', webhook_id: String(hook.id), webhook_url: hook.config.url });
     expect(hook.config.url).toMatch(/^http:\/\/svc\.test\/svc\/webhook\/[0-9a-f]{64}$/);
-    const registered = host.server.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/hooks')).at(-1)!;
+    const registered = g.host.server.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/hooks')).at(-1)!;
     expect(registered.headers.authorization).toBe(`token ${TOKEN}`);
 
     const inbound = await t.ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
@@ -255,11 +226,11 @@ describe('link_git_webhook and delete_git_webhook', () => {
 
   it('the inbound URL is the webhook’s secret: the action log a user reads masks its token; the host gets it whole', async () => {
     const { id, record } = await linked();
-    const hook = [...host.hooks.values()].find((h) => h.repo === record.name)!;
+    const hook = [...g.host.hooks.values()].find((h) => h.repo === record.name)!;
     const hookToken = hook.config.url.split('/').at(-1)!;
     expect(hookToken).toMatch(/^[0-9a-f]{64}$/);
     // Registered whole: the push still reaches this service.
-    const registered = host.server.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${record.name}/hooks`).at(-1)!;
+    const registered = g.host.server.calls.filter((c) => c.method === 'POST' && c.path === `/repos/${record.name}/hooks`).at(-1)!;
     expect(JSON.parse(registered.body).config.url).toBe(record.webhook_url);
     expect((await deliverPush(String(record.name), { ref: 'refs/heads/main' })).statusCode).toBe(200);
 
@@ -271,7 +242,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
     expect(res.statusCode, res.body).toBe(200);
     const call = res
       .json()
-      .items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${host.url}/repos/${record.name}/hooks`));
+      .items.find((r: { input_text: string }) => r.input_text.startsWith(`POST ${g.host.url}/repos/${record.name}/hooks`));
     expect(call.input_text).toContain('http://svc.test/svc/webhook/********');
     expect(res.body).not.toContain(hookToken);
     expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText()).not.toContain(hookToken);
@@ -283,8 +254,8 @@ describe('link_git_webhook and delete_git_webhook', () => {
     const res = await act(id, 'delete_git_webhook');
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ state: 'draft', webhook_id: null, webhook_url: null });
-    expect(host.hooks.has(hookId)).toBe(false);
-    expect(host.server.calls.some((c) => c.method === 'DELETE' && c.path.endsWith(`/hooks/${hookId}`))).toBe(true);
+    expect(g.host.hooks.has(hookId)).toBe(false);
+    expect(g.host.server.calls.some((c) => c.method === 'DELETE' && c.path.endsWith(`/hooks/${hookId}`))).toBe(true);
     expect(await t.ctx.db.webhook.count({ where: { model_name: 'svc.saas.git.repository', rec_id: id } })).toBe(0);
     const stale = await t.app.inject({ method: 'POST', url: new URL(String(record.webhook_url)).pathname, payload: {} });
     expect(stale.statusCode).toBe(400);
@@ -294,7 +265,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
 
   it('a hook already gone at the host still unlinks', async () => {
     const { id, record } = await linked();
-    host.hooks.delete(Number(record.webhook_id));
+    g.host.hooks.delete(Number(record.webhook_id));
     const res = await act(id, 'delete_git_webhook');
     expect(res.statusCode, res.body).toBe(200);
     expect((await chatter(id)).at(-1)).toMatch(/already gone/);
@@ -406,12 +377,12 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(job.state, job.error).toBe('completed');
     expect(await readFile(path.join(String(record.deploy_path), 'm', 't.py'), 'utf8')).toBe('T = 1\n');
 
-    const [api] = host.server.callsTo(`/repos/${record.name}/tarball/${sha}`);
+    const [api] = g.host.server.callsTo(`/repos/${record.name}/tarball/${sha}`);
     expect(api!.headers.authorization).toBe(`token ${TOKEN}`);
-    const [archive] = host.codeload.callsTo(`/${record.name}/legacy.tar.gz/${sha}`);
+    const [archive] = g.host.codeload.callsTo(`/${record.name}/legacy.tar.gz/${sha}`);
     expect(archive!.headers.authorization).toBeUndefined(); // codeload refuses it: the deploy would have failed
     const urlToken = archive!.query.get('token')!;
-    expect(host.downloadTokens).toContain(urlToken);
+    expect(g.host.downloadTokens).toContain(urlToken);
 
     // One api_call row for the download, with the redirect but without either token.
     const rows = await t.ctx.db.actionLog.findMany({
@@ -421,11 +392,11 @@ describe('push_commit: validated deploys over SSH', () => {
     expect(download).toMatchObject({ status: 'success' });
     expect(download.input_text).toMatch(/authorization: \[redacted\]/);
     expect(download.output_text).toMatch(
-      new RegExp(`HTTP 302 → ${host.codeload.url}/${record.name}/legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]`),
+      new RegExp(`HTTP 302 → ${g.host.codeload.url}/${record.name}/legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]`),
     );
     expect(download.output_text).toMatch(/HTTP 200 application\/x-gzip\n\d+ bytes received/);
     const everything = JSON.stringify(await t.ctx.db.actionLog.findMany()) + t.ctx.logText() + JSON.stringify(job);
-    for (const secret of [TOKEN, ...host.downloadTokens]) expect(everything).not.toContain(secret);
+    for (const secret of [TOKEN, ...g.host.downloadTokens]) expect(everything).not.toContain(secret);
   });
 
   it('a tree larger than GIT_DEPLOY_MAX_BYTES, downloaded or unpacked, is refused with a clear error; the live path stays', async () => {
@@ -474,12 +445,12 @@ describe('push_commit: validated deploys over SSH', () => {
         Array.from({ length: 40 }, (_, i) => [`m/f${i}.py`, `F = "${randomBytes(1500).toString('hex')}"\n`]),
       );
       const sha = remote.commit(files, `many files, cut after ${cut} bytes`);
-      host.cutTarballAfter = cut;
+      g.host.cutTarballAfter = cut;
       let job;
       try {
         job = await pushCommit(id);
       } finally {
-        host.cutTarballAfter = null;
+        g.host.cutTarballAfter = null;
       }
       expect(job.state).toBe('failed');
       expect(job.error).toMatch(new RegExp(`^The tarball of ${sha.slice(0, 12)}: GET .*legacy\\.tar\\.gz/${sha}\\?\\[redacted\\]: `));
@@ -515,14 +486,14 @@ describe('push_commit: validated deploys over SSH', () => {
   });
 
   it('deploys through sudo -S: the password line goes to sudo, then the tarball to the script', async () => {
-    const sudoServer = await confirmedRootServer(t.app, t.as.operator, sshd, {
+    const sudoServer = await confirmedRootServer(t.app, t.as.operator, g.sshd, {
       username: TEST_USERS.sudoPassword.name,
       password: TEST_USERS.sudoPassword.password,
       sudo_user: true,
     });
     const { id, record, remote } = await newRepository({
       root_server_id: sudoServer.id,
-      deploy_path: path.join(basePath, 'sudo-addons'),
+      deploy_path: path.join(g.basePath, 'sudo-addons'),
     });
     remote.commit({ 'm/y.py': 'Z = 3\n' }, 'via sudo');
     const job = await pushCommit(id);
@@ -541,7 +512,7 @@ describe('push_commit: validated deploys over SSH', () => {
     const draft = await request(t.app, t.as.operator, {
       method: 'POST',
       url: '/api/v1/root-servers',
-      payload: { ip: sshd.host, port: sshd.port, username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh },
+      payload: { ip: g.sshd.host, port: g.sshd.port, username: TEST_USERS.key.name, key: g.sshd.keys.ed25519Openssh },
     });
     const other = await newRepository({ root_server_id: draft.json().id });
     const queued = await act(other.id, 'push_commit');
@@ -558,11 +529,11 @@ describe('remote values are checked before they reach a command line', () => {
 
   it('a git host answering something else than a commit id for the head: a clear 400, nothing recorded, queued or run', async () => {
     const { id, record } = await linked({ root_server_id: serverId });
-    const marker = path.join(scratch, 'pwned-head');
-    const tarballsBefore = host.server.calls.filter((c) => c.path.includes('/tarball/')).length;
+    const marker = path.join(g.scratch, 'pwned-head');
+    const tarballsBefore = g.host.server.calls.filter((c) => c.path.includes('/tarball/')).length;
     try {
       for (const sha of hostile(marker)) {
-        host.headSha = sha;
+        g.host.headSha = sha;
         const res = await act(id, 'push_commit');
         expect(res.statusCode, res.body).toBe(400);
         expect(res.json().error.message).toBe(
@@ -580,18 +551,18 @@ describe('remote values are checked before they reach a command line', () => {
           .reverse(),
       );
     } finally {
-      host.headSha = null;
+      g.host.headSha = null;
     }
     expect(await t.ctx.db.gitCommit.count({ where: { repository_id: id } })).toBe(0);
     expect((await getRepo(id)).last_commit_id).toBeNull();
     expect(await deployments(id)).toHaveLength(0);
-    expect(host.server.calls.filter((c) => c.path.includes('/tarball/')).length).toBe(tarballsBefore);
+    expect(g.host.server.calls.filter((c) => c.path.includes('/tarball/')).length).toBe(tarballsBefore);
     expect(existsSync(marker)).toBe(false);
   });
 
   it('a commit recorded with an id that is not one (before ids were checked) is refused by the deploy: nothing is downloaded or run', async () => {
     const { id } = await newRepository({ root_server_id: serverId });
-    const marker = path.join(scratch, 'pwned-recorded');
+    const marker = path.join(g.scratch, 'pwned-recorded');
     for (const bad of hostile(marker)) {
       const commit = await t.ctx.db.gitCommit.create({ data: { repository_id: id, commit_id: bad, branch: 'main' } });
       const jobId = await t.ctx.queues.enqueue(gitJobs.git_push_commit, { repository_id: id, commit_id: commit.id, user_id: null });
@@ -602,7 +573,7 @@ describe('remote values are checked before they reach a command line', () => {
       );
       expect(await t.ctx.db.actionLog.count({ where: { job_id: jobId, action_type: { in: ['ssh_command', 'api_call'] } } })).toBe(0);
     }
-    expect(host.server.calls.some((c) => c.path.includes('/tarball/') && !/\/tarball\/[0-9a-f]{40}$/.test(c.path))).toBe(false);
+    expect(g.host.server.calls.some((c) => c.path.includes('/tarball/') && !/\/tarball\/[0-9a-f]{40}$/.test(c.path))).toBe(false);
     expect((await deployments(id)).map((r) => r.status)).toEqual(['failure', 'failure', 'failure']);
     expect(existsSync(marker)).toBe(false);
   });
@@ -616,7 +587,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
     // A real OpenSSH server whose key login runs a wrapper instead of the command: the wrapper
     // records the command line and every byte received on stdin, then runs the command with it.
     evil = await startSshd();
-    recordings = path.join(scratch, 'evil-recordings');
+    recordings = path.join(g.scratch, 'evil-recordings');
     await mkdir(recordings, { mode: 0o777 });
     await chmod(recordings, 0o777);
     const wrapper = path.join(evil.dir, 'record-and-run');
@@ -635,8 +606,8 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
 
   it('an administrator’s deploy to a server an operator pointed at their own SSH server carries no token, and still deploys', async () => {
     // The operator's root server, first at the real server; the administrator deploys through it.
-    const opServer = (await confirmedRootServer(t.app, t.as.operator, sshd, keyLogin(sshd))).id;
-    const livePath = path.join(scratch, 'operator-server', 'addons');
+    const opServer = (await confirmedRootServer(t.app, t.as.operator, g.sshd, keyLogin(g.sshd))).id;
+    const livePath = path.join(g.scratch, 'operator-server', 'addons');
     const { id, remote } = await newRepository({ root_server_id: opServer, deploy_path: livePath });
 
     // The operator moves it to their own server (with credentials for it): it stays confirmed, and
@@ -663,7 +634,7 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
     expect(inputs.some((i) => i[0] === 0x1f && i[1] === 0x8b)).toBe(true); // the gzip stream, recorded
     for (const recorded of [...commands, ...inputs]) {
       expect(recorded.includes(TOKEN)).toBe(false);
-      for (const urlToken of host.downloadTokens) expect(recorded.includes(urlToken)).toBe(false);
+      for (const urlToken of g.host.downloadTokens) expect(recorded.includes(urlToken)).toBe(false);
     }
     // Nor anywhere the operator can read: the action log, the job, the service log.
     expect(JSON.stringify(await t.ctx.db.actionLog.findMany()) + JSON.stringify(job) + t.ctx.logText()).not.toContain(TOKEN);
@@ -673,10 +644,10 @@ describe('an operator-controlled SSH server (the attacker test)', () => {
 describe('the deploy script (run locally with bash, the tarball on stdin)', () => {
   it('a deploy queued earlier never replaces a newer one; old releases are pruned', async () => {
     const { remote, record } = await newRepository();
-    const live = path.join(scratch, 'script-test', 'addons');
+    const live = path.join(g.scratch, 'script-test', 'addons');
     const shas = [1, 2, 3, 4, 5, 6, 7].map((n) => remote.commit({ 'v.py': `V = ${n}\n` }, `v${n}`));
     for (const [i, sha] of shas.entries()) {
-      const out = await bash(deployScript({ sha, livePath: live, seq: 1000 + i }), host.archive(String(record.name), sha));
+      const out = await bash(deployScript({ sha, livePath: live, seq: 1000 + i }), g.host.archive(String(record.name), sha));
       expect(readDeployOutput(out.stdout).deployedTo, out.stderr).toBeTruthy();
     }
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
@@ -684,7 +655,7 @@ describe('the deploy script (run locally with bash, the tarball on stdin)', () =
     expect(releases).toHaveLength(KEPT_RELEASES);
     expect(path.join(releasesDir(live), releases.sort().at(-1)!)).toBe(await readlink(live));
 
-    const late = await bash(deployScript({ sha: shas[0]!, livePath: live, seq: 999 }), host.archive(String(record.name), shas[0]!));
+    const late = await bash(deployScript({ sha: shas[0]!, livePath: live, seq: 999 }), g.host.archive(String(record.name), shas[0]!));
     expect(late.code).toBe(0);
     expect(readDeployOutput(late.stdout)).toMatchObject({ superseded: true, deployedTo: null });
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 7\n');
@@ -692,11 +663,11 @@ describe('the deploy script (run locally with bash, the tarball on stdin)', () =
 
   it('a tarball that does not unpack removes its release and leaves the live path alone', async () => {
     const { remote, record } = await newRepository();
-    const live = path.join(scratch, 'script-test', 'broken-tar');
+    const live = path.join(g.scratch, 'script-test', 'broken-tar');
     const good = remote.commit({ 'v.py': 'V = 1\n' }, 'v1');
-    expect((await bash(deployScript({ sha: good, livePath: live, seq: 1 }), host.archive(String(record.name), good))).code).toBe(0);
+    expect((await bash(deployScript({ sha: good, livePath: live, seq: 1 }), g.host.archive(String(record.name), good))).code).toBe(0);
     const next = remote.commit({ 'v.py': 'V = 2\n' }, 'v2');
-    const whole = host.archive(String(record.name), next);
+    const whole = g.host.archive(String(record.name), next);
     const cut = await bash(deployScript({ sha: next, livePath: live, seq: 2 }), whole.subarray(0, whole.length - 20));
     expect(cut.code).not.toBe(0);
     expect(await readFile(path.join(live, 'v.py'), 'utf8')).toBe('V = 1\n');
@@ -704,7 +675,7 @@ describe('the deploy script (run locally with bash, the tarball on stdin)', () =
   });
 
   it('a tarball holding a device or FIFO (no git tree does) is refused before anything goes live', async () => {
-    const live = path.join(scratch, 'script-test', 'special-files');
+    const live = path.join(g.scratch, 'script-test', 'special-files');
     // A hostile host's tarball: a FIFO and a character device beside a good file (python3's tarfile writes them unprivileged).
     const make = `import io, sys, tarfile
 buf = io.BytesIO()
@@ -729,8 +700,8 @@ sys.stdout.buffer.write(buf.getvalue())`;
   // The service refuses a tarball holding a link out of the tree before the script sees it
   // (test/git-tarball.test.ts); fed one directly, the script still does not read through it.
   it('the script’s check does not follow a symlink out of the tree (it could point at /dev/zero); one inside is checked as its target', async () => {
-    const live = path.join(scratch, 'script-test', 'symlinks');
-    const outside = path.join(scratch, 'outside-not-python.py');
+    const live = path.join(g.scratch, 'script-test', 'symlinks');
+    const outside = path.join(g.scratch, 'outside-not-python.py');
     await writeFile(outside, 'this is not python (\n');
     const make = `import io, sys, tarfile
 buf = io.BytesIO()
