@@ -3,7 +3,7 @@
 // real PostgreSQL, Redis and SMTP server (smtp-server). Fields are found by their labels.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { codeFrom, startSmtpServer, textOf, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, useSmtpServer, textOf } from './helpers/smtp.js';
 import { createTrialPackage, otherCode } from './helpers/trial.js';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
@@ -18,16 +18,9 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-let smtp: TestSmtpServer;
+const smtp = useSmtpServer();
 let browser: Browser;
 let baseUrl: string;
-
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-});
-afterAll(async () => {
-  await smtp?.close();
-});
 
 const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url }) });
 

@@ -8,17 +8,10 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { useTestApp } from './helpers/app.js';
-import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, useSmtpServer } from './helpers/smtp.js';
 import { createTrialPackage, httpTransport, otherCode, signupFields, Visitor } from './helpers/trial.js';
 
-let smtp: TestSmtpServer;
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-});
-afterAll(async () => {
-  await smtp?.close();
-});
-
+const smtp = useSmtpServer();
 const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url, TRUST_PROXY: '127.0.0.1' }) });
 
 let second: AppContext;

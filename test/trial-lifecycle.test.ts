@@ -3,7 +3,7 @@
 // workers (two sets of workers at once, like two worker processes); databases are deployed from a
 // real template and really closed, and dropped after a real final backup (a local backup server
 // implementing the backup API with pg_dump).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../src/context.js';
 import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';
 import { runTrialLifecycle } from '../src/subscriptions/subscription-lifecycle.js';
@@ -11,20 +11,13 @@ import { startWorkers, type Workers } from '../src/worker.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { act, canConnect, databaseRow, get, messages, stateHistory, useLifecycle } from './helpers/lifecycle.js';
-import { codeFrom, startSmtpServer, textOf, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, textOf, useSmtpServer, type ReceivedMail } from './helpers/smtp.js';
 import { createTrialPackage, injectTransport, Visitor } from './helpers/trial.js';
 
 const DAY = 86_400_000;
-let smtp: TestSmtpServer;
+const smtp = useSmtpServer();
 let second: { ctx: AppContext; workers: Workers } | null = null;
 let n = 0;
-
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-});
-afterAll(async () => {
-  await smtp?.close();
-});
 
 const t = useTestApp({
   workers: true,

@@ -4,7 +4,7 @@
 // verifications per e-mail and 10 per IP an hour; one after the other, concurrency is in
 // trial-concurrency.test.ts), the cancellation rule, mail delivery failures and the client IP.
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
@@ -12,10 +12,11 @@ import { createMailer } from '../src/core/mail.js';
 import { createTrialCsrf } from '../src/trial/trial-csrf.js';
 import { createTrialVerificationService } from '../src/trial/trial-verification-service.js';
 import { useTestApp } from './helpers/app.js';
-import { codeFrom, startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
+import { codeFrom, useSmtpServer } from './helpers/smtp.js';
+import { freePort } from './helpers/sshd.js';
 import { createTrialPackage, signupFields, injectTransport, otherCode, Visitor } from './helpers/trial.js';
 
-let smtp: TestSmtpServer;
+const smtp = useSmtpServer();
 let pkg: { id: number; name: string; url_string: string };
 let pkg2: { id: number; name: string; url_string: string };
 let n = 0;
@@ -25,13 +26,6 @@ function visitor(ip = `10.0.${Math.floor(++n / 250)}.${n % 250}`) {
   return new Visitor(injectTransport(t.app, ip));
 }
 const email = (tag: string) => `${tag}-${++n}@example.com`;
-
-beforeAll(async () => {
-  smtp = await startSmtpServer();
-});
-afterAll(async () => {
-  await smtp?.close();
-});
 
 const t = useTestApp({ env: () => ({ SMTP_URL: smtp.url }) });
 
@@ -456,9 +450,7 @@ describe('mail delivery failure', () => {
   });
 
   it('nothing listening on the SMTP port: the service reports mail_failed and cancels the verification', async () => {
-    const closed = await startSmtpServer();
-    const url = closed.url;
-    await closed.close();
+    const url = `smtp://127.0.0.1:${await freePort()}`;
     const service = createTrialVerificationService({
       ...t.ctx,
       mailer: createMailer(url, 'svc <no-reply@localhost>', pino({ level: 'silent' })),

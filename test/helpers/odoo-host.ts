@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { confirmedRootServer, request } from './api.js';
 import { useTestApp, type TestApp } from './app.js';
 import { useLifecycle, type Lifecycle } from './lifecycle.js';
-import { startSmtpServer, type TestSmtpServer } from './smtp.js';
+import { useSmtpServer, type TestSmtpServer } from './smtp.js';
 import { startSshd, TEST_USERS, type Sshd } from './sshd.js';
 
 export interface OdooHostFixture {
@@ -28,12 +28,12 @@ export interface OdooHostFixture {
 export function useOdooHost(files: Record<string, string | Buffer>): OdooHostFixture {
   const f = {} as OdooHostFixture;
   f.filestore = (database) => path.join(f.base, 'data', 'filestore', database);
+  f.smtp = useSmtpServer();
   beforeAll(async () => {
-    [f.smtp, f.sshd] = await Promise.all([startSmtpServer(), startSshd()]);
+    f.sshd = await startSshd();
     f.base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
   });
   afterAll(async () => {
-    await f.smtp?.close();
     await f.sshd?.stop();
     if (f.base) await rm(f.base, { recursive: true, force: true });
   });

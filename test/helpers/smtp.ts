@@ -3,6 +3,7 @@
 // refused to simulate a server that rejects the mail.
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface ReceivedMail {
   to: string[];
@@ -78,4 +79,19 @@ export function textOf(mail: ReceivedMail): string {
   const body = part.slice(part.indexOf('\r\n\r\n') + 4);
   const bytes = body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
   return Buffer.from(bytes, 'latin1').toString('utf8');
+}
+
+/**
+ * The SMTP server of a test file, started before its tests and closed after them. Call it before
+ * useTestApp() (whose env thunk reads `url`), so that it closes after the app.
+ */
+export function useSmtpServer(): TestSmtpServer {
+  const smtp = {} as TestSmtpServer;
+  beforeAll(async () => {
+    Object.assign(smtp, await startSmtpServer());
+  });
+  afterAll(async () => {
+    await smtp.close?.();
+  });
+  return smtp;
 }
