@@ -3,87 +3,32 @@
 // a local ntfy-compatible server. Polls are driven by calling the poller with the features'
 // observers; repeats are judged on the polls' time, so events with a later `at` stand for polls
 // minutes apart.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { MonitorPollEvent } from '../src/feature.js';
-import { composeFeatures } from '../src/features.js';
 import { serversInMaintenance } from '../src/maintenance/maintenance-state.js';
-import { createMonitorPoller, type MonitorPoller } from '../src/monitoring/monitor-poll.js';
-import { createSshPool } from '../src/core/ssh-pool.js';
 import { request } from './helpers/api.js';
-import { useTestApp } from './helpers/app.js';
-import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.js';
-import { freePort, passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
+import {
+  alertsOf as alertsOfApp,
+  createRule as createRuleOn,
+  expectEachRefused,
+  monitoredServer as monitoredServerOn,
+  notices as noticesOf,
+  okPoll,
+  pushes as pushesTo,
+  useAlertsApp,
+} from './helpers/alerts.js';
+import { freePort, passwordLogin } from './helpers/sshd.js';
 
-let sshd: Sshd;
-/** The connections of the pollers the tests create. */
-const pool = createSshPool();
-let ntfy: RecordingServer;
-let smtp: TestSmtpServer;
-beforeAll(async () => {
-  sshd = await startSshd();
-  smtp = await startSmtpServer();
-  ntfy = await startRecordingServer((req, res) => {
-    if (req.method === 'POST' && req.path === '/') return sendJson(res, 200, { id: `m${ntfy.calls.length}`, event: 'message' });
-    return sendJson(res, 404, { error: 'page not found' });
-  });
-});
-afterAll(async () => {
-  pool.close();
-  await sshd?.stop();
-  await ntfy?.close();
-  await smtp?.close();
-});
-
-const t = useTestApp({ workers: true, env: () => ({ SMTP_URL: smtp.url }) });
-let poll: MonitorPoller['poll'];
-let observe: (events: MonitorPollEvent[]) => Promise<void>;
-
-beforeAll(async () => {
-  const observers = composeFeatures(t.ctx).monitorPollObservers;
-  poll = createMonitorPoller(t.ctx, { pool, observers }).poll;
-  observe = async (events) => {
-    for (const o of observers) await o(events);
-  };
-  const push = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/notification-servers',
-    payload: { name: 'ntfy', provider: 'selfhosted_push', url: ntfy.url, is_default: true },
-  });
-  expect(push.statusCode, push.body).toBe(201);
-});
-
-let seq = 0;
-/** A confirmed root server with monitoring on but no schedule: the test drives its polls. */
-async function monitoredServer() {
-  const name = `quiet-${++seq}`;
-  const res = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { name, ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...passwordLogin() },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  const id = res.json().id as number;
-  expect((await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/confirm` })).statusCode).toBe(200);
-  await t.ctx.db.rootServer.update({ where: { id }, data: { monitoring_enabled: true, server_state: 'online' } });
-  return { id, name };
-}
-
-async function createRule(payload: Record<string, unknown>) {
-  const res = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/alert-rules', payload });
-  expect(res.statusCode, res.body).toBe(201);
-  return res.json() as { id: number };
-}
-
-const alertsOf = async (query: string) =>
-  (await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/alerts?${query}` })).json().items as Record<string, unknown>[];
-const notices = (serverId: number, prefix: '[ALERT]' | '[RESOLVED]') =>
-  t.ctx.db.message.findMany({
-    where: { model_name: 'svc.root.server', rec_id: serverId, subtype_xmlid: 'mail.mt_alert', body: { startsWith: prefix } },
-    orderBy: { id: 'asc' },
-  });
-const pushes = (text: string) =>
-  ntfy.callsTo('/').filter((c) => c.method === 'POST' && (JSON.parse(c.body) as { title: string }).title.includes(text));
+const t = useAlertsApp();
+const poll = (id: number) => t.poll(id);
+const observe = (events: MonitorPollEvent[]) => t.observe(events);
+const monitoredServer = () => monitoredServerOn(t, 'quiet');
+const createRule = (payload: Record<string, unknown>) => createRuleOn(t, payload);
+/** A rule watching one server. */
+const ruleOn = (serverId: number, payload: Record<string, unknown>) => createRule({ root_server_ids: [serverId], ...payload });
+const alertsOf = (query: string) => alertsOfApp(t, query);
+const notices = (serverId: number, prefix: '[ALERT]' | '[RESOLVED]') => noticesOf(t, serverId, prefix);
+const pushes = (text: string) => pushesTo(t.ntfy, text);
 const createWindow = (payload: Record<string, unknown>) =>
   request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/maintenance-windows', payload });
 const hours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
@@ -109,20 +54,14 @@ describe('maintenance-windows: the API', () => {
     expect(denied.statusCode).toBe(403);
 
     const before = await t.ctx.db.maintenanceWindow.count();
-    const bad: [Record<string, unknown>, string][] = [
+    await expectEachRefused(t, '/api/v1/maintenance-windows', [
       [{ root_server_ids: [server.id], starts_at: hours(2), ends_at: hours(1) }, 'ends_at'],
       [{ root_server_ids: [server.id], starts_at: hours(1), ends_at: hours(1) }, 'ends_at'],
       [{ root_server_ids: [server.id], starts_at: hours(0), ends_at: hours(31 * 24) }, 'ends_at'],
       [{ root_server_ids: [server.id, 999_999], starts_at: hours(0), ends_at: hours(1) }, 'root_server_ids'],
       [{ root_server_ids: [], starts_at: hours(0), ends_at: hours(1) }, 'root_server_ids'],
       [{ root_server_ids: [server.id], starts_at: 'tomorrow', ends_at: hours(1) }, 'starts_at'],
-    ];
-    for (const [payload, field] of bad) {
-      const res = await createWindow(payload);
-      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
-      const fields = (res.json().error.details.fields as { field: string }[]).map((f) => f.field.replace(/^body\./, '').split('.')[0]);
-      expect(fields, res.body).toContain(field);
-    }
+    ]);
     expect(await t.ctx.db.maintenanceWindow.count()).toBe(before);
     // A change is checked on the window as it will be: an end before the stored start is refused.
     const patched = await request(t.app, t.as.operator, {
@@ -144,13 +83,7 @@ describe('maintenance-windows: the API', () => {
 describe('a maintenance window', () => {
   it('records the alerts of its servers silenced and sends no notice; one still firing after it is told then', async () => {
     const server = await monitoredServer();
-    const rule = await createRule({
-      name: 'busy',
-      metric: 'cpu_percent',
-      threshold: 0,
-      root_server_ids: [server.id],
-      email_to: ['ops@example.com'],
-    });
+    const rule = await ruleOn(server.id, { name: 'busy', metric: 'cpu_percent', threshold: 0, email_to: ['ops@example.com'] });
     const window = await createWindow({ root_server_ids: [server.id], starts_at: hours(-1), ends_at: hours(1), reason: 'disk swap' });
     expect(window.statusCode, window.body).toBe(201);
 
@@ -176,7 +109,7 @@ describe('a maintenance window', () => {
     expect(told).toHaveLength(1);
     expect(told[0]!.body).toContain(`held back until now (maintenance window ${window.json().id} (disk swap))`);
     await expect.poll(() => pushes(`${server.name}: cpu_percent`).length, { timeout: 15_000 }).toBe(1);
-    await smtp.waitFor('ops@example.com');
+    await t.smtp.waitFor('ops@example.com');
     expect((await alertsOf(`rule_id=${rule.id}`))[0]).toMatchObject({
       state: 'firing',
       silenced: true,
@@ -195,9 +128,9 @@ describe('root cause', () => {
     });
     await t.ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
     const rules = [
-      await createRule({ name: 'down (ops)', metric: 'server_offline', root_server_ids: [server.id], email_to: ['ops@example.com'] }),
-      await createRule({ name: 'down (on call)', metric: 'server_offline', root_server_ids: [server.id], topic: 'oncall' }),
-      await createRule({ name: 'down (team)', metric: 'server_offline', root_server_ids: [server.id], topic: 'team' }),
+      await ruleOn(server.id, { name: 'down (ops)', metric: 'server_offline', email_to: ['ops@example.com'] }),
+      await ruleOn(server.id, { name: 'down (on call)', metric: 'server_offline', topic: 'oncall' }),
+      await ruleOn(server.id, { name: 'down (team)', metric: 'server_offline', topic: 'team' }),
     ];
     for (let i = 0; i < 3; i++) expect((await poll(server.id)).outcome).toBe('failed');
     const firing = await alertsOf(`root_server_id=${server.id}&state=firing`);
@@ -217,7 +150,7 @@ describe('root cause', () => {
     await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/root-servers/${server.id}`,
-      payload: { port: sshd.port, ...passwordLogin() },
+      payload: { port: t.sshd.port, ...passwordLogin() },
     });
     await t.ctx.db.rootServer.update({
       where: { id: server.id },
@@ -232,14 +165,8 @@ describe('root cause', () => {
 describe('repeat_minutes', () => {
   it('a firing alert is told again at the set interval; 0 never repeats', async () => {
     const server = await monitoredServer();
-    const every10 = await createRule({
-      name: 'every 10',
-      metric: 'load_1',
-      threshold: 0,
-      repeat_minutes: 10,
-      root_server_ids: [server.id],
-    });
-    const never = await createRule({ name: 'once', metric: 'disk_percent', threshold: 0, root_server_ids: [server.id] });
+    const every10 = await ruleOn(server.id, { name: 'every 10', metric: 'load_1', threshold: 0, repeat_minutes: 10 });
+    const never = await ruleOn(server.id, { name: 'once', metric: 'disk_percent', threshold: 0 });
     expect(every10).toMatchObject({ repeat_minutes: 10 });
     expect(never).toMatchObject({ repeat_minutes: 0 });
     const bad = await request(t.app, t.as.operator, {
@@ -250,16 +177,8 @@ describe('repeat_minutes', () => {
     expect(bad.statusCode).toBe(400);
 
     const t0 = Date.now();
-    const at = (minutes: number): MonitorPollEvent => ({
-      root_server_id: server.id,
-      outcome: 'ok',
-      previous_state: 'online',
-      server_state: 'online',
-      metrics: { cpu_percent: 5, ram_percent: 5, disk_percent: 50, load_1: 0.5 },
-      failures: 0,
-      error: null,
-      at: new Date(t0 + minutes * 60_000),
-    });
+    const at = (minutes: number) =>
+      okPoll(server.id, t0 + minutes * 60_000, { cpu_percent: 5, ram_percent: 5, disk_percent: 50, load_1: 0.5 });
     for (const minutes of [0, 5, 9.9, 10, 15, 19, 20.5, 25, 60 * 3]) await observe([at(minutes)]);
     // load_1: fired at 0, told again at 10, 20.5 and 180 (each at least 10 minutes after the last);
     // disk_percent: once.
@@ -288,14 +207,8 @@ describe('repeat_minutes', () => {
 describe('stop_monitor', () => {
   it("resolves the server's firing alerts with a notice saying why; started again, they count afresh", async () => {
     const server = await monitoredServer();
-    const rule = await createRule({ name: 'busy', metric: 'cpu_percent', threshold: 0, root_server_ids: [server.id] });
-    const quiet = await createRule({
-      name: 'quiet',
-      metric: 'ram_percent',
-      threshold: 0,
-      notify_resolved: false,
-      root_server_ids: [server.id],
-    });
+    const rule = await ruleOn(server.id, { name: 'busy', metric: 'cpu_percent', threshold: 0 });
+    const quiet = await ruleOn(server.id, { name: 'quiet', metric: 'ram_percent', threshold: 0, notify_resolved: false });
     await poll(server.id);
     expect(await alertsOf(`root_server_id=${server.id}&state=firing`)).toHaveLength(2);
 

@@ -4,44 +4,29 @@
 // host's polls fail and count toward offline; the others' rows are written. Real PostgreSQL, Redis
 // and monitor runner.
 import type { ServerChannel } from 'ssh2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { MonitorPollEvent } from '../src/feature.js';
-import { createSshPool } from '../src/core/ssh-pool.js';
 import { createMonitorPoller, execSampler, type Sampler } from '../src/monitoring/monitor-poll.js';
 import { startMonitorRunner } from '../src/monitoring/monitor-runner.js';
 import { createMonitorService } from '../src/monitoring/monitor-service.js';
 import { streamSampler } from '../src/monitoring/monitor-stream.js';
-import type { Metrics } from '../src/servers/root-server-metrics.js';
 import { confirmedRootServer, request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
+import { monitorByHand, notificationsOf, sampleMetrics, useMonitoredSshd } from './helpers/monitoring.js';
 import { procSections, startFakeSshHost, writeFlood, type FakeMonitoredHost, type FakeSshHost } from './helpers/fake-ssh-host.js';
-import { passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
+import { passwordLogin } from './helpers/sshd.js';
 
-let sshd: Sshd;
-/** The connections of the pollers the tests create. */
-const pool = createSshPool();
-beforeAll(async () => {
-  sshd = await startSshd();
-});
-afterAll(async () => {
-  pool.close();
-  await sshd?.stop();
-});
+const host = useMonitoredSshd();
+const { pool } = host;
 
 const t = useTestApp();
 
 const INTERVAL = { monitor_update_interval: '5s' };
 const rowCount = (id: number) => t.ctx.db.monitorLog.count({ where: { root_server_id: id } });
 const serverRow = (id: number) => t.ctx.db.rootServer.findUniqueOrThrow({ where: { id } });
-const chatter = async (id: number) =>
-  (
-    await t.ctx.db.message.findMany({
-      where: { model_name: 'svc.root.server', rec_id: id, message_type: 'notification' },
-      orderBy: { id: 'asc' },
-    })
-  ).map((m) => m.body);
+const chatter = (id: number) => notificationsOf(t.ctx.db, id);
 
-const goodServer = async () => (await confirmedRootServer(t.app, t.as.operator, sshd, { ...passwordLogin(), ...INTERVAL })).id;
+const goodServer = async () => (await confirmedRootServer(t.app, t.as.operator, host.sshd, { ...passwordLogin(), ...INTERVAL })).id;
 
 /** A root server on a lying host; confirmed directly (confirming would run commands it does not answer). */
 async function fakeServer(host: FakeSshHost) {
@@ -55,9 +40,7 @@ async function fakeServer(host: FakeSshHost) {
   return res.json().id as number;
 }
 
-/** Monitoring on, without a schedule (the test drives the polls), from `online`. */
-const monitoringOn = (ids: number[]) =>
-  t.ctx.db.rootServer.updateMany({ where: { id: { in: ids } }, data: { monitoring_enabled: true, server_state: 'online' } });
+const monitoringOn = (ids: number[]) => monitorByHand(t.ctx.db, ids);
 
 const stopMonitoring = async (ids: number[]) => {
   for (const id of ids) await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/stop_monitor` });
@@ -119,20 +102,7 @@ describe('a host sending values no column can hold', () => {
 });
 
 describe('a batch write the database refuses', () => {
-  const base: Metrics = {
-    cpu_percent: 10,
-    ram_used_bytes: 1024,
-    ram_total_bytes: 2048,
-    ram_percent: 50,
-    disk_used_bytes: 1024,
-    disk_total_bytes: 2048,
-    disk_percent: 50,
-    net_rx_bytes_per_s: 0,
-    net_tx_bytes_per_s: 0,
-    load_1: 0,
-    load_5: 0,
-    load_15: 0,
-  };
+  const base = sampleMetrics();
 
   it('is written again row by row: the refused row is its server’s failed poll, the others are recorded', async () => {
     const [a, b, c] = [await goodServer(), await goodServer(), await goodServer()];

@@ -4,11 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { createContext, type AppContext } from '../src/context.js';
-import { startWorkers, type Workers } from '../src/worker.js';
+import { startWorkers } from '../src/worker.js';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { createMonitorPoller, execSampler, type Sampler } from '../src/monitoring/monitor-poll.js';
 import { monitorSchedule, scheduleKey } from '../src/monitoring/monitor-service.js';
@@ -16,41 +15,28 @@ import { type HandledDueTime, type MonitorRunner, startMonitorRunner } from '../
 import { SampleStream, streamSampler } from '../src/monitoring/monitor-stream.js';
 import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import type { SshConnection } from '../src/core/ssh.js';
-import { createSshPool } from '../src/core/ssh-pool.js';
 import { registerMonitorSchedules } from '../src/monitoring/monitor-jobs.js';
 import { deleteOldMonitorLogs } from '../src/monitoring/monitor-log-service.js';
 import { parseSamples, SAMPLE_COMMAND, serverStateOf } from '../src/monitoring/proc-metrics.js';
 import type { Metrics } from '../src/servers/root-server-metrics.js';
-import { createTestContext, type TestContext } from './helpers/context.js';
-import { callers, request, waitForJob, type Caller } from './helpers/api.js';
-import { freePort, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { leaseKey } from '../src/monitoring/monitor-leases.js';
+import type { TestContext } from './helpers/context.js';
+import { type Caller, confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { useTestApp } from './helpers/app.js';
+import { insertMonitorLog, monitorByHand, notificationsOf, sampleMetrics, unmonitor, useMonitoredSshd } from './helpers/monitoring.js';
+import { freePort, keyLogin, passwordLogin, TEST_USERS } from './helpers/sshd.js';
 import { monitorJobs } from '../src/monitoring/monitor-job-specs.js';
 
+const host = useMonitoredSshd();
+const { pool } = host;
+
+const t = useTestApp({ workers: true });
 let ctx: TestContext;
 let app: FastifyInstance;
-let workers: Workers;
 let as: { user: Caller; operator: Caller; admin: Caller };
-let sshd: Sshd;
-/** The connections of the pollers the tests create. */
-const pool = createSshPool();
-
-beforeAll(async () => {
-  sshd = await startSshd();
-  ctx = await createTestContext();
-  app = await buildApp(ctx);
-  workers = await startWorkers(ctx);
-  as = await callers(ctx);
+beforeAll(() => {
+  ({ ctx, app, as } = t);
 });
-afterAll(async () => {
-  pool.close();
-  await workers.close();
-  await app.close();
-  await ctx.cleanup();
-  await sshd.stop();
-});
-
-const passwordLogin = { username: TEST_USERS.password.name, password: TEST_USERS.password.password };
-const keyLogin = () => ({ username: TEST_USERS.key.name, key: sshd.keys.ed25519Openssh });
 
 const act = (id: number, name: string) => request(app, as.operator, { method: 'POST', url: `/api/v1/root-servers/${id}/actions/${name}` });
 const patch = (id: number, payload: object) => request(app, as.operator, { method: 'PATCH', url: `/api/v1/root-servers/${id}`, payload });
@@ -58,28 +44,17 @@ const getServer = async (id: number) => (await request(app, as.user, { method: '
 const rowCount = (id: number) => ctx.db.monitorLog.count({ where: { root_server_id: id } });
 const scheduler = (id: number) => monitorSchedule(ctx, id);
 
-async function confirmedServer(body: Record<string, unknown>) {
-  const res = await request(app, as.operator, {
-    method: 'POST',
-    url: '/api/v1/root-servers',
-    payload: { ip: sshd.host, port: sshd.port, monitor_update_interval: '5s', ...body },
-  });
-  expect(res.statusCode, res.body).toBe(201);
-  const confirmed = await act(res.json().id, 'confirm');
-  expect(confirmed.statusCode, confirmed.body).toBe(200);
-  return confirmed.json();
-}
-
-const messages = (id: number) =>
-  ctx.db.message.findMany({ where: { model_name: 'svc.root.server', rec_id: id, message_type: 'notification' }, orderBy: { id: 'asc' } });
+const confirmedServer = (login: Record<string, unknown>) =>
+  confirmedRootServer(app, as.operator, host.sshd, { monitor_update_interval: '5s', ...login });
+const messages = (id: number) => notificationsOf(ctx.db, id);
 
 describe('start_monitor → polls → stop_monitor', () => {
   it('collects sane metrics, reuses one SSH connection, marks dead and hanging servers offline after 3 failures, and stops', async () => {
-    const good = await confirmedServer(passwordLogin);
-    const dead = await confirmedServer(keyLogin());
+    const good = await confirmedServer(passwordLogin());
+    const dead = await confirmedServer(keyLogin(host.sshd));
     const closedPort = await freePort();
     // The move sends the key again: without it the credentials would be cleared (DESIGN §3).
-    expect((await patch(dead.id, { port: closedPort, ...keyLogin() })).json()).toMatchObject({
+    expect((await patch(dead.id, { port: closedPort, ...keyLogin(host.sshd) })).json()).toMatchObject({
       port: closedPort,
       host_key: null,
       key_set: true,
@@ -88,9 +63,9 @@ describe('start_monitor → polls → stop_monitor', () => {
     const silent = createServer(() => {});
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const silentPort = (silent.address() as { port: number }).port;
-    const hanging = await confirmedServer(keyLogin());
-    await patch(hanging.id, { port: silentPort, ...keyLogin() });
-    const loginsBefore = sshd.logins(TEST_USERS.password.name);
+    const hanging = await confirmedServer(keyLogin(host.sshd));
+    await patch(hanging.id, { port: silentPort, ...keyLogin(host.sshd) });
+    const loginsBefore = host.sshd.logins(TEST_USERS.password.name);
 
     expect((await act(good.id, 'start_monitor')).json()).toMatchObject({ monitoring_enabled: true, server_state: 'no_monitor' });
     expect((await act(dead.id, 'start_monitor')).statusCode).toBe(200);
@@ -104,7 +79,7 @@ describe('start_monitor → polls → stop_monitor', () => {
     silent.close();
     expect(await rowCount(good.id)).toBeGreaterThanOrEqual(3);
 
-    // Metrics: this machine's, since sshd runs here.
+    // Metrics: this machine's, since the sshd runs here.
     const rows = await ctx.db.monitorLog.findMany({ where: { root_server_id: good.id }, orderBy: { created_at: 'asc' } });
     const memTotal = Number(/^MemTotal:\s+(\d+)/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
     for (const row of rows) {
@@ -119,7 +94,7 @@ describe('start_monitor → polls → stop_monitor', () => {
       expect(row.load_1).toBeGreaterThanOrEqual(0);
     }
     // One SSH login for all those polls: the connection is reused.
-    expect(sshd.logins(TEST_USERS.password.name) - loginsBefore).toBe(1);
+    expect(host.sshd.logins(TEST_USERS.password.name) - loginsBefore).toBe(1);
 
     const representation = await getServer(good.id);
     const last = rows.at(-1)!;
@@ -129,27 +104,28 @@ describe('start_monitor → polls → stop_monitor', () => {
     expect(representation.monitor_failures).toBe(0);
     // On this shared machine the CPU may be busy enough for `warning`: either is a valid first state.
     // (online says nothing more; warning names the figures).
-    expect((await messages(good.id))[0]!.body).toMatch(/^Server state: no_monitor → (online\.$|warning\. CPU )/);
+    expect((await messages(good.id))[0]).toMatch(/^Server state: no_monitor → (online\.$|warning\. CPU )/);
 
     // The good server never failed a poll while the others hung or were refused.
-    expect((await messages(good.id)).every((m) => !m.body.includes('offline'))).toBe(true);
-    expect((await messages(hanging.id)).map((m) => m.body)).toEqual([
+    expect((await messages(good.id)).every((m) => !m.includes('offline'))).toBe(true);
+    expect(await messages(hanging.id)).toEqual([
       `Server state: no_monitor → offline. 3 failed polls in a row; last error: Timed out after 4 s connecting to 127.0.0.1:${silentPort} (no SSH answer)`,
     ]);
 
     const deadNow = await getServer(dead.id);
     expect(deadNow.monitor_failures).toBeGreaterThanOrEqual(3);
     expect(deadNow.latest_metrics).toBeNull();
-    expect((await messages(dead.id)).map((m) => m.body)).toEqual([
+    expect(await messages(dead.id)).toEqual([
       `Server state: no_monitor → offline. 3 failed polls in a row; last error: Connection refused by 127.0.0.1:${closedPort}: no SSH server listens on port ${closedPort}`,
     ]);
 
-    // Stop: the schedule goes, no row is written after the stop, server_state → no_monitor.
+    // Stop: the schedule goes, the worker lets the server go (its lease released: nothing polls it
+    // any more), no row is written after the stop, server_state → no_monitor.
     expect((await act(good.id, 'stop_monitor')).json()).toMatchObject({ monitoring_enabled: false, server_state: 'no_monitor' });
     await act(dead.id, 'stop_monitor');
     const [{ stopped_at }] = await ctx.db.$queryRaw<[{ stopped_at: Date }]>`SELECT now() AS stopped_at`;
     expect(await scheduler(good.id)).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 6000)); // longer than one interval
+    await expect.poll(() => ctx.redis.exists(leaseKey(ctx.queues.prefix, good.id)), { timeout: 10_000, interval: 100 }).toBe(0);
     expect(await ctx.db.monitorLog.count({ where: { root_server_id: good.id, created_at: { gt: stopped_at } } })).toBe(0);
     expect((await getServer(good.id)).server_state).toBe('no_monitor');
   });
@@ -157,7 +133,7 @@ describe('start_monitor → polls → stop_monitor', () => {
 
 describe('monitor-logs', () => {
   it('raw rows oldest first (or newest first), per-bucket averages, figures rounded', async () => {
-    const server = await confirmedServer(keyLogin());
+    const server = await confirmedServer(keyLogin(host.sshd));
     const now = Date.now();
     for (const [minutesAgo, cpu] of [
       [50, 10.04],
@@ -166,10 +142,11 @@ describe('monitor-logs', () => {
       [19, 60],
       [18, 80],
     ] as const) {
-      await ctx.db
-        .$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent, ram_used_bytes, ram_total_bytes,
-        ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s, load_1, load_5, load_15)
-        VALUES (${server.id}, ${new Date(now - minutesAgo * 60_000)}, ${cpu}, 100, 200, 50.04, 300, 600, 50, 1.4, 2, 0.123, 0.2, 0.3)`;
+      await insertMonitorLog(ctx.db, server.id, new Date(now - minutesAgo * 60_000), {
+        cpu_percent: cpu,
+        ...{ ram_used_bytes: 100, ram_total_bytes: 200, ram_percent: 50.04, disk_used_bytes: 300, disk_total_bytes: 600 },
+        ...{ net_rx_bytes_per_s: 1.4, net_tx_bytes_per_s: 2, load_1: 0.123, load_5: 0.2, load_15: 0.3 },
+      });
     }
     const url = `/api/v1/root-servers/${server.id}/monitor-logs`;
     const raw = (await request(app, as.user, { method: 'GET', url })).json();
@@ -216,37 +193,37 @@ describe('monitor-logs', () => {
 
 describe('failures, backoff and reconnection (the poll handler called directly)', () => {
   it('offline after exactly 3 failed polls, then retries with a growing delay', async () => {
-    const server = await confirmedServer(keyLogin());
-    await patch(server.id, { port: await freePort(), ...keyLogin() });
+    const server = await confirmedServer(keyLogin(host.sshd));
+    await patch(server.id, { port: await freePort(), ...keyLogin(host.sshd) });
     // Monitoring on, without a schedule: this test drives the polls itself.
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    await monitorByHand(ctx.db, [server.id]);
     const { poll } = createMonitorPoller(ctx, { pool });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 1, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 2, server_state: 'online' });
     expect(await poll(server.id)).toMatchObject({ outcome: 'failed', failures: 3, server_state: 'offline' });
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'backoff' });
-    expect((await messages(server.id)).map((m) => m.body)).toEqual([
+    expect(await messages(server.id)).toEqual([
       expect.stringMatching(/^Server state: online → offline\. 3 failed polls in a row; last error: Connection refused/),
     ]);
     // A poll for a server whose monitoring is off does nothing.
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
     expect((await getServer(server.id)).monitor_failures).toBe(3);
   });
 
   it('tells the observers (alerts) every recorded poll, good or failed; a failing observer does not fail the poll', async () => {
-    const server = await confirmedServer(passwordLogin);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const server = await confirmedServer(passwordLogin());
+    await monitorByHand(ctx.db, [server.id]);
     const events: MonitorPollEvent[] = [];
     const failing = async () => {
       throw new Error('observer down');
     };
     const { poll } = createMonitorPoller(ctx, { pool, observers: [failing, async (e) => void events.push(...e)] });
     expect((await poll(server.id)).outcome).toBe('ok');
-    await patch(server.id, { port: await freePort(), ...passwordLogin });
+    await patch(server.id, { port: await freePort(), ...passwordLogin() });
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
     expect((await poll(server.id)).outcome).toBe('failed');
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
     expect(await poll(server.id)).toEqual({ outcome: 'skipped', reason: 'not monitored' });
 
     expect(events).toHaveLength(2);
@@ -256,20 +233,20 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
   });
 
   it('a failure keeps the connection (the next poll opens a new channel on it); two in a row connect afresh', async () => {
-    const server = await confirmedServer(passwordLogin);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const server = await confirmedServer(passwordLogin());
+    await monitorByHand(ctx.db, [server.id]);
     const poller = createMonitorPoller(ctx, { pool });
     const sampler = streamSampler(new Map(), new Set());
     const poll = () => poller.poll(server.id, { sampler });
     const frozen = async (fn: () => Promise<void>) => {
-      await sshd.freezeConnections(true); // the server stops answering on its open connections
+      await host.sshd.freezeConnections(true); // the server stops answering on its open connections
       try {
         await fn();
       } finally {
-        await sshd.freezeConnections(false);
+        await host.sshd.freezeConnections(false);
       }
     };
-    const before = sshd.logins(TEST_USERS.password.name);
+    const before = host.sshd.logins(TEST_USERS.password.name);
     expect((await poll()).outcome).toBe('ok');
 
     // One stalled sample (a moment on the server, or on this side): a failure, no new login.
@@ -280,7 +257,7 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     // A streamed sample that did not come (the monitor runner's path) is counted the same way.
     expect(await poller.fail(server.id, 'The metrics command did not answer within 4 s')).toMatchObject({ outcome: 'failed', failures: 1 });
     expect(await poll()).toMatchObject({ outcome: 'ok' });
-    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(1);
+    expect(host.sshd.logins(TEST_USERS.password.name) - before).toBe(1);
 
     // Two in a row: the connection is given up, and the next poll logs in again.
     await frozen(async () => {
@@ -288,13 +265,13 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
       expect(await poll()).toMatchObject({ outcome: 'failed', failures: 2 });
     });
     expect(await poll()).toMatchObject({ outcome: 'ok' });
-    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(2);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    expect(host.sshd.logins(TEST_USERS.password.name) - before).toBe(2);
+    await unmonitor(ctx.db, [server.id]);
   });
 
   it('writes nothing for a server that stopped being monitored while it was sampled (monitoring on but no longer confirmed)', async () => {
-    const server = await confirmedServer(passwordLogin);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const server = await confirmedServer(passwordLogin());
+    await monitorByHand(ctx.db, [server.id]);
     // The server leaves `confirmed` between the load and the write (monitoring_enabled stays on).
     const leaving: Sampler = async (row, conn, prev, deadline) => {
       const samples = await execSampler(row, conn, prev, deadline);
@@ -310,32 +287,32 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
       server_state: 'online',
       last_monitor_at: null,
     });
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
   });
 
   it('reconnects when the connection drops', async () => {
-    const server = await confirmedServer(passwordLogin);
+    const server = await confirmedServer(passwordLogin());
     await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true } });
     const { poll } = createMonitorPoller(ctx, { pool });
-    const before = sshd.logins(TEST_USERS.password.name);
+    const before = host.sshd.logins(TEST_USERS.password.name);
     expect((await poll(server.id)).outcome).toBe('ok');
     expect((await poll(server.id)).outcome).toBe('ok');
-    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(1);
+    expect(host.sshd.logins(TEST_USERS.password.name) - before).toBe(1);
 
-    await sshd.restart({ dropConnections: true });
+    await host.sshd.restart({ dropConnections: true });
     // The first poll after the drop may find the connection dead (a failure); the next reconnects.
     let result = await poll(server.id);
     if (result.outcome !== 'ok') result = await poll(server.id);
     expect(result.outcome).toBe('ok');
-    expect(sshd.logins(TEST_USERS.password.name) - before).toBe(2);
+    expect(host.sshd.logins(TEST_USERS.password.name) - before).toBe(2);
     expect((await getServer(server.id)).monitor_failures).toBe(0);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
   });
 });
 
 describe('schedules', () => {
   it('changing the interval while monitoring reschedules; cancel stops monitoring', async () => {
-    const server = await confirmedServer(keyLogin());
+    const server = await confirmedServer(keyLogin(host.sshd));
     await act(server.id, 'start_monitor');
     expect(await scheduler(server.id)).toMatchObject({ every: 5000 });
     expect((await patch(server.id, { monitor_update_interval: '30s' })).statusCode).toBe(200);
@@ -346,15 +323,19 @@ describe('schedules', () => {
   });
 
   it('start_monitor needs a confirmed server', async () => {
-    const res = await request(app, as.operator, { method: 'POST', url: '/api/v1/root-servers', payload: { ip: sshd.host, ...keyLogin() } });
+    const res = await request(app, as.operator, {
+      method: 'POST',
+      url: '/api/v1/root-servers',
+      payload: { ip: host.sshd.host, ...keyLogin(host.sshd) },
+    });
     const started = await act(res.json().id, 'start_monitor');
     expect(started.statusCode).toBe(409);
     expect(await scheduler(res.json().id)).toBeUndefined();
   });
 
   it('worker start restores lost schedules, removes stray ones and registers the daily retention', async () => {
-    const server = await confirmedServer(keyLogin());
-    const stray = await confirmedServer(keyLogin());
+    const server = await confirmedServer(keyLogin(host.sshd));
+    const stray = await confirmedServer(keyLogin(host.sshd));
     await act(server.id, 'start_monitor');
     await ctx.redis.hdel(scheduleKey(ctx.queues.prefix), String(server.id)); // as if Redis lost it
     // As if a start_monitor transaction had rolled back after scheduling.
@@ -375,7 +356,7 @@ describe('schedules', () => {
  * PostgreSQL; only they poll (the suite's worker is stopped until close()).
  */
 async function runnerSet() {
-  await workers.close();
+  await t.workers?.close();
   const started: { c: AppContext; r: MonitorRunner; death: AbortController }[] = [];
   const recorded: ({ runner: string } & HandledDueTime)[] = [];
   return {
@@ -401,7 +382,7 @@ async function runnerSet() {
         await r.close();
         await c.close();
       }
-      workers = await startWorkers(ctx);
+      t.workers = await startWorkers(ctx);
     },
   };
 }
@@ -414,7 +395,7 @@ describe('two worker processes (monitor runners sharing Redis and PostgreSQL)', 
       const b = await start('B');
       const servers: { id: number }[] = [];
       // Rendezvous hashing splits them; 12 servers all landing on one side has odds of 1 in 2,048.
-      for (let i = 0; i < 12; i++) servers.push(await confirmedServer(keyLogin()));
+      for (let i = 0; i < 12; i++) servers.push(await confirmedServer(keyLogin(host.sshd)));
       for (const s of servers) await act(s.id, 'start_monitor');
       const ids = servers.map((s) => s.id);
       const heldBy = (r: MonitorRunner) => r.held().filter((id) => ids.includes(id));
@@ -471,7 +452,7 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
     try {
       const a = await start('A');
       const servers: { id: number }[] = [];
-      for (let i = 0; i < 8; i++) servers.push(await confirmedServer(keyLogin()));
+      for (let i = 0; i < 8; i++) servers.push(await confirmedServer(keyLogin(host.sshd)));
       for (const s of servers) await act(s.id, 'start_monitor');
       const ids = servers.map((s) => s.id);
       const okBy = (runner: string, id: number, after = 0) =>
@@ -503,11 +484,11 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
 
       // B dies: A takes its servers over on the connections it kept, and samples them.
       const ofB = heldBy(b);
-      const loginsBefore = sshd.logins(TEST_USERS.key.name);
+      const loginsBefore = host.sshd.logins(TEST_USERS.key.name);
       kill(b);
       const killedAt = Date.now();
       await expect.poll(() => ofB.every((id) => okBy('A', id, killedAt)), { timeout: 20_000, interval: 100 }).toBe(true);
-      expect(sshd.logins(TEST_USERS.key.name)).toBe(loginsBefore);
+      expect(host.sshd.logins(TEST_USERS.key.name)).toBe(loginsBefore);
       for (const s of servers) await act(s.id, 'stop_monitor');
 
       const slots = recorded.filter((r) => ids.includes(r.serverId) && r.outcome === 'ok').map((r) => `${r.serverId}@${r.due}`);
@@ -523,7 +504,7 @@ describe('warm standbys (the worker ranked second keeps a connection and an idle
 describe('streaming samples and the per-poll fallback', () => {
   /** A sample stream on its own connection to a new confirmed server; both closed after `fn`. */
   async function withStream(fn: (stream: SampleStream, conn: SshConnection) => Promise<void>) {
-    const server = await confirmedServer(keyLogin());
+    const server = await confirmedServer(keyLogin(host.sshd));
     const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
     const conn = await connectRootServer(ctx, row);
     try {
@@ -566,8 +547,8 @@ describe('streaming samples and the per-poll fallback', () => {
   });
 
   it('poll() through the stream, the fallback and the per-poll command record alike; a shell that cannot run the loop falls back', async () => {
-    const server = await confirmedServer(passwordLogin);
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const server = await confirmedServer(passwordLogin());
+    await monitorByHand(ctx.db, [server.id]);
     const events: MonitorPollEvent[] = [];
     const poller = createMonitorPoller(ctx, { pool, observers: [async (e) => void events.push(...e)] });
     const streams = new Map<number, SampleStream>();
@@ -600,28 +581,15 @@ describe('streaming samples and the per-poll fallback', () => {
     expect(events.every((e) => e.outcome === 'ok' && e.failures === 0 && e.error === null)).toBe(true);
     // One SSH login for all of them (the stream runs on the pooled connection).
     for (const s of streams.values()) s.close();
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
   });
 
   it('batched streamed samples follow the same state rules and tell the observers once each', async () => {
-    const server = await confirmedServer(keyLogin());
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: true, server_state: 'online' } });
+    const server = await confirmedServer(keyLogin(host.sshd));
+    await monitorByHand(ctx.db, [server.id]);
     const events: MonitorPollEvent[] = [];
     const poller = createMonitorPoller(ctx, { pool, observers: [async (e) => void events.push(...e)] });
-    const base: Metrics = {
-      cpu_percent: 10,
-      ram_used_bytes: 1,
-      ram_total_bytes: 2,
-      ram_percent: 50,
-      disk_used_bytes: 1,
-      disk_total_bytes: 2,
-      disk_percent: 50,
-      net_rx_bytes_per_s: 0,
-      net_tx_bytes_per_s: 0,
-      load_1: 0,
-      load_5: 0,
-      load_15: 0,
-    };
+    const base = sampleMetrics();
     const hot = { ...base, cpu_percent: 97.5 };
     const written = await poller.recordSamples([{ serverId: server.id, metrics: hot, signature: 'x', at: new Date() }]);
     const row = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: server.id } });
@@ -630,7 +598,7 @@ describe('streaming samples and the per-poll fallback', () => {
     const { connectionSignature } = await import('../src/monitoring/monitor-poll.js');
     expect(written.get(server.id)).toEqual({ outcome: 'ok', signature: connectionSignature(row) });
     await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }]);
-    expect((await messages(server.id)).map((m) => m.body)).toEqual([
+    expect(await messages(server.id)).toEqual([
       'Server state: online → warning. CPU 97.5 %, RAM 50 %, disk 50 % (warning at 90 %).',
       'Server state: warning → online.',
     ]);
@@ -639,7 +607,7 @@ describe('streaming samples and the per-poll fallback', () => {
       ['warning', 'online', 'ok'],
     ]);
     // Monitoring stopped: nothing is written, nobody is told.
-    await ctx.db.rootServer.update({ where: { id: server.id }, data: { monitoring_enabled: false } });
+    await unmonitor(ctx.db, [server.id]);
     expect((await poller.recordSamples([{ serverId: server.id, metrics: base, signature: 'x', at: new Date() }])).size).toBe(0);
     expect(events).toHaveLength(2);
     expect(await rowCount(server.id)).toBe(2);
@@ -648,10 +616,8 @@ describe('streaming samples and the per-poll fallback', () => {
 
 describe('retention', () => {
   it('deletes only rows older than the Keep Root Server Log Period, in batches', async () => {
-    const server = await confirmedServer(keyLogin());
-    const insert = (ageMs: number) => ctx.db.$executeRaw`INSERT INTO root_server_monitor_logs (root_server_id, created_at, cpu_percent,
-      ram_used_bytes, ram_total_bytes, ram_percent, disk_used_bytes, disk_total_bytes, disk_percent, net_rx_bytes_per_s, net_tx_bytes_per_s,
-      load_1, load_5, load_15) VALUES (${server.id}, ${new Date(Date.now() - ageMs)}, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)`;
+    const server = await confirmedServer(keyLogin(host.sshd));
+    const insert = (ageMs: number) => insertMonitorLog(ctx.db, server.id, new Date(Date.now() - ageMs));
     const day = 24 * 3600_000;
     for (let i = 0; i < 5; i++) await insert(3 * day + i * 60_000);
     for (let i = 0; i < 3; i++) await insert(day + i * 60_000);

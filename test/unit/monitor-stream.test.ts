@@ -45,6 +45,15 @@ function fakeChannel() {
 /** Lets open() subscribe to the channel (it awaits the channel first). */
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** A stream open on a fake channel: the far side sent `ready` (which starts with "@@ready\n"). */
+async function openStream(ready = '@@ready\n') {
+  const far = fakeChannel();
+  const opening = SampleStream.open(far.conn, 60_000);
+  await tick();
+  far.send(ready);
+  return { far, stream: await opening };
+}
+
 const PIECE = 'x'.repeat(32 * 1024); // what one SSH packet carries at most
 const FLOOD = 2 * 1024 * 1024;
 
@@ -61,11 +70,7 @@ describe('SampleStream buffer bound', () => {
   });
 
   it('after "@@ready": a sample without its end fails the request at the bound, the buffer never past it', async () => {
-    const far = fakeChannel();
-    const opening = SampleStream.open(far.conn, 60_000);
-    await tick();
-    far.send('@@ready\n');
-    const stream = await opening;
+    const { far, stream } = await openStream();
     const asked = stream.request(60_000);
     const failed = expect(asked).rejects.toThrow(
       `The monitoring stream sent more than ${MAX_PENDING_BYTES / 1024} KiB without ending a sample`,
@@ -83,11 +88,7 @@ describe('SampleStream buffer bound', () => {
   });
 
   it('samples well within the bound are read as before', async () => {
-    const far = fakeChannel();
-    const opening = SampleStream.open(far.conn, 60_000);
-    await tick();
-    far.send('@@ready\n@@sam');
-    const stream = await opening;
+    const { far, stream } = await openStream('@@ready\n@@sam');
     const asked = stream.request(60_000);
     far.send(
       'ple\n@/proc/uptime\n100.00 1\n@/proc/stat\ncpu  1 0 1 10 0 0 0 0\n@/proc/meminfo\nMemTotal: 1000 kB\nMemAvailable: 500 kB\n' +
