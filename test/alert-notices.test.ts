@@ -1,8 +1,8 @@
 // When alerts tell and when they keep quiet, on real parts: a real OpenSSH server on loopback,
 // real PostgreSQL, Redis and BullMQ workers (alert_notify, monitor_stopped), a real SMTP server and
-// a local ntfy-compatible server. Polls are driven by calling the poller with the features'
-// observers; repeats are judged on the polls' time, so events with a later `at` stand for polls
-// minutes apart.
+// a local ntfy-compatible server (test/helpers/alerts.ts). Polls are driven by calling the poller
+// with the features' observers; repeats are judged on the polls' time, so events with a later `at`
+// stand for polls minutes apart.
 import { describe, expect, it } from 'vitest';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { serversInMaintenance } from '../src/maintenance/maintenance-state.js';

@@ -1,7 +1,8 @@
-// Alerts (DESIGN §10) on real parts: a real OpenSSH server on loopback whose /proc is this
-// machine's, real PostgreSQL, Redis and BullMQ workers (the alert_notify job), a real SMTP server,
-// and local ntfy-compatible HTTP servers (one that accepts, one that refuses). Polls are driven
-// by calling the monitoring poller with the features' observers, so every step is deterministic.
+// Alerts on real parts: a real OpenSSH server on loopback whose /proc is this machine's, real
+// PostgreSQL, Redis and BullMQ workers (the alert_notify job), a real SMTP server, and local
+// ntfy-compatible HTTP servers (one that accepts, one that refuses), set up by test/helpers/alerts.ts.
+// Polls are driven by calling the monitoring poller with the features' observers, or handed to
+// the observers at the time they stand for, so every step is deterministic.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';

@@ -53,7 +53,7 @@ describe('start_monitor → polls → stop_monitor', () => {
     const good = await confirmedServer(passwordLogin());
     const dead = await confirmedServer(keyLogin(host.sshd));
     const closedPort = await freePort();
-    // The move sends the key again: without it the credentials would be cleared (DESIGN §3).
+    // The move sends the key again: a new address clears the stored credentials unless they are sent with it.
     expect((await patch(dead.id, { port: closedPort, ...keyLogin(host.sshd) })).json()).toMatchObject({
       port: closedPort,
       host_key: null,

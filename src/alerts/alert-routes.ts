@@ -1,4 +1,4 @@
-// alert-rules (operators write, users read) and alerts (read only, users read), DESIGN §10.
+// alert-rules (operators write, users read) and alerts (read only, users read).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';

@@ -1,6 +1,8 @@
-// Alert rules (operators write, users read): records with tracked fields, plus the rules of
-// DESIGN §10 checked on the rule as it will be stored (the stored values merged with the change),
-// each failure a 400 naming its field. Deleting a rule resolves its firing alerts without notices.
+// Alert rules (operators write, users read): records with tracked fields, checked as the rule will
+// be stored (the stored values merged with the change): a threshold for every metric but
+// server_offline (which keeps none), root servers and a notification server that exist; each
+// failure a 400 naming its field. Every write tells the workers to reload the rules. Deleting a
+// rule resolves its firing alerts without notices.
 import type { AppContext } from '../context.js';
 import type { Db } from '../core/db.js';
 import type { Author } from '../core/chatter.js';

@@ -1,4 +1,4 @@
-// Alert rules and alerts as the API takes and answers them (DESIGN §10).
+// Alert rules and alerts as the API takes and answers them.
 import { z } from 'zod';
 import { int32, nullableTimestamp, patchOf, refId, timestamp } from '../core/http/schemas.js';
 import { AlertMetric, AlertState } from '../generated/prisma/enums.js';

@@ -1,4 +1,4 @@
-// Alerts (DESIGN §10): threshold rules over the monitoring samples, evaluated after every poll,
+// Alerts: threshold rules over the monitoring samples, evaluated after every poll,
 // with fire, repeat and resolve notices in the chatter, by push and by mail, held back during
 // maintenance windows and, for a server's other alerts, while it is offline.
 import type { Feature } from '../feature.js';

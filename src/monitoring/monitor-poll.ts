@@ -4,7 +4,7 @@
 // the caller's choice (a Sampler): one exec channel per poll (execSampler, the per-poll command), or a
 // long-lived streaming channel (monitor-stream.ts). recordSamples() writes many streamed samples
 // at once with the same rules.
-// server_state (DESIGN §7): online / warning after a good poll, offline after 3 failures in a row;
+// server_state: online / warning after a good poll, offline after 3 failures in a row;
 // every change is posted to the server's chatter. An offline server is retried with a growing
 // delay (interval × 2^n, at most 5 minutes) instead of at every interval. Every recorded poll is
 // then told to the observers (alerts), exactly once, a batch write's polls in one call; an

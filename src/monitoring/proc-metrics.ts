@@ -1,4 +1,4 @@
-// Agentless metrics (DESIGN §7): one remote command prints /proc/uptime, the `cpu` line of
+// Agentless metrics (nothing installed on the server): one remote command prints /proc/uptime, the `cpu` line of
 // /proc/stat, /proc/meminfo's totals, /proc/net/dev, /proc/loadavg and `df -Pk /`, each section
 // headed by "@<file>". CPU % and network bytes/s are deltas between two samples; the time base is
 // the server's own uptime, so the service's scheduling jitter does not skew the rates.
@@ -201,7 +201,7 @@ export function computeMetrics(prev: ProcSample | null, cur: ProcSample): Metric
   };
 }
 
-/** DESIGN §7: `warning` when CPU, RAM or disk is at or above 90 %, else `online`. */
+/** `warning` when CPU, RAM or disk is at or above 90 %, else `online`. */
 export function serverStateOf(m: Metrics): 'online' | 'warning' {
   return m.cpu_percent >= WARNING_PERCENT || m.ram_percent >= WARNING_PERCENT || m.disk_percent >= WARNING_PERCENT ? 'warning' : 'online';
 }

@@ -1,4 +1,4 @@
-// Root server (spec §2.4) request and response shapes. Secrets (password, key,
+// Root server request and response shapes. Secrets (password, key,
 // code_server_password) are write-only: responses carry `<field>_set`.
 import { z } from 'zod';
 import { nullableTimestamp, secretFlags, timestamp } from '../core/http/schemas.js';
