@@ -2,7 +2,7 @@
 // PostgreSQL and Redis, a root server on a real OpenSSH server, a real webhook call and a real job.
 // Every scrape is read with a Prometheus text-format parser. PostgreSQL and Redis "going down"
 // is a loopback relay in front of them that the test cuts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
@@ -11,16 +11,10 @@ import { startWorkers } from '../src/worker.js';
 import { confirmedRootServer, createCaller, postAction, request, type Caller } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { type Family, parseScrape, sampleOf, samplesOf } from './helpers/prometheus-text.js';
-import { freePort, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { freePort, passwordLogin, useSshd, TEST_USERS } from './helpers/sshd.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
 
-let sshd: Sshd;
-beforeAll(async () => {
-  sshd = await startSshd();
-});
-afterAll(async () => {
-  await sshd?.stop();
-});
+const sshd = useSshd();
 
 const t = useTestApp({ workers: true });
 

@@ -10,16 +10,14 @@ import { startWorkers } from '../src/worker.js';
 import { useTestApp } from './helpers/app.js';
 import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
-import { passwordLogin, startSshd, type Sshd } from './helpers/sshd.js';
+import { passwordLogin, useSshd } from './helpers/sshd.js';
 
 let redis: RedisServer;
-let sshd: Sshd;
+const sshd = useSshd();
 beforeAll(async () => {
   redis = await startRedisServer();
-  sshd = await startSshd();
 });
 afterAll(async () => {
-  await sshd?.stop();
   await redis?.stop();
 });
 const t = useTestApp({ workers: true, env: () => ({ REDIS_URL: redis.url, REDIS_LOSS_CHECK_MS: '500' }) });

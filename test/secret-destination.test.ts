@@ -13,16 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
-import { passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { passwordLogin, useSshd, TEST_USERS } from './helpers/sshd.js';
 
-let sshd: Sshd;
-
-beforeAll(async () => {
-  sshd = await startSshd();
-});
-afterAll(async () => {
-  await sshd?.stop();
-});
+const sshd = useSshd();
 
 const t = useTestApp({ workers: true });
 

@@ -16,15 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSsh, describeConnectError, type SshConnection, type SshTarget } from '../src/core/ssh.js';
 import { SshError } from '../src/core/ssh-error.js';
 import { usablePrivateKey } from '../src/core/ssh-keys.js';
-import { freePort, sshTarget, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { freePort, sshTarget, useSshd, TEST_USERS } from './helpers/sshd.js';
 
-let sshd: Sshd;
-beforeAll(async () => {
-  sshd = await startSshd();
-});
-afterAll(async () => {
-  await sshd.stop();
-});
+const sshd = useSshd();
 
 const target = (over: Partial<SshTarget> = {}) => sshTarget(sshd, over);
 

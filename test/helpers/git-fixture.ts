@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { request } from './api.js';
 import { useTestApp, type TestApp } from './app.js';
 import { startFakeGitHost, type FakeGitHost } from './git-host.js';
-import { startSshd, type Sshd } from './sshd.js';
+import { useSshd, type Sshd } from './sshd.js';
 
 export interface GitFixture {
   t: TestApp;
@@ -22,8 +22,8 @@ export interface GitFixture {
 /** `env`: configuration on top of GIT_API_URL and ODOO_BASE_PATH. */
 export function useGitFixture(token: string, env: Record<string, string> = {}): GitFixture {
   const f = {} as GitFixture;
+  f.sshd = useSshd();
   beforeAll(async () => {
-    f.sshd = await startSshd();
     f.host = await startFakeGitHost(token);
     f.scratch = await mkdtemp(path.join(tmpdir(), 'svc-git-'));
     await chmod(f.scratch, 0o777);
@@ -31,7 +31,6 @@ export function useGitFixture(token: string, env: Record<string, string> = {}): 
   });
   afterAll(async () => {
     await f.host?.close();
-    await f.sshd?.stop();
     if (f.scratch) await rm(f.scratch, { recursive: true, force: true });
   });
   f.t = useTestApp({ workers: true, env: () => ({ GIT_API_URL: f.host.url, ODOO_BASE_PATH: f.basePath, ...env }) });

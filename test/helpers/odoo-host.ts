@@ -10,7 +10,7 @@ import { confirmedRootServer, request } from './api.js';
 import { useTestApp, type TestApp } from './app.js';
 import { useLifecycle, type Lifecycle } from './lifecycle.js';
 import { useSmtpServer, type TestSmtpServer } from './smtp.js';
-import { startSshd, TEST_USERS, type Sshd } from './sshd.js';
+import { TEST_USERS, useSshd, type Sshd } from './sshd.js';
 
 export interface OdooHostFixture {
   t: TestApp;
@@ -29,12 +29,11 @@ export function useOdooHost(files: Record<string, string | Buffer>): OdooHostFix
   const f = {} as OdooHostFixture;
   f.filestore = (database) => path.join(f.base, 'data', 'filestore', database);
   f.smtp = useSmtpServer();
+  f.sshd = useSshd();
   beforeAll(async () => {
-    f.sshd = await startSshd();
     f.base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
   });
   afterAll(async () => {
-    await f.sshd?.stop();
     if (f.base) await rm(f.base, { recursive: true, force: true });
   });
   f.t = useTestApp({

@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SshTarget } from '../../src/core/ssh.js';
+import { afterAll, beforeAll } from 'vitest';
 
 export const SSHD_BIN = '/usr/sbin/sshd';
 
@@ -360,4 +361,19 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The sshd of a test file: started before its tests, stopped after them. Call it before
+ * useTestApp(), so that it stops after the app.
+ */
+export function useSshd(opts: SshdOptions = {}): Sshd {
+  const sshd = {} as Sshd;
+  beforeAll(async () => {
+    Object.defineProperties(sshd, Object.getOwnPropertyDescriptors(await startSshd(opts))); // hostKey is a getter
+  });
+  afterAll(async () => {
+    await sshd.stop?.();
+  });
+  return sshd;
 }
