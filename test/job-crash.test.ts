@@ -21,23 +21,21 @@ import { keyVersionOf } from '../src/core/crypto.js';
 import { createRecordService } from '../src/core/records.js';
 import { actionsOf, confirmedRootServer, findJob, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
-import { startSshd, type Sshd } from './helpers/sshd.js';
+import { useSshd } from './helpers/sshd.js';
 import { startService, type ServiceProcess } from './helpers/spawn.js';
 
 const TIMINGS = { JOB_LOCK_MS: '2000', JOB_STALLED_INTERVAL_MS: '1000' };
 
-let sshd: Sshd;
+const sshd = useSshd();
 let scratch: string;
 let worker: ServiceProcess | null = null;
 let workers: Workers | null = null;
 
 beforeAll(async () => {
-  sshd = await startSshd();
   scratch = await mkdtemp(path.join(tmpdir(), 'svc-job-crash-'));
   await chmod(scratch, 0o777); // the SSH test user writes the marker here
 });
 afterAll(async () => {
-  await sshd?.stop();
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
