@@ -58,6 +58,8 @@ function startWorkerProcess(): Promise<ServiceProcess> {
     QUEUE_PREFIX: t.ctx.config.QUEUE_PREFIX,
     SVC_MASTER_KEY_FILE: t.ctx.config.SVC_MASTER_KEY_FILE,
     LOG_LEVEL: 'info',
+    // No metrics listener: its fixed port would be taken by any other worker process on the machine.
+    METRICS_PORT: '0',
     ...TIMINGS,
   });
 }
