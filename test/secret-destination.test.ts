@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confirmedRootServer, request, waitForJob, type Caller } from './helpers/api.js';
+import { confirmedRootServer, postAction, request, waitForJob, type Caller } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { sendJson, startRecordingServer, type RecordingServer } from './helpers/http-recorder.js';
 import { passwordLogin, useSshd, TEST_USERS } from './helpers/sshd.js';
@@ -99,7 +99,7 @@ describe('root servers', () => {
         host_key: null,
       });
 
-      const job = await api(t.as.operator, 'POST', `/api/v1/root-servers/${id}/actions/run_cmd`, { cmd: 'id' });
+      const job = await postAction(t.app, t.as.operator, 'root-servers', id, 'run_cmd', { cmd: 'id' });
       expect(job.statusCode).toBe(202);
       const done = await waitForJob(t.app, t.as.operator, job.json().job_id);
       expect(done.state).toBe('failed');
@@ -135,7 +135,7 @@ describe('root servers', () => {
       password: TEST_USERS.password.password,
     });
     expect(moved.json()).toMatchObject({ password_set: true, code_server_password_set: false });
-    expect((await api(t.as.operator, 'POST', `/api/v1/root-servers/${id}/actions/confirm`)).statusCode).toBe(200);
+    expect((await postAction(t.app, t.as.operator, 'root-servers', id, 'confirm')).statusCode).toBe(200);
   });
 });
 
@@ -149,7 +149,7 @@ describe('PostgreSQL servers', () => {
       ).json().id;
       const moved = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${id}`, { port: attacker.port });
       expect(moved.json()).toMatchObject({ port: attacker.port, password_set: false });
-      const tested = await api(t.as.operator, 'POST', `/api/v1/postgresql-servers/${id}/actions/test_connection`);
+      const tested = await postAction(t.app, t.as.operator, 'postgresql-servers', id, 'test_connection');
       expect(tested.statusCode).toBe(400);
       expect(attacker.received()).toContain('postgres'); // the attacker's server was reached...
       expect(attacker.received()).not.toContain(password); // ...and got no password
@@ -180,13 +180,13 @@ describe('backup servers', () => {
     const id = (
       await api(t.as.operator, 'POST', '/api/v1/backup-servers', { url: legit.url, download_url: legit.url, api_key: apiKey })
     ).json().id;
-    expect((await api(t.as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/test_connection`)).statusCode).toBe(200);
+    expect((await postAction(t.app, t.as.operator, 'backup-servers', id, 'test_connection')).statusCode).toBe(200);
     expect(legit.calls.at(-1)!.headers['x-api-key']).toBe(apiKey);
 
     const moved = await api(t.as.operator, 'PATCH', `/api/v1/backup-servers/${id}`, { url: attacker.url });
     expect(moved.json()).toMatchObject({ url: attacker.url, api_key_set: false });
     for (const action of ['test_connection', 'sync_cloud_accounts']) {
-      const res = await api(t.as.operator, 'POST', `/api/v1/backup-servers/${id}/actions/${action}`);
+      const res = await postAction(t.app, t.as.operator, 'backup-servers', id, action);
       expect(res.statusCode).toBe(400);
       expect(res.json().error.message).toMatch(/no api_key/);
     }
@@ -220,7 +220,7 @@ describe('notification servers', () => {
     const id = created.json().id;
     const moved = await api(t.as.operator, 'PATCH', `/api/v1/notification-servers/${id}`, { url: attacker.url });
     expect(moved.json()).toMatchObject({ url: attacker.url, password_set: false, auth_token_set: false });
-    const res = await api(t.as.operator, 'POST', `/api/v1/notification-servers/${id}/actions/test_admin_credentials`);
+    const res = await postAction(t.app, t.as.operator, 'notification-servers', id, 'test_admin_credentials');
     expect(res.statusCode).toBe(400);
     expect(JSON.stringify(attacker.calls)).not.toContain(Buffer.from(`admin:${password}`).toString('base64'));
     expect(attacker.calls).toEqual([]);
