@@ -117,13 +117,19 @@ export async function startMonitorRunner(
       .prepare(id, schedule.every)
       .catch((err) => ctx.log.debug({ err, root_server_id: id }, 'opening the monitoring stream failed; the due time will retry'))
       .finally(() => {
-        const now = leases.scheduleOf(id); // still held, perhaps rescheduled meanwhile
-        if (now && !closed) dueTimes.add(id, now);
+        const current = leases.scheduleOf(id); // still held, perhaps rescheduled meanwhile
+        if (current && !closed) dueTimes.add(id, current);
       });
   }
 
   const claimOne = async (id: number, due: number, sample?: string, sampleTtl?: number) =>
     (await leases.claim([{ id, due, sample, sampleTtlMs: sampleTtl }]))[0]!;
+
+  /** A due time recorded (or skipped) on its own, not in a batch: no sample time apart from the record's. */
+  function handledNow(id: number, due: number, outcome: PollResult['outcome']) {
+    const now = Date.now();
+    handled({ serverId: id, due, outcome, sampledAt: now, recordedAt: now });
+  }
 
   /** One due time of a held server: a streamed sample (recorded with others by the batch writer), else poll(). */
   async function pollDueTime(id: number, due: number, every: number) {
@@ -133,9 +139,7 @@ export async function startMonitorRunner(
         sampler: connections.sampler,
         claim: (sample, ttlMs) => claimOne(id, due, sample, ttlMs),
       });
-      const now = Date.now();
-      handled({ serverId: id, due, outcome: result.outcome, sampledAt: now, recordedAt: now });
-      return;
+      return handledNow(id, due, result.outcome);
     }
     const prev = stream.last!;
     let sample: ProcSample;
@@ -146,9 +150,7 @@ export async function startMonitorRunner(
       // Dropped or stopping (its connections were closed under it): not the server's failure.
       if (closed || !leases.holds(id) || !(await claimOne(id, due))) return;
       const result = await poller.fail(id, (err as Error).message);
-      const now = Date.now();
-      handled({ serverId: id, due, outcome: result.outcome, sampledAt: now, recordedAt: now });
-      return;
+      return handledNow(id, due, result.outcome);
     }
     const item = { serverId: id, metrics: computeMetrics(prev, sample), signature: stream.signature, at: new Date() };
     batch.add({ item, due, sample });
