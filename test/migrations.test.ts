@@ -32,12 +32,16 @@ describe('migrations', () => {
   it('are recorded by their folder name, as Prisma does: an installation moved to another directory applies nothing again', async () => {
     const db = freshName('moved');
     await applyMigrations(databaseUrl(db));
-    const names = (await query<{ migration_name: string }>(db, 'SELECT migration_name FROM _prisma_migrations')).map((r) => r.migration_name);
+    const names = (await query<{ migration_name: string }>(db, 'SELECT migration_name FROM _prisma_migrations')).map(
+      (r) => r.migration_name,
+    );
     expect(names.every((n) => /^\d{14}_[a-z0-9_]+$/.test(n))).toBe(true);
     // As versions that recorded the path of the checkout they ran from left them.
     await query(db, `UPDATE _prisma_migrations SET migration_name = '/srv/svc-old-release/prisma/migrations/' || migration_name`);
     expect(await applyMigrations(databaseUrl(db))).toEqual([]);
-    const after = (await query<{ migration_name: string }>(db, 'SELECT migration_name FROM _prisma_migrations')).map((r) => r.migration_name);
+    const after = (await query<{ migration_name: string }>(db, 'SELECT migration_name FROM _prisma_migrations')).map(
+      (r) => r.migration_name,
+    );
     expect(after.sort()).toEqual(names.sort());
   });
 
