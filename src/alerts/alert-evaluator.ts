@@ -33,7 +33,7 @@ import type { DbTx } from '../core/db.js';
 import type { MonitorPollEvent, MonitorPollObserver, MonitorStopObserver } from '../feature.js';
 import { Prisma } from '../generated/prisma/client.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
-import { createMaintenanceCalendar, maintenanceVersionKey, type OpenWindow, windowLabel } from '../maintenance/maintenance-state.js';
+import { createMaintenanceCalendar, maintenanceVersionKey, type OpenWindow, windowLabel } from '../maintenance/index.js';
 import { alertJobs } from './alert-job-specs.js';
 import { alertNotices } from './alert-metrics.js';
 import { rulesVersionKey, SERVER_STATE_TTL_S, serverStateKey } from './alert-state.js';

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { renderMail } from '../core/mail.js';
 import { publicJobId } from '../core/queue.js';
-import { createNotificationService } from '../notifications/notification-service.js';
+import { createNotificationService } from '../notifications/index.js';
 import type { ALERT_CHANNELS, alertJobs } from './alert-job-specs.js';
 import type { JobPayload } from '../core/jobs.js';
 import { fireNotice, repeatNotice, resolveNotice, serverLabel } from './alert-text.js';

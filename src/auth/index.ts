@@ -8,3 +8,7 @@ export const auth: Feature = {
   models: [userModel],
   routes: registerAuthRoutes,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { hashApiToken } from './api-token.js';
+export { createAuthService } from './auth-service.js';

@@ -20,3 +20,8 @@ export const backup: Feature = {
     };
   },
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { createBackupApi } from './backup-api.js';
+export type { BackupServerRecord, RemoteBackup } from './backup-api.js';
+export { REMOTE_STATES, backupServerFor } from './backup-state.js';

@@ -7,14 +7,10 @@ import { runLoggedStep } from '../core/action-log.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
-import { filestorePath } from '../instances/filestore.js';
-import { assertTemplateDatabase, onServer, serverWhere } from '../instances/instance-database.js';
-import { assertOdooDatabase } from '../instances/odoo-database.js';
-import { STANDBY_PREFIX } from '../instances/standby-pool.js';
-import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/database-identity.js';
+import { filestorePath, assertTemplateDatabase, onServer, serverWhere, assertOdooDatabase, STANDBY_PREFIX } from '../instances/index.js';
+import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/index.js';
 import { shellQuote } from '../core/ssh.js';
-import { openRemoteSession } from '../servers/remote-session.js';
-import { requireConfirmed } from '../servers/root-server-store.js';
+import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { databaseTemplateModel } from './database-template-models.js';
 

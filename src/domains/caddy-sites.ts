@@ -6,8 +6,15 @@
 // Only checked values (host name, database name, port) reach a file name, command or the config.
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
-import { CADDY_LOG, CADDY_RELOAD, CADDY_SITES_DIR, CADDY_VALIDATE, underCaddyLock } from '../servers/caddy.js';
-import { formatResult, type RemoteSession } from '../servers/remote-session.js';
+import {
+  CADDY_LOG,
+  CADDY_RELOAD,
+  CADDY_SITES_DIR,
+  CADDY_VALIDATE,
+  underCaddyLock,
+  formatResult,
+  type RemoteSession,
+} from '../servers/index.js';
 import { HOSTNAME } from './hostname.js';
 
 /** What a subscription's database name is made of (the subscriptions' own rule). */

@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import { authorOfUser } from '../core/chatter.js';
 import { publicJobId } from '../core/queue.js';
 import { featureJobs } from '../feature.js';
-import { INTERRUPTED } from '../jobs/job-interruption.js';
+import { INTERRUPTED } from '../jobs/index.js';
 import { domainJobs } from './domain-job-specs.js';
 import { runDomainChecks } from './domain-checks.js';
 import { createDomainVerification } from './domain-verification.js';

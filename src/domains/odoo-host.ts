@@ -7,7 +7,7 @@ import type { Db } from '../core/db.js';
 import { ConflictError } from '../core/errors.js';
 import type { OutboundTarget } from '../core/outbound-log.js';
 import type { RootServer, Subscription } from '../generated/prisma/client.js';
-import type { createDomainLookup } from '../settings/domain-lookup.js';
+import type { createDomainLookup } from '../settings/index.js';
 
 /** The root server serving the subscription's domains; 409 naming what is missing. */
 export async function odooHostOf(db: Db, sub: Pick<Subscription, 'id' | 'database_template_id'>): Promise<RootServer> {

@@ -5,9 +5,8 @@ import type { AppContext } from '../context.js';
 import { startActionLog } from '../core/action-log.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
-import { setBaseUrl } from '../instances/odoo-database.js';
-import { onInstance } from '../subscriptions/subscription-database.js';
-import { subscriptionUrl } from '../subscriptions/subscription-service.js';
+import { setBaseUrl } from '../instances/index.js';
+import { onInstance, subscriptionUrl } from '../subscriptions/index.js';
 
 export interface Who {
   userId: number | null;

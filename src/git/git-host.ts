@@ -11,7 +11,7 @@ import type { Download } from '../core/outbound-download.js';
 import { OutboundError } from '../core/outbound-error.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import type { OutboundTarget } from '../core/outbound-log.js';
-import { webhookUrl } from '../webhooks/webhook-token.js';
+import { webhookUrl } from '../webhooks/index.js';
 
 /** A commit id: SHA-1 or SHA-256, lower-case hex, as git hosts write them. */
 const COMMIT_ID = /^[0-9a-f]{40,64}$/;

@@ -10,7 +10,7 @@ import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
-import { newWebhookToken, webhookUrl } from '../webhooks/webhook-token.js';
+import { newWebhookToken, webhookUrl } from '../webhooks/index.js';
 import type { WebhookInvocation } from '../core/webhook-methods.js';
 import { createGitHost, type BranchHead } from './git-host.js';
 import type { GitRepositoryOut } from './git-schemas.js';

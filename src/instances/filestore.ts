@@ -8,8 +8,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { formatResult, openRemoteSession, type Audit } from '../servers/remote-session.js';
-import { requireConfirmed } from '../servers/root-server-store.js';
+import { formatResult, openRemoteSession, type Audit, requireConfirmed } from '../servers/index.js';
 
 /** Large filestores take a while to link, longer to copy. */
 const COPY_TIMEOUT_MS = 30 * 60_000;

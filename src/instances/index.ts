@@ -19,3 +19,37 @@ export const instances: Feature = {
   schedules: (ctx: AppContext) =>
     ctx.queues.schedule('standby-pool', { every: STANDBY_POOL_EVERY_MS }, standbyJobs.maintain_standby_pool, { user_id: null }),
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { createFilestores, filestorePath } from './filestore.js';
+export {
+  LONG_STATEMENT_TIMEOUT,
+  assertTemplateDatabase,
+  copyTemplate,
+  dropMadeDatabase,
+  onServer,
+  renameMadeDatabase,
+  serverWhere,
+} from './instance-database.js';
+export type { MadeDatabase, Query } from './instance-database.js';
+export {
+  assertOdooDatabase,
+  hashingRounds,
+  setAddressAndDate,
+  setBaseUrl,
+  setCustomerLogin,
+  setCustomerPassword,
+  setIdentity,
+  setPackageLimits,
+} from './odoo-database.js';
+export { earlyHash, newPassword } from './odoo-password.js';
+export { standbyJobs } from './standby-job-specs.js';
+export {
+  MAX_STANDBY_POOL_SIZE,
+  STANDBY_PREFIX,
+  STANDBY_REFILL_DELAY_MS,
+  standbyHandedOver,
+  standbyLost,
+  takeStandby,
+} from './standby-pool.js';
+export type { Standby } from './standby-pool.js';

@@ -4,8 +4,16 @@
 import type { SecretBox } from '../core/crypto.js';
 import type { Db } from '../core/db.js';
 import { UserError } from '../core/errors.js';
-import { connectPostgresqlServer, quoteIdent, type PostgresqlServerRecord } from '../postgresql/postgresql-connection.js';
-import { findDatabase, ownDatabase, sameDatabase, SYSTEM_DATABASES, type DatabaseIdentity } from '../postgresql/database-identity.js';
+import {
+  connectPostgresqlServer,
+  quoteIdent,
+  type PostgresqlServerRecord,
+  findDatabase,
+  ownDatabase,
+  sameDatabase,
+  SYSTEM_DATABASES,
+  type DatabaseIdentity,
+} from '../postgresql/index.js';
 import type { Query } from './odoo-database.js';
 
 export type { Query };

@@ -6,3 +6,6 @@ export const jobs: Feature = {
   name: 'jobs',
   routes: registerJobRoutes,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { INTERRUPTED } from './job-interruption.js';

@@ -18,3 +18,7 @@ export const maintenance: Feature = {
     },
   ],
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { createMaintenanceCalendar, maintenanceVersionKey, serversInMaintenance, windowLabel } from './maintenance-state.js';
+export type { OpenWindow } from './maintenance-state.js';

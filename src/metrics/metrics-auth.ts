@@ -5,8 +5,7 @@
 import type { AppContext } from '../context.js';
 import { UnauthenticatedError } from '../core/errors.js';
 import { withTimeout } from '../core/metrics.js';
-import { hashApiToken } from '../auth/api-token.js';
-import { createAuthService } from '../auth/auth-service.js';
+import { hashApiToken, createAuthService } from '../auth/index.js';
 
 const TRUST_MS = 15 * 60_000;
 const CHECK_TIMEOUT_MS = 1_000;

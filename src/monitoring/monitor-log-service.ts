@@ -6,8 +6,7 @@ import { Prisma } from '../generated/prisma/client.js';
 import { jsonSafe } from '../core/records.js';
 import { assertOnePosition, boundedTotal, type Column, decodeCursor, encodeCursor, estimateRows, type Page } from '../core/lists.js';
 import { ValidationError } from '../core/errors.js';
-import { loadRootServer } from '../servers/root-server-store.js';
-import { METRIC_COLUMN_LIST, METRIC_NAMES, type MetricRow, metricsRowOut, rounded } from '../servers/root-server-metrics.js';
+import { loadRootServer, METRIC_COLUMN_LIST, METRIC_NAMES, type MetricRow, metricsRowOut, rounded } from '../servers/index.js';
 
 export interface MonitorLogQuery extends Page {
   from: Date;

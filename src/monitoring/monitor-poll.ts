@@ -11,7 +11,7 @@
 // observer's failure is logged, never the poll's.
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { connectRootServer } from '../servers/root-server-ssh.js';
+import { connectRootServer, intervalMs, METRIC_COLUMN_LIST, METRIC_COLUMNS, METRIC_NAMES, type Metrics } from '../servers/index.js';
 import { postMessage } from '../core/chatter.js';
 import { isBadValueError } from '../core/db.js';
 import type { SshConnection } from '../core/ssh.js';
@@ -19,7 +19,6 @@ import type { SshPool } from '../core/ssh-pool.js';
 import type { MonitorPollEvent, MonitorPollObserver } from '../feature.js';
 import { Prisma, type RootServer } from '../generated/prisma/client.js';
 import { computeMetrics, parseSamples, SAMPLE_COMMAND, serverStateOf, TWO_SAMPLES_COMMAND, type ProcSample } from './proc-metrics.js';
-import { intervalMs, METRIC_COLUMN_LIST, METRIC_COLUMNS, METRIC_NAMES, type Metrics } from '../servers/root-server-metrics.js';
 import { MONITORED, MONITORED_SQL, sampleKey, sampleTtlMs } from './monitor-service.js';
 
 const OFFLINE_AFTER_FAILURES = 3;

@@ -1,7 +1,7 @@
 // Monitoring shapes: a monitor-log row and per-bucket averages.
 import { z } from 'zod';
 import { timestamp } from '../core/http/schemas.js';
-import { metricFields } from '../servers/root-server-metrics.js';
+import { metricFields } from '../servers/index.js';
 
 export const monitorLogOut = z.object({ root_server_id: z.number().int(), created_at: timestamp, ...metricFields });
 

@@ -11,8 +11,7 @@ import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import type { RootServerChange } from '../feature.js';
 import { Prisma } from '../generated/prisma/client.js';
-import { loadRootServer, requireConfirmed, updateRootServer } from '../servers/root-server-store.js';
-import { intervalMs } from '../servers/root-server-metrics.js';
+import { loadRootServer, requireConfirmed, updateRootServer, intervalMs } from '../servers/index.js';
 import { monitorJobs } from './monitor-job-specs.js';
 
 /**

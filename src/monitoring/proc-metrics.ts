@@ -2,7 +2,7 @@
 // /proc/stat, /proc/meminfo's totals, /proc/net/dev, /proc/loadavg and `df -Pk /`, each section
 // headed by "@<file>". CPU % and network bytes/s are deltas between two samples; the time base is
 // the server's own uptime, so the service's scheduling jitter does not skew the rates.
-import type { Metrics } from '../servers/root-server-metrics.js';
+import type { Metrics } from '../servers/index.js';
 
 const SAMPLE_AWK =
   `awk 'FNR==1{print "@" FILENAME} ` +

@@ -10,3 +10,6 @@ export const notifications: Feature = {
   routes: registerNotificationRoutes,
   jobs: notificationJobHandlers,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { createNotificationService } from './notification-service.js';

@@ -8,3 +8,6 @@ export const partners: Feature = {
   models: [partnerModel],
   routes: registerPartnerRoutes,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { findOrCreatePartner, normalizeEmail } from './partner-service.js';

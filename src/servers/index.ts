@@ -13,3 +13,22 @@ export const servers: Feature = {
   jobs: rootServerJobHandlers,
   webhookMethods: rootServerWebhookMethods,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { CADDY_LOG, CADDY_RELOAD, CADDY_SITES_DIR, CADDY_VALIDATE, underCaddyLock } from './caddy.js';
+export { formatResult, openRemoteSession } from './remote-session.js';
+export type { Audit, RemoteSession } from './remote-session.js';
+export {
+  METRIC_COLUMNS,
+  METRIC_COLUMN_LIST,
+  METRIC_NAMES,
+  intervalMs,
+  metricFields,
+  metricsRowOut,
+  rounded,
+} from './root-server-metrics.js';
+export type { MetricRow, Metrics } from './root-server-metrics.js';
+export { rootServerOut } from './root-server-schemas.js';
+export { createRootServerService } from './root-server-service.js';
+export { connectRootServer } from './root-server-ssh.js';
+export { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';

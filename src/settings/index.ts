@@ -10,3 +10,6 @@ export const settings: Feature = {
   routes: registerSettingsRoutes,
   jobs: settingsJobHandlers,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { createDomainLookup } from './domain-lookup.js';

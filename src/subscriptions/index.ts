@@ -14,3 +14,15 @@ export const subscriptions: Feature = {
   schedules: registerSubscriptionSchedules,
   webhookMethods: subscriptionWebhookMethods,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { postAlert } from './subscription-audit.js';
+export type { Actor } from './subscription-audit.js';
+export { onInstance } from './subscription-database.js';
+export { subscriptionJobs } from './subscription-job-specs.js';
+export { createCustomerMail } from './subscription-mail.js';
+export { packageFieldsIn, packageFieldsOut } from './subscription-schemas.js';
+export { createTrialSubscription, lockSubscription, subscriptionUrl } from './subscription-service.js';
+export { createSuspensionService } from './subscription-suspension.js';
+export { describeMeasure, rises, usageStateOf } from './subscription-usage.js';
+export type { Measure, Usage } from './subscription-usage.js';

@@ -14,9 +14,8 @@ import { UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import { actorFields, onSubscription, type Actor } from './subscription-audit.js';
-import { quoteIdent } from '../postgresql/postgresql-connection.js';
-import { LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/instance-database.js';
 import {
+  quoteIdent,
   clusterIdentifier,
   findDatabase,
   ownDatabase,
@@ -24,7 +23,8 @@ import {
   SYSTEM_DATABASES,
   type DatabaseIdentity,
   type FoundDatabase,
-} from '../postgresql/database-identity.js';
+} from '../postgresql/index.js';
+import { LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/index.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 

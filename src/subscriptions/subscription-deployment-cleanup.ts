@@ -3,8 +3,7 @@
 // exists, and a subscription that has one but never ran holds a leftover.
 import type { AppContext } from '../context.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { createFilestores } from '../instances/filestore.js';
-import { dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, type MadeDatabase } from '../instances/instance-database.js';
+import { createFilestores, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, type MadeDatabase } from '../instances/index.js';
 import type { actorFields } from './subscription-audit.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'config'>;

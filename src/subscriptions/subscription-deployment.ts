@@ -13,8 +13,8 @@ import { authorOfUser, postMessage, type Author } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import type { Partner, Subscription } from '../generated/prisma/client.js';
-import { createFilestores } from '../instances/filestore.js';
 import {
+  createFilestores,
   copyTemplate,
   LONG_STATEMENT_TIMEOUT,
   onServer,
@@ -22,19 +22,22 @@ import {
   serverWhere,
   type MadeDatabase,
   type Query,
-} from '../instances/instance-database.js';
-import {
   assertOdooDatabase,
   hashingRounds,
   setAddressAndDate,
   setCustomerLogin,
   setIdentity,
   setPackageLimits,
-} from '../instances/odoo-database.js';
-import { earlyHash, newPassword } from '../instances/odoo-password.js';
-import { quoteIdent } from '../postgresql/postgresql-connection.js';
-import { STANDBY_REFILL_DELAY_MS, standbyHandedOver, standbyLost, takeStandby, type Standby } from '../instances/standby-pool.js';
-import { standbyJobs } from '../instances/standby-job-specs.js';
+  earlyHash,
+  newPassword,
+  STANDBY_REFILL_DELAY_MS,
+  standbyHandedOver,
+  standbyLost,
+  takeStandby,
+  type Standby,
+  standbyJobs,
+} from '../instances/index.js';
+import { quoteIdent } from '../postgresql/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } from './subscription-deployment-cleanup.js';
 import { createLifecycleMail } from './subscription-mail.js';

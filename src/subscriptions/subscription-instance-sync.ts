@@ -6,7 +6,7 @@
 // written when it runs again.
 import type { AppContext } from '../context.js';
 import { postMessageOnce } from '../core/chatter.js';
-import { setPackageLimits } from '../instances/odoo-database.js';
+import { setPackageLimits } from '../instances/index.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import { onSubscription, postNotice } from './subscription-audit.js';
 import { onInstance } from './subscription-database.js';

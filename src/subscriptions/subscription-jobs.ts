@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { publicJobId } from '../core/queue.js';
 import { featureJobs } from '../feature.js';
-import { INTERRUPTED } from '../jobs/job-interruption.js';
+import { INTERRUPTED } from '../jobs/index.js';
 import { onSubscription, type Actor } from './subscription-audit.js';
 import { createBackupOperations } from './subscription-backup.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';

@@ -13,8 +13,7 @@
 import type { AppContext } from '../context.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { renderMail, textWithoutSecrets, type MailMessage } from '../core/mail.js';
-import { newPassword } from '../instances/odoo-password.js';
-import { setCustomerPassword } from '../instances/odoo-database.js';
+import { newPassword, setCustomerPassword } from '../instances/index.js';
 import { onSubscription } from './subscription-audit.js';
 import { onInstance } from './subscription-database.js';
 import type { Prisma, Settings, Subscription } from '../generated/prisma/client.js';

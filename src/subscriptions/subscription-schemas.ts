@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } from '../core/http/schemas.js';
 import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason, UsageState } from '../generated/prisma/enums.js';
-import { SYSTEM_DATABASES } from '../postgresql/database-identity.js';
-import { STANDBY_PREFIX } from '../instances/standby-pool.js';
+import { SYSTEM_DATABASES } from '../postgresql/index.js';
+import { STANDBY_PREFIX } from '../instances/index.js';
 
 export const modelLimits = z
   .record(z.string().min(1).max(200), z.number().int().min(0).max(INT32_MAX))

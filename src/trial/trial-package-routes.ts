@@ -7,8 +7,8 @@ import { registerCrud } from '../core/http/crud.js';
 import { patchOf, queryBoolean, refId, timestamp } from '../core/http/schemas.js';
 import { trialPackageModel } from './trial-models.js';
 import { createTrialPackageService } from './trial-package-service.js';
-import { packageFieldsIn, packageFieldsOut } from '../subscriptions/subscription-schemas.js';
-import { MAX_STANDBY_POOL_SIZE } from '../instances/standby-pool.js';
+import { packageFieldsIn, packageFieldsOut } from '../subscriptions/index.js';
+import { MAX_STANDBY_POOL_SIZE } from '../instances/index.js';
 
 const trialPackage = z.object({
   id: z.number(),

@@ -4,9 +4,8 @@
 import type { AppContext } from '../context.js';
 import { AppError, ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { postMessage, type Author, type RecordRef } from '../core/chatter.js';
-import { findOrCreatePartner } from '../partners/partner-service.js';
-import { createTrialSubscription } from '../subscriptions/subscription-service.js';
-import { subscriptionJobs } from '../subscriptions/subscription-job-specs.js';
+import { findOrCreatePartner } from '../partners/index.js';
+import { createTrialSubscription, subscriptionJobs } from '../subscriptions/index.js';
 import { lockTrialRequest, trackTrialRequest, trialRequestView } from './trial-request-service.js';
 
 export interface ProcessingResult {

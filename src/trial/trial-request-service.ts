@@ -6,7 +6,7 @@ import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { jsonSafe, type ListParams, listPage, searchWhere, uniqueConflict } from '../core/records.js';
 import { postMessage, trackChanges, type Author } from '../core/chatter.js';
-import { normalizeEmail } from '../partners/partner-service.js';
+import { normalizeEmail } from '../partners/index.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
 import type { CompanySize, TrialRequestState } from '../generated/prisma/enums.js';
 import { trialJobs } from './trial-job-specs.js';

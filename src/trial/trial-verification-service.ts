@@ -11,7 +11,7 @@ import { isUniqueViolation, type Db, type DbTx } from '../core/db.js';
 import type { Mailer } from '../core/mail.js';
 import type { Queues } from '../core/queue.js';
 import { postMessage } from '../core/chatter.js';
-import { normalizeEmail } from '../partners/partner-service.js';
+import { normalizeEmail } from '../partners/index.js';
 import { trialOtpMail } from './trial-mail.js';
 import { COMPANY_SIZES, insertTrialRequest, queueAutoProcessing, type CompanySizeValue } from './trial-request-service.js';
 

@@ -6,13 +6,10 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { filestorePath } from '../instances/filestore.js';
-import { onServer, serverWhere } from '../instances/instance-database.js';
-import { clusterIdentifier } from '../postgresql/database-identity.js';
-import { quoteIdent } from '../postgresql/postgresql-connection.js';
-import { formatResult, openRemoteSession } from '../servers/remote-session.js';
-import { requireConfirmed } from '../servers/root-server-store.js';
-import { onInstance } from '../subscriptions/subscription-database.js';
+import { filestorePath, onServer, serverWhere } from '../instances/index.js';
+import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
+import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { onInstance } from '../subscriptions/index.js';
 
 type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
 type Tenant = Pick<Subscription, 'id' | 'database_name' | 'database_system_identifier' | 'database_oid'>;

@@ -7,9 +7,7 @@ import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import { renderMail } from '../core/mail.js';
 import type { Subscription } from '../generated/prisma/client.js';
-import { createCustomerMail } from '../subscriptions/subscription-mail.js';
-import { subscriptionUrl } from '../subscriptions/subscription-service.js';
-import { describeMeasure, rises, type Measure } from '../subscriptions/subscription-usage.js';
+import { createCustomerMail, subscriptionUrl, describeMeasure, rises, type Measure } from '../subscriptions/index.js';
 
 type UsageMail = 'usage_warning' | 'usage_exceeded' | 'usage_suspended';
 

@@ -5,12 +5,10 @@
 // not measured in this round) or being worked on (a maintenance window on their Odoo host). One
 // round at a time across every worker.
 import type { AppContext } from '../context.js';
-import { serversInMaintenance } from '../maintenance/maintenance-state.js';
+import { serversInMaintenance } from '../maintenance/index.js';
 import { mapLimited, withSessionLock } from '../core/session-lock.js';
 import type { Prisma, Subscription } from '../generated/prisma/client.js';
-import { postAlert, type Actor } from '../subscriptions/subscription-audit.js';
-import { createSuspensionService } from '../subscriptions/subscription-suspension.js';
-import { type Usage, usageStateOf } from '../subscriptions/subscription-usage.js';
+import { postAlert, type Actor, createSuspensionService, type Usage, usageStateOf } from '../subscriptions/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 

@@ -12,3 +12,6 @@ export const webhooks: Feature = {
   jobs: webhookJobHandlers,
   schedules: scheduleWebhookJobs,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { newWebhookToken, webhookUrl } from './webhook-token.js';

@@ -62,6 +62,28 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+/** The feature folder a module belongs to, or null for core and the composition files at the top of src/. */
+function featureOf(module: string): string | null {
+  const [first, ...rest] = module.split(path.sep);
+  return rest.length === 0 || first === 'core' ? null : first!;
+}
+
+/** Which feature folders each feature folder imports from. */
+function folderGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const folders = new Map<string, Set<string>>();
+  for (const [from, targets] of graph) {
+    const a = featureOf(from);
+    if (!a) continue;
+    const uses = folders.get(a) ?? new Set<string>();
+    for (const t of targets) {
+      const b = featureOf(t);
+      if (b && b !== a) uses.add(b);
+    }
+    folders.set(a, uses);
+  }
+  return new Map([...folders].map(([a, uses]) => [a, [...uses]]));
+}
+
 describe('src/ layering', () => {
   const graph = importGraph();
 
@@ -78,5 +100,18 @@ describe('src/ layering', () => {
 
   it('has no import cycles, type-only imports included', () => {
     expect(cycles(graph)).toEqual([]);
+  });
+
+  it('has no cycle between feature folders', () => {
+    expect(cycles(folderGraph(graph))).toEqual([]);
+  });
+
+  it("a feature uses another only through that feature's index.ts", () => {
+    const wrong = [...graph].flatMap(([from, targets]) =>
+      targets
+        .filter((t) => featureOf(t) && featureOf(from) && featureOf(t) !== featureOf(from) && path.basename(t) !== 'index.ts')
+        .map((t) => `${from} → ${t}`),
+    );
+    expect(wrong).toEqual([]);
   });
 });
