@@ -1,4 +1,4 @@
-// The action log's routes (spec §2.12).
+// The action log's routes.
 import type { Feature } from '../feature.js';
 import { registerActionLogRoutes } from './action-log-routes.js';
 

@@ -1,4 +1,4 @@
-// Users and API tokens (DESIGN §3).
+// Users and API tokens.
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UnauthenticatedError } from '../core/errors.js';
 import type { UserGroup } from '../core/groups.js';

@@ -1,4 +1,4 @@
-// Users, groups and API tokens (DESIGN §3).
+// Users, groups and API tokens.
 import type { Feature } from '../feature.js';
 import { userModel } from './auth-models.js';
 import { registerAuthRoutes } from './auth-routes.js';

@@ -1,4 +1,4 @@
-// The one way to write the audit log of remote actions (spec §2.12). Secrets passed in `secrets`
+// The one way to write the audit log of remote actions. Secrets passed in `secrets`
 // are masked in both texts before anything is stored, and the texts made storable (no NUL).
 import type { Db, DbTx } from './db.js';
 import type { ActionStatus, ActionType } from '../generated/prisma/enums.js';

@@ -1,4 +1,4 @@
-// The one place that reads process.env and .env (DESIGN §2). A bad value stops start-up naming the
+// The one place that reads process.env and .env. A bad value stops start-up naming the
 // variable.
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -79,13 +79,13 @@ const envSchema = z.object({
   TRUST_PROXY: optionalString.transform((v) => (v === undefined ? false : commaList(v))),
   FCM_API_URL: baseUrl('https://fcm.googleapis.com'),
   CODE_SERVER_INSTALL_CMD: z.string().min(1).default('curl -fsSL https://code-server.dev/install.sh | sh'),
-  // Base directory of the Odoo layout that setup_dir_structure creates on root servers (DESIGN §7).
+  // Base directory of the Odoo layout that setup_dir_structure creates on root servers.
   ODOO_BASE_PATH: z
     .string()
     .regex(/^\/[A-Za-z0-9._/-]*$/, 'an absolute path (letters, digits and . _ - / only)')
     .default('/opt/odoo')
     .transform((v) => (v.length > 1 ? v.replace(/\/+$/, '') : v)),
-  // Address of a customer's instance (DESIGN §9): {database_name} is replaced by the subscription's.
+  // Address of a customer's instance: {database_name} is replaced by the subscription's.
   SUBSCRIPTION_URL: z
     .string()
     .default('http://{database_name}.localhost:8069')
@@ -94,7 +94,7 @@ const envSchema = z.object({
       (v) => isUrl(v.replaceAll('{database_name}', 'db'), ['http:', 'https:']),
       'must be an http:// or https:// URL once {database_name} is replaced',
     ),
-  // Beyond DESIGN §2: tuning knobs with safe defaults.
+  // Tuning knobs with safe defaults.
   // Redis key prefix of the job queues: services sharing one Redis keep their jobs apart.
   QUEUE_PREFIX: z
     .string()
@@ -153,7 +153,7 @@ export class ConfigError extends Error {
 
 /**
  * The process's environment with the `.env` file of `dir` under it: a variable already set in the
- * environment wins over the file (DESIGN §2). No file, no change.
+ * environment wins over the file. No file, no change.
  */
 export function environment(dir = process.cwd(), env: NodeJS.ProcessEnv = process.env): Record<string, string | undefined> {
   const file = path.join(dir, '.env');

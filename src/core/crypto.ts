@@ -1,4 +1,4 @@
-// Envelope encryption of stored secrets (DESIGN §3). The master key (a file, 0600, created on first
+// Envelope encryption of stored secrets. The master key (a file, 0600, created on first
 // start) wraps versioned AES-256-GCM data keys kept in `encryption_keys`; each ciphertext is
 // `v<version>:<base64(iv | tag | ciphertext)>`, so it names the data key that can open it.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';

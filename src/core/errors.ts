@@ -1,4 +1,4 @@
-// One error family; src/core/http/error-handler.ts maps it to DESIGN §4's shape and status codes.
+// One error family; src/core/http/error-handler.ts maps it to the API's error shape and status codes.
 
 export class AppError extends Error {
   constructor(
@@ -18,7 +18,7 @@ export interface FieldError {
   message: string;
 }
 
-/** Bad input; the spec's ValidationError. Its details always name the fields (DESIGN §11). */
+/** Bad input; the spec's ValidationError. Its details always name the fields. */
 export class ValidationError extends AppError {
   constructor(message: string, fields: string | readonly FieldError[] = [], extra: Record<string, unknown> = {}) {
     super(400, 'validation_error', message, { fields: typeof fields === 'string' ? [{ field: fields, message }] : fields, ...extra });

@@ -10,7 +10,7 @@ import type { DbTx } from './db.js';
 import { refId } from './http/schemas.js';
 
 /**
- * What crash recovery does with a job whose worker died while it ran (DESIGN §3):
+ * What crash recovery does with a job whose worker died while it ran:
  * - `rerun`: run it again (idempotent maintenance, read-only polls);
  * - `interrupt`: never run it again (it changes a remote system): it ends `failed` with the error
  *   `interrupted`, and its record and action log say so.

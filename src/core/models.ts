@@ -36,7 +36,7 @@ export interface ModelInfo {
    * rotation. This is the one list; a test compares it with what the database holds.
    */
   secrets?: readonly string[];
-  /** Where the secrets are sent (DESIGN §3): changing one of these clears them. */
+  /** Where the secrets are sent: changing one of these clears them. */
   destinations?: readonly string[];
   /** Reset too when a destination changes (e.g. a recorded host key). */
   forgetOnMove?: Readonly<Record<string, unknown>>;

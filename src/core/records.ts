@@ -182,7 +182,7 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
 }
 
 /**
- * A unique violation as the API answers it (DESIGN §11): a 409 naming the fields of the violated
+ * A unique violation as the API answers it: a 409 naming the fields of the violated
  * index and, when `values` hold them, the id of the record that already has them. Null when `err`
  * is no unique violation.
  */

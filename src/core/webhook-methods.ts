@@ -1,4 +1,4 @@
-// The registry of methods a webhook may call (DESIGN §3): per model, the methods that model
+// The registry of methods a webhook may call: per model, the methods that model
 // declares callable by an inbound webhook. A trigger_action outside it is refused when a webhook
 // is saved, and the endpoint never calls anything else. Each feature gives its own table in its
 // manifest (`webhookMethods`); src/features.ts composes them.

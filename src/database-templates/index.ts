@@ -1,4 +1,4 @@
-// Database templates: the databases customer databases are copied from (DESIGN §6).
+// Database templates: the databases customer databases are copied from.
 import type { Feature } from '../feature.js';
 import { databaseTemplateModel } from './database-template-models.js';
 import { registerDatabaseTemplateRoutes } from './database-template-routes.js';

@@ -1,4 +1,4 @@
-// The shell script push_commit runs on the root server (DESIGN §7). Layout, next to the live path:
+// The shell script push_commit runs on the root server. Layout, next to the live path:
 //   <dir>/<name>                      the live path: a symlink to the current release
 //   <dir>/.releases/<name>/r-<seq>-<sha12>  one release per deploy; the newest few are kept
 // The commit's tree arrives on stdin as the git host's tarball (.tar.gz, one top-level directory),

@@ -1,4 +1,4 @@
-// Git accounts (spec §2.9; administrators): the git host's personal access token, encrypted and
+// Git accounts (administrators): the git host's personal access token, encrypted and
 // write-only, the provider (its single value) and the owning user (the creator unless given).
 import type { AppContext } from '../context.js';
 import { ConflictError, ValidationError } from '../core/errors.js';

@@ -1,4 +1,4 @@
-// The git host's REST API (DESIGN §7: GitHub through Octokit at GIT_API_URL), spoken through the
+// The git host's REST API (GitHub through Octokit at GIT_API_URL), spoken through the
 // one outbound client, so each call has a timeout, a bounded answer and an action-log row without
 // the token. Refusals come back as UserErrors an operator can act on (bad token, missing
 // repository, missing permission, rate limit). Commit ids the host gives are checked before

@@ -1,5 +1,5 @@
-// Git repositories (spec §2.10, §3.4; DESIGN §7): the resource and its rules, link/delete of the
-// push webhook at the git host, the branch head recorded as a commit (spec §2.11), and push_commit
+// Git repositories: the resource and its rules, link/delete of the
+// push webhook at the git host, the branch head recorded as a commit, and push_commit
 // queued as a job (git-deploy-job.ts does the deploy).
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -128,7 +128,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 
       return one(await records.update(id, data, author));
     },
 
-    /** Refused while a webhook is registered at the git host (spec §7.2). */
+    /** Refused while a webhook is registered at the git host. */
     async remove(id: number) {
       const repo = await loadRepository(db, id);
       if (repo.webhook_id) {

@@ -1,5 +1,5 @@
-// /api/v1/git-accounts, /api/v1/git-repositories and their commits (administrators, DESIGN §3-4),
-// with the repository actions of spec §4.4: link_git_webhook and delete_git_webhook answer when
+// /api/v1/git-accounts, /api/v1/git-repositories and their commits (administrators),
+// with the repository actions: link_git_webhook and delete_git_webhook answer when
 // done; push_commit answers 202 {job_id}.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';

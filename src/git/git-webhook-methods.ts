@@ -1,4 +1,4 @@
-// The git repository method an inbound webhook may call (DESIGN §3 registry): the push handler of
+// The git repository method an inbound webhook may call: the push handler of
 // the webhook that link_git_webhook registers at the git host.
 import type { AppContext } from '../context.js';
 import type { WebhookMethodTable } from '../core/webhook-methods.js';

@@ -1,4 +1,4 @@
-// Git (spec §2.9–2.11, §3.4): accounts, repositories, commits, the push webhook registered at the
+// Git: accounts, repositories, commits, the push webhook registered at the
 // git host, and deploys over SSH.
 import type { Feature } from '../feature.js';
 import { gitJobHandlers } from './git-jobs.js';

@@ -1,4 +1,4 @@
-// Crash recovery of jobs that change a remote system (DESIGN §3: they run at most once). When a
+// Crash recovery of jobs that change a remote system (they run at most once). When a
 // worker dies, BullMQ finds the job stalled and hands it to a worker once more (maxStalledCount 1
 // on their queues, src/worker.ts); the dispatcher sees its stall count and, instead of running it,
 // records the interruption here and fails the job with INTERRUPTED. One transaction: the job's

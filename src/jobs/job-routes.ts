@@ -1,4 +1,4 @@
-// Background jobs (DESIGN §8, §11): GET /api/v1/jobs (newest first), GET /api/v1/jobs/{id} (state,
+// Background jobs: GET /api/v1/jobs (newest first), GET /api/v1/jobs/{id} (state,
 // progress, result) and POST /api/v1/jobs/{id}/actions/cancel (a job that has not started).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';

@@ -1,4 +1,4 @@
-// Background jobs as the API shows them (DESIGN §8, §11): state, progress, result, error; the
+// Background jobs as the API shows them: state, progress, result, error; the
 // list of recent jobs, newest first; and cancelling a job that has not started.
 import type { Job, JobType } from 'bullmq';
 import type { AppContext } from '../context.js';

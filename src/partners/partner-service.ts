@@ -1,5 +1,5 @@
 // Partners (res.partner): the customers trial requests turn into. The e-mail is stored lower-cased
-// and unique, so a partner is found again by e-mail whatever its case (DESIGN §6).
+// and unique, so a partner is found again by e-mail whatever its case.
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { createRecordService } from '../core/records.js';

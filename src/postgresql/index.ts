@@ -1,4 +1,4 @@
-// PostgreSQL servers (spec §2.5): connection settings and test_connection.
+// PostgreSQL servers: connection settings and test_connection.
 import type { Feature } from '../feature.js';
 import { postgresqlServerModel } from './postgresql-models.js';
 import { registerPostgresqlRoutes } from './postgresql-routes.js';

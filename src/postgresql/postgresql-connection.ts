@@ -1,4 +1,4 @@
-// Connects to a stored PostgreSQL server record (spec §2.5). Like libpq's sslmode=prefer: TLS is
+// Connects to a stored PostgreSQL server record. Like libpq's sslmode=prefer: TLS is
 // tried first and used when the server offers it; a server without TLS gets a plain connection.
 // Certificates are not verified (the record holds no CA), as with `prefer`.
 import pg from 'pg';

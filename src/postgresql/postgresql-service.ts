@@ -1,4 +1,4 @@
-// PostgreSQL servers (spec §2.5): connection settings with a write-only password, and
+// PostgreSQL servers: connection settings with a write-only password, and
 // test_connection, which really connects (TLS when the server offers it) and reports the version.
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';

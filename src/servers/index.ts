@@ -1,4 +1,4 @@
-// Root servers over SSH (spec §2.4, §3.3, §4.4): the resource, state actions, SSH jobs and the
+// Root servers over SSH: the resource, state actions, SSH jobs and the
 // methods inbound webhooks may call.
 import type { Feature } from '../feature.js';
 import { rootServerJobHandlers } from './root-server-jobs.js';

@@ -1,4 +1,4 @@
-// What a running command has printed so far, for the job's progress (DESIGN §11): the last 4 KB
+// What a running command has printed so far, for the job's progress: the last 4 KB
 // of its output, published at most once a second while it changes, secrets masked.
 const MAX_SECRET_BYTES = 1024;
 

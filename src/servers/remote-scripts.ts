@@ -2,7 +2,7 @@
 // are quoted with shellQuote; secrets never appear here: they go on stdin.
 import { shellQuote } from '../core/ssh.js';
 
-/** DESIGN §7: the standard Odoo layout under the base path (ODOO_BASE_PATH, default /opt/odoo). */
+/** The standard Odoo layout under the base path (ODOO_BASE_PATH, default /opt/odoo). */
 const ODOO_DIRECTORIES = ['addons', 'custom-addons', 'config', 'data', 'logs', 'backups'] as const;
 
 /** One directory after the other, stopping at the first that fails (one message, not one per directory). */

@@ -1,5 +1,5 @@
 // An SSH session on a root server whose every command and output goes to the action log, with the
-// server's secrets masked (spec §2.12: the audit log of SSH commands). A command's row is written
+// server's secrets masked (the audit log of SSH commands). A command's row is written
 // `running` before it starts and completed when it ends.
 import type { AppContext } from '../context.js';
 import type { RootServer } from '../generated/prisma/client.js';

@@ -1,4 +1,4 @@
-// Root server operations over SSH (spec §4.4), on one queue so they never wait behind monitoring
+// Root server operations over SSH, on one queue so they never wait behind monitoring
 // polls. Every job of the ssh queue changes a remote system: none is run again after a crash.
 import { z } from 'zod';
 import { refId } from '../core/http/schemas.js';

@@ -1,4 +1,4 @@
-// Domain lookups through the DNS Resolver setting (spec §2.13): `cloudflare` and `google` query
+// Domain lookups through the DNS Resolver setting: `cloudflare` and `google` query
 // their public name servers directly (DNS_CLOUDFLARE_SERVERS / DNS_GOOGLE_SERVERS, 1.1.1.1 and
 // 8.8.8.8 by default), `local` asks the system resolver (getaddrinfo: /etc/hosts, then the
 // machine's name servers). Each lookup has the outbound timeout and an api_call action-log row.

@@ -1,4 +1,4 @@
-// Settings (spec §2.13): the singleton, domain lookups, key rotation.
+// Settings: the singleton, domain lookups, key rotation.
 import type { Feature } from '../feature.js';
 import { settingsModel } from './settings-models.js';
 import { registerSettingsRoutes } from './settings-routes.js';

@@ -1,4 +1,4 @@
-// Rotate Field Encryption Key (spec §2.13): a new data key, every stored secret re-encrypted with
+// Rotate Field Encryption Key: a new data key, every stored secret re-encrypted with
 // it, and old keys retired only once no ciphertext names them. Each row is rewritten on its own
 // (compare-and-set on the old ciphertext), so a crash halfway loses nothing: rows are on the old
 // key or the new one, both readable, and a re-run finishes the job. A retired key is no longer

@@ -1,4 +1,4 @@
-// Settings jobs: key rotation (spec §2.13), an idempotent maintenance job run again after a crash.
+// Settings jobs: key rotation, an idempotent maintenance job run again after a crash.
 import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { publicJobId } from '../core/queue.js';

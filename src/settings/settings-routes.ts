@@ -1,4 +1,4 @@
-// Settings singleton (spec §2.13): readable by all, changed by administrators; domain lookups and
+// Settings singleton: readable by all, changed by administrators; domain lookups and
 // key rotation as actions.
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';

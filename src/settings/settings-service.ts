@@ -1,4 +1,4 @@
-// Settings singleton (spec §2.13, row id 1 created by the first migration): a record like any
+// Settings singleton (row id 1 created by the first migration): a record like any
 // other (its changes tracked in its chatter), always id 1.
 import type { AppContext } from '../context.js';
 import type { Author } from '../core/chatter.js';

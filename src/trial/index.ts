@@ -1,4 +1,4 @@
-// Trial signup (spec §3.1, §3.2, §4.1, §4.3): the public pages with the e-mail code, trial
+// Trial signup: the public pages with the e-mail code, trial
 // packages, requests and verifications, and the processing into a partner and a subscription.
 import type { Feature } from '../feature.js';
 import { trialJobHandlers } from './trial-jobs.js';

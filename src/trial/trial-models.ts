@@ -10,7 +10,7 @@ export const trialPackageModel = defineModel({
   tracked: ['name', 'url_string', 'auto_run_subscription', 'database_template_id', 'active', 'standby_pool_size'],
 });
 
-/** Spec §2.1: the fields marked (T) are tracked. */
+/** The fields marked (T) are tracked. */
 export const trialRequestModel = defineModel({
   name: 'svc.subscription.trial.request',
   delegate: 'trialRequest',

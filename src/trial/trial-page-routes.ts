@@ -1,4 +1,4 @@
-// The public trial pages (spec §4.1, DESIGN §5): server-rendered with eta, usable without
+// The public trial pages: server-rendered with eta, usable without
 // JavaScript. Each outcome of the verification service maps to one page and status code here.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,4 +1,4 @@
-// Processing of a trial request into a partner and a trial subscription (spec §4.3, DESIGN §6):
+// Processing of a trial request into a partner and a trial subscription:
 // New → Processing → Done in one transaction, so a failure leaves the request New (nothing
 // half-made) and the error is then posted in its chatter. The deployment is queued after commit.
 import type { AppContext } from '../context.js';

@@ -1,5 +1,5 @@
-// REST: /api/v1/trial-requests (read: user, write and actions: operator) with the actions of
-// spec §4.4: create_subscription, cancel, reset_to_new.
+// REST: /api/v1/trial-requests (read: user, write and actions: operator) with the actions
+// create_subscription, cancel, reset_to_new.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
@@ -103,13 +103,13 @@ export function registerTrialRequestRoutes(parent: FastifyInstance, ctx: AppCont
       }),
       cancel: action({
         summary: 'Cancel a trial request',
-        description: 'New → Cancelled (spec §3.1).',
+        description: 'New → Cancelled.',
         response: trialRequest,
         run: ({ id, author }) => service.cancel(id, author),
       }),
       reset_to_new: action({
         summary: 'Reset a trial request to New',
-        description: 'Cancelled → New (spec §3.1).',
+        description: 'Cancelled → New.',
         response: trialRequest,
         run: ({ id, author }) => service.reset_to_new(id, author),
       }),

@@ -1,4 +1,4 @@
-// Trial requests (svc.subscription.trial.request, spec §2.1/§3.1): the REST resource, the state
+// Trial requests (svc.subscription.trial.request): the REST resource, the state
 // actions cancel and reset_to_new, and the creation shared by the API and the verified signup.
 // (email, trial_package_id) is unique in the database; tracked fields go to the chatter.
 import type { AppContext } from '../context.js';
@@ -100,7 +100,7 @@ export async function queueAutoProcessing(ctx: Pick<AppContext, 'db' | 'queues' 
   }
 }
 
-/** The state actions of spec §3.1 besides processing. */
+/** The state actions besides processing. */
 const TRIAL_REQUEST_TRANSITIONS = {
   cancel: { from: 'new', to: 'cancelled' },
   reset_to_new: { from: 'cancelled', to: 'new' },
@@ -152,7 +152,7 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
       const created = await db
         .$transaction((tx) => insertTrialRequest(tx, request, author))
         .catch(async (err) => {
-          // (email, trial package) is unique (spec §2.1): name the request that already has them.
+          // (email, trial package) is unique: name the request that already has them.
           const values = { email: normalizeEmail(request.email), trial_package_id: request.trial_package_id };
           throw (await uniqueConflict(db, trialRequestModel, err, values)) ?? err;
         });

@@ -1,4 +1,4 @@
-// E-mail code verification of the public trial form (spec §2.2, §3.2, §4.1, §8; DESIGN §5).
+// E-mail code verification of the public trial form.
 // The code is 6 digits from a CSPRNG, stored only as SHA-256(access_token + code) and compared in
 // constant time. Every limit is enforced in PostgreSQL, so it holds under concurrency and across
 // API processes: submits take advisory locks per e-mail and per IP before counting the last hour;
@@ -15,7 +15,7 @@ import { normalizeEmail } from '../partners/index.js';
 import { trialOtpMail } from './trial-mail.js';
 import { COMPANY_SIZES, insertTrialRequest, queueAutoProcessing, type CompanySizeValue } from './trial-request-service.js';
 
-/** Spec §8. */
+/** Limits of the e-mail code: how long it holds, how often it may be tried, sent and asked for. */
 const TRIAL_LIMITS = {
   codeValidityMinutes: 10,
   maxFailedAttempts: 5,
@@ -25,7 +25,7 @@ const TRIAL_LIMITS = {
   verificationsPerIpPerHour: 10,
 } as const;
 
-/** The form of DESIGN §5; messages are shown next to the fields. */
+/** The signup form; messages are shown next to the fields. */
 const signupForm = z.object({
   contact_name: z.string({ error: 'Enter your name' }).trim().min(1, 'Enter your name').max(200, 'At most 200 characters'),
   company_name: z.string({ error: 'Enter your company name' }).trim().min(1, 'Enter your company name').max(200, 'At most 200 characters'),
@@ -205,7 +205,7 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
         if (window!.by_ip >= L.verificationsPerIpPerHour) {
           return { limited: 'ip' as const, retry: Math.max(1, window!.ip_retry ?? 1) };
         }
-        // Spec §3.2: a new verification cancels the pending ones for the same e-mail and package.
+        // A new verification cancels the pending ones for the same e-mail and package.
         await tx.trialVerification.updateMany({
           where: { email, trial_package_id: pkg.id, state: 'pending' },
           data: { state: 'cancelled' },
@@ -238,7 +238,7 @@ export function createTrialVerificationService(deps: TrialVerificationDeps) {
           if (v.state !== 'pending') return { kind: 'not_pending' };
           if (v.expired) {
             const canResend = v.codes_sent < L.maxCodesSent;
-            // DESIGN §5: an expired code with no code left to send ends the verification.
+            // An expired code with no code left to send ends the verification.
             if (!canResend) await tx.trialVerification.update({ where: { id: v.id }, data: { state: 'cancelled' } });
             return { kind: 'expired', token, canResend };
           }

@@ -1,4 +1,4 @@
-// Inbound webhooks (spec §2.3, §4.2): webhook records, POST /svc/webhook/<token>, the call log and
+// Inbound webhooks: webhook records, POST /svc/webhook/<token>, the call log and
 // its retention. The methods a webhook may call come from every feature (the registry).
 import type { Feature } from '../feature.js';
 import { webhookJobHandlers, scheduleWebhookJobs } from './webhook-jobs.js';

@@ -1,4 +1,4 @@
-// One call of POST /svc/webhook/<token> (spec §4.2, §7.1): find the active webhook by token
+// One call of POST /svc/webhook/<token>: find the active webhook by token
 // (none → 400), check the signature when the webhook has a signing secret (→ 400, nothing runs),
 // read the body, call trigger_action and post the message as one transaction, answer 200 {}.
 // Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details in the server log only.

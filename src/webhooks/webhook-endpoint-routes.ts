@@ -20,7 +20,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (_req, body, done) => done(null, body));
 
     app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
-      // Every client error is a 400 (DESIGN §8): an oversized body to an unknown token must not
+      // Every client error is a 400: an oversized body to an unknown token must not
       // answer differently from any other call to an unknown token (413 would tell it apart).
       const status = err.statusCode ?? 500;
       if (status >= 400 && status < 500) return reply.code(400).send({ error: 'Bad request' });
@@ -83,7 +83,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
       return reply.code(answer.status).send(answer.body);
     });
 
-    // Any other shape under /svc/webhook/ matches no webhook either (DESIGN §8).
+    // Any other shape under /svc/webhook/ matches no webhook either.
     app.post('/svc/webhook/*', { config, schema: { hide: true } }, async (_req, reply) =>
       reply.code(400).send({ error: 'Unknown webhook' }),
     );

@@ -1,4 +1,4 @@
-// Webhook records (svc.saas.webhook, spec §2.3; administrators only): the token is 64 random hex
+// Webhook records (svc.saas.webhook; administrators only): the token is 64 random hex
 // characters made at creation and never changed (rotation = delete and create); the target model,
 // record and trigger_action are checked against the method registry when saved; the optional
 // signing secret is write-only and encrypted. call_count and last_called_at are derived from the

@@ -1,4 +1,4 @@
-// A webhook's token and public URL: the token is the only secret of an inbound webhook (spec §5).
+// A webhook's token and public URL: the token is the only secret of an inbound webhook.
 import { randomBytes } from 'node:crypto';
 
 /** 32 random bytes as 64 lowercase hex characters. */

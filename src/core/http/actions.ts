@@ -1,4 +1,4 @@
-// Registers the operations of a resource (DESIGN §4): POST /api/v1/<resource>/{id}/actions/<name>.
+// Registers the operations of a resource: POST /api/v1/<resource>/{id}/actions/<name>.
 // An action is declared, not hand-written: its body and answer schemas, its minimum group, and
 // the service call. Quick checks answer 200 with their result; long work answers 202 {job_id}.
 import type { FastifyInstance } from 'fastify';

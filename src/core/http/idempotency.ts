@@ -1,4 +1,4 @@
-// Idempotency-Key on POST (DESIGN §11): a client that is not sure its POST arrived (a timeout, a
+// Idempotency-Key on POST: a client that is not sure its POST arrived (a timeout, a
 // dropped connection) sends it again with the same key; the same key, user and route within 24
 // hours answers the first answer again, without doing the work twice. The same key with another
 // body is a 409, and so is a second request while the first is still being answered. Kept in
