@@ -10,7 +10,7 @@ export async function createServers(
   n: number,
   extra: { server_state?: 'online'; monitor_update_interval?: string } = {},
 ): Promise<number[]> {
-  const key = await ctx.box.encrypt(sshd.keys.ed25519Openssh);
+  const key = await ctx.secretBox.encrypt(sshd.keys.ed25519Openssh);
   const rows = Array.from({ length: n }, (_, i) => ({
     name: `bench-${i}`,
     ip: sshd.host,

@@ -104,12 +104,12 @@ async function main() {
         ip: sshd.host,
         port: sshd.port,
         username: TEST_USERS.key.name,
-        key: await ctx.box.encrypt(sshd.keys.ed25519Openssh),
+        key: await ctx.secretBox.encrypt(sshd.keys.ed25519Openssh),
         state: 'confirmed',
         host_key: sshd.hostKey,
       },
     });
-    const account = await ctx.db.gitAccount.create({ data: { access_token: await ctx.box.encrypt(TOKEN), user_id: user.id } });
+    const account = await ctx.db.gitAccount.create({ data: { access_token: await ctx.secretBox.encrypt(TOKEN), user_id: user.id } });
     const repo = await ctx.db.gitRepository.create({
       data: { name: 'acme/addons', branch_name: 'main', git_account_id: account.id, root_server_id: server.id },
     });

@@ -70,7 +70,7 @@ async function main() {
         ip: sshd.host,
         port: sshd.port,
         username: TEST_USERS.sudoNoPassword.name,
-        password: await ctx.box.encrypt(TEST_USERS.sudoNoPassword.password),
+        password: await ctx.secretBox.encrypt(TEST_USERS.sudoNoPassword.password),
         sudo_user: true,
         sudo_user_no_password: true,
         state: 'confirmed',

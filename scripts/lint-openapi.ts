@@ -55,14 +55,14 @@ async function offlineContext(dir: string): Promise<AppContext> {
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: null });
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const mailer = createMailer(undefined, config.MAIL_FROM, log);
-  const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
+  const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   return {
     config,
     log,
     db,
     redis,
     queues,
-    box,
+    secretBox,
     mailer,
     async close() {
       mailer.close();

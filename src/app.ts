@@ -34,7 +34,7 @@ export async function buildApp(ctx: AppContext, features: readonly Feature[] = F
   await registerOpenApi(app, ctx.config.BASE_URL);
   await app.register(formbody);
   registerAuth(app, createAuthService(ctx).authenticate);
-  registerIdempotency(app, ctx.redis, ctx.box, ctx.config.QUEUE_PREFIX);
+  registerIdempotency(app, ctx.redis, ctx.secretBox, ctx.config.QUEUE_PREFIX);
 
   const registry = composeFeatures(ctx, features);
   for (const feature of features) await feature.routes?.(app, ctx, registry);

@@ -14,7 +14,7 @@ export interface AppContext {
   db: Db;
   redis: Redis;
   queues: Queues;
-  box: SecretBox;
+  secretBox: SecretBox;
   mailer: Mailer;
   close(): Promise<void>;
 }
@@ -23,7 +23,7 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
   const db = createDb(config.DATABASE_URL);
   const redis = createRedis(config.REDIS_URL);
   const queues = createQueues(redis, config.QUEUE_PREFIX);
-  const box = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
+  const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);
   return {
     config,
@@ -31,7 +31,7 @@ export async function createContext(config: Config, log: Logger = pino(loggerOpt
     db,
     redis,
     queues,
-    box,
+    secretBox,
     mailer,
     async close() {
       mailer.close();

@@ -171,7 +171,7 @@ describe('what the outbound client will use is checked when it is written', () =
 
   it('an api_key stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
     const server = await createServer();
-    await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await t.ctx.box.encrypt('key€') } });
+    await t.ctx.db.backupServer.update({ where: { id: server.id }, data: { api_key: await t.ctx.secretBox.encrypt('key€') } });
     const calls = remote.calls.length;
     const res = await act(server.id, 'test_connection');
     expect(res.statusCode, res.body).toBe(400);

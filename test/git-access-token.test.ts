@@ -40,7 +40,7 @@ describe('git account access_token', () => {
 
   it('one stored before that rule is a clear 400 when used, and nothing is sent', async () => {
     const account = await request(t.app, t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: 'ghp_x' } });
-    await t.ctx.db.gitAccount.update({ where: { id: account.json().id }, data: { access_token: await t.ctx.box.encrypt('ghp_€') } });
+    await t.ctx.db.gitAccount.update({ where: { id: account.json().id }, data: { access_token: await t.ctx.secretBox.encrypt('ghp_€') } });
     const repo = await request(t.app, t.as.admin, {
       method: 'POST',
       url: '/api/v1/git-repositories',

@@ -103,7 +103,7 @@ describe('git accounts', () => {
     expect(JSON.stringify(account)).not.toContain('ghp_other-token-value');
     const row = await t.ctx.db.gitAccount.findUniqueOrThrow({ where: { id: account.id } });
     expect(row.access_token).not.toContain('ghp_other-token-value');
-    expect(await t.ctx.box.decrypt(row.access_token)).toBe('ghp_other-token-value');
+    expect(await t.ctx.secretBox.decrypt(row.access_token)).toBe('ghp_other-token-value');
     const listed = await request(t.app, t.as.admin, { method: 'GET', url: '/api/v1/git-accounts' });
     expect(listed.body).not.toContain('ghp_other-token-value');
     const badUser = await request(t.app, t.as.admin, {
@@ -206,7 +206,7 @@ describe('link_git_webhook and delete_git_webhook', () => {
 
     const inbound = await t.ctx.db.webhook.findFirstOrThrow({ where: { model_name: 'svc.saas.git.repository', rec_id: id } });
     expect(inbound.trigger_action).toBe('action_receive_push');
-    expect(await t.ctx.box.decrypt(inbound.signing_secret!)).toBe(hook.config.secret);
+    expect(await t.ctx.secretBox.decrypt(inbound.signing_secret!)).toBe(hook.config.secret);
 
     expect((await act(id, 'link_git_webhook')).statusCode).toBe(409);
     const del = await request(t.app, t.as.admin, { method: 'DELETE', url: `/api/v1/git-repositories/${id}` });

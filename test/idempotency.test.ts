@@ -24,7 +24,7 @@ describe('Idempotency-Key', () => {
 
   it('the same action with the same key queues one job; without a key it would queue two', async () => {
     const server = await t.ctx.db.rootServer.create({
-      data: { ip: '10.7.7.7', state: 'confirmed', password: await t.ctx.box.encrypt('x') },
+      data: { ip: '10.7.7.7', state: 'confirmed', password: await t.ctx.secretBox.encrypt('x') },
     });
     const url = `/api/v1/root-servers/${server.id}/actions/run_cmd`;
     const before = await t.ctx.queues.queue('ssh').getJobCountByTypes('waiting');

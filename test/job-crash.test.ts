@@ -167,7 +167,9 @@ describe('kill -9 of the worker during key rotation', () => {
     const ids: number[] = [];
     for (let i = 0; i < 3; i++) ids.push((await servers.create({ ip: `10.9.0.${i}`, password: `rot-secret-${i}` })).id as number);
     const rows = () => t.ctx.db.$queryRaw<{ id: number; password: string }[]>`SELECT id, password FROM postgresql_servers ORDER BY id`;
-    const plaintexts = new Map(await Promise.all((await rows()).map(async (r) => [r.id, await t.ctx.box.decrypt(r.password)] as const)));
+    const plaintexts = new Map(
+      await Promise.all((await rows()).map(async (r) => [r.id, await t.ctx.secretBox.decrypt(r.password)] as const)),
+    );
 
     // A lock on the last row holds the rotation there, halfway, while the worker is killed.
     const blocker = new pg.Client({ connectionString: t.ctx.config.DATABASE_URL });
@@ -203,7 +205,7 @@ describe('kill -9 of the worker during key rotation', () => {
       const { key_version } = job.result as { key_version: number };
       for (const row of await rows()) {
         expect(keyVersionOf(row.password)).toBe(key_version);
-        expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts.get(row.id));
+        expect(await t.ctx.secretBox.decrypt(row.password)).toBe(plaintexts.get(row.id));
       }
       const active = await t.ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
       expect(active.map((k) => k.version)).toEqual([key_version]);

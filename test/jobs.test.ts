@@ -17,7 +17,7 @@ const t = useTestApp();
 describe('GET /api/v1/jobs/{id}', () => {
   it('shows a waiting job, then its completion with progress and result', async () => {
     await t.ctx.db
-      .$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await t.ctx.box.encrypt('pw')}, now())`;
+      .$executeRaw`INSERT INTO postgresql_servers (ip, password, updated_at) VALUES ('1.1.1.1', ${await t.ctx.secretBox.encrypt('pw')}, now())`;
     const jobId = await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: t.as.admin.userId });
     const waiting = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/jobs/${jobId}` });
     expect(waiting.statusCode).toBe(200);

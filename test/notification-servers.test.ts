@@ -397,9 +397,9 @@ describe('what the outbound client will use is checked when it is written', () =
 
   it('a header secret stored before that rule is a clear 400 when used, not a 500, and nothing is sent', async () => {
     const token = await create({ provider: 'selfhosted_push', url: ntfy.url, auth_enabled: true, auth_method: 'token', auth_token: 'tok' });
-    await t.ctx.db.notificationServer.update({ where: { id: token.id }, data: { auth_token: await t.ctx.box.encrypt('tok€') } });
+    await t.ctx.db.notificationServer.update({ where: { id: token.id }, data: { auth_token: await t.ctx.secretBox.encrypt('tok€') } });
     const legacy = await create({ provider: 'cloud_push', fcm_server_key: 'key' });
-    await t.ctx.db.notificationServer.update({ where: { id: legacy.id }, data: { fcm_server_key: await t.ctx.box.encrypt('key€') } });
+    await t.ctx.db.notificationServer.update({ where: { id: legacy.id }, data: { fcm_server_key: await t.ctx.secretBox.encrypt('key€') } });
     const calls = ntfy.calls.length + fcm.calls.length;
     for (const [id, name] of [
       [token.id, 'send_notification'],
@@ -475,7 +475,7 @@ describe('secrets', () => {
     const [raw] = await t.ctx.db.$queryRaw<Record<string, string>[]>`
       SELECT password, auth_token, fcm_server_key, fcm_service_account_json FROM notification_servers WHERE id = ${server.id}`;
     for (const value of Object.values(raw!)) expect(value).toMatch(/^v\d+:[A-Za-z0-9+/=]+$/);
-    expect(await t.ctx.box.decrypt(raw!.fcm_service_account_json!)).toBe(sa.json);
+    expect(await t.ctx.secretBox.decrypt(raw!.fcm_service_account_json!)).toBe(sa.json);
   });
 
   it('users read, operators write', async () => {
@@ -696,7 +696,7 @@ describe('per-user tokens (auto_generate_tokens)', () => {
       const days = (tokens[i]!.expires_at.getTime() - tokens[i]!.created_at.getTime()) / 86_400_000;
       expect(Math.round(days)).toBe(30);
       expect(tokens[i]!.token).toMatch(/^v\d+:/);
-      expect(issuedNtfyTokens).toContain(await t.ctx.box.decrypt(tokens[i]!.token));
+      expect(issuedNtfyTokens).toContain(await t.ctx.secretBox.decrypt(tokens[i]!.token));
     }
     const listed = (
       await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/notification-servers/${server.id}/user-tokens` })

@@ -113,7 +113,7 @@ describe('test_connection', () => {
 describe('a connection the server ends', () => {
   it('between two queries: the next query fails, the process goes on', async () => {
     const server = await t.ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
-    const { client } = await connectPostgresqlServer(t.ctx.box, server);
+    const { client } = await connectPostgresqlServer(t.ctx.secretBox, server);
     try {
       const [{ pid }] = (await client.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
       const ended = new Promise((resolve) => client.once('end', resolve));

@@ -132,8 +132,8 @@ describe('root server resource', () => {
     const [raw] = await t.ctx.db.$queryRaw<{ password: string; code_server_password: string }[]>`
       SELECT password, code_server_password FROM root_servers WHERE id = ${out.id}`;
     expect(raw!.password).toMatch(/^v\d+:/);
-    expect(await t.ctx.box.decrypt(raw!.password)).toBe('ssh-secret-1');
-    expect(await t.ctx.box.decrypt(raw!.code_server_password)).toBe('cs-secret-1');
+    expect(await t.ctx.secretBox.decrypt(raw!.password)).toBe('ssh-secret-1');
+    expect(await t.ctx.secretBox.decrypt(raw!.code_server_password)).toBe('cs-secret-1');
 
     const other = await createServer({ ip: '10.0.0.6' });
     expect(other.uuid).not.toBe(out.uuid);

@@ -67,7 +67,12 @@ describe('secret columns', () => {
     });
     // Per-user tokens are made by a job talking to the push server: stored as it stores them.
     await t.ctx.db.notificationUserToken.create({
-      data: { notification_server_id: ntfy.id, user_id: t.as.admin.userId, token: await t.ctx.box.encrypt('tk'), expires_at: new Date() },
+      data: {
+        notification_server_id: ntfy.id,
+        user_id: t.as.admin.userId,
+        token: await t.ctx.secretBox.encrypt('tk'),
+        expires_at: new Date(),
+      },
     });
     await post('/api/v1/git-accounts', { access_token: 'ghp_x' });
     await post('/api/v1/webhooks', { model_name: 'res.partner', rec_id: partner.id, signing_secret: 's' });

@@ -107,7 +107,7 @@ describe('root servers', () => {
 
       // Username and ip move the credentials' destination just the same.
       for (const patch of [{ username: 'someone_else' }, { ip: 'localhost' }]) {
-        await t.ctx.db.rootServer.update({ where: { id }, data: { password: await t.ctx.box.encrypt(password) } });
+        await t.ctx.db.rootServer.update({ where: { id }, data: { password: await t.ctx.secretBox.encrypt(password) } });
         expect((await api(t.as.operator, 'PATCH', `/api/v1/root-servers/${id}`, patch)).json().password_set).toBe(false);
       }
       const seen = attacker.attempts.join('\n');

@@ -41,7 +41,7 @@ describe('secret fields', () => {
     const [row] = await rawPasswords();
     expect(row!.password).not.toContain('plain-secret');
     expect(row!.password).toMatch(/^v\d+:[A-Za-z0-9+/=]+$/);
-    expect(await t.ctx.box.decrypt(row!.password!)).toBe('plain-secret-0');
+    expect(await t.ctx.secretBox.decrypt(row!.password!)).toBe('plain-secret-0');
     // data keys are stored wrapped by the master key, never in the clear
     const keys = await t.ctx.db.encryptionKey.findMany();
     expect(keys.length).toBeGreaterThan(0);
@@ -49,11 +49,11 @@ describe('secret fields', () => {
   });
 
   it('the same plaintext encrypts differently each time (random IV) and tampering is detected', async () => {
-    const a = await t.ctx.box.encrypt('same');
-    const b = await t.ctx.box.encrypt('same');
+    const a = await t.ctx.secretBox.encrypt('same');
+    const b = await t.ctx.secretBox.encrypt('same');
     expect(a).not.toBe(b);
     const tampered = a.slice(0, -4) + (a.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-    await expect(t.ctx.box.decrypt(tampered)).rejects.toThrow();
+    await expect(t.ctx.secretBox.decrypt(tampered)).rejects.toThrow();
   });
 
   it('an empty value clears the secret', async () => {
@@ -81,7 +81,7 @@ describe('key rotation', () => {
     for (const [i, row] of after.entries()) {
       if (!row.password) continue;
       expect(keyVersionOf(row.password)).toBe(result.key_version);
-      expect(await t.ctx.box.decrypt(row.password)).toBe(await t.ctx.box.decrypt(before[i]!.password!));
+      expect(await t.ctx.secretBox.decrypt(row.password)).toBe(await t.ctx.secretBox.decrypt(before[i]!.password!));
     }
     const log = await t.ctx.db.actionLog.findFirst({ where: { input_text: 'rotate_encryption_key' } });
     expect(log).toMatchObject({ action_type: 'settings', user_id: t.as.admin.userId, status: 'success' });
@@ -89,7 +89,9 @@ describe('key rotation', () => {
 
   it('a crash halfway loses nothing, and a re-run finishes', async () => {
     await createServers(4, 'crash');
-    const plaintexts = await Promise.all((await rawPasswords()).map(async (r) => (r.password ? t.ctx.box.decrypt(r.password) : null)));
+    const plaintexts = await Promise.all(
+      (await rawPasswords()).map(async (r) => (r.password ? t.ctx.secretBox.decrypt(r.password) : null)),
+    );
 
     let batches = 0;
     await expect(
@@ -104,14 +106,14 @@ describe('key rotation', () => {
     // Halfway: rows on two key versions, every one still readable.
     const mid = await rawPasswords();
     expect(new Set(mid.filter((r) => r.password).map((r) => keyVersionOf(r.password!))).size).toBe(2);
-    for (const [i, row] of mid.entries()) if (row.password) expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
+    for (const [i, row] of mid.entries()) if (row.password) expect(await t.ctx.secretBox.decrypt(row.password)).toBe(plaintexts[i]);
 
     const rerun = await rotateEncryptionKey(t.ctx, secretColumns());
     const end = await rawPasswords();
     for (const [i, row] of end.entries()) {
       if (!row.password) continue;
       expect(keyVersionOf(row.password)).toBe(rerun.key_version);
-      expect(await t.ctx.box.decrypt(row.password)).toBe(plaintexts[i]);
+      expect(await t.ctx.secretBox.decrypt(row.password)).toBe(plaintexts[i]);
     }
     const active = await t.ctx.db.encryptionKey.findMany({ where: { state: 'active' } });
     expect(active.map((k) => k.version)).toEqual([rerun.key_version]);

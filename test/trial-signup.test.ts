@@ -173,7 +173,7 @@ describe('CSRF', () => {
   });
 
   it('tokens are bound to the nonce and expire; a second API process with the same master key accepts them', async () => {
-    const csrf = createTrialCsrf(t.ctx.box.deriveKey('trial-form-csrf'), { secureCookie: false, path: '/saas/trial' });
+    const csrf = createTrialCsrf(t.ctx.secretBox.deriveKey('trial-form-csrf'), { secureCookie: false, path: '/saas/trial' });
     const nonce = csrf.newNonce();
     const now = Date.now();
     const token = csrf.issue(nonce, now);

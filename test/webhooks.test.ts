@@ -166,7 +166,7 @@ describe('webhook records', () => {
     expect(JSON.stringify(hook)).not.toContain('s3cret-value');
     const row = await t.ctx.db.webhook.findUniqueOrThrow({ where: { id: hook.id } });
     expect(row.signing_secret).toMatch(/^v\d+:/);
-    expect(await t.ctx.box.decrypt(row.signing_secret!)).toBe('s3cret-value');
+    expect(await t.ctx.secretBox.decrypt(row.signing_secret!)).toBe('s3cret-value');
     expect(
       (await request(t.app, t.as.admin, { method: 'PATCH', url: `/api/v1/webhooks/${hook.id}`, payload: { signing_secret: '' } }))
         .statusCode,

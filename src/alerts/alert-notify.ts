@@ -18,7 +18,7 @@ import { fireNotice, repeatNotice, resolveNotice, serverLabel } from './alert-te
 type Channel = (typeof ALERT_CHANNELS)[number];
 type Payload = JobPayload<typeof alertJobs.alert_notify>;
 
-export function createAlertNotifier(ctx: Pick<AppContext, 'db' | 'box' | 'config' | 'queues' | 'mailer'>) {
+export function createAlertNotifier(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'mailer'>) {
   const { db } = ctx;
   const notifications = createNotificationService(ctx);
 

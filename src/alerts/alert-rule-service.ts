@@ -15,7 +15,7 @@ import { rulesVersionKey } from './alert-state.js';
 
 type Data = Record<string, unknown>;
 
-export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
+export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues'>) {
   const { db } = ctx;
   // An update is checked on the row as locked by the update (a concurrent PATCH cannot slip past).
   const records = createRecordService(ctx, alertRuleModel, { prepareUpdate: (tx, before, data) => checked(tx, before, data) });

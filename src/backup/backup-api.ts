@@ -56,7 +56,7 @@ function readOperation(what: string): Reader<RemoteOperation> {
   return (res) => (res.ok && res.body.byteLength === 0 ? {} : json(res));
 }
 
-export function createBackupApi(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+export function createBackupApi(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
   const http = createOutboundHttp(ctx);
   async function call<T>(
     server: Pick<BackupServerRecord, 'url' | 'api_key'>,
@@ -64,7 +64,7 @@ export function createBackupApi(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) 
     req: { method?: string; path: string; json?: unknown },
     read: Reader<T>,
   ) {
-    const apiKey = await ctx.box.reveal(server.api_key);
+    const apiKey = await ctx.secretBox.reveal(server.api_key);
     if (!apiKey) throw new UserError('The backup server has no api_key (it is cleared when the url changes): set it again');
     return http.request(
       target,

@@ -16,7 +16,7 @@ export interface SyncResult {
   unchanged: number;
 }
 
-export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
   const { db } = ctx;
   const api = createBackupApi(ctx);
   const records = createRecordService(ctx, backupServerModel);

@@ -37,7 +37,7 @@ export async function backupServerFor(db: Db | DbTx, backupServerId: number | nu
   );
 }
 
-export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
   const api = createBackupApi(ctx);
 
   /**

@@ -208,8 +208,8 @@ export async function uniqueConflict(db: Db, model: ModelInfo, err: unknown, val
  * The REST resource of a model: secrets, tracked fields and destinations come from its definition
  * (src/core/models.ts), so every service handles them the one way.
  */
-export function createRecordService(deps: { db: Db; box: SecretBox }, model: ModelInfo, opts: RecordServiceOptions = {}) {
-  const { db, box } = deps;
+export function createRecordService(deps: { db: Db; secretBox: SecretBox }, model: ModelInfo, opts: RecordServiceOptions = {}) {
+  const { db, secretBox } = deps;
   const { secrets = [], tracked = [], destinations = [], forgetOnMove = {} } = model;
   const { sort: defaultSort = 'id' } = opts;
   const modelName = model.name;
@@ -232,7 +232,7 @@ export function createRecordService(deps: { db: Db; box: SecretBox }, model: Mod
     for (const field of secrets) {
       if (!(field in out) || out[field] === undefined) continue;
       const value = out[field];
-      out[field] = typeof value === 'string' && value !== '' ? await box.encrypt(value) : null;
+      out[field] = typeof value === 'string' && value !== '' ? await secretBox.encrypt(value) : null;
     }
     return out;
   }

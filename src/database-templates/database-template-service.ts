@@ -46,7 +46,7 @@ async function boundDatabases(tx: Pick<DbTx, 'subscription' | 'standbyDatabase'>
   return { subscriptions, standbys };
 }
 
-export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
   /** Whether the template's filestore directory exists on its Odoo host. */
   async function filestoreOf(host: RootServer, database: string, userId: number | null): Promise<'present' | 'absent'> {
     requireConfirmed(host);
@@ -104,12 +104,12 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'box'
         ctx.db,
         { ...entry, input_text: `check template ${name} on ${where}` },
         async () => {
-          const size = await onServer(ctx.box, server, async (query) => {
+          const size = await onServer(ctx.secretBox, server, async (query) => {
             await assertTemplateDatabase(ctx.db, query, name, where);
             const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
             return Number(rows[0]!.size);
           });
-          await onServer(ctx.box, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
+          await onServer(ctx.secretBox, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
           const filestore = template.root_server ? await filestoreOf(template.root_server, name, userId) : ('no_root_server' as const);
           return { ok: true as const, template_db_name: name, size_bytes: size, filestore };
         },

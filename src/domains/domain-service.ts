@@ -16,7 +16,7 @@ import { normalizeHostname } from './hostname.js';
 import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
 
 type Data = Record<string, unknown>;
-type Ctx = Pick<AppContext, 'db' | 'box' | 'config' | 'queues' | 'log'>;
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'log'>;
 
 const onDomain = (id: number) => ({ model_name: 'svc.domain' as const, rec_id: id });
 

@@ -32,7 +32,7 @@ const DAY_MS = 86_400_000;
 /** After "obtained", how long Caddy is given to serve the certificate. */
 const SERVE_WAIT_MS = 10_000;
 
-type Ctx = Pick<AppContext, 'db' | 'box' | 'config' | 'queues' | 'log'>;
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'log'>;
 type DomainWithSub = Domain & { subscription: Subscription };
 
 export type VerifyResult =

@@ -18,7 +18,7 @@ export interface Who {
  * Writes the address the tenant should have now; null when there is no database to write to, or it
  * is suspended (closed to every connection: the run writes it once it runs again).
  */
-export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'box' | 'config'>, subscriptionId: number, who: Who) {
+export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>, subscriptionId: number, who: Who) {
   const { db } = ctx;
   const sub = await db.subscription.findUnique({ where: { id: subscriptionId } });
   if (!sub?.database_created_at || sub.database_dropped_at || sub.state === 'suspended') return null;

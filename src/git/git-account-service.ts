@@ -6,7 +6,7 @@ import { createRecordService } from '../core/records.js';
 import type { Author } from '../core/chatter.js';
 import { gitAccountModel } from './git-models.js';
 
-export function createGitAccountService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createGitAccountService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
   const { db } = ctx;
   const records = createRecordService(ctx, gitAccountModel);
 

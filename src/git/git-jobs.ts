@@ -31,7 +31,7 @@ function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
       if (!repo || !commit) throw new UserError('The repository or the commit no longer exists');
       const sha = commit.commit_id.slice(0, 12);
       const ref = { model_name: 'svc.saas.git.repository' as const, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
-      const token = await ctx.box.decrypt(repo.git_account.access_token);
+      const token = await ctx.secretBox.decrypt(repo.git_account.access_token);
 
       let reported = false;
       async function report(ok: boolean, summary: string, details = '') {

@@ -33,8 +33,8 @@ async function loadRepository(client: Db | DbTx, id: number) {
   return repo;
 }
 
-export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 'config' | 'queues'>) {
-  const { db, box, config } = ctx;
+export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
+  const { db, secretBox, config } = ctx;
   const host = createGitHost(ctx);
   const records = createRecordService(ctx, gitRepositoryModel);
   const target = (id: number, author: Author | null) => ({
@@ -59,7 +59,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 
   const one = async (row: Data) => (await present([row]))[0]!;
 
   async function accessToken(account: { access_token: string }): Promise<string> {
-    const token = account.access_token ? await box.decrypt(account.access_token) : '';
+    const token = account.access_token ? await secretBox.decrypt(account.access_token) : '';
     if (!token) throw new ValidationError('The git account has no access_token', 'git_account_id');
     return token;
   }
@@ -176,7 +176,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'box' | 
               rec_id: id,
               trigger_action: PUSH_METHOD,
               message_type: 'notification',
-              signing_secret: await box.encrypt(secret),
+              signing_secret: await secretBox.encrypt(secret),
             },
           });
           // Only a draft without a webhook moves: of two concurrent links, one wins.

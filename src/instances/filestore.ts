@@ -60,7 +60,7 @@ export function removeFilestoreScript(dst: string): string {
   return [vars({ dst }), 'rm -rf -- "$dst" "$dst".svc-tmp-*', 'echo "$dst removed"'].join('\n');
 }
 
-export type FilestoreHost = Pick<AppContext, 'db' | 'box' | 'config'>;
+export type FilestoreHost = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 
 /** Runs one filestore script on the Odoo host; a failure is a UserError naming the server. */
 async function runOn(ctx: FilestoreHost, server: RootServer, audit: Audit, script: string, timeoutMs: number): Promise<string> {

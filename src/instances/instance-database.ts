@@ -31,14 +31,14 @@ export const serverWhere = (server: PostgresqlServerRecord) => `${server.usernam
 
 /** Runs `work` on a connection to `database` (default the server's `postgres`); connection failures are UserErrors. */
 export async function onServer<T>(
-  box: SecretBox,
+  secretBox: SecretBox,
   server: PostgresqlServerRecord,
   work: (query: Query) => Promise<T>,
   opts: { timeout?: string; database?: string } = {},
 ): Promise<T> {
   let client;
   try {
-    ({ client } = await connectPostgresqlServer(box, server, opts.database));
+    ({ client } = await connectPostgresqlServer(secretBox, server, opts.database));
   } catch (err) {
     const what = opts.database ? `database ${opts.database} on ` : '';
     throw new UserError(`Could not connect to ${what}PostgreSQL at ${serverWhere(server)}: ${(err as Error).message}`);

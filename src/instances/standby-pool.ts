@@ -23,7 +23,7 @@ export const STANDBY_RETRY_MS = 5 * 60_000;
 const TAKEN_TIMEOUT_MS = 30 * 60_000;
 const POOL_LOCK = 'svc.standby_pool';
 
-type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Template = DatabaseTemplate & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
 type Package = TrialPackage & { database_template: Template | null };
 export type Standby = StandbyDatabase & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
@@ -100,7 +100,7 @@ export function createStandbyPool(ctx: Deps) {
       async () => {
         const made = madeOf(s);
         await onServer(
-          ctx.box,
+          ctx.secretBox,
           s.postgresql_server,
           async (query) => {
             if (made) return dropMadeDatabase(query, made);
@@ -143,7 +143,7 @@ export function createStandbyPool(ctx: Deps) {
         s,
         `CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
         () =>
-          onServer(ctx.box, server, (query) => copyTemplate(db, query, template.template_db_name, name, serverWhere(server)), {
+          onServer(ctx.secretBox, server, (query) => copyTemplate(db, query, template.template_db_name, name, serverWhere(server)), {
             timeout: LONG_STATEMENT_TIMEOUT,
           }),
         () => 'Database created',
@@ -154,7 +154,7 @@ export function createStandbyPool(ctx: Deps) {
         `new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
         () =>
           onServer(
-            ctx.box,
+            ctx.secretBox,
             server,
             async (query) => {
               await assertOdooDatabase(query, `Database ${name} (a copy of ${template.template_db_name})`);
@@ -179,7 +179,7 @@ export function createStandbyPool(ctx: Deps) {
     } catch (err) {
       const error = (err as Error).message;
       // Nothing half-made stays: what this attempt made goes, the row shows why.
-      await onServer(ctx.box, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
+      await onServer(ctx.secretBox, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
         timeout: LONG_STATEMENT_TIMEOUT,
       }).catch(() => {});
       if (filestore && template.root_server) await filestores.remove(template.root_server, name, audit).catch(() => {});

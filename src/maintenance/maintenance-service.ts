@@ -16,7 +16,7 @@ type Data = Record<string, unknown>;
 const DAY_MS = 86_400_000;
 const instant = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
 
-export function createMaintenanceService(ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues'>) {
+export function createMaintenanceService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues'>) {
   const { db } = ctx;
   const records = createRecordService(ctx, maintenanceWindowModel, {
     sort: '-starts_at',

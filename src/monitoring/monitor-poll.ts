@@ -104,7 +104,7 @@ export interface MonitorPollerOptions {
 }
 
 export function createMonitorPoller(
-  ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'log'>,
+  ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues' | 'log'>,
   { pool, observers = [] }: MonitorPollerOptions,
 ) {
   const prefix = ctx.queues.prefix;

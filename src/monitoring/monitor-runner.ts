@@ -74,7 +74,7 @@ const CLOSE_WAIT_MS = 5000;
 const countDueTime = (d: HandledDueTime) => recordPoll(d.outcome, d.sampledAt - d.due);
 
 export async function startMonitorRunner(
-  ctx: Pick<AppContext, 'db' | 'box' | 'redis' | 'queues' | 'log' | 'config'>,
+  ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues' | 'log' | 'config'>,
   opts: MonitorRunnerOptions = {},
 ): Promise<MonitorRunner> {
   const handled = opts.dueTimeHandled ?? countDueTime;

@@ -63,8 +63,8 @@ function stateOf(before: NotificationServer | null, data: Data): NotificationSer
   };
 }
 
-export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | 'config' | 'queues'>) {
-  const { db, box } = ctx;
+export function createNotificationService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
+  const { db, secretBox } = ctx;
   const http = createOutboundHttp(ctx);
   const ntfy = createNtfyClient(http);
   const fcm = createFcmClient(http, ctx.config.FCM_API_URL);
@@ -126,15 +126,15 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
 
   async function publishAuth(server: NotificationServer): Promise<NtfyAuth> {
     if (!server.auth_enabled) return null;
-    if (server.auth_method === 'token') return { kind: 'bearer', token: (await box.reveal(server.auth_token)) ?? '' };
-    return { kind: 'basic', username: server.username ?? '', password: (await box.reveal(server.password)) ?? '' };
+    if (server.auth_method === 'token') return { kind: 'bearer', token: (await secretBox.reveal(server.auth_token)) ?? '' };
+    return { kind: 'basic', username: server.username ?? '', password: (await secretBox.reveal(server.password)) ?? '' };
   }
 
   async function fcmCredentials(server: NotificationServer) {
     return {
       project_id: server.fcm_project_id,
-      service_account_json: await box.reveal(server.fcm_service_account_json),
-      server_key: await box.reveal(server.fcm_server_key),
+      service_account_json: await secretBox.reveal(server.fcm_service_account_json),
+      server_key: await secretBox.reveal(server.fcm_server_key),
     };
   }
 
@@ -187,7 +187,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
     async testAdminCredentials(id: number, userId: number | null) {
       const server = await getServer(id);
       const url = selfHostedUrl(server);
-      const account = await ntfy.account(url, adminAuth(server, await box.reveal(server.password)), {
+      const account = await ntfy.account(url, adminAuth(server, await secretBox.reveal(server.password)), {
         model_name: 'svc.ntfy.server',
         rec_id: id,
         user_id: userId,
@@ -241,7 +241,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
       const server = await getServer(id);
       const url = selfHostedUrl(server);
       if (!server.auto_generate_tokens) throw new UserError('auto_generate_tokens is off for this server');
-      const auth = adminAuth(server, await box.reveal(server.password));
+      const auth = adminAuth(server, await secretBox.reveal(server.password));
       const target = { model_name: 'svc.ntfy.server' as const, rec_id: id, user_id: run.userId, job_id: run.jobId };
       const users = await db.user.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
       const existing = new Map(
@@ -260,7 +260,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'box' | '
           }
           const expiresAt = new Date(Date.now() + server.token_expiry_days * 86_400_000);
           const token = await ntfy.createToken(url, auth, `svc user ${user.email}`, Math.floor(expiresAt.getTime() / 1000), target);
-          const data = { token: await box.encrypt(token), expires_at: expiresAt };
+          const data = { token: await secretBox.encrypt(token), expires_at: expiresAt };
           await db.notificationUserToken.upsert({
             where: { notification_server_id_user_id: { notification_server_id: id, user_id: user.id } },
             create: { notification_server_id: id, user_id: user.id, ...data },

@@ -16,7 +16,7 @@ function normalized(data: Data): Data {
   return typeof data.email === 'string' ? { ...data, email: normalizeEmail(data.email) } : data;
 }
 
-export function createPartnerService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createPartnerService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
   const records = createRecordService(ctx, partnerModel);
   return {
     ...records,

@@ -16,7 +16,7 @@ const STATEMENT_TIMEOUT_MS = 120_000;
 
 /** Opens a client to `database` on the server; the caller ends it. */
 export async function connectPostgresqlServer(
-  box: SecretBox,
+  secretBox: SecretBox,
   server: PostgresqlServerRecord,
   database = 'postgres',
 ): Promise<{ client: pg.Client; tls: boolean }> {
@@ -24,7 +24,7 @@ export async function connectPostgresqlServer(
     host: server.ip,
     port: server.port,
     user: server.username ?? 'postgres',
-    password: (await box.reveal(server.password)) ?? undefined,
+    password: (await secretBox.reveal(server.password)) ?? undefined,
     database,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     statement_timeout: STATEMENT_TIMEOUT_MS,

@@ -15,8 +15,8 @@ export interface ConnectionReport {
   tls_version: string | null;
 }
 
-export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'box'>) {
-  const { db, box } = ctx;
+export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
+  const { db, secretBox } = ctx;
   const records = createRecordService(ctx, postgresqlServerModel, {
     // Customer databases are found on this server: it cannot be pointed at another cluster under them.
     async prepareUpdate(tx, before, _data, moved) {
@@ -57,7 +57,7 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'box'>) {
       };
       let report: ConnectionReport;
       try {
-        const { client, tls } = await connectPostgresqlServer(box, server);
+        const { client, tls } = await connectPostgresqlServer(secretBox, server);
         try {
           // pg_stat_ssl is the server's own view of this session: proof of what was negotiated.
           const { rows } = await client.query<{ version: string; server_version: string; tls_version: string | null }>(

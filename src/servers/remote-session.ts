@@ -36,9 +36,13 @@ export function formatResult(res: ExecResult, timeoutMs?: number, opts: { exitCo
   return parts.filter(Boolean).join('\n');
 }
 
-export async function openRemoteSession(ctx: Pick<AppContext, 'db' | 'box'>, server: RootServer, audit: Audit): Promise<RemoteSession> {
-  const target = await sshTargetOf(ctx.box, server);
-  const secrets = [...(await secretsOfServer(ctx.box, server)), ...(audit.secrets ?? [])];
+export async function openRemoteSession(
+  ctx: Pick<AppContext, 'db' | 'secretBox'>,
+  server: RootServer,
+  audit: Audit,
+): Promise<RemoteSession> {
+  const target = await sshTargetOf(ctx.secretBox, server);
+  const secrets = [...(await secretsOfServer(ctx.secretBox, server)), ...(audit.secrets ?? [])];
   const mask = (text: string) => maskSecrets(text, secrets);
   const row = {
     model_name: 'svc.root.server',

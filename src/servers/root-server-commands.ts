@@ -27,13 +27,13 @@ export type RootServerJobAction = keyof typeof ROOT_SERVER_JOBS;
  * `cmd` as it is stored: the server's secrets typed into it (those stored, and those `sent` in the
  * same request) are masked, for the field is shown to every reader and tracked in the chatter.
  */
-export async function cmdAsStored(box: SecretBox, cmd: string, server: RootServer | null, sent: Data = {}): Promise<string> {
+export async function cmdAsStored(secretBox: SecretBox, cmd: string, server: RootServer | null, sent: Data = {}): Promise<string> {
   const typed = [sent.password, sent.key, sent.code_server_password].filter((v): v is string => typeof v === 'string');
-  const stored = server ? await secretsOfServer(box, server) : [];
+  const stored = server ? await secretsOfServer(secretBox, server) : [];
   return maskSecrets(cmd, [...typed, ...stored]);
 }
 
-export function createRootServerCommands(ctx: Pick<AppContext, 'db' | 'box' | 'queues'>) {
+export function createRootServerCommands(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues'>) {
   /** The server an SSH job is about to be queued for: it must be confirmed. */
   async function confirmedServer(id: number, tx?: DbTx) {
     const server = await loadRootServer(tx ?? ctx.db, id);
@@ -53,7 +53,7 @@ export function createRootServerCommands(ctx: Pick<AppContext, 'db' | 'box' | 'q
     if (cmd === undefined && command.includes(MASK)) {
       throw new UserError(`The stored cmd holds a masked secret (${MASK}), not the command as typed: send it again with {"cmd": "..."}`);
     }
-    const stored = cmd === undefined ? undefined : await cmdAsStored(ctx.box, cmd, server);
+    const stored = cmd === undefined ? undefined : await cmdAsStored(ctx.secretBox, cmd, server);
     if (stored !== undefined && stored !== server.cmd) {
       if (tx) await updateRootServer(tx, id, { cmd: stored }, author);
       else await ctx.db.$transaction((t) => updateRootServer(t, id, { cmd: stored }, author));

@@ -162,7 +162,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
 
           await job.updateProgress({ step: 'configure', percent: 70 });
-          const password = (await ctx.box.reveal(server.code_server_password)) ?? '';
+          const password = (await ctx.secretBox.reveal(server.code_server_password)) ?? '';
           const config = codeServerConfig(server.code_server_port, password);
           const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
             stdin: config,

@@ -40,7 +40,7 @@ function checkKey(data: Data) {
   }
 }
 
-export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'queues'>, observers: readonly RootServerObserver[]) {
+export function createRootServerService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues'>, observers: readonly RootServerObserver[]) {
   const records = createRecordService(ctx, rootServerModel);
   const { prepareRunCmd, prepareJob } = createRootServerCommands(ctx);
 
@@ -49,7 +49,7 @@ export function createRootServerService(ctx: Pick<AppContext, 'db' | 'box' | 'qu
   }
 
   async function withCmdMasked(data: Data, server: RootServer | null): Promise<Data> {
-    return typeof data.cmd === 'string' ? { ...data, cmd: await cmdAsStored(ctx.box, data.cmd, server, data) } : data;
+    return typeof data.cmd === 'string' ? { ...data, cmd: await cmdAsStored(ctx.secretBox, data.cmd, server, data) } : data;
   }
 
   async function withMetrics(rows: Data[]): Promise<RootServerOut[]> {

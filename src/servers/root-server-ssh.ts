@@ -18,13 +18,13 @@ export interface RootServerSshRecord {
   host_key: string | null;
 }
 
-export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): Promise<SshTarget> {
+export async function sshTargetOf(secretBox: SecretBox, server: RootServerSshRecord): Promise<SshTarget> {
   return {
     host: server.ip,
     port: server.port,
     username: server.username,
-    password: await box.reveal(server.password),
-    privateKey: await box.reveal(server.key),
+    password: await secretBox.reveal(server.password),
+    privateKey: await secretBox.reveal(server.key),
     // root needs no sudo.
     sudo: !server.sudo_user || server.username === 'root' ? 'none' : server.sudo_user_no_password ? 'nopasswd' : 'password',
     knownHostKey: server.host_key,
@@ -33,10 +33,10 @@ export async function sshTargetOf(box: SecretBox, server: RootServerSshRecord): 
 
 /** The server's secrets in clear, to mask wherever text from or about it is stored. */
 export async function secretsOfServer(
-  box: SecretBox,
+  secretBox: SecretBox,
   server: Pick<RootServer, 'password' | 'key' | 'code_server_password'>,
 ): Promise<string[]> {
-  const values = await Promise.all([server.password, server.key, server.code_server_password].map((v) => box.reveal(v)));
+  const values = await Promise.all([server.password, server.key, server.code_server_password].map((v) => secretBox.reveal(v)));
   return values.filter((v): v is string => !!v);
 }
 
@@ -45,13 +45,13 @@ export async function secretsOfServer(
  * key (trust on first use); later ones refuse a different key.
  */
 export async function connectRootServer(
-  deps: { db: Db; box: SecretBox },
+  deps: { db: Db; secretBox: SecretBox },
   server: RootServerSshRecord,
   opts: ConnectOptions = {},
   /** The target, when the caller has it already (its secrets are decrypted once). */
   known?: SshTarget,
 ): Promise<SshConnection> {
-  const target = known ?? (await sshTargetOf(deps.box, server));
+  const target = known ?? (await sshTargetOf(deps.secretBox, server));
   const conn = await connectSsh(target, opts);
   if (server.host_key === null) {
     // Recorded only while the row still points where this connection went (a move meanwhile

@@ -23,12 +23,12 @@ export interface RotationOptions {
 }
 
 export async function rotateEncryptionKey(
-  deps: { db: Db; box: SecretBox },
+  deps: { db: Db; secretBox: SecretBox },
   secretColumns: SecretColumns,
   { batchSize = 200, afterBatch }: RotationOptions = {},
 ): Promise<RotationResult> {
-  const { db, box } = deps;
-  const version = await box.createKey();
+  const { db, secretBox } = deps;
+  const version = await secretBox.createKey();
   const prefix = `v${version}:`;
   let reencrypted = 0;
 
@@ -43,7 +43,7 @@ export async function rotateEncryptionKey(
         );
         if (rows.length === 0) break;
         for (const row of rows) {
-          const next = await box.encryptWith(version, await box.decrypt(row.value));
+          const next = await secretBox.encryptWith(version, await secretBox.decrypt(row.value));
           reencrypted += await db.$executeRawUnsafe(
             `UPDATE "${table}" SET "${column}" = $1 WHERE id = $2 AND "${column}" = $3`,
             next,

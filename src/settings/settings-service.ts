@@ -6,7 +6,7 @@ import { createRecordService, type JsonSafe } from '../core/records.js';
 import type { Settings } from '../generated/prisma/client.js';
 import { settingsModel } from './settings-models.js';
 
-export function createSettingsService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createSettingsService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
   const records = createRecordService(ctx, settingsModel);
   return {
     get: () => records.get(1) as Promise<JsonSafe<Settings>>,

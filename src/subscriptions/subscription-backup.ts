@@ -24,7 +24,7 @@ export function backupDone(what: string, backup: RemoteBackup, sub: Subscription
   return `${what} ${backup.id} of ${sub.database_name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`;
 }
 
-export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'box' | 'config'>) {
+export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
   const { db, config } = ctx;
   const api = createBackupApi(ctx);
 

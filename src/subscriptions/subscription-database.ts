@@ -36,7 +36,7 @@ const OPTIONS: Record<Connections, string> = {
 
 type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
-type Deps = Pick<AppContext, 'db' | 'box'>;
+type Deps = Pick<AppContext, 'db' | 'secretBox'>;
 type Sub = Pick<
   Subscription,
   'id' | 'database_name' | 'database_template_id' | 'database_created_at' | 'database_system_identifier' | 'database_oid'
@@ -89,7 +89,7 @@ async function onOwnDatabase<T>(
   opts: RemoteOptions = {},
 ) {
   return onServer(
-    deps.box,
+    deps.secretBox,
     at.server,
     async (query) => {
       const found = await findDatabase(query, at.name);

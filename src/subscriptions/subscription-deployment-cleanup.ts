@@ -6,7 +6,7 @@ import type { PostgresqlServer, RootServer, Subscription } from '../generated/pr
 import { createFilestores, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, type MadeDatabase } from '../instances/index.js';
 import type { actorFields } from './subscription-audit.js';
 
-type Ctx = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Audit = ReturnType<typeof actorFields>;
 
 /** What a deployment made so far. */
@@ -22,7 +22,7 @@ export function leftoverOf(sub: Subscription): MadeDatabase | null {
 }
 
 const dropMade = (ctx: Ctx, server: PostgresqlServer, database: MadeDatabase) =>
-  onServer(ctx.box, server, (query) => dropMadeDatabase(query, database), { timeout: LONG_STATEMENT_TIMEOUT });
+  onServer(ctx.secretBox, server, (query) => dropMadeDatabase(query, database), { timeout: LONG_STATEMENT_TIMEOUT });
 
 /** The recorded identity is no longer the subscription's database. */
 export const forgetDatabase = (ctx: Ctx, subscriptionId: number) =>

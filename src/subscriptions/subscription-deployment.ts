@@ -66,7 +66,7 @@ export type DeploymentStep =
   | 'trial_ready_mail'
   | 'done';
 
-type Ctx = Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log' | 'queues'>;
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'mailer' | 'config' | 'log' | 'queues'>;
 
 /** One deployment under way: what its steps share. */
 interface Run {
@@ -192,7 +192,7 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       run,
       'taking_standby',
       `ALTER DATABASE ${quoteIdent(from.name)} RENAME TO ${quoteIdent(databaseName)} -- standby, on ${where}`,
-      async () => record(run, await onServer(ctx.box, server, (query) => renameMadeDatabase(query, from, databaseName))),
+      async () => record(run, await onServer(ctx.secretBox, server, (query) => renameMadeDatabase(query, from, databaseName))),
     );
   } else {
     const copy = (query: Query) => copyTemplate(ctx.db, query, template.template_db_name, databaseName, where);
@@ -200,13 +200,13 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       run,
       'creating_database',
       `CREATE DATABASE ${quoteIdent(databaseName)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${where}`,
-      async () => record(run, await onServer(ctx.box, server, copy, { timeout: LONG_STATEMENT_TIMEOUT })),
+      async () => record(run, await onServer(ctx.secretBox, server, copy, { timeout: LONG_STATEMENT_TIMEOUT })),
       () => 'Database created',
     );
   }
   let limitsReadAt = new Date();
   await onServer(
-    ctx.box,
+    ctx.secretBox,
     server,
     async (query) => {
       await step(run, 'identity', identityText(databaseName, url, standby !== null), async () => {

@@ -101,7 +101,7 @@ export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'
   };
 }
 
-export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'box' | 'mailer' | 'config' | 'log'>) {
+export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'secretBox' | 'mailer' | 'config' | 'log'>) {
   const { db } = ctx;
   const mailCustomer = createCustomerMail(ctx);
 

@@ -169,7 +169,7 @@ async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>
   return next;
 }
 
-export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'config' | 'log'>) {
+export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'config' | 'log'>) {
   const records = createRecordService(ctx, subscriptionModel, { prepareUpdate: prepareSubscriptionUpdate });
   /** The answer: the row and the instance's address. */
   const withUrl = (out: Data) => ({

@@ -24,7 +24,7 @@ const LIVE_STATES: readonly SubscriptionState[] = ['draft', 'confirmed', 'deploy
 
 const trialEnded = (sub: Subscription, now = Date.now()) => sub.trial_end_date !== null && sub.trial_end_date.getTime() <= now;
 
-export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'box' | 'queues' | 'log'>) {
+export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'log'>) {
   const { db } = ctx;
 
   /** Runs `work` under the row lock; a running instance whose package fields changed is then written. */

@@ -19,7 +19,7 @@ function refuseUndeployable(pkg: Data) {
   ]);
 }
 
-export function createTrialPackageService(ctx: Pick<AppContext, 'db' | 'box'>) {
+export function createTrialPackageService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
   const records = createRecordService(ctx, trialPackageModel, {
     async prepareUpdate(_tx, before, data) {
       refuseUndeployable({ ...before, ...Object.fromEntries(Object.entries(data).filter(([, v]) => v !== undefined)) });

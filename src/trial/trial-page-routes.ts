@@ -52,7 +52,7 @@ interface MessagePage {
 
 export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppContext) {
   const service = createTrialVerificationService(ctx);
-  const csrf = createTrialCsrf(ctx.box.deriveKey('trial-form-csrf'), {
+  const csrf = createTrialCsrf(ctx.secretBox.deriveKey('trial-form-csrf'), {
     secureCookie: ctx.config.BASE_URL.startsWith('https:'),
     path: FORM_PATH,
   });

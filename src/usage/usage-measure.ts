@@ -11,7 +11,7 @@ import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance } from '../subscriptions/index.js';
 
-type Deps = Pick<AppContext, 'db' | 'box' | 'config'>;
+type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Tenant = Pick<Subscription, 'id' | 'database_name' | 'database_system_identifier' | 'database_oid'>;
 
 /** A size per subscription id, or the reason it could not be read. */
@@ -22,7 +22,7 @@ export type Sizes = Map<number, number | { missing: string }>;
  * (a name can be pointed elsewhere; an oid on a cluster cannot).
  */
 export async function databaseSizes(deps: Deps, server: PostgresqlServer, tenants: readonly Tenant[]): Promise<Sizes> {
-  return onServer(deps.box, server, async (query) => {
+  return onServer(deps.secretBox, server, async (query) => {
     const cluster = await clusterIdentifier(query);
     const { rows } = await query(
       'SELECT oid::text AS oid, pg_database_size(oid)::text AS size FROM pg_database WHERE oid = ANY($1::oid[])',

@@ -110,12 +110,12 @@ export interface WebhookCallDeps {
   models: ModelRegistry;
 }
 
-function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, deps: WebhookCallDeps) {
+function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'log'>, deps: WebhookCallDeps) {
   const { cache, callLog, messages, methods, models } = deps;
 
   async function run(hook: WebhookDefinition, req: WebhookCallRequest): Promise<void> {
     const raw = req.rawBody ?? Buffer.alloc(0);
-    if (hook.signing_secret && !signatureMatches(await ctx.box.decrypt(hook.signing_secret), raw, req.signature)) {
+    if (hook.signing_secret && !signatureMatches(await ctx.secretBox.decrypt(hook.signing_secret), raw, req.signature)) {
       throw new CallRefused('Invalid signature');
     }
     let json: unknown = {};
@@ -213,7 +213,7 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'box' | 'log'>, d
  * call log, and the call service over them. close() writes the last log lines and ends them.
  */
 export async function openWebhookEndpoint(
-  ctx: Pick<AppContext, 'db' | 'box' | 'log' | 'config'>,
+  ctx: Pick<AppContext, 'db' | 'secretBox' | 'log' | 'config'>,
   registry: Pick<Registry, 'models' | 'webhookMethods'>,
 ) {
   const pool = createWebhookPool(ctx.config.DATABASE_URL, ctx.log);

@@ -25,7 +25,7 @@ export async function assertRecordExists(models: ModelRegistry, tx: DbTx | Db, m
 }
 
 export function createWebhookService(
-  ctx: Pick<AppContext, 'db' | 'box' | 'config'>,
+  ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>,
   registry: Pick<Registry, 'models' | 'webhookMethods'>,
   /** Writes this process's buffered call-log lines, so its reads include them. */
   flushCallLog: () => Promise<void> = async () => {},

@@ -32,7 +32,7 @@ declare module 'fastify' {
   }
 }
 
-export function registerIdempotency(app: FastifyInstance, redis: Redis, box: SecretBox, prefix: string) {
+export function registerIdempotency(app: FastifyInstance, redis: Redis, secretBox: SecretBox, prefix: string) {
   app.decorateRequest('idempotency', null);
 
   const bodyHash = (req: FastifyRequest) =>
@@ -60,7 +60,7 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, box: Sec
     if (stored.state === 'pending') throw new ConflictError('A request with this Idempotency-Key is still being answered');
     reply.header('idempotent-replayed', 'true');
     if (stored.contentType) reply.header('content-type', stored.contentType);
-    return reply.status(stored.status!).send(await box.decrypt(stored.payload!));
+    return reply.status(stored.status!).send(await secretBox.decrypt(stored.payload!));
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
@@ -76,7 +76,7 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, box: Sec
       state: 'done',
       body,
       status: reply.statusCode,
-      payload: await box.encrypt(payload),
+      payload: await secretBox.encrypt(payload),
       contentType: String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8'),
     };
     await redis.set(key, JSON.stringify(done), 'EX', TTL_SECONDS);
