@@ -4,14 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from './context.js';
 import type { Author } from './core/chatter.js';
-import {
-  featureJobs as coreFeatureJobs,
-  type FeatureJobs,
-  type Interruptions,
-  type JobCatalog,
-  type JobHandlers,
-  type JobSpec,
-} from './core/jobs.js';
+import { createFeatureJobs, type FeatureJobs, type Interruptions, type JobCatalog, type JobHandlers, type JobSpec } from './core/jobs.js';
 import type { MetricsSource } from './core/metrics.js';
 import type { ModelInfo, ModelRegistry } from './core/models.js';
 import type { WebhookMethodTable } from './core/webhook-methods.js';
@@ -116,5 +109,5 @@ export function featureJobs<const T extends Record<string, JobSpec>>(
   handlers: (ctx: AppContext, registry: Registry) => JobHandlers<T>,
   interruptions: Interruptions<T, AppContext>,
 ): FeatureJobs<AppContext, Registry> {
-  return coreFeatureJobs(specs, handlers, interruptions);
+  return createFeatureJobs(specs, handlers, interruptions);
 }

@@ -75,7 +75,7 @@ export interface FeatureJobs<Ctx, Reg> {
 }
 
 /** Ties a feature's specs to its handlers and interruptions, so the compiler checks them against each other. */
-export function featureJobs<Ctx, Reg, const T extends Record<string, JobSpec>>(
+export function createFeatureJobs<Ctx, Reg, const T extends Record<string, JobSpec>>(
   specs: T,
   handlers: (ctx: Ctx, registry: Reg) => JobHandlers<T>,
   interruptions: Interruptions<T, Ctx>,

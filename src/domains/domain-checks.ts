@@ -5,13 +5,13 @@
 import type { AppContext } from '../context.js';
 import { domainJobs } from './domain-job-specs.js';
 import type { DomainVerification } from './domain-verification.js';
-import type { Who } from './tenant-base-url.js';
+import type { DomainActor } from './tenant-base-url.js';
 
 const RETRY_FAILED_MS = 60 * 60_000;
 /** Certificates read at once. */
 const READS_AT_ONCE = 10;
 
-export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, verification: DomainVerification, who: Who) {
+export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, verification: DomainVerification, actor: DomainActor) {
   const { db } = ctx;
   const result = { removed: [] as string[], certificates_read: 0, base_urls_written: 0, queued: 0, errors: [] as string[] };
 
@@ -23,7 +23,7 @@ export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, ve
   for (const domain of ended) {
     const sub = domain.subscription;
     try {
-      await verification.remove(domain, who, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+      await verification.remove(domain, actor, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
       result.removed.push(domain.hostname);
     } catch (err) {
       const message = `Removing ${domain.hostname} of ended subscription ${sub.id} failed: ${(err as Error).message}`;
@@ -34,7 +34,7 @@ export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, ve
 
   const active = await db.domain.findMany({ where: { state: 'active' }, include: { subscription: true }, orderBy: { id: 'asc' } });
   for (let i = 0; i < active.length; i += READS_AT_ONCE) {
-    await Promise.all(active.slice(i, i + READS_AT_ONCE).map((d) => verification.refreshCertificate(d, who)));
+    await Promise.all(active.slice(i, i + READS_AT_ONCE).map((d) => verification.refreshCertificate(d, actor)));
   }
   result.certificates_read = active.length;
   // Not written yet (the database was suspended or not there), or a deployment after the domain
@@ -43,7 +43,7 @@ export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, ve
     const deployed = domain.subscription.database_created_at;
     if (!domain.is_primary || !deployed || domain.subscription.state !== 'running') continue;
     if (domain.base_url_at && domain.base_url_at >= deployed) continue;
-    await verification.baseUrlAfterChange(domain.subscription_id, who, domain.id);
+    await verification.baseUrlAfterChange(domain.subscription_id, actor, domain.id);
     result.base_urls_written++;
   }
 

@@ -22,7 +22,7 @@ import { caddySites, siteFileOf } from './caddy-sites.js';
 import { readCertificate, type ServedCertificate } from './certificate.js';
 import { domainModel } from './domain-models.js';
 import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
-import { applyBaseUrl, type Who } from './tenant-base-url.js';
+import { applyBaseUrl, type DomainActor } from './tenant-base-url.js';
 
 /** How long Caddy's first attempt to obtain a certificate is waited for. */
 export const ISSUANCE_WAIT_S = 90;
@@ -55,25 +55,25 @@ export function createDomainVerification(ctx: Ctx) {
   const timeoutMs = config.OUTBOUND_TIMEOUT_MS;
 
   /** Changes the domain with its tracked fields in the chatter; null when it was removed meanwhile. */
-  async function setFields(id: number, data: Prisma.DomainUpdateInput, who: Who): Promise<Domain | null> {
+  async function setFields(id: number, data: Prisma.DomainUpdateInput, actor: DomainActor): Promise<Domain | null> {
     return db.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1 FROM domains WHERE id = ${id} FOR UPDATE`;
       const before = await tx.domain.findUnique({ where: { id } });
       if (!before) return null;
       const after = await tx.domain.update({ where: { id }, data });
-      await trackChanges(tx, onDomain(id), domainModel.tracked, before, after, who.author);
+      await trackChanges(tx, onDomain(id), domainModel.tracked, before, after, actor.author);
       return after;
     });
   }
 
-  async function failed(domain: Domain, reason: string, who: Who): Promise<never> {
-    await setFields(domain.id, { state: 'failed', last_error: reason }, who);
+  async function failed(domain: Domain, reason: string, actor: DomainActor): Promise<never> {
+    await setFields(domain.id, { state: 'failed', last_error: reason }, actor);
     await postMessage(db, {
       ...onDomain(domain.id),
       body: `Verification of ${domain.hostname} failed: ${reason}`,
       message_type: 'notification',
       subtype_xmlid: 'mail.mt_alert',
-      author: who.author,
+      author: actor.author,
     });
     throw new UserError(reason);
   }
@@ -129,9 +129,9 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** The tenant's web.base.url after a change of its domains; a failure is told, not thrown. */
-  async function baseUrlAfterChange(subscriptionId: number, who: Who, domainId?: number) {
+  async function baseUrlAfterChange(subscriptionId: number, actor: DomainActor, domainId?: number) {
     try {
-      await applyBaseUrl(ctx, subscriptionId, who);
+      await applyBaseUrl(ctx, subscriptionId, actor);
     } catch (err) {
       const body = (err as Error).message;
       if (domainId) await db.domain.updateMany({ where: { id: domainId }, data: { last_error: body } });
@@ -139,7 +139,7 @@ export function createDomainVerification(ctx: Ctx) {
     }
   }
 
-  async function activate(domain: Domain, cert: ServedCertificate, dnsTarget: string, who: Who): Promise<VerifyResult> {
+  async function activate(domain: Domain, cert: ServedCertificate, dnsTarget: string, actor: DomainActor): Promise<VerifyResult> {
     const now = new Date();
     const after = await setFields(
       domain.id,
@@ -151,7 +151,7 @@ export function createDomainVerification(ctx: Ctx) {
         dns_target: dnsTarget,
         last_error: null,
       },
-      who,
+      actor,
     );
     if (!after) return { skipped: 'the domain was removed meanwhile' };
     if (domain.state !== 'active') {
@@ -159,11 +159,11 @@ export function createDomainVerification(ctx: Ctx) {
         ...onDomain(domain.id),
         body: `HTTPS is live on https://${domain.hostname}: certificate by ${cert.issuer}, valid until ${cert.not_after.toISOString()}.`,
         message_type: 'notification',
-        author: who.author,
+        author: actor.author,
       });
     }
     await noticeExpiry(after, now);
-    if (after.is_primary) await baseUrlAfterChange(after.subscription_id, who, after.id);
+    if (after.is_primary) await baseUrlAfterChange(after.subscription_id, actor, after.id);
     return {
       state: 'active',
       hostname: domain.hostname,
@@ -173,13 +173,13 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** Takes the site out of the host's configuration (a server no longer managed is left, and said so). */
-  async function removeSite(domain: Domain, who: Who): Promise<string | null> {
+  async function removeSite(domain: Domain, actor: DomainActor): Promise<string | null> {
     if (!domain.site_file || !domain.root_server_id) return null;
     const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id } });
     if (server?.state !== 'confirmed') {
       return `The site file ${domain.site_file} was left on root server ${domain.root_server_id}: the server is ${server?.state ?? 'gone'}.`;
     }
-    const session = await openRemoteSession(ctx, server, { user_id: who.userId, job_id: who.jobId });
+    const session = await openRemoteSession(ctx, server, { user_id: actor.userId, job_id: actor.jobId });
     try {
       await caddySites(session).remove(domain.site_file);
     } finally {
@@ -189,17 +189,17 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** Takes the domain away: its site file, its row, and (when it was the tenant's address) web.base.url. */
-  async function remove(domain: Domain | DomainWithSub, who: Who, why: string) {
-    const left = await removeSite(domain, who);
+  async function remove(domain: Domain | DomainWithSub, actor: DomainActor, why: string) {
+    const left = await removeSite(domain, actor);
     const deleted = await db.domain.deleteMany({ where: { id: domain.id } });
     if (deleted.count === 0) return;
     await postMessage(db, {
       ...onSubscription(domain.subscription_id),
       body: `Domain ${domain.hostname} removed (${why}).${left ? ` ${left}` : ''}`,
       message_type: 'notification',
-      author: who.author,
+      author: actor.author,
     });
-    if (domain.base_url_at) await baseUrlAfterChange(domain.subscription_id, who);
+    if (domain.base_url_at) await baseUrlAfterChange(domain.subscription_id, actor);
   }
 
   return {
@@ -207,16 +207,16 @@ export function createDomainVerification(ctx: Ctx) {
     baseUrlAfterChange,
     remove,
 
-    async verify(domainId: number, who: Who): Promise<VerifyResult> {
+    async verify(domainId: number, actor: DomainActor): Promise<VerifyResult> {
       const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
       if (!domain) return { skipped: 'the domain was removed' };
       const sub = domain.subscription;
       if (hasEnded(sub)) {
-        await remove(domain, who, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+        await remove(domain, actor, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
         return { skipped: `removed: subscription ${sub.id} has ended` };
       }
       await db.domain.update({ where: { id: domain.id }, data: { checked_at: new Date() } });
-      const target = { ...onDomain(domain.id), user_id: who.userId, job_id: who.jobId };
+      const target = { ...onDomain(domain.id), user_id: actor.userId, job_id: actor.jobId };
 
       let server: RootServer;
       let addresses: string[];
@@ -224,9 +224,9 @@ export function createDomainVerification(ctx: Ctx) {
         server = await odooHostOf(db, sub);
         addresses = await hostAddresses(lookup, server, target);
       } catch (err) {
-        return failed(domain, (err as Error).message, who);
+        return failed(domain, (err as Error).message, actor);
       }
-      if (addresses.length === 0) return failed(domain, `The Odoo host ${server.ip} has no address`, who);
+      if (addresses.length === 0) return failed(domain, `The Odoo host ${server.ip} has no address`, actor);
       const dnsTarget = dnsTargetOf(addresses);
 
       // DNS first: until it points at the host, nothing changes there.
@@ -245,30 +245,30 @@ export function createDomainVerification(ctx: Ctx) {
       if (dnsError) {
         // An active domain keeps serving (a lookup can fail for a moment); the error is shown.
         const state = domain.state === 'active' ? 'active' : 'pending_dns';
-        await setFields(domain.id, { state, last_error: dnsError, dns_target: dnsTarget }, who);
+        await setFields(domain.id, { state, last_error: dnsError, dns_target: dnsTarget }, actor);
         return { state, hostname: domain.hostname, dns_error: dnsError };
       }
 
-      if (!sub.database_name) return failed(domain, `Subscription ${sub.id} has no database name yet`, who);
+      if (!sub.database_name) return failed(domain, `Subscription ${sub.id} has no database name yet`, actor);
       try {
         requireConfirmed(server);
       } catch (err) {
-        return failed(domain, `Root server ${server.id}: ${(err as Error).message}`, who);
+        return failed(domain, `Root server ${server.id}: ${(err as Error).message}`, actor);
       }
       const site = { hostname: domain.hostname, database: sub.database_name, odooPort: config.ODOO_HTTP_PORT };
       // Written elsewhere before (another database name, another host): that site goes first, or
       // Caddy would find the host name twice.
       if (domain.site_file && (domain.site_file !== siteFileOf(site) || domain.root_server_id !== server.id)) {
         try {
-          const left = await removeSite(domain, who);
+          const left = await removeSite(domain, actor);
           if (left) await postMessage(db, { ...onDomain(domain.id), body: left, message_type: 'notification' });
         } catch (err) {
-          return failed(domain, `The earlier site ${domain.site_file} could not be removed: ${(err as Error).message}`, who);
+          return failed(domain, `The earlier site ${domain.site_file} could not be removed: ${(err as Error).message}`, actor);
         }
         await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
       }
-      const session = await openRemoteSession(ctx, server, { user_id: who.userId, job_id: who.jobId }).catch((err: Error) =>
-        failed(domain, `SSH to root server ${server.id}: ${err.message}`, who),
+      const session = await openRemoteSession(ctx, server, { user_id: actor.userId, job_id: actor.jobId }).catch((err: Error) =>
+        failed(domain, `SSH to root server ${server.id}: ${err.message}`, actor),
       );
       try {
         const sites = caddySites(session);
@@ -276,7 +276,7 @@ export function createDomainVerification(ctx: Ctx) {
         try {
           written = await sites.write(site);
         } catch (err) {
-          return await failed(domain, (err as Error).message, who);
+          return await failed(domain, (err as Error).message, actor);
         }
         // Recorded at once, so that removing the domain finds the file; a domain removed meanwhile takes it back.
         const recorded = await db.domain.updateMany({
@@ -305,17 +305,17 @@ export function createDomainVerification(ctx: Ctx) {
             // The configuration goes back to what it was without this site.
             await sites.remove(written.file);
             await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
-            return await failed(domain, reason, who);
+            return await failed(domain, reason, actor);
           }
         }
-        return await activate(domain, cert as ServedCertificate, dnsTarget, who);
+        return await activate(domain, cert as ServedCertificate, dnsTarget, actor);
       } finally {
         session.close();
       }
     },
 
     /** Reads the served certificate of an active domain again: expiry and issuer follow renewals. */
-    async refreshCertificate(domain: Domain, who: Who) {
+    async refreshCertificate(domain: Domain, actor: DomainActor) {
       if (!domain.root_server_id) return;
       const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id }, select: { ip: true } });
       if (!server) return;
@@ -330,7 +330,7 @@ export function createDomainVerification(ctx: Ctx) {
       const after = await setFields(
         domain.id,
         { certificate_not_after: cert.not_after, certificate_issuer: cert.issuer, last_error: null },
-        who,
+        actor,
       );
       if (after) await noticeExpiry(after);
     },

@@ -6,11 +6,10 @@ import { startActionLog } from '../core/action-log.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
 import { setBaseUrl } from '../instances/index.js';
-import { onInstance, subscriptionUrl } from '../subscriptions/index.js';
+import { onInstance, subscriptionUrl, type Actor } from '../subscriptions/index.js';
 
-export interface Who {
-  userId: number | null;
-  jobId: string | null;
+/** Whom a domain change is done for, and the author its chatter notices carry. */
+export interface DomainActor extends Actor {
   author: Author | null;
 }
 
@@ -18,7 +17,7 @@ export interface Who {
  * Writes the address the tenant should have now; null when there is no database to write to, or it
  * is suspended (closed to every connection: the run writes it once it runs again).
  */
-export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>, subscriptionId: number, who: Who) {
+export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>, subscriptionId: number, actor: DomainActor) {
   const { db } = ctx;
   const sub = await db.subscription.findUnique({ where: { id: subscriptionId } });
   if (!sub?.database_created_at || sub.database_dropped_at || sub.state === 'suspended') return null;
@@ -30,8 +29,8 @@ export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'secretBox' | 'c
     rec_id: sub.id,
     action_type: 'database',
     input_text: `web.base.url = ${url} -- in ${sub.database_name}`,
-    user_id: who.userId,
-    job_id: who.jobId,
+    user_id: actor.userId,
+    job_id: actor.jobId,
   });
   try {
     await onInstance(ctx, sub, (query) => setBaseUrl(query, url));
@@ -50,7 +49,7 @@ export async function applyBaseUrl(ctx: Pick<AppContext, 'db' | 'secretBox' | 'c
     rec_id: sub.id,
     body: `The instance's web.base.url is now ${url}.`,
     message_type: 'notification',
-    author: who.author,
+    author: actor.author,
   });
   return url;
 }

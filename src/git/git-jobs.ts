@@ -30,14 +30,14 @@ function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
       const commit = await ctx.db.gitCommit.findUnique({ where: { id: payload.commit_id } });
       if (!repo || !commit) throw new UserError('The repository or the commit no longer exists');
       const sha = commit.commit_id.slice(0, 12);
-      const ref = { model_name: 'svc.saas.git.repository' as const, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
+      const logFields = { model_name: 'svc.saas.git.repository' as const, rec_id: repo.id, user_id: payload.user_id, job_id: jobId };
       const token = await ctx.secretBox.decrypt(repo.git_account.access_token);
 
       let reported = false;
       async function report(ok: boolean, summary: string, details = '') {
         reported = true;
         await writeActionLog(ctx.db, {
-          ...ref,
+          ...logFields,
           action_type: 'deployment',
           status: ok ? 'success' : 'failure',
           input_text: `push_commit ${commit!.commit_id} (${commit!.branch})`,
@@ -66,7 +66,7 @@ function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
         let res;
         try {
           const limits = { maxBytes: ctx.config.GIT_DEPLOY_MAX_BYTES, timeoutMs: DEPLOY_TIMEOUT_MS };
-          const download = await host.tarball(token, repo.name, commitId, ref, limits);
+          const download = await host.tarball(token, repo.name, commitId, logFields, limits);
           const tree = checkTarball(download.body, limits.maxBytes, `The tarball of ${commitId.slice(0, 12)}`);
           try {
             res = await session.run(script, {

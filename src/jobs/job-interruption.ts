@@ -22,14 +22,14 @@ export async function recordInterruption(
   job: { name: string; id: string; payload: JobPayload<JobSpec> },
   how: Interruption<JobSpec, AppContext>,
 ): Promise<void> {
-  const ref = how.record(job.payload);
+  const record = how.record(job.payload);
   const userId = (job.payload as { user_id?: number | null }).user_id ?? null;
   await ctx.db.$transaction(
     async (tx) => {
       const rows = await interruptActionLogs(tx, job.id, INTERRUPTED);
       if (rows === 0) {
         await writeActionLog(tx, {
-          ...ref,
+          ...record,
           action_type: how.action_type,
           status: 'failure',
           input_text: `${job.name} (job ${job.id})`,
@@ -39,7 +39,7 @@ export async function recordInterruption(
         });
       }
       await postMessage(tx, {
-        ...ref,
+        ...record,
         body:
           `${job.name} (job ${job.id}) was interrupted: the worker stopped while it ran. It was not run again ` +
           'because it changes a remote system; check the remote side before running it again.',
