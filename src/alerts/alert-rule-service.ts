@@ -5,10 +5,10 @@
 // rule resolves its firing alerts without notices.
 import type { AppContext } from '../context.js';
 import type { Db } from '../core/db.js';
-import type { Author } from '../core/chatter.js';
 import { ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
+import { assertRootServersExist } from '../servers/index.js';
 import { alertRuleModel } from './alert-models.js';
 import { THRESHOLD_METRICS } from './alert-schemas.js';
 import { rulesVersionKey } from './alert-state.js';
@@ -17,10 +17,14 @@ type Data = Record<string, unknown>;
 
 export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues'>) {
   const { db } = ctx;
-  // An update is checked on the row as locked by the update (a concurrent PATCH cannot slip past).
-  const records = createRecordService(ctx, alertRuleModel, { prepareUpdate: (tx, before, data) => checked(tx, before, data) });
   /** Tells every worker to reload the rules on its next poll (after the write committed). */
   const changed = () => ctx.redis.incr(rulesVersionKey(ctx.queues.prefix));
+  // Checked as the rule will be stored, an update on the row as locked by it (a concurrent PATCH cannot slip past).
+  const records = createRecordService(ctx, alertRuleModel, {
+    prepareCreate: (tx, data) => checked(tx, null, data),
+    prepareUpdate: (tx, before, data) => checked(tx, before, data),
+    afterWrite: changed,
+  });
 
   /** Checks the rule as it will be stored; answers the change to write (ids deduplicated). */
   async function checked(client: Pick<Db, 'rootServer' | 'notificationServer'>, before: Data | null, data: Data): Promise<Data> {
@@ -37,12 +41,7 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'secretBox' 
     if (Array.isArray(data.root_server_ids)) {
       const ids = [...new Set(data.root_server_ids as number[])];
       out.root_server_ids = ids;
-      if (ids.length > 0) {
-        const found = await client.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
-        const known = new Set(found.map((r) => r.id));
-        const unknown = ids.filter((id) => !known.has(id));
-        if (unknown.length > 0) throw new ValidationError(`Unknown root server ids: ${unknown.join(', ')}`, 'root_server_ids');
-      }
+      await assertRootServersExist(client, ids);
     }
     if (typeof data.notification_server_id === 'number') {
       const exists = await client.notificationServer.count({ where: { id: data.notification_server_id } });
@@ -54,18 +53,6 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'secretBox' 
 
   return {
     ...records,
-
-    async create(data: Data, author: Author | null) {
-      const created = await records.create(await checked(db, null, data), author);
-      await changed();
-      return created;
-    },
-
-    async update(id: number, data: Data, author: Author | null) {
-      const updated = await records.update(id, data, author);
-      await changed();
-      return updated;
-    },
 
     /** Deletes the rule; its firing alerts are resolved, without notices. */
     async remove(id: number) {

@@ -42,6 +42,10 @@ export interface RecordServiceOptions {
    * the destination fields the update changes (its secrets are then cleared).
    */
   prepareUpdate?(tx: DbTx, before: Row, data: Data, moved: string[]): Promise<Data | undefined>;
+  /** Runs in the create's transaction: throws to refuse it, or answers the data to write instead of `data`. */
+  prepareCreate?(tx: DbTx, data: Data): Promise<Data>;
+  /** Runs after a create, update or delete has committed (e.g. to tell the workers to reload). */
+  afterWrite?(): Promise<unknown>;
 }
 
 type JsonValue<V> = V extends Date ? string : V extends bigint ? number : V;
@@ -291,12 +295,14 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
     async create(data: Data, author: Author | null = null) {
       try {
         const row = await db.$transaction(async (tx) => {
+          const next = opts.prepareCreate ? await opts.prepareCreate(tx, data) : data;
           const created = await (tx as unknown as Record<string, Delegate>)[model.delegate]!.create({
-            data: await sealSecrets(data),
+            data: await sealSecrets(next),
           });
           await trackChanges(tx, { model_name: modelName, rec_id: created.id }, tracked, null, created, author);
           return created;
         });
+        await opts.afterWrite?.();
         return toOutput(row);
       } catch (err) {
         throw (await uniqueConflict(db, model, err, data)) ?? err;
@@ -317,6 +323,7 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
           await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
           return after;
         });
+        await opts.afterWrite?.();
         return toOutput(row);
       } catch (err) {
         throw (await uniqueConflict(db, model, err, { ...(before ?? {}), ...data })) ?? err;
@@ -326,6 +333,7 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
     async remove(id: number) {
       await getRow(id);
       await delegate.delete({ where: { id } });
+      await opts.afterWrite?.();
     },
   };
 }

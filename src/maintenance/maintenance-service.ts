@@ -3,10 +3,10 @@
 // naming its field. Every write bumps the version the alert evaluation watches, so a window takes
 // effect on the next poll of every worker.
 import type { AppContext } from '../context.js';
-import type { Author } from '../core/chatter.js';
 import type { Db } from '../core/db.js';
 import { ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import { assertRootServersExist } from '../servers/index.js';
 import { maintenanceWindowModel } from './maintenance-models.js';
 import { MAX_WINDOW_DAYS } from './maintenance-schemas.js';
 import { maintenanceVersionKey } from './maintenance-state.js';
@@ -17,12 +17,12 @@ const DAY_MS = 86_400_000;
 const instant = (v: unknown) => (v instanceof Date ? v : new Date(String(v)));
 
 export function createMaintenanceService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'redis' | 'queues'>) {
-  const { db } = ctx;
   const records = createRecordService(ctx, maintenanceWindowModel, {
     sort: '-starts_at',
+    prepareCreate: (tx, data) => checked(tx, null, data),
     prepareUpdate: (tx, before, data) => checked(tx, before, data),
+    afterWrite: () => ctx.redis.incr(maintenanceVersionKey(ctx.queues.prefix)),
   });
-  const changed = () => ctx.redis.incr(maintenanceVersionKey(ctx.queues.prefix));
 
   async function checked(client: Pick<Db, 'rootServer'>, before: Data | null, data: Data): Promise<Data> {
     const out = { ...data };
@@ -38,33 +38,11 @@ export function createMaintenanceService(ctx: Pick<AppContext, 'db' | 'secretBox
     if (Array.isArray(data.root_server_ids)) {
       const ids = [...new Set(data.root_server_ids as number[])];
       out.root_server_ids = ids;
-      const found = await client.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
-      const known = new Set(found.map((r) => r.id));
-      const unknown = ids.filter((id) => !known.has(id));
-      if (unknown.length > 0) throw new ValidationError(`Unknown root server ids: ${unknown.join(', ')}`, 'root_server_ids');
+      await assertRootServersExist(client, ids);
     }
     return out;
   }
 
-  return {
-    ...records,
-
-    async create(data: Data, author: Author | null) {
-      const created = await records.create(await checked(db, null, data), author);
-      await changed();
-      return created;
-    },
-
-    async update(id: number, data: Data, author: Author | null) {
-      const updated = await records.update(id, data, author);
-      await changed();
-      return updated;
-    },
-
-    /** Deleting a window ends it at once. */
-    async remove(id: number) {
-      await records.remove(id);
-      await changed();
-    },
-  };
+  // Deleting a window ends it at once.
+  return records;
 }

@@ -31,4 +31,4 @@ export type { MetricRow, Metrics } from './root-server-metrics.js';
 export { rootServerOut } from './root-server-schemas.js';
 export { createRootServerService } from './root-server-service.js';
 export { connectRootServer } from './root-server-ssh.js';
-export { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
+export { assertRootServersExist, loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';

@@ -81,14 +81,20 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     throw new UserError(session.mask(`${what}: ${formatResult(res, undefined, opts).slice(-2000)}`));
   }
 
-  async function noteFailure(serverId: number, action: string, err: unknown) {
-    await postMessage(ctx.db, {
-      model_name: 'svc.root.server',
-      rec_id: serverId,
-      body: `${action} failed: ${(err as Error).message}`,
-      message_type: 'notification',
-      subtype_xmlid: 'mail.mt_alert',
-    });
+  /** `withSession` for a setup action: a failure is also told in the server's chatter, as an alert. */
+  async function setupStep<T>(action: string, payload: Payload, job: Job, fn: (s: RemoteSession, server: RootServer) => Promise<T>) {
+    try {
+      return await withSession(payload, job, fn);
+    } catch (err) {
+      await postMessage(ctx.db, {
+        model_name: 'svc.root.server',
+        rec_id: payload.root_server_id,
+        body: `${action} failed: ${(err as Error).message}`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+      });
+      throw err;
+    }
   }
 
   return {
@@ -132,80 +138,60 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     },
 
     async root_server_setup_dir_structure(payload, job) {
-      try {
-        return await withSession(payload, job, async (session) => {
-          const base = ctx.config.ODOO_BASE_PATH;
-          const res = await session.run(setupDirStructureScript(base), { timeoutMs: SETUP_TIMEOUT_MS });
-          if (res.exitCode !== 0) stepFailed(session, `Creating the directories under ${base} failed`, res);
-          await setFields(payload.root_server_id, { dir_init_done: true }, payload.user_id);
-          return { base_path: base, directories: session.mask(res.stdout).trim().split('\n') };
-        });
-      } catch (err) {
-        await noteFailure(payload.root_server_id, 'setup_dir_structure', err);
-        throw err;
-      }
+      return setupStep('setup_dir_structure', payload, job, async (session) => {
+        const base = ctx.config.ODOO_BASE_PATH;
+        const res = await session.run(setupDirStructureScript(base), { timeoutMs: SETUP_TIMEOUT_MS });
+        if (res.exitCode !== 0) stepFailed(session, `Creating the directories under ${base} failed`, res);
+        await setFields(payload.root_server_id, { dir_init_done: true }, payload.user_id);
+        return { base_path: base, directories: session.mask(res.stdout).trim().split('\n') };
+      });
     },
 
     async root_server_install_code_server(payload, job) {
-      try {
-        return await withSession(payload, job, async (session, server) => {
-          await job.updateProgress({ step: 'install', percent: 5 });
-          const install = await session.run(ctx.config.CODE_SERVER_INSTALL_CMD, { timeoutMs: INSTALL_TIMEOUT_MS });
-          // `curl ... | sh` exits 0 even when curl fails (no internet): what counts is the binary.
-          const found = await session.run(FIND_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
-          if (found.exitCode !== 0) {
-            // The install command's exit status says nothing here (`curl | sh` is 0): only its output.
-            stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install, {
-              exitCode: false,
-            });
-          }
-          await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
-
-          await job.updateProgress({ step: 'configure', percent: 70 });
-          const password = (await ctx.secretBox.reveal(server.code_server_password)) ?? '';
-          const config = codeServerConfig(server.code_server_port, password);
-          const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
-            stdin: config,
-            timeoutMs: SERVICE_TIMEOUT_MS,
-            // The audit shows the file as written, built with the mask in place of the password.
-            label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${codeServerConfig(server.code_server_port, MASK)}EOF`,
+      return setupStep('install_code_server', payload, job, async (session, server) => {
+        await job.updateProgress({ step: 'install', percent: 5 });
+        const install = await session.run(ctx.config.CODE_SERVER_INSTALL_CMD, { timeoutMs: INSTALL_TIMEOUT_MS });
+        // `curl ... | sh` exits 0 even when curl fails (no internet): what counts is the binary.
+        const found = await session.run(FIND_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
+        if (found.exitCode !== 0) {
+          // The install command's exit status says nothing here (`curl | sh` is 0): only its output.
+          stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install, {
+            exitCode: false,
           });
-          if (written.exitCode !== 0) stepFailed(session, 'Writing the code-server config failed', written);
+        }
+        await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
 
-          await job.updateProgress({ step: 'start', percent: 85 });
-          const started = await session.run(START_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
-          if (started.exitCode !== 0) stepFailed(session, 'code-server is installed but did not start', started);
-          await setFields(server.id, { code_server_state: 'running' }, payload.user_id);
-          await job.updateProgress({ step: 'done', percent: 100 });
-          return { code_server_state: 'running', binary: session.mask(found.stdout).trim() };
+        await job.updateProgress({ step: 'configure', percent: 70 });
+        const password = (await ctx.secretBox.reveal(server.code_server_password)) ?? '';
+        const config = codeServerConfig(server.code_server_port, password);
+        const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
+          stdin: config,
+          timeoutMs: SERVICE_TIMEOUT_MS,
+          // The audit shows the file as written, built with the mask in place of the password.
+          label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${codeServerConfig(server.code_server_port, MASK)}EOF`,
         });
-      } catch (err) {
-        await noteFailure(payload.root_server_id, 'install_code_server', err);
-        throw err;
-      }
+        if (written.exitCode !== 0) stepFailed(session, 'Writing the code-server config failed', written);
+
+        await job.updateProgress({ step: 'start', percent: 85 });
+        const started = await session.run(START_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
+        if (started.exitCode !== 0) stepFailed(session, 'code-server is installed but did not start', started);
+        await setFields(server.id, { code_server_state: 'running' }, payload.user_id);
+        await job.updateProgress({ step: 'done', percent: 100 });
+        return { code_server_state: 'running', binary: session.mask(found.stdout).trim() };
+      });
     },
 
     async root_server_remove_code_server(payload, job) {
-      try {
-        return await withSession(payload, job, async (session, server) => {
-          const res = await session.run(REMOVE_CODE_SERVER, { timeoutMs: INSTALL_TIMEOUT_MS });
-          if (res.exitCode !== 0) stepFailed(session, 'Removing code-server failed', res);
-          await setFields(server.id, { code_server_state: 'not_installed' }, payload.user_id);
-          return { code_server_state: 'not_installed' };
-        });
-      } catch (err) {
-        await noteFailure(payload.root_server_id, 'remove_code_server', err);
-        throw err;
-      }
+      return setupStep('remove_code_server', payload, job, async (session, server) => {
+        const res = await session.run(REMOVE_CODE_SERVER, { timeoutMs: INSTALL_TIMEOUT_MS });
+        if (res.exitCode !== 0) stepFailed(session, 'Removing code-server failed', res);
+        await setFields(server.id, { code_server_state: 'not_installed' }, payload.user_id);
+        return { code_server_state: 'not_installed' };
+      });
     },
 
     async root_server_setup_proxy(payload, job) {
-      try {
-        return await withSession(payload, job, (session) => setupProxy(ctx.config, session, job));
-      } catch (err) {
-        await noteFailure(payload.root_server_id, 'setup_proxy', err);
-        throw err;
-      }
+      return setupStep('setup_proxy', payload, job, (session) => setupProxy(ctx.config, session, job));
     },
   };
 }

@@ -1,7 +1,7 @@
 // Reading and changing root server rows with their rules: tracked fields go to the chatter, and
 // SSH work needs a confirmed server (a cancelled one refuses every SSH action).
 import type { Db, DbTx } from '../core/db.js';
-import { ConflictError, NotFoundError } from '../core/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import type { Prisma, RootServer } from '../generated/prisma/client.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import { rootServerModel } from './root-server-models.js';
@@ -10,6 +10,15 @@ export async function loadRootServer(db: Db | DbTx, id: number): Promise<RootSer
   const server = await db.rootServer.findUnique({ where: { id } });
   if (!server) throw new NotFoundError('Root server');
   return server;
+}
+
+/** Refuses a list of root server ids (400 on `field`) naming those that do not exist. */
+export async function assertRootServersExist(client: Pick<Db, 'rootServer'>, ids: number[], field = 'root_server_ids') {
+  if (ids.length === 0) return;
+  const found = await client.rootServer.findMany({ where: { id: { in: ids } }, select: { id: true } });
+  const known = new Set(found.map((r) => r.id));
+  const unknown = ids.filter((id) => !known.has(id));
+  if (unknown.length > 0) throw new ValidationError(`Unknown root server ids: ${unknown.join(', ')}`, field);
 }
 
 /**

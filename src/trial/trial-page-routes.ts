@@ -17,6 +17,10 @@ const VIEWS = path.resolve(fileURLToPath(new URL('../../views', import.meta.url)
 const FORM_PATH = '/saas/trial';
 const CSRF_REFUSED = 'The form was not sent from this site (CSRF field missing or stale)';
 const DEFAULT_PAGE_SETTINGS = { brand: 'svc', privacyUrl: null };
+const NO_SUCH_VERIFICATION = {
+  title: 'Request not found',
+  message: 'This verification does not exist. Please fill in the trial form again.',
+};
 
 /** The trial form as a browser posts it (for the API docs; the service validates it). */
 const signupFormDocs = z
@@ -231,10 +235,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
             maskedEmail: outcome.maskedEmail,
           });
         case 'not_found':
-          return message(req, reply, 404, {
-            title: 'Request not found',
-            message: 'This verification does not exist. Please fill in the trial form again.',
-          });
+          return message(req, reply, 404, NO_SUCH_VERIFICATION);
         case 'not_pending':
           return message(req, reply, 410, {
             title: 'This code can no longer be used',
@@ -292,10 +293,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
         case 'code_sent':
           return codePage(req, reply, 200, outcome, { notice: 'A new code is on its way. Only the newest code is valid.' });
         case 'not_found':
-          return message(req, reply, 404, {
-            title: 'Request not found',
-            message: 'This verification does not exist. Please fill in the trial form again.',
-          });
+          return message(req, reply, 404, NO_SUCH_VERIFICATION);
         case 'not_pending':
           return message(req, reply, 410, {
             title: 'This request has ended',
