@@ -5,27 +5,18 @@
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { databaseUrl, dropDatabase, REDIS_URL } from './helpers/pg.js';
 import { childEnv, type ServiceProcess, startService } from './helpers/spawn.js';
+import { freePort } from './helpers/sshd.js';
 
 const name = `${inject('dbRun')}_readme_${randomBytes(3).toString('hex')}`;
 let dir: string;
 let port: number;
 let env: Record<string, string>;
 let service: ServiceProcess;
-
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The ```sh blocks of a README section, in order. */
 function shellBlocks(readme: string, heading: string): string[] {
