@@ -56,3 +56,14 @@ export async function createBenchContext(name: string, extraEnv: Record<string, 
     },
   };
 }
+
+/** Runs a bench's main, then exits: 0 when it ends, 1 with the error when it throws (open handles do not keep it alive). */
+export function runBench(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -25,8 +25,9 @@ import { startWorkers } from '../src/worker.js';
 import { startAcmeLab, takeCaddyMachine } from '../test/helpers/acme.js';
 import { createOdooTemplate } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
-import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
-import { createBenchContext } from './bench-context.js';
+import { startSshd } from '../test/helpers/sshd.js';
+import { benchApi, completedJob, registerOdooHost } from './bench-api.js';
+import { createBenchContext, runBench } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -99,42 +100,11 @@ async function main() {
       await app.close();
     };
     const admin = await createAuthService(ctx).createAdmin('bench@example.com');
-    const api = async <T = { id: number }>(method: string, url: string, body?: object): Promise<T> => {
-      const res = await fetch(`${address}/api/v1${url}`, {
-        method,
-        headers: { authorization: `Bearer ${admin.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const json = (await res.json()) as T;
-      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const job = async (jobId: string) => {
-      for (;;) {
-        const j = await api<{ state: string; error?: string }>('GET', `/jobs/${jobId}`);
-        if (j.state === 'completed') return j;
-        if (j.state === 'failed') throw new Error(`job ${jobId} failed: ${j.error}`);
-        await sleep(100);
-      }
-    };
-
-    const pgServer = await api('POST', '/postgresql-servers', { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' });
-    const root = await api('POST', '/root-servers', {
-      ip: sshd.host,
-      port: sshd.port,
-      username: TEST_USERS.sudoNoPassword.name,
-      password: TEST_USERS.sudoNoPassword.password,
-      sudo_user: true,
-      sudo_user_no_password: true,
-    });
-    await api('POST', `/root-servers/${root.id}/actions/confirm`);
-    await job((await api<{ job_id: string }>('POST', `/root-servers/${root.id}/actions/setup_proxy`)).job_id);
-    const tpl = await api('POST', '/database-templates', {
-      name: 'Odoo',
-      postgresql_server_id: pgServer.id,
-      template_db_name: template,
-      root_server_id: root.id,
-    });
+    const api = benchApi(address, admin.token);
+    const job = (jobId: string) => completedJob(api, jobId);
+    const { root, template: tpl } = await registerOdooHost(api, sshd, template, async (rootId) =>
+      job((await api<{ job_id: string }>('POST', `/root-servers/${rootId}/actions/setup_proxy`)).job_id),
+    );
     const partner = await api('POST', '/partners', { name: 'Bench Customer', email: 'customer@bench.test' });
 
     // 1. DNS right → HTTPS served, per domain.
@@ -253,10 +223,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

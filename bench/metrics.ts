@@ -34,7 +34,7 @@ import type { MonitorPollEvent } from '../src/feature.js';
 import { recordPoll } from '../src/monitoring/monitor-metrics.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { startSshd, type Sshd } from '../test/helpers/sshd.js';
-import { createBenchContext } from './bench-context.js';
+import { createBenchContext, runBench } from './bench-context.js';
 import { createServers } from './fleet.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -351,10 +351,4 @@ async function main() {
   else console.log('\npoll path: not measured (give --baseline DIR, a checkout of the service before metrics, to compare)');
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -22,9 +22,10 @@ import { startWorkers } from '../src/worker.js';
 import { createOdooTemplate } from '../test/helpers/odoo-template.js';
 import { adminQuery, databaseUrl, dropDatabase } from '../test/helpers/pg.js';
 import { codeFrom, startSmtpServer } from '../test/helpers/smtp.js';
-import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
+import { startSshd } from '../test/helpers/sshd.js';
+import { benchApi, registerOdooHost } from './bench-api.js';
 import { httpTransport, Visitor } from '../test/helpers/trial.js';
-import { createBenchContext } from './bench-context.js';
+import { createBenchContext, runBench } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -109,32 +110,8 @@ async function main() {
       await app.close();
     };
     const admin = await createAuthService(ctx).createAdmin('bench@example.com');
-    const api = async (method: string, url: string, body?: object): Promise<{ id: number }> => {
-      const res = await fetch(`${address}/api/v1${url}`, {
-        method,
-        headers: { authorization: `Bearer ${admin.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const json = (await res.json()) as { id: number };
-      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const pgServer = await api('POST', '/postgresql-servers', { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' });
-    const root = await api('POST', '/root-servers', {
-      ip: sshd.host,
-      port: sshd.port,
-      username: TEST_USERS.sudoNoPassword.name,
-      password: TEST_USERS.sudoNoPassword.password,
-      sudo_user: true,
-      sudo_user_no_password: true,
-    });
-    await api('POST', `/root-servers/${root.id}/actions/confirm`);
-    const tpl = await api('POST', '/database-templates', {
-      name: 'Odoo',
-      postgresql_server_id: pgServer.id,
-      template_db_name: template,
-      root_server_id: root.id,
-    });
+    const api = benchApi(address, admin.token);
+    const { template: tpl } = await registerOdooHost(api, sshd, template);
     const pkg = await api('POST', '/trial-packages', {
       name: 'Bench',
       url_string: 'bench',
@@ -281,10 +258,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -14,7 +14,7 @@ import { createUsageRound } from '../src/usage/usage-round.js';
 import { createOdooTemplate, queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
-import { createBenchContext } from './bench-context.js';
+import { createBenchContext, runBench } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -141,10 +141,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

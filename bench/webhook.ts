@@ -21,6 +21,7 @@ import pg from 'pg';
 import { applyMigrations } from '../src/core/migrate.js';
 import { sleep } from '../src/core/sleep.js';
 import { WEBHOOK_POOL_SIZE } from '../src/webhooks/webhook-call-service.js';
+import { runBench } from './bench-context.js';
 
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -295,10 +296,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);
