@@ -9,15 +9,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
-import type { AppContext } from '../src/context.js';
+import { type AppContext, createContext } from '../src/context.js';
 import { loadConfig } from '../src/core/config.js';
-import { createSecretBox, loadOrCreateMasterKey } from '../src/core/crypto.js';
-import { createDb } from '../src/core/db.js';
-import { createMailer } from '../src/core/mail.js';
-import { createQueues } from '../src/core/queue.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'node_modules', '.bin');
@@ -48,29 +43,9 @@ const ACCEPTED: { rule: string; at?: string; why: string }[] = [
 ];
 
 /** The app's context, without connections: building the app and serving the document opens none. */
-async function offlineContext(dir: string): Promise<AppContext> {
-  const config = loadConfig({ SVC_MASTER_KEY_FILE: path.join(dir, 'master.key'), LOG_LEVEL: 'silent' });
-  const log = pino({ level: 'silent' });
-  const db = createDb(config.DATABASE_URL, 1);
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: null });
-  const queues = createQueues(redis, config.QUEUE_PREFIX);
-  const mailer = createMailer(undefined, config.MAIL_FROM, log);
-  const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
-  return {
-    config,
-    log,
-    db,
-    redis,
-    queues,
-    secretBox,
-    mailer,
-    async close() {
-      mailer.close();
-      await queues.close();
-      redis.disconnect();
-      await db.$disconnect();
-    },
-  };
+function offlineContext(dir: string): Promise<AppContext> {
+  const config = loadConfig({ SVC_MASTER_KEY_FILE: path.join(dir, 'master.key'), LOG_LEVEL: 'silent', SMTP_URL: '' });
+  return createContext(config, pino({ level: 'silent' }), { lazy: true });
 }
 
 async function servedDocument(dir: string): Promise<string> {

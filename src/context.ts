@@ -19,9 +19,14 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
-export async function createContext(config: Config, log: Logger = pino(loggerOptions(config.LOG_LEVEL))): Promise<AppContext> {
+/** `lazy`: PostgreSQL and Redis are connected on first use (a process that may never need them). */
+export async function createContext(
+  config: Config,
+  log: Logger = pino(loggerOptions(config.LOG_LEVEL)),
+  { lazy = false } = {},
+): Promise<AppContext> {
   const db = createDb(config.DATABASE_URL);
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config.REDIS_URL, { lazy });
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);

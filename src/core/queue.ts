@@ -17,9 +17,10 @@ const defaultJobOptions: JobsOptions = {
   removeOnFail: { age: 30 * 24 * 3600, count: 10_000 },
 };
 
-export function createRedis(url: string): Redis {
+/** `lazy`: connects on first use instead of at once. */
+export function createRedis(url: string, { lazy = false } = {}): Redis {
   // BullMQ requires maxRetriesPerRequest: null for its blocking connections.
-  return new Redis(url, { maxRetriesPerRequest: null });
+  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: lazy });
 }
 
 export function publicJobId(queue: string, bullId: string): string {
