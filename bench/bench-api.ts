@@ -1,6 +1,11 @@
-// The REST API as an operator's client calls it in a bench, and the records an Odoo host needs
-// (a PostgreSQL server, the root server on the bench's sshd, the template on both).
+// The service of a bench (HTTP on loopback and the workers), its REST API as an administrator's
+// client calls it, and the records an Odoo host needs (a PostgreSQL server, the root server on the
+// bench's sshd, the template on both).
+import { buildApp } from '../src/app.js';
+import { createAuthService } from '../src/auth/auth-service.js';
+import type { AppContext } from '../src/context.js';
 import { sleep } from '../src/core/sleep.js';
+import { startWorkers } from '../src/worker.js';
 import { TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
 
 export type BenchApi = <T = { id: number }>(method: string, url: string, body?: object) => Promise<T>;
@@ -16,6 +21,22 @@ export function benchApi(address: string, token: string): BenchApi {
     const json = (await res.json()) as T;
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
     return json;
+  };
+}
+
+/** The app listening on a loopback port (`address`), its workers, and an administrator's API client; close() stops both. */
+export async function startBenchService(ctx: AppContext) {
+  const app = await buildApp(ctx);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const workers = await startWorkers(ctx);
+  const admin = await createAuthService(ctx).createAdmin('bench@example.com');
+  return {
+    address,
+    api: benchApi(address, admin.token),
+    async close() {
+      await workers.close();
+      await app.close();
+    },
   };
 }
 

@@ -16,17 +16,14 @@ import { performance } from 'node:perf_hooks';
 import { createServer } from 'node:http';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { buildApp } from '../src/app.js';
-import { createAuthService } from '../src/auth/auth-service.js';
 import { sleep } from '../src/core/sleep.js';
 import { caddySites, siteConfig, siteFileOf } from '../src/domains/caddy-sites.js';
 import { openRemoteSession } from '../src/servers/remote-session.js';
-import { startWorkers } from '../src/worker.js';
 import { startAcmeLab, takeCaddyMachine } from '../test/helpers/acme.js';
 import { createOdooTemplate } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSshd } from '../test/helpers/sshd.js';
-import { benchApi, completedJob, registerOdooHost } from './bench-api.js';
+import { completedJob, registerOdooHost, startBenchService } from './bench-api.js';
 import { createBenchContext, runBench } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
@@ -92,15 +89,9 @@ async function main() {
   try {
     console.log(`load average at start: ${loadavg()}; ${os.cpus().length} × ${os.cpus()[0]?.model}`);
     await createOdooTemplate(template);
-    const app = await buildApp(ctx);
-    const address = await app.listen({ port: 0, host: '127.0.0.1' });
-    const workers = await startWorkers(ctx);
-    closeAll = async () => {
-      await workers.close();
-      await app.close();
-    };
-    const admin = await createAuthService(ctx).createAdmin('bench@example.com');
-    const api = benchApi(address, admin.token);
+    const service = await startBenchService(ctx);
+    closeAll = service.close;
+    const { api } = service;
     const job = (jobId: string) => completedJob(api, jobId);
     const { root, template: tpl } = await registerOdooHost(api, sshd, template, async (rootId) =>
       job((await api<{ job_id: string }>('POST', `/root-servers/${rootId}/actions/setup_proxy`)).job_id),

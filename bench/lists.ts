@@ -10,7 +10,6 @@
 // A build without cursors (before them) is measured too: deep pages then go by offset.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +20,7 @@ import { createDb } from '../src/core/db.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { sleep } from '../src/core/sleep.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
+import { freePort } from '../test/helpers/sshd.js';
 import { monitorSamplesSql } from './monitor-fill.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -183,16 +183,6 @@ async function sizes(db: pg.Client) {
 
 // ---------- the API process ----------
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
 function startApi(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
@@ -225,6 +215,9 @@ interface Shape {
 type DeepPage = (what: { resource: string; sort: string; sql: string; depth: number }) => Promise<string>;
 
 async function shapes(db: pg.Client, deepPage: DeepPage): Promise<Shape[]> {
+  /** The page `depth` rows deep of a resource listed by id (its table has the resource's name). */
+  const deepById = (resource: string, depth: number) =>
+    deepPage({ resource, sort: 'id', sql: `SELECT id FROM ${resource} ORDER BY id OFFSET ${depth - 1} LIMIT 1`, depth });
   const one = async (sql: string) => (await db.query(sql)).rows[0] as Record<string, unknown>;
   const hotHook = (await one('SELECT min(id) AS id FROM webhooks')).id as number;
   const server = (await one("SELECT id FROM root_servers WHERE name = 'store-250'")).id as number;
@@ -326,16 +319,7 @@ async function shapes(db: pg.Client, deepPage: DeepPage): Promise<Shape[]> {
   add('monitor logs', 'bucket=15m (2 days)', `${samples}?${twoDays}&bucket=15m`);
 
   add('partners', 'first page', '/api/v1/partners');
-  add(
-    'partners',
-    `${partnersDepth.toLocaleString('en')} deep`,
-    `/api/v1/partners?${await deepPage({
-      resource: 'partners',
-      sort: 'id',
-      sql: `SELECT id FROM partners ORDER BY id OFFSET ${partnersDepth - 1} LIMIT 1`,
-      depth: partnersDepth,
-    })}`,
-  );
+  add('partners', `${partnersDepth.toLocaleString('en')} deep`, `/api/v1/partners?${await deepById('partners', partnersDepth)}`);
   add('partners', 'q=Company 42', '/api/v1/partners?q=Company%2042');
   add('partners', 'q=example.com (every row)', '/api/v1/partners?q=example.com');
   for (const sort of ['name', '-name', 'created_at', '-created_at', '-id'])
@@ -346,12 +330,7 @@ async function shapes(db: pg.Client, deepPage: DeepPage): Promise<Shape[]> {
   add(
     'subscriptions',
     `${subscriptionsDepth.toLocaleString('en')} deep`,
-    `/api/v1/subscriptions?${await deepPage({
-      resource: 'subscriptions',
-      sort: 'id',
-      sql: `SELECT id FROM subscriptions ORDER BY id OFFSET ${subscriptionsDepth - 1} LIMIT 1`,
-      depth: subscriptionsDepth,
-    })}`,
+    `/api/v1/subscriptions?${await deepById('subscriptions', subscriptionsDepth)}`,
   );
   add('subscriptions', 'q=Subscription 77', '/api/v1/subscriptions?q=Subscription%2077');
   add('subscriptions', 'q=db_123', '/api/v1/subscriptions?q=db_123');

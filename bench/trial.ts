@@ -14,16 +14,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { buildApp } from '../src/app.js';
-import { createAuthService } from '../src/auth/auth-service.js';
 import { sleep } from '../src/core/sleep.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
-import { startWorkers } from '../src/worker.js';
 import { createOdooTemplate } from '../test/helpers/odoo-template.js';
 import { adminQuery, databaseUrl, dropDatabase } from '../test/helpers/pg.js';
 import { codeFrom, startSmtpServer } from '../test/helpers/smtp.js';
 import { startSshd } from '../test/helpers/sshd.js';
-import { benchApi, registerOdooHost } from './bench-api.js';
+import { registerOdooHost, startBenchService } from './bench-api.js';
 import { httpTransport, Visitor } from '../test/helpers/trial.js';
 import { createBenchContext, runBench } from './bench-context.js';
 
@@ -102,15 +99,9 @@ async function main() {
     };
     await plainCopy(0); // the first copy reads the template from disk
     // The service: HTTP, workers, an operator's records.
-    const app = await buildApp(ctx);
-    const address = await app.listen({ port: 0, host: '127.0.0.1' });
-    const workers = await startWorkers(ctx);
-    closeAll = async () => {
-      await workers.close();
-      await app.close();
-    };
-    const admin = await createAuthService(ctx).createAdmin('bench@example.com');
-    const api = benchApi(address, admin.token);
+    const service = await startBenchService(ctx);
+    closeAll = service.close;
+    const { api, address } = service;
     const { template: tpl } = await registerOdooHost(api, sshd, template);
     const pkg = await api('POST', '/trial-packages', {
       name: 'Bench',

@@ -12,7 +12,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +21,7 @@ import { applyMigrations } from '../src/core/migrate.js';
 import { sleep } from '../src/core/sleep.js';
 import { WEBHOOK_POOL_SIZE } from '../src/webhooks/webhook-call-service.js';
 import { runBench } from './bench-context.js';
+import { freePort } from '../test/helpers/sshd.js';
 
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -29,16 +29,6 @@ const LIGHT_SECONDS = Number(process.env.BENCH_LIGHT_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const ROOT = path.resolve(import.meta.dirname, '..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 function start(entry: string, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
