@@ -174,7 +174,8 @@ describe('a usage round', () => {
     const fine = await f.fx.deployed({ user_limit: 50 });
     await addUsers(closed.database_name, 5, 'c');
     await round();
-    expect((await get(t, closed.id)).usage_state).toBe('exceeded');
+    const exceeded = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: closed.id } });
+    expect(exceeded.usage_state).toBe('exceeded');
     // Closed behind the service's back: its users cannot be counted any more.
     await adminQuery(`ALTER DATABASE "${closed.database_name}" WITH ALLOW_CONNECTIONS false`);
     await settings({ enforce_limits: true, limit_grace_days: 0 });
@@ -182,8 +183,20 @@ describe('a usage round', () => {
       const result = await round();
       expect(result.missing[closed.id]).toMatchObject({ active_users: expect.stringContaining('not currently accepting connections') });
       expect((await get(t, closed.id)).usage).toMatchObject({ active_users: null, db_size_bytes: expect.any(Number) });
-      expect(await get(t, closed.id)).toMatchObject({ state: 'running', usage_state: 'ok' });
+      // A round that could not count the users proves no fall: the state and its grace period stay.
+      expect(await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: closed.id } })).toMatchObject({
+        state: 'running',
+        usage_state: 'exceeded',
+        usage_exceeded_since: exceeded.usage_exceeded_since,
+      });
       expect(result.suspended).not.toContain(closed.id);
+      // Nor does the lifecycle lift an over_limit suspension on that usage.
+      await t.ctx.db.subscription.update({ where: { id: closed.id }, data: { state: 'suspended', suspend_reason: 'over_limit' } });
+      const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
+      const done = await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
+      expect(done.result.reactivated).not.toContain(closed.id);
+      expect((await get(t, closed.id)).state).toBe('suspended');
+      await t.ctx.db.subscription.update({ where: { id: closed.id }, data: { state: 'running', suspend_reason: null } });
       expect((await get(t, fine.id)).usage).toMatchObject({ active_users: 1 });
     } finally {
       await settings({ enforce_limits: false });

@@ -24,5 +24,5 @@ export { createCustomerMail } from './subscription-mail.js';
 export { packageFieldsIn, packageFieldsOut } from './subscription-schemas.js';
 export { createTrialSubscription, lockSubscription, subscriptionUrl } from './subscription-service.js';
 export { createSuspensionService } from './subscription-suspension.js';
-export { describeMeasure, rises, usageStateOf } from './subscription-usage.js';
+export { describeMeasure, rises, unjudgedMeasures, usageStateOf } from './subscription-usage.js';
 export type { Measure, Usage } from './subscription-usage.js';

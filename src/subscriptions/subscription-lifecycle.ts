@@ -10,7 +10,7 @@ import { queueInstanceSync } from './subscription-instance-sync.js';
 import { createLifecycleMail, type MailRunResult } from './subscription-mail.js';
 import { onSubscription, postNotice, type Actor } from './subscription-audit.js';
 import { createSuspensionService } from './subscription-suspension.js';
-import { usageStateOf, type Usage } from './subscription-usage.js';
+import { unjudgedMeasures, usageStateOf, type Usage } from './subscription-usage.js';
 
 /** An automatic drop that failed (backup server down, ...) is tried again after this long, not every run. */
 export const AUTO_DROP_RETRY_MS = 6 * 3600_000;
@@ -96,7 +96,8 @@ export async function runTrialLifecycle(ctx: AppContext, actor: Actor): Promise<
     orderBy: { id: 'asc' },
   });
   for (const sub of overLimit) {
-    if (!sub.usage || usageStateOf(sub, sub.usage as unknown as Usage).state === 'exceeded') continue;
+    const usage = sub.usage as unknown as Usage | null;
+    if (!usage || unjudgedMeasures(sub, usage).length > 0 || usageStateOf(sub, usage).state === 'exceeded') continue;
     try {
       if (await suspension.liftOverLimit(sub.id, actor, 'Its limits now allow its last measured usage: reactivated.')) {
         result.reactivated.push(sub.id);

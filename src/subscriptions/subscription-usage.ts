@@ -15,7 +15,7 @@ export interface Usage {
   missing: Record<string, string>;
 }
 
-export interface UsageLimits {
+interface UsageLimits {
   storage_limit_gb: number;
   user_limit: number;
   model_limits: unknown;
@@ -29,10 +29,10 @@ export interface Measure {
 }
 
 const GIB = 1024 ** 3;
-export const WARNING_RATIO = 0.8;
+const WARNING_RATIO = 0.8;
 
 /** Every measure that has both a value and a limit (0 or empty: no limit); a missing one is left out. */
-export function measuresOf(limits: UsageLimits, usage: Usage): Measure[] {
+function measuresOf(limits: UsageLimits, usage: Usage): Measure[] {
   const out: Measure[] = [];
   if (limits.storage_limit_gb > 0 && usage.db_size_bytes !== null && !usage.missing.filestore) {
     out.push({ measure: 'storage', value: usage.db_size_bytes + (usage.filestore_bytes ?? 0), limit: limits.storage_limit_gb * GIB });
@@ -54,6 +54,22 @@ export function usageStateOf(limits: UsageLimits, usage: Usage): { state: UsageS
   for (const m of measuresOf(limits, usage)) if (!worst || m.value / m.limit > worst.value / worst.limit) worst = m;
   const ratio = worst ? worst.value / worst.limit : 0;
   return { state: ratio >= 1 ? 'exceeded' : ratio >= WARNING_RATIO ? 'warning' : 'ok', worst };
+}
+
+/**
+ * The limited measures the round could not take. While there are any, the state cannot fall and an
+ * over_limit suspension is not lifted: an unreachable host or database proves no usage went down.
+ * (A limited model whose table does not exist holds no records: that is a measure, of zero.)
+ */
+export function unjudgedMeasures(limits: UsageLimits, usage: Usage): string[] {
+  const out: string[] = [];
+  if (limits.storage_limit_gb > 0 && (usage.db_size_bytes === null || usage.missing.filestore)) out.push('storage');
+  if (limits.user_limit > 0 && usage.active_users === null) out.push('active_users');
+  for (const [model, limit] of Object.entries((limits.model_limits ?? {}) as Record<string, number>)) {
+    const why = usage.missing[`model:${model}`];
+    if (limit > 0 && usage.record_counts[model] === undefined && !why?.startsWith('no table')) out.push(`model:${model}`);
+  }
+  return out;
 }
 
 const RANK: Record<UsageState, number> = { ok: 0, warning: 1, exceeded: 2 };

@@ -8,7 +8,15 @@ import type { AppContext } from '../context.js';
 import { serversInMaintenance } from '../maintenance/index.js';
 import { mapLimited, withSessionLock } from '../core/session-lock.js';
 import type { Prisma, Subscription } from '../generated/prisma/client.js';
-import { postAlert, type Actor, createSuspensionService, type Usage, usageStateOf } from '../subscriptions/index.js';
+import {
+  postAlert,
+  type Actor,
+  createSuspensionService,
+  rises,
+  unjudgedMeasures,
+  type Usage,
+  usageStateOf,
+} from '../subscriptions/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 
@@ -181,7 +189,11 @@ export function createUsageRound(ctx: AppContext) {
 
     for (const t of tenants) {
       const u = usage.get(t.id)!;
-      const { state, worst } = usageStateOf(t, u);
+      const measured = usageStateOf(t, u);
+      const { worst } = measured;
+      // A round that missed a limited measure cannot lower the state (nor restart the grace period).
+      const held = unjudgedMeasures(t, u).length > 0 && rises(measured.state, t.usage_state);
+      const state = held ? t.usage_state : measured.state;
       const exceededSince = state === 'exceeded' ? (t.usage_exceeded_since ?? new Date(now)) : null;
       const after = await db.subscription.update({
         where: { id: t.id },
@@ -191,7 +203,7 @@ export function createUsageRound(ctx: AppContext) {
       result.measured++;
       if (await notices.afterRound(after, worst)) result.notified.push({ subscription_id: t.id, state });
 
-      if (!settings.enforce_limits || state !== 'exceeded' || t.state !== 'running') continue;
+      if (!settings.enforce_limits || measured.state !== 'exceeded' || t.state !== 'running') continue;
       if (now - exceededSince!.getTime() < settings.limit_grace_days * DAY_MS) continue;
       inMaintenance ??= await serversInMaintenance(db, new Date());
       const why = await holdBack(t, unmeasured, inMaintenance);
