@@ -77,8 +77,10 @@ describe('a usage round', () => {
         record_counts: { 'res.partner': Number(n) },
       },
     ]);
-    const bad = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage?from=2026-13-01` });
-    expect(bad.statusCode).toBe(400);
+    for (const from of ['2026-13-01', '2026-02-31']) {
+      const bad = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage?from=${from}` });
+      expect(bad.statusCode, from).toBe(400);
+    }
     const filtered = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/subscriptions?usage_state=ok' });
     expect(filtered.json().items.map((s: { id: number }) => s.id)).toContain(sub.id);
   });

@@ -13,7 +13,11 @@ const DAY_MS = 86_400_000;
 const day = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date, YYYY-MM-DD')
-  .refine((d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)), 'a real date');
+  // Date.parse takes 2026-02-31 for 3 March: a real date is one that reads back the same.
+  .refine((d) => {
+    const ms = Date.parse(`${d}T00:00:00Z`);
+    return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === d;
+  }, 'a real date');
 
 const usagePoint = z.object({
   date: z.string().describe('YYYY-MM-DD (UTC)'),
