@@ -7,6 +7,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
+import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 export interface BenchContext {
@@ -29,6 +30,7 @@ export async function createBenchContext(name: string, extraEnv: Record<string, 
     LOG_LEVEL: 'warn',
     // The benches' stand-ins listen on loopback, which the outbound guard refuses by default.
     OUTBOUND_ALLOW_NETS: '127.0.0.0/8,::1/128',
+    ...LOOPBACK_DEFAULTS,
     ...extraEnv,
   };
   const config = loadConfig(env);

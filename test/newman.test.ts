@@ -29,27 +29,16 @@ import {
   servedDocument,
   toJsonSchema,
 } from './helpers/postman.js';
+import { CLOSED } from './helpers/loopback.js';
 
-/** The discard port: nothing listens on it, so a call there is refused at once. */
-const CLOSED_PORT = 9;
-const CLOSED = `127.0.0.1:${CLOSED_PORT}`;
-
-const t = useTestApp({
-  env: {
-    DNS_CLOUDFLARE_SERVERS: CLOSED,
-    DNS_GOOGLE_SERVERS: CLOSED,
-    GIT_API_URL: `http://${CLOSED}`,
-    FCM_API_URL: `http://${CLOSED}`,
-    ACME_CA_URL: `http://${CLOSED}/directory`,
-    OUTBOUND_TIMEOUT_MS: '2000',
-  },
-});
+// The test context points every third-party default at CLOSED (helpers/loopback.ts).
+const t = useTestApp({ env: { OUTBOUND_TIMEOUT_MS: '2000' } });
 
 /** Every URL and address in a body, pointed at the closed loopback port; ports too. */
 function toLoopback(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => toLoopback(v, key));
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toLoopback(v, k)]));
-  if (key === 'port' && typeof value === 'number') return CLOSED_PORT;
+  if (key === 'port' && typeof value === 'number') return Number(CLOSED.split(':')[1]);
   if (typeof value !== 'string') return value;
   if (isIP(value)) return '127.0.0.1';
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*/i, `$1${CLOSED}`);

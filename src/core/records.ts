@@ -176,7 +176,11 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
       // In the page's order: Prisma orders a limited count (by id unless told), and that order picks the index.
       (limit) => delegate.count({ where, orderBy, take: limit }),
       // A filter written here as SQL is estimated by the planner; otherwise the table's size is.
-      () => estimateRows(db, table, whereSql(where)).catch(() => estimateRows(db, table, Prisma.sql`TRUE`)),
+      // (whereSql throws for a filter it cannot write: that too falls back, not a 500.)
+      () =>
+        Promise.resolve()
+          .then(() => estimateRows(db, table, whereSql(where)))
+          .catch(() => estimateRows(db, table, Prisma.sql`TRUE`)),
     ),
   ]);
   const items = found.slice(0, page.limit);

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/core/config.js';
 import { loggerOptions } from '../../src/core/logger.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { adminQuery, databaseUrl, dropDatabase, REDIS_URL } from './pg.js';
+import { LOOPBACK_DEFAULTS } from './loopback.js';
 
 export interface TestContext extends AppContext {
   dbName: string;
@@ -35,6 +36,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     LOG_LEVEL: 'info',
     // Every stand-in of a third-party API listens on loopback, which the outbound guard refuses by default.
     OUTBOUND_ALLOW_NETS: '127.0.0.0/8,::1/128',
+    ...LOOPBACK_DEFAULTS,
     ...env,
   });
   const lines: string[] = [];
