@@ -53,6 +53,12 @@ const RULES_MAX_AGE_MS = 60_000;
 
 type ValueMetric = Exclude<AlertMetric, 'server_offline'>;
 
+/** The active rules as loaded: server_offline ones first, and their ids. */
+interface ActiveRules {
+  list: Rule[];
+  offline: Set<number>;
+}
+
 interface Rule {
   id: number;
   name: string;
@@ -100,9 +106,9 @@ export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'r
   const versionKey = rulesVersionKey(ctx.queues.prefix);
   const maintenanceKey = maintenanceVersionKey(ctx.queues.prefix);
   const calendar = createMaintenanceCalendar(ctx);
-  let cache: { version: string; loadedAt: number; rules: Rule[] } | null = null;
+  let cache: { version: string; loadedAt: number; rules: ActiveRules } | null = null;
 
-  async function activeRules(version: string | null): Promise<Rule[]> {
+  async function activeRules(version: string | null): Promise<ActiveRules> {
     if (version === null) {
       // No version yet (or Redis lost it): start one, so every process agrees from now on.
       await redis.set(versionKey, String(Date.now()), 'NX');
@@ -110,7 +116,7 @@ export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'r
     }
     if (cache && cache.version === version && Date.now() - cache.loadedAt < RULES_MAX_AGE_MS) return cache.rules;
     const rows = await db.alertRule.findMany({ where: { active: true }, orderBy: { id: 'asc' } });
-    const rules = rows.map((r) => ({
+    const list = rows.map((r) => ({
       id: r.id,
       name: r.name,
       metric: r.metric,
@@ -121,6 +127,11 @@ export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'r
       servers: r.root_server_ids.length > 0 ? new Set(r.root_server_ids) : null,
       version: r.updated_at.getTime(),
     }));
+    // server_offline rules first: whether a server's other alerts are held back depends on them.
+    const rules: ActiveRules = {
+      list: list.sort((a, b) => Number(b.metric === 'server_offline') - Number(a.metric === 'server_offline')),
+      offline: new Set(list.filter((r) => r.metric === 'server_offline').map((r) => r.id)),
+    };
     cache = { version, loadedAt: Date.now(), rules };
     return rules;
   }
@@ -330,15 +341,12 @@ export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'r
   async function evaluateOne(
     event: MonitorPollEvent,
     state: Record<string, string>,
-    allRules: Rule[],
+    allRules: ActiveRules,
     windows: readonly OpenWindow[],
     changes: Changes,
   ) {
     const serverId = event.root_server_id;
-    // server_offline rules first: whether the server's other alerts are held back depends on them.
-    const rules = allRules
-      .filter((r) => r.servers === null || r.servers.has(serverId))
-      .sort((a, b) => Number(b.metric === 'server_offline') - Number(a.metric === 'server_offline'));
+    const rules = allRules.list.filter((r) => r.servers === null || r.servers.has(serverId));
     const hasFiring = Object.keys(state).some((k) => k.startsWith('f:'));
     if (rules.length === 0 && !hasFiring) return;
 
@@ -359,14 +367,13 @@ export function createAlertEvaluation(ctx: Pick<AppContext, 'db' | 'queues' | 'r
     }
     const at = event.at.getTime();
     const maintenance = calendar.windowOf(windows, serverId, at);
-    const offlineRules = new Set(allRules.filter((r) => r.metric === 'server_offline').map((r) => r.id));
     /** What holds back the notices of a rule's alert now: a maintenance window, or another told server_offline alert. */
     const heldFor = (ruleId: number): string | null => {
       if (maintenance) return windowLabel(maintenance);
       for (const [field, value] of Object.entries(state)) {
         if (!field.startsWith('f:')) continue;
         const other = Number(field.slice(2));
-        if (other !== ruleId && offlineRules.has(other) && toldAt(value) > 0) return 'server_offline is firing';
+        if (other !== ruleId && allRules.offline.has(other) && toldAt(value) > 0) return 'server_offline is firing';
       }
       return null;
     };
