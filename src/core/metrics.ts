@@ -126,7 +126,7 @@ export interface MetricsSource {
 /** A source is read at most this often; scrapes in between (several Prometheus servers) get the same figures. */
 export const SOURCE_CACHE_MS = 5_000;
 /** A source that takes longer is left out of this scrape (the next one tries again). */
-export const SOURCE_TIMEOUT_MS = 3_000;
+const SOURCE_TIMEOUT_MS = 3_000;
 
 /** Resolves with `promise`, or rejects after `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

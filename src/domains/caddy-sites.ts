@@ -118,7 +118,7 @@ function waitForIssuanceScript(hostname: string, offset: number, seconds: number
   ].join('\n');
 }
 
-export type Issuance = { outcome: 'obtained' } | { outcome: 'refused'; error: string } | { outcome: 'timeout' };
+type Issuance = { outcome: 'obtained' } | { outcome: 'refused'; error: string } | { outcome: 'timeout' };
 
 /** The stderr of a failed change, for the domain's last_error. */
 function reason(session: RemoteSession, res: Parameters<typeof formatResult>[0]): string {

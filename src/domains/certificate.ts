@@ -4,7 +4,7 @@
 // is for this name and valid now, and records its expiry and issuer.
 import { checkServerIdentity, connect, type PeerCertificate } from 'node:tls';
 
-export const HTTPS_PORT = 443;
+const HTTPS_PORT = 443;
 
 export interface ServedCertificate {
   not_after: Date;

@@ -10,7 +10,7 @@ import { domainJobs } from './domain-job-specs.js';
 import { runDomainChecks } from './domain-checks.js';
 import { createDomainVerification } from './domain-verification.js';
 
-export const VERIFY_DOMAINS_EVERY_MS = 5 * 60_000;
+const VERIFY_DOMAINS_EVERY_MS = 5 * 60_000;
 
 const who = async (ctx: AppContext, payload: { user_id: number | null }, job: Job) => ({
   userId: payload.user_id,

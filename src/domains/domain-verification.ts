@@ -25,9 +25,9 @@ import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
 import { applyBaseUrl, type DomainActor } from './tenant-base-url.js';
 
 /** How long Caddy's first attempt to obtain a certificate is waited for. */
-export const ISSUANCE_WAIT_S = 90;
+const ISSUANCE_WAIT_S = 90;
 /** A certificate this close to its end gets one notice (Caddy renews at about 30 days). */
-export const EXPIRY_NOTICE_DAYS = 14;
+const EXPIRY_NOTICE_DAYS = 14;
 const DAY_MS = 86_400_000;
 /** After "obtained", how long Caddy is given to serve the certificate. */
 const SERVE_WAIT_MS = 10_000;
@@ -35,7 +35,7 @@ const SERVE_WAIT_MS = 10_000;
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'log'>;
 type DomainWithSub = Domain & { subscription: Subscription };
 
-export type VerifyResult =
+type VerifyResult =
   | { state: 'active'; hostname: string; certificate_not_after: string; certificate_issuer: string }
   /** DNS not (yet) right: pending_dns, or active still serving. */
   | { state: 'pending_dns' | 'active'; hostname: string; dns_error: string }

@@ -11,7 +11,7 @@ export const CADDY_ACME_ROOT = '/etc/caddy/svc-acme-ca-root.pem';
 /** Caddy's log (JSON lines): certificate outcomes are read from it. */
 export const CADDY_LOG = '/var/log/caddy/svc.log';
 /** Changes of the configuration take this lock one at a time (flock), whoever makes them. */
-export const CADDY_LOCK = `${CADDY_SITES_DIR}/.lock`;
+const CADDY_LOCK = `${CADDY_SITES_DIR}/.lock`;
 /** The first line of the main Caddyfile, which tells it from one the operator wrote. */
 const WRITTEN_BY = '# Written by svc (setup_proxy)';
 
@@ -29,7 +29,7 @@ export function underCaddyLock(body: string): string {
   ].join('\n');
 }
 
-export interface MainCaddyfileOptions {
+interface MainCaddyfileOptions {
   acmeCaUrl: string;
   acmeEmail?: string;
   /** Whether CADDY_ACME_ROOT is written (a private ACME server). */

@@ -44,7 +44,7 @@ export const METRIC_COLUMNS = {
   load_15: 'load',
 } as const satisfies Record<string, 'percent' | 'bytes' | 'rate' | 'load'>;
 
-export type MetricName = keyof typeof METRIC_COLUMNS;
+type MetricName = keyof typeof METRIC_COLUMNS;
 export const METRIC_NAMES = Object.keys(METRIC_COLUMNS) as MetricName[];
 
 /** One sample's figures. */

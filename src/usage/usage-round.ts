@@ -43,7 +43,12 @@ export interface RoundResult {
 /** Groups by a key, keeping order. */
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
   const out = new Map<K, T[]>();
-  for (const item of items) out.set(key(item), [...(out.get(key(item)) ?? []), item]);
+  for (const item of items) {
+    const k = key(item);
+    const group = out.get(k);
+    if (group) group.push(item);
+    else out.set(k, [item]);
+  }
   return out;
 }
 

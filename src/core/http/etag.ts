@@ -25,7 +25,7 @@ export const ifMatchHeaders = z
   .loose();
 
 /** The strong ETag of `data` as `schema` answers it. */
-export function etagOf(schema: z.ZodType, data: unknown): string {
+function etagOf(schema: z.ZodType, data: unknown): string {
   const json = JSON.stringify(z.encode(schema, data));
   return `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"`;
 }

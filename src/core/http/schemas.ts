@@ -38,7 +38,7 @@ export const queryId = queryInt(1, INT32_MAX).describe('A record id (positive in
 
 export const idParams = z.object({ id: queryId });
 /** The deepest `offset` a list takes: an offset page walks every row it skips; deeper pages go by cursor. */
-export const MAX_OFFSET = 10_000;
+const MAX_OFFSET = 10_000;
 
 /** Paging of every list; a parameter a list does not know is refused (400 naming it). */
 export const listQuery = z
