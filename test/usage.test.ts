@@ -233,6 +233,24 @@ describe('a usage round', () => {
     expect(notices).toHaveLength(1);
   });
 
+  it('a trial suspended over its limits becomes an expired trial when its end passes (its mail and drop follow)', async () => {
+    const sub = await f.fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 10 * DAY).toISOString(), user_limit: 1 });
+    await addUsers(sub.database_name, 1, 'x'); // 2 of 1
+    await settings({ enforce_limits: true, limit_grace_days: 0 });
+    try {
+      expect((await round()).suspended).toContain(sub.id);
+    } finally {
+      await settings({ enforce_limits: false });
+    }
+    expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', suspend_reason: 'over_limit' });
+
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_end_date: new Date(Date.now() - DAY) } });
+    const lifecycle = await request(t.app, t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/run_trial_lifecycle' });
+    const done = await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
+    expect(done.result.suspended).toContain(sub.id);
+    expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', suspend_reason: 'trial_expired' });
+  });
+
   it('settings: usage_interval_minutes 5..1440, limit_grace_days 0..365 (400 naming the field)', async () => {
     for (const payload of [
       { usage_interval_minutes: 4 },

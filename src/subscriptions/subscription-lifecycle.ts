@@ -39,7 +39,12 @@ export async function runTrialLifecycle(ctx: AppContext, actor: Actor): Promise<
 
   // 1. Expiry.
   const expired = await db.subscription.findMany({
-    where: { is_trial: true, state: 'running', operation: null, trial_end_date: { lte: new Date() } },
+    where: {
+      is_trial: true,
+      OR: [{ state: 'running' }, { state: 'suspended', suspend_reason: 'over_limit' }],
+      operation: null,
+      trial_end_date: { lte: new Date() },
+    },
     select: { id: true },
     orderBy: { id: 'asc' },
   });

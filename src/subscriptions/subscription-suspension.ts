@@ -145,13 +145,22 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
       }),
 
     /**
-     * The trial expiry (lifecycle job): suspends a running trial whose end has passed. Checked again
-     * under the lock, so when two runs race, one suspends and the other finds nothing to do (null).
+     * The trial expiry (lifecycle job): suspends a running trial whose end has passed; one already
+     * suspended over its limits becomes an expired trial (its mail, then its drop, follow). Checked
+     * again under the lock, so when two runs race, one acts and the other finds nothing to do (null).
      */
     expireTrial: (id: number, actor: Actor) =>
       locked(id, async (tx, before) => {
-        if (!before.is_trial || before.state !== 'running' || before.operation || !trialEnded(before)) return null;
-        return close(tx, before, 'trial_expired', null, actor);
+        if (!before.is_trial || before.operation || !trialEnded(before)) return null;
+        if (before.state === 'running') return close(tx, before, 'trial_expired', null, actor);
+        if (before.state !== 'suspended' || before.suspend_reason !== 'over_limit') return null;
+        return amend(
+          tx,
+          before,
+          { suspend_reason: 'trial_expired', trial_expired_sent_at: null },
+          null,
+          `The trial ended (${before.trial_end_date?.toISOString()}) while it was suspended over its limits: it is an expired trial now.`,
+        );
       }),
   };
 }
