@@ -9,7 +9,7 @@ import { useTestApp } from './helpers/app.js';
 const t = useTestApp();
 let templateId: number;
 
-const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
   request(t.app, t.as.operator, { method, url, ...(payload ? { payload } : {}) });
 
 const refusal = {
@@ -69,5 +69,26 @@ describe('auto-run trial packages', () => {
     expect(
       (await call('PATCH', `/api/v1/trial-packages/${manual.id}`, { auto_run_subscription: false, database_template_id: null })).statusCode,
     ).toBe(200);
+  });
+
+  it('nor can deleting the template leave an auto-run package without one (409; the template stays)', async () => {
+    const other = await call('POST', '/api/v1/database-templates', {
+      name: 'Odoo 18 bis',
+      postgresql_server_id: (await call('GET', `/api/v1/database-templates/${templateId}`)).json().postgresql_server_id,
+      template_db_name: 'odoo18_bis_tpl',
+    });
+    const pkg = await call('POST', '/api/v1/trial-packages', {
+      name: 'Sales',
+      url_string: 'sales-auto',
+      auto_run_subscription: true,
+      database_template_id: other.json().id,
+    });
+    expect(pkg.statusCode, pkg.body).toBe(201);
+    const refused = await call('DELETE', `/api/v1/database-templates/${other.json().id}`);
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect((await call('GET', `/api/v1/trial-packages/${pkg.json().id}`)).json().database_template_id).toBe(other.json().id);
+    // Once the package no longer runs by itself, the template can go.
+    await call('PATCH', `/api/v1/trial-packages/${pkg.json().id}`, { auto_run_subscription: false });
+    expect((await call('DELETE', `/api/v1/database-templates/${other.json().id}`)).statusCode).toBe(204);
   });
 });

@@ -83,11 +83,16 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
       await assertTemplateName(own(), data);
       return records.create(data, author);
     },
-    /** The template says where its subscriptions' databases are: it stays while any exists. */
+    /** The template says where its subscriptions' databases are, and auto-run packages deploy from it: it stays while any exists. */
     async remove(id: number) {
       const { subscriptions } = await boundDatabases(ctx.db, id);
       if (subscriptions > 0) {
         throw new ConflictError(`${subscriptions} subscription database(s) made from this template exist: drop them before deleting it`);
+      }
+      // Deleting it would leave an auto-run package without a template, which a package write refuses.
+      const autoRun = await ctx.db.trialPackage.count({ where: { database_template_id: id, auto_run_subscription: true } });
+      if (autoRun > 0) {
+        throw new ConflictError(`${autoRun} auto-run trial package(s) deploy from this template: change them before deleting it`);
       }
       return records.remove(id);
     },

@@ -20,17 +20,14 @@ function refuseUndeployable(pkg: Data) {
 }
 
 export function createTrialPackageService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
-  const records = createRecordService(ctx, trialPackageModel, {
+  return createRecordService(ctx, trialPackageModel, {
+    async prepareCreate(_tx, data) {
+      refuseUndeployable(data);
+      return data;
+    },
     async prepareUpdate(_tx, before, data) {
       refuseUndeployable({ ...before, ...Object.fromEntries(Object.entries(data).filter(([, v]) => v !== undefined)) });
       return undefined;
     },
   });
-  return {
-    ...records,
-    create(data: Data, author: Parameters<typeof records.create>[1]) {
-      refuseUndeployable(data);
-      return records.create(data, author);
-    },
-  };
 }
