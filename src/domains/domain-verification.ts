@@ -327,11 +327,14 @@ export function createDomainVerification(ctx: Ctx) {
         });
         return;
       }
-      const after = await setFields(
-        domain.id,
-        { certificate_not_after: cert.not_after, certificate_issuer: cert.issuer, last_error: null },
-        actor,
-      );
+      // The same certificate as last time (most runs): nothing to write.
+      const unchanged =
+        domain.certificate_not_after?.getTime() === cert.not_after.getTime() &&
+        domain.certificate_issuer === cert.issuer &&
+        domain.last_error === null;
+      const after = unchanged
+        ? domain
+        : await setFields(domain.id, { certificate_not_after: cert.not_after, certificate_issuer: cert.issuer, last_error: null }, actor);
       if (after) await noticeExpiry(after);
     },
   };
