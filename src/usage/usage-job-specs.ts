@@ -7,7 +7,9 @@ export const usageJobs = defineJobs({
     queue: 'maintenance',
     payload: z.object({ now: z.boolean().default(false), ...requestedBy }),
     key: (p) => (p.now ? 'now' : 'scheduled'),
-    // A round claims nothing remote: measured again, it measures again (notices are claimed once).
+    // Idempotent, so run again after a crash: measuring again only measures again, notices are
+    // claimed once, and a suspension (the one remote change) is decided under the row lock on the
+    // state it finds (a running, exceeded subscription), its mail sent only by the run that made it.
     afterCrash: 'rerun',
   }),
 });
