@@ -26,8 +26,13 @@ export const rootServerModel = defineModel({
     'code_server_state',
     'dir_init_done',
     'cmd',
+    'odoo_state',
+    'odoo_version_id',
+    'odoo_http_port',
+    'odoo_postgresql_server_id',
+    'odoo_db_user',
   ],
-  secrets: ['password', 'key', 'code_server_password'],
+  secrets: ['password', 'key', 'code_server_password', 'odoo_db_password', 'odoo_admin_passwd'],
   // Another address or login is another host: the credentials are not sent there, and its key is
   // learnt again at the next connection.
   destinations: ['ip', 'port', 'username'],

@@ -34,9 +34,10 @@ export async function sshTargetOf(secretBox: SecretBox, server: RootServerSshRec
 /** The server's secrets in clear, to mask wherever text from or about it is stored. */
 export async function secretsOfServer(
   secretBox: SecretBox,
-  server: Pick<RootServer, 'password' | 'key' | 'code_server_password'>,
+  server: Pick<RootServer, 'password' | 'key' | 'code_server_password' | 'odoo_db_password' | 'odoo_admin_passwd'>,
 ): Promise<string[]> {
-  const values = await Promise.all([server.password, server.key, server.code_server_password].map((v) => secretBox.reveal(v)));
+  const stored = [server.password, server.key, server.code_server_password, server.odoo_db_password, server.odoo_admin_passwd];
+  const values = await Promise.all(stored.map((v) => secretBox.reveal(v)));
   return values.filter((v): v is string => !!v);
 }
 
