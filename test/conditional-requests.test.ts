@@ -1,7 +1,8 @@
 // ETag and If-Match on real PostgreSQL and Redis through the app: a one-record answer (GET, POST,
 // PATCH; the settings too) carries the ETag a GET of the same record gives; PATCH and DELETE with a stale If-Match
 // are refused with 412 precondition_failed and change nothing; with the present ETag or `*` they
-// run; without If-Match they run unconditionally.
+// run; without If-Match they run unconditionally. Two writes with the same If-Match at once: the
+// condition holds for the row version each write locks, so only the first passes.
 import { describe, expect, it } from 'vitest';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
@@ -85,5 +86,62 @@ describe('If-Match', () => {
     const stale = await call('PATCH', '/api/v1/settings', { keep_root_server_log_period: 3 }, { 'if-match': etag });
     expect(stale.statusCode).toBe(412);
     expect((await call('GET', '/api/v1/settings')).json().keep_root_server_log_period).toBe(9);
+  });
+});
+
+describe('If-Match under the row lock', () => {
+  /** The writes that wait for the lock of partner `id`. */
+  async function waiting() {
+    const rows = await t.ctx.db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%FROM "partners"%FOR UPDATE%'`;
+    return rows[0]!.n;
+  }
+
+  async function until(check: () => Promise<boolean>) {
+    for (let i = 0; i < 500 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await check(), 'the write waits for the row lock').toBe(true);
+  }
+
+  /**
+   * Holds partner `id`'s row lock while `writes` start one after the other, each let go once it
+   * waits for the lock (its If-Match already compared), then lets them all run.
+   */
+  async function racing(id: number, writes: (() => Promise<{ statusCode: number }>)[]) {
+    const started: Promise<{ statusCode: number }>[] = [];
+    await t.ctx.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM partners WHERE id = ${id} FOR UPDATE`;
+        for (const write of writes) {
+          started.push(write());
+          await until(async () => (await waiting()) === started.length);
+        }
+      },
+      { timeout: 30_000 },
+    );
+    return (await Promise.all(started)).map((res) => res.statusCode);
+  }
+
+  it('two PATCHes with the same ETag at once: one runs (200), the other is refused (412) and changes nothing', async () => {
+    const { id, etag } = await newPartner('Racing');
+    const patch = (company: string) => () => call('PATCH', `/api/v1/partners/${id}`, { company_name: company }, { 'if-match': etag });
+    expect(await racing(id, [patch('First'), patch('Second')])).toEqual([200, 412]);
+    expect((await call('GET', `/api/v1/partners/${id}`)).json().company_name).toBe('First');
+  });
+
+  it('a PATCH and a DELETE with the same ETag at once: the PATCH runs, the DELETE is refused (412) and the record stays', async () => {
+    const { id, etag } = await newPartner('Kept');
+    const patch = () => call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Kept Ltd' }, { 'if-match': etag });
+    const remove = () => call('DELETE', `/api/v1/partners/${id}`, undefined, { 'if-match': etag });
+    expect(await racing(id, [patch, remove])).toEqual([200, 412]);
+    expect((await call('GET', `/api/v1/partners/${id}`)).json().company_name).toBe('Kept Ltd');
+  });
+
+  it('a write to a column the answer does not show does not refuse a matching If-Match', async () => {
+    const { id, etag } = await newPartner('Quiet');
+    // Another version of the row with the same answer: the write checks again and runs.
+    await t.ctx.db.$executeRaw`UPDATE partners SET name = name WHERE id = ${id}`;
+    const res = await call('PATCH', `/api/v1/partners/${id}`, { company_name: 'Quiet Inc' }, { 'if-match': etag });
+    expect(res.statusCode).toBe(200);
   });
 });

@@ -7,6 +7,7 @@ import type { AppContext } from '../context.js';
 import type { Db } from '../core/db.js';
 import { ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import type { AlertMetric } from '../generated/prisma/enums.js';
 import { assertRootServersExist } from '../servers/index.js';
 import { alertRuleModel } from './alert-models.js';
@@ -55,15 +56,17 @@ export function createAlertRuleService(ctx: Pick<AppContext, 'db' | 'secretBox' 
     ...records,
 
     /** Deletes the rule; its firing alerts are resolved, without notices. */
-    async remove(id: number) {
-      await records.getRow(id);
-      await db.$transaction(async (tx) => {
-        await tx.alert.updateMany({
-          where: { rule_id: id, state: 'firing' },
-          data: { state: 'resolved', resolved_at: new Date(), resolved_reason: 'rule deleted' },
-        });
-        await tx.alertRule.delete({ where: { id } });
-      });
+    async remove(id: number, precondition?: Precondition) {
+      await records.conditionally(id, precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          await tx.alert.updateMany({
+            where: { rule_id: id, state: 'firing' },
+            data: { state: 'resolved', resolved_at: new Date(), resolved_reason: 'rule deleted' },
+          });
+          await tx.alertRule.delete({ where: { id } });
+        }),
+      );
       await changed();
     },
   };

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { createBackupApi } from './backup-api.js';
 import { backupServerModel } from './backup-models.js';
@@ -50,8 +51,8 @@ export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'secretBo
     },
     get: async (id: number) => withAccountIdsOf(await records.get(id)),
     create: async (data: Record<string, unknown>, author: Author | null) => withAccountIdsOf(await records.create(data, author)),
-    update: async (id: number, data: Record<string, unknown>, author: Author | null) =>
-      withAccountIdsOf(await records.update(id, data, author)),
+    update: async (id: number, data: Record<string, unknown>, author: Author | null, precondition?: Precondition) =>
+      withAccountIdsOf(await records.update(id, data, author, precondition)),
 
     async listCloudAccounts(id: number, page: Page) {
       await getServer(id);

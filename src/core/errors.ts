@@ -60,6 +60,15 @@ export class ConflictError extends AppError {
   }
 }
 
+/** A conditional write (If-Match) whose condition does not hold for the record as it is. */
+export class PreconditionFailedError extends AppError {
+  constructor(
+    message = 'The record changed since you read it: If-Match does not name its present ETag. GET it again and repeat the change if it still applies',
+  ) {
+    super(412, 'precondition_failed', message);
+  }
+}
+
 export class RateLimitedError extends AppError {
   constructor(
     message: string,

@@ -4,6 +4,7 @@
 import { indexColumns, Prisma, violatedIndexOf, type Db, type DbTx } from './db.js';
 import type { SecretBox } from './crypto.js';
 import { ConflictError, NotFoundError } from './errors.js';
+import { conditionalWrite, type Precondition, type RowLock } from './conditional-write.js';
 import { labelOf, type ModelInfo } from './models.js';
 import { trackChanges, type Author } from './chatter.js';
 import {
@@ -313,20 +314,28 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
       }
     },
 
-    async update(id: number, data: Data, author: Author | null = null) {
+    /** Runs `write` with the record's row locked by `lock(tx)`, under `precondition` (see conditionalWrite). */
+    conditionally<T>(id: number, precondition: Precondition | undefined, write: (lock: RowLock) => Promise<T>): Promise<T> {
+      return conditionalWrite(db, { table: model.table, id, notFound }, precondition, write);
+    },
+
+    /** `precondition` (If-Match) holds for the row as the update locks it. */
+    async update(id: number, data: Data, author: Author | null = null, precondition?: Precondition) {
       let before: Row | null = null;
       try {
-        const row = await db.$transaction(async (tx) => {
-          const txDelegate = (tx as unknown as Record<string, Delegate>)[model.delegate]!;
-          // Locked, so that concurrent changes of one record are applied and tracked one after the other.
-          await tx.$queryRawUnsafe(`SELECT 1 FROM "${model.table}" WHERE id = $1 FOR UPDATE`, id);
-          before = await txDelegate.findUnique({ where: { id } });
-          if (!before) throw notFound();
-          const next = (await opts.prepareUpdate?.(tx, before, data, movedFields(before, data))) ?? data;
-          const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, next)) });
-          await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
-          return after;
-        });
+        const row = await conditionalWrite(db, { table: model.table, id, notFound }, precondition, (lock) =>
+          db.$transaction(async (tx) => {
+            const txDelegate = (tx as unknown as Record<string, Delegate>)[model.delegate]!;
+            // Locked, so that concurrent changes of one record are applied and tracked one after the other.
+            await lock(tx);
+            before = await txDelegate.findUnique({ where: { id } });
+            if (!before) throw notFound();
+            const next = (await opts.prepareUpdate?.(tx, before, data, movedFields(before, data))) ?? data;
+            const after = await txDelegate.update({ where: { id }, data: await sealSecrets(bindSecrets(before, next)) });
+            await trackChanges(tx, { model_name: modelName, rec_id: id }, tracked, before, after, author);
+            return after;
+          }),
+        );
         await opts.afterWrite?.();
         return toOutput(row);
       } catch (err) {
@@ -334,9 +343,14 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
       }
     },
 
-    async remove(id: number) {
-      await getRow(id);
-      await delegate.delete({ where: { id } });
+    /** `precondition` (If-Match) holds for the row as the delete locks it. */
+    async remove(id: number, precondition?: Precondition) {
+      await conditionalWrite(db, { table: model.table, id, notFound }, precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          await (tx as unknown as Record<string, Delegate>)[model.delegate]!.delete({ where: { id } });
+        }),
+      );
       await opts.afterWrite?.();
     },
   };

@@ -7,6 +7,7 @@ import { runLoggedStep } from '../core/action-log.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { filestorePath, assertTemplateDatabase, onServer, serverWhere, assertOdooDatabase, STANDBY_PREFIX } from '../instances/index.js';
 import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/index.js';
 import { shellQuote } from '../core/ssh.js';
@@ -84,7 +85,7 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
       return records.create(data, author);
     },
     /** The template says where its subscriptions' databases are, and auto-run packages deploy from it: it stays while any exists. */
-    async remove(id: number) {
+    async remove(id: number, precondition?: Precondition) {
       const { subscriptions } = await boundDatabases(ctx.db, id);
       if (subscriptions > 0) {
         throw new ConflictError(`${subscriptions} subscription database(s) made from this template exist: drop them before deleting it`);
@@ -94,7 +95,7 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
       if (autoRun > 0) {
         throw new ConflictError(`${autoRun} auto-run trial package(s) deploy from this template: change them before deleting it`);
       }
-      return records.remove(id);
+      return records.remove(id, precondition);
     },
 
     /** Whether the template can be deployed: its database (Odoo tables and columns) and its filestore directory. */

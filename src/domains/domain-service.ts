@@ -6,6 +6,7 @@ import { trackChanges, type Author } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService, uniqueConflict } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import type { Domain } from '../generated/prisma/client.js';
 import { createDomainLookup } from '../settings/index.js';
 import { lockSubscription } from '../subscriptions/index.js';
@@ -85,18 +86,25 @@ export function createDomainService(ctx: Ctx) {
     },
 
     /** Only is_primary changes; the tenant's web.base.url follows when an active domain is concerned. */
-    async update(id: number, data: Data, author: Author | null) {
-      if (data.is_primary === undefined) return records.get(id);
-      const { row, moved } = await db.$transaction(async (tx) => {
-        const current = await tx.domain.findUnique({ where: { id } });
-        if (!current) throw new NotFoundError('Domain');
-        await lockSubscription(tx, current.subscription_id);
-        const before = (await tx.domain.findUnique({ where: { id } }))!;
-        const others = before.is_primary || !data.is_primary ? [] : await clearOtherPrimary(tx, before.subscription_id, id, author);
-        const after = await tx.domain.update({ where: { id }, data: { is_primary: data.is_primary === true } });
-        await trackChanges(tx, onDomain(id), domainModel.tracked, before, after, author);
-        return { row: after, moved: [before, ...others] as Domain[] };
-      });
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
+      if (data.is_primary === undefined) {
+        await precondition?.();
+        return records.get(id);
+      }
+      const { row, moved } = await records.conditionally(id, precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          const current = await tx.domain.findUnique({ where: { id } });
+          if (!current) throw new NotFoundError('Domain');
+          // The subscription first, then the domain: the order every write of its domains takes.
+          await lockSubscription(tx, current.subscription_id);
+          await lock(tx);
+          const before = (await tx.domain.findUnique({ where: { id } }))!;
+          const others = before.is_primary || !data.is_primary ? [] : await clearOtherPrimary(tx, before.subscription_id, id, author);
+          const after = await tx.domain.update({ where: { id }, data: { is_primary: data.is_primary === true } });
+          await trackChanges(tx, onDomain(id), domainModel.tracked, before, after, author);
+          return { row: after, moved: [before, ...others] as Domain[] };
+        }),
+      );
       const concerned = moved.some((d) => d.base_url_at !== null) || (row.is_primary && row.state === 'active');
       if (moved[0]!.is_primary !== row.is_primary && concerned) {
         await verification.baseUrlAfterChange(row.subscription_id, whoOf(author), row.id);
@@ -104,8 +112,12 @@ export function createDomainService(ctx: Ctx) {
       return records.get(id);
     },
 
-    /** The site file leaves the host (validate, reload) before the row goes; 400 when the host cannot be changed. */
-    async remove(id: number, author: Author | null = null) {
+    /**
+     * The site file leaves the host (validate, reload) before the row goes; 400 when the host cannot
+     * be changed. `precondition` (If-Match) is checked before: the SSH work cannot wait under a row lock.
+     */
+    async remove(id: number, precondition?: Precondition, author: Author | null = null) {
+      await precondition?.();
       const domain = await db.domain.findUnique({ where: { id } });
       if (!domain) throw new NotFoundError('Domain');
       await verification.remove(domain, whoOf(author), `deleted${author ? ` by ${author.name}` : ''}`);

@@ -3,6 +3,7 @@
 import type { AppContext } from '../context.js';
 import { ConflictError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import type { Author } from '../core/chatter.js';
 import { gitAccountModel } from './git-models.js';
 
@@ -24,18 +25,18 @@ export function createGitAccountService(ctx: Pick<AppContext, 'db' | 'secretBox'
       await checkUser(row.user_id);
       return records.create(row, author);
     },
-    async update(id: number, data: Record<string, unknown>, author: Author | null) {
+    async update(id: number, data: Record<string, unknown>, author: Author | null, precondition?: Precondition) {
       await checkUser(data.user_id);
-      return records.update(id, data, author);
+      return records.update(id, data, author, precondition);
     },
-    async remove(id: number) {
+    async remove(id: number, precondition?: Precondition) {
       await records.getRow(id);
       const used = await db.gitRepository.count({ where: { git_account_id: id } });
       if (used > 0) {
         const repositories = used === 1 ? '1 repository' : `${used} repositories`;
         throw new ConflictError(`This git account is used by ${repositories}: change or delete them first`);
       }
-      await records.remove(id);
+      await records.remove(id, precondition);
     },
   };
 }

@@ -8,6 +8,7 @@ import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
 import type { Page } from '../core/lists.js';
 import { createRecordService, listPage } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import { newWebhookToken, webhookUrl } from '../webhooks/index.js';
@@ -115,7 +116,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'secretB
       return one(await records.create(data, author));
     },
 
-    async update(id: number, data: Data, author: Author | null) {
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
       const repo = await loadRepository(db, id);
       const moves = (['name', 'git_account_id'] as const).filter((f) => f in data && data[f] !== repo[f]);
       if (repo.webhook_id && moves.length > 0) {
@@ -125,19 +126,22 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'secretB
         );
       }
       await checkReferences(data);
-      return one(await records.update(id, data, author));
+      return one(await records.update(id, data, author, precondition));
     },
 
     /** Refused while a webhook is registered at the git host. */
-    async remove(id: number) {
+    async remove(id: number, precondition?: Precondition) {
       const repo = await loadRepository(db, id);
       if (repo.webhook_id) {
         throw new ValidationError('This repository has a webhook registered at the git host: unlink it first (actions/delete_git_webhook)');
       }
-      await db.$transaction(async (tx) => {
-        await tx.gitRepository.delete({ where: { id } });
-        if (repo.inbound_webhook_id) await tx.webhook.deleteMany({ where: { id: repo.inbound_webhook_id } });
-      });
+      await records.conditionally(id, precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          await tx.gitRepository.delete({ where: { id } });
+          if (repo.inbound_webhook_id) await tx.webhook.deleteMany({ where: { id: repo.inbound_webhook_id } });
+        }),
+      );
     },
 
     async listCommits(id: number, page: Page) {

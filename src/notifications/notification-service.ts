@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { ConflictError, type FieldError, NotFoundError, UserError, ValidationError } from '../core/errors.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { postMessage, type Author } from '../core/chatter.js';
 import type { NotificationServer } from '../generated/prisma/client.js';
 import { createFcmClient } from './fcm-client.js';
@@ -154,7 +155,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'secretBo
       return afterSave(row, author);
     },
 
-    async update(id: number, data: Data, author: Author | null) {
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
       const before = await getServer(id);
       const moved = records.movedFields(before, data);
       const patch = records.bindSecrets(before, data);
@@ -167,7 +168,7 @@ export function createNotificationService(ctx: Pick<AppContext, 'db' | 'secretBo
           (err.details as { fields: FieldError[] }).fields,
         );
       }
-      const row = await writeChecked(() => records.update(id, toStored(patch), author), data.company_id ?? before.company_id);
+      const row = await writeChecked(() => records.update(id, toStored(patch), author, precondition), data.company_id ?? before.company_id);
       return afterSave(row, author);
     },
 

@@ -3,6 +3,7 @@
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import type { Author } from '../core/chatter.js';
 import { partnerModel } from './partner-models.js';
 
@@ -21,7 +22,8 @@ export function createPartnerService(ctx: Pick<AppContext, 'db' | 'secretBox'>) 
   return {
     ...records,
     create: (data: Data, author: Author | null = null) => records.create(normalized(data), author),
-    update: (id: number, data: Data, author: Author | null = null) => records.update(id, normalized(data), author),
+    update: (id: number, data: Data, author: Author | null = null, precondition?: Precondition) =>
+      records.update(id, normalized(data), author, precondition),
   };
 }
 

@@ -4,6 +4,7 @@
 import type { AppContext } from '../context.js';
 import { ConflictError, UserError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { SshError } from '../core/ssh-error.js';
 import { usablePrivateKey } from '../core/ssh-keys.js';
 import type { Author } from '../core/chatter.js';
@@ -94,18 +95,19 @@ export function createRootServerService(ctx: Pick<AppContext, 'db' | 'secretBox'
       return (await withMetrics([await records.create(await withCmdMasked(data, null), author)]))[0]!;
     },
 
-    async update(id: number, data: Data, author: Author | null) {
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
       checkKey(data);
       const before = await loadRootServer(ctx.db, id);
-      const after = await records.update(id, await withCmdMasked(data, before), author);
+      const after = await records.update(id, await withCmdMasked(data, before), author, precondition);
       await tell({ kind: 'updated', root_server_id: id, fields: Object.keys(data) });
       return (await withMetrics([after]))[0]!;
     },
 
-    async remove(id: number) {
+    async remove(id: number, precondition?: Precondition) {
       await loadRootServer(ctx.db, id);
+      await precondition?.();
       await tell({ kind: 'deleting', root_server_id: id });
-      await records.remove(id);
+      await records.remove(id, precondition);
     },
 
     /** action_confirm: connects with the stored credentials (and sudo), then draft → confirmed. */

@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
-import { checkIfMatch, ifMatchHeaders, withEtag } from '../core/http/etag.js';
+import { ifMatchHeaders, ifMatchOf, withEtag } from '../core/http/etag.js';
 import { authorOf } from '../core/http/auth.js';
 import { timestamp } from '../core/http/schemas.js';
 import { DnsResolver } from '../generated/prisma/enums.js';
@@ -79,8 +79,8 @@ export function registerSettingsRoutes(parent: FastifyInstance, ctx: AppContext)
       response: { 200: settings },
     },
     handler: async (req, reply) => {
-      await checkIfMatch(req, settings, () => service.get());
-      return withEtag(reply, settings, await service.update(req.body, authorOf(req.user)));
+      const precondition = ifMatchOf(req, settings, () => service.get());
+      return withEtag(reply, settings, await service.update(req.body, authorOf(req.user), precondition));
     },
   });
 

@@ -8,6 +8,7 @@ import type { Config } from '../core/config.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import type { Subscription, TrialPackage } from '../generated/prisma/client.js';
 import type { SubscriptionState } from '../generated/prisma/enums.js';
@@ -191,8 +192,8 @@ export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'secretBo
     get: async (id: number) => withUrl(await records.get(id)),
     create: async (data: Data, author: Author | null) => withUrl(await records.create(data, author)),
 
-    async update(id: number, data: Data, author: Author | null = null) {
-      const out = await records.update(id, data, author);
+    async update(id: number, data: Data, author: Author | null = null, precondition?: Precondition) {
+      const out = await records.update(id, data, author, precondition);
       if (out.instance_sync_pending_at && out.state === 'running') await queueInstanceSync(ctx, id);
       return withUrl(out);
     },

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { jsonSafe, type ListParams, listPage, searchWhere, uniqueConflict } from '../core/records.js';
+import { conditionalWrite, type Precondition } from '../core/conditional-write.js';
 import { postMessage, trackChanges, type Author } from '../core/chatter.js';
 import { normalizeEmail } from '../partners/index.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
@@ -122,6 +123,8 @@ type Data = Record<string, unknown>;
 export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' | 'log'>) {
   const { db } = ctx;
 
+  const lockable = (id: number) => ({ table: trialRequestModel.table, id, notFound: () => new NotFoundError('Trial request') });
+
   async function getRow(id: number) {
     const row = await db.trialRequest.findUnique({ where: { id } });
     if (!row) throw new NotFoundError('Trial request');
@@ -160,22 +163,29 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
       return trialRequestView(created);
     },
 
-    async update(id: number, data: Data, author: Author | null) {
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
       const patch: Data = { ...data };
       if (typeof patch.email === 'string') patch.email = normalizeEmail(patch.email);
       if (patch.company_size) patch.company_size = companySizeToDb(patch.company_size as CompanySizeValue);
-      const row = await db.$transaction(async (tx) => {
-        const before = await lockTrialRequest(tx, id);
-        const after = await tx.trialRequest.update({ where: { id }, data: patch });
-        await trackTrialRequest(tx, before, after, author);
-        return after;
-      });
+      const row = await conditionalWrite(db, lockable(id), precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          const before = await lockTrialRequest(tx, id);
+          const after = await tx.trialRequest.update({ where: { id }, data: patch });
+          await trackTrialRequest(tx, before, after, author);
+          return after;
+        }),
+      );
       return trialRequestView(row);
     },
 
-    async remove(id: number) {
-      await getRow(id);
-      await db.trialRequest.delete({ where: { id } });
+    async remove(id: number, precondition?: Precondition) {
+      await conditionalWrite(db, lockable(id), precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          await tx.trialRequest.delete({ where: { id } });
+        }),
+      );
     },
 
     cancel: (id: number, author: Author | null) => runAction(id, 'cancel', author),

@@ -9,6 +9,7 @@ import { AppError, UserError, ValidationError } from '../core/errors.js';
 import type { ModelName, ModelRegistry } from '../core/models.js';
 import type { Page } from '../core/lists.js';
 import { createRecordService, listPage, timeRange } from '../core/records.js';
+import type { Precondition } from '../core/conditional-write.js';
 import type { Author } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
 import { newWebhookToken, webhookUrl } from './webhook-token.js';
@@ -88,7 +89,7 @@ export function createWebhookService(
       return one(await records.create({ ...data, token: newWebhookToken() }, author));
     },
 
-    async update(id: number, data: Data, author: Author | null) {
+    async update(id: number, data: Data, author: Author | null, precondition?: Precondition) {
       const current = await records.getRow(id);
       if ('model_name' in data || 'rec_id' in data || 'trigger_action' in data) {
         await validateTarget({
@@ -97,10 +98,10 @@ export function createWebhookService(
           trigger_action: ('trigger_action' in data ? data.trigger_action : current.trigger_action) as string | null,
         });
       }
-      return one(await records.update(id, data, author));
+      return one(await records.update(id, data, author, precondition));
     },
 
-    remove: (id: number) => records.remove(id),
+    remove: (id: number, precondition?: Precondition) => records.remove(id, precondition),
 
     /** The call log, newest first; `from`/`to` bound called_at as [from, to). */
     async calls(id: number, query: Page & { status?: number; from?: string; to?: string }) {

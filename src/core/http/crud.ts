@@ -1,16 +1,18 @@
 // Registers the five REST routes of a resource: list, get, create (201), patch, delete.
 // Schemas are the contract: `output` is the response whitelist, `create`/`update` validate bodies.
-// One-record answers carry an ETag; PATCH and DELETE honour If-Match (src/core/http/etag.ts).
+// One-record answers carry an ETag; PATCH and DELETE honour If-Match (src/core/http/etag.ts): the
+// service checks it for the row its write locks (conditionalWrite() in src/core/records.ts).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { UserGroup } from '../groups.js';
 import type { Author } from '../chatter.js';
 import type { ListAnswer } from '../lists.js';
+import type { Precondition } from '../conditional-write.js';
 import type { ListParams } from '../records.js';
 import { operationId } from './actions.js';
 import { authorOf } from './auth.js';
-import { checkIfMatch, ifMatchHeaders, withEtag } from './etag.js';
+import { ifMatchHeaders, ifMatchOf, withEtag } from './etag.js';
 import { singularOf, type ModelInfo } from '../models.js';
 import { idParams, listOf, listQueryOf } from './schemas.js';
 
@@ -20,8 +22,10 @@ export interface CrudService {
   list(query: ListParams & Data): Promise<ListAnswer<Data>>;
   get(id: number): Promise<Data>;
   create(data: Data, author: Author | null): Promise<Data>;
-  update(id: number, data: Data, author: Author | null): Promise<Data>;
-  remove(id: number): Promise<void>;
+  /** `precondition` (If-Match) must hold for the row the update locks: pass it to conditionalWrite(). */
+  update(id: number, data: Data, author: Author | null, precondition: Precondition | undefined): Promise<Data>;
+  /** `precondition` (If-Match) must hold for the row the delete locks: pass it to conditionalWrite(). */
+  remove(id: number, precondition: Precondition | undefined): Promise<void>;
 }
 
 export interface CrudOptions {
@@ -95,8 +99,8 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
         response: { 200: o.output.describe(`The ${noun.one} as changed`) },
       },
       handler: async (req, reply) => {
-        await checkIfMatch(req, o.output, current(req.params.id));
-        return withEtag(reply, o.output, await o.service.update(req.params.id, req.body as Data, authorOf(req.user)));
+        const precondition = ifMatchOf(req, o.output, current(req.params.id));
+        return withEtag(reply, o.output, await o.service.update(req.params.id, req.body as Data, authorOf(req.user), precondition));
       },
     });
   }
@@ -110,8 +114,7 @@ export function registerCrud(parent: FastifyInstance, o: CrudOptions) {
       response: { 204: z.null().describe('Deleted') },
     },
     handler: async (req, reply) => {
-      await checkIfMatch(req, o.output, current(req.params.id));
-      await o.service.remove(req.params.id);
+      await o.service.remove(req.params.id, ifMatchOf(req, o.output, current(req.params.id)));
       return reply.status(204).send(null);
     },
   });

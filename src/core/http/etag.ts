@@ -1,10 +1,13 @@
 // ETags of single records and If-Match on their writes. The ETag is a hash of the record as the API
 // answers it (the answer schema's JSON), so any change a reader could see changes it, whoever made
-// it (a PATCH, an action, a job). A write with a stale If-Match is refused with 412 before it runs.
+// it (a PATCH, an action, a job). A write with a stale If-Match is refused with 412 and changes
+// nothing: ifMatchOf() makes the condition, which the write checks for the row version it locks
+// (conditionalWrite() in src/core/records.ts), so two writes with one ETag cannot both pass.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError } from '../errors.js';
+import { PreconditionFailedError } from '../errors.js';
+import type { Precondition } from '../conditional-write.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -40,16 +43,17 @@ export function withEtag<T>(reply: FastifyReply, schema: z.ZodType, data: T): T 
  * Refuses the write (412 precondition_failed) when the request has an If-Match that names none of
  * the record's present ETag, or `*`. `current` reads the record, only when the header is there.
  */
-export async function checkIfMatch(req: FastifyRequest, schema: z.ZodType, current: () => Promise<unknown>): Promise<void> {
+async function checkIfMatch(req: FastifyRequest, schema: z.ZodType, current: () => Promise<unknown>): Promise<void> {
   const header = req.headers['if-match'];
   if (header === undefined) return;
   const wanted = header.split(',').map((tag) => tag.trim());
   const record = await current();
   // Strong comparison (RFC 9110): a weak tag W/"…" never matches.
   if (wanted.includes('*') || wanted.includes(etagOf(schema, record))) return;
-  throw new AppError(
-    412,
-    'precondition_failed',
-    'The record changed since you read it: If-Match does not name its present ETag. GET it again and repeat the change if it still applies',
-  );
+  throw new PreconditionFailedError();
+}
+
+/** The request's If-Match as the precondition of a write (undefined without the header): see checkIfMatch. */
+export function ifMatchOf(req: FastifyRequest, schema: z.ZodType, current: () => Promise<unknown>): Precondition | undefined {
+  return req.headers['if-match'] === undefined ? undefined : () => checkIfMatch(req, schema, current);
 }
