@@ -2,7 +2,7 @@
 // data: a spike does not hold for a duration, a break restarts it, and resolve notices say how
 // long the alert lasted.
 import { describe, expect, it } from 'vitest';
-import { sustainedMs } from '../../src/alerts/alert-evaluator.js';
+import { sustainedMs } from '../../src/alerts/alert-durations.js';
 import { fireNotice, formatDuration, resolveNotice } from '../../src/alerts/alert-text.js';
 
 const T = Date.UTC(2026, 0, 1, 12, 0, 0);
