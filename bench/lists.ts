@@ -16,8 +16,10 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createAuthService } from '../src/auth/auth-service.js';
+import { createSecretBox, loadOrCreateMasterKey } from '../src/core/crypto.js';
 import { createDb } from '../src/core/db.js';
 import { applyMigrations } from '../src/core/migrate.js';
+import type { CursorKey } from '../src/core/lists.js';
 import { sleep } from '../src/core/sleep.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { freePort } from '../test/helpers/sshd.js';
@@ -397,7 +399,10 @@ async function main() {
     // A build with cursors makes them; one without goes by offset.
     const probe = (await (await fetch(`${base}/api/v1/partners?limit=1`, { headers })).json()) as Record<string, unknown>;
     const cursors = 'next_cursor' in probe;
-    const encode = cursors ? (await import('../src/core/lists.js')).encodeCursor : null;
+    const lists = cursors ? await import('../src/core/lists.js') : null;
+    // Signed as the API signs them: with the key derived from its master key file.
+    const secret = lists ? lists.cursorSecret(createSecretBox(prisma, await loadOrCreateMasterKey(keyFile))) : null;
+    const encode = lists && secret ? (key: CursorKey, values: unknown[]) => lists.encodeCursor(secret, key, values) : null;
     const deepPage: DeepPage = async ({ resource, sort, sql, depth }) => {
       if (!encode) return `offset=${depth}`;
       const row = (await db.query(sql)).rows[0] as { id: number | string; t?: number };

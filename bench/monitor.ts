@@ -378,7 +378,7 @@ async function storage(ctx: AppContext) {
     const times: number[] = [];
     for (let i = 0; i < 6; i++) {
       const s = performance.now();
-      const page = await readMonitorLogs(ctx.db, id, { from, to: end.toISOString(), bucket, order: 'asc', limit: 200, offset: 0 });
+      const page = await readMonitorLogs(ctx, id, { from, to: end.toISOString(), bucket, order: 'asc', limit: 200, offset: 0 });
       times.push(performance.now() - s);
       if (i === 0 && page.items.length === 0) throw new Error('the chart query found nothing');
     }

@@ -2,7 +2,9 @@
 // next_cursor returns every row exactly once while rows are inserted and deleted between pages
 // (ties of the sort value, NULLs, enums, ascending and descending, raw-SQL monitor logs and their
 // buckets); totals beyond the exact-count limit are the planner's estimate and say so; a cursor
-// that was changed, cut, or belongs to another sort or list is a 400 naming it; offsets stay shallow.
+// that was changed, cut, crafted without the installation's key, or belongs to another sort or list
+// is a 400 naming it; offsets stay shallow.
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { EXACT_TOTAL_LIMIT } from '../src/core/lists.js';
 import { request } from './helpers/api.js';
@@ -309,6 +311,35 @@ describe('bad cursors and offsets', () => {
     }
     const good = await get(`/api/v1/partners?q=cursor.example&sort=name&limit=1&cursor=${cursor}`);
     expect(good.body.items.map((p: { name: string }) => p.name)).toEqual(['Bad 1']);
+  });
+
+  it('a cursor made without the key derived from the master key is a 400 naming cursor; a real one pages', async () => {
+    const db = t.ctx.db;
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await db.partner.create({ data: { name: `Keyed ${i}`, email: `keyed${i}@cursor.example` } })).id);
+    // What an attacker (or a cursor from before the key) would send: the row after ids[0], by id.
+    const json = JSON.stringify(['partners', 'id', ids[0]]);
+    const body = Buffer.from(json).toString('base64url');
+    const crafted = {
+      'the old unkeyed sha256': createHash('sha256').update(json).digest('base64url').slice(0, 16),
+      'an HMAC under another key (another master key)': createHmac('sha256', randomBytes(32)).update(json).digest('base64url').slice(0, 22),
+    };
+    for (const [why, sum] of Object.entries(crafted)) {
+      const res = await get(`/api/v1/partners?q=keyed&cursor=${body}.${sum}`);
+      expect(res.status, why).toBe(400);
+      expect(res.body.error.code, why).toBe('validation_error');
+      expect(res.body.error.message, why).toContain('start again from the first page');
+      expect(
+        res.body.error.details.fields.map((f: { field: string }) => f.field),
+        why,
+      ).toEqual(['querystring.cursor']);
+    }
+    // The same cursor as the service makes it pages on.
+    const first = await get('/api/v1/partners?q=keyed&limit=1');
+    expect(first.body.next_cursor.split('.')[0]).toBe(body);
+    const second = await get(`/api/v1/partners?q=keyed&limit=2&cursor=${first.body.next_cursor}`);
+    expect(second.status).toBe(200);
+    expect(second.body.items.map((p: { id: number }) => p.id)).toEqual(ids.slice(1, 3));
   });
 
   it('cursor with an offset, and an offset deeper than the limit, are 400s naming offset', async () => {

@@ -16,7 +16,7 @@ export interface ActionLogQuery extends ListParams {
   job_id?: string;
 }
 
-export function createActionLogService(ctx: Pick<AppContext, 'db'>) {
+export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
   return {
     /**
      * Newest first (by id); `from`/`to` bound created_at as [from, to), and without a sort the rows
@@ -27,7 +27,7 @@ export function createActionLogService(ctx: Pick<AppContext, 'db'>) {
       const created_at = timeRange(from, to);
       const where = { ...filters, created_at, ...searchWhere(ACTION_LOG_SEARCH, q) };
       return listPage(
-        ctx.db,
+        ctx,
         ctx.db.actionLog,
         where,
         { limit, offset, cursor },

@@ -3,8 +3,7 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UnauthenticatedError } from '../core/errors.js';
 import type { UserGroup } from '../core/groups.js';
 import type { AuthUser } from '../core/http/auth.js';
-import type { Page } from '../core/lists.js';
-import { jsonSafe, listPage } from '../core/records.js';
+import { jsonSafe } from '../core/records.js';
 import { hashApiToken, newApiToken } from './api-token.js';
 
 // last_used_at is refreshed at most this often, so reads do not turn into writes.
@@ -63,12 +62,6 @@ export function createAuthService(ctx: Pick<AppContext, 'db'>) {
         });
       }
       return db.user.create({ data: { ...data, email } });
-    },
-
-    /** The tokens of every user or of one; the answer schema leaves the hashes out. */
-    listTokens(query: Page & { user_id?: number }) {
-      const { user_id, ...page } = query;
-      return listPage(db, db.apiToken, { user_id }, page, { table: 'api_tokens', resource: 'api-tokens', sort: 'id' });
     },
 
     /** POST /api-tokens: a token for a user (default: the caller), shown once. */

@@ -56,7 +56,7 @@ export function createBackupServerService(ctx: Pick<AppContext, 'db' | 'secretBo
 
     async listCloudAccounts(id: number, page: Page) {
       await getServer(id);
-      return listPage(db, db.backupCloudAccount, { backup_server_id: id }, page, {
+      return listPage(ctx, db.backupCloudAccount, { backup_server_id: id }, page, {
         table: 'backup_cloud_accounts',
         resource: 'backup-servers/cloud-accounts',
         sort: 'id',

@@ -7,7 +7,7 @@ import type { ModelRegistry } from '../core/models.js';
 import type { Page } from '../core/lists.js';
 import { jsonSafe, listPage, timeRange } from '../core/records.js';
 
-export function createChatterService(ctx: Pick<AppContext, 'db'>, models: ModelRegistry) {
+export function createChatterService(ctx: Pick<AppContext, 'db' | 'secretBox'>, models: ModelRegistry) {
   const { db } = ctx;
 
   /** The thread of an existing record; 404 otherwise. */
@@ -31,7 +31,7 @@ export function createChatterService(ctx: Pick<AppContext, 'db'>, models: ModelR
         count: (args: { where: object; orderBy: object[]; take: number }) => db.message.count(args),
       };
       const resource = `${models.find(ref.model_name)?.resource}/messages`;
-      return listPage(db, withTracking, where, page, {
+      return listPage(ctx, withTracking, where, page, {
         table: 'messages',
         resource,
         sort: created_at ? '-created_at' : '-id',

@@ -1,13 +1,15 @@
 // What keeps lists fast as tables grow, below listPage() (src/core/records.ts) and the raw-SQL lists:
 // - cursors: `next_cursor` holds the sort value and the id of a page's last row, so the next page
 //   starts right after them with an index range scan, however deep (an offset walks every row it
-//   skips). A cursor names its list and sort and carries a digest, so one that was edited, cut, or
-//   made for another list or sort is refused (400 naming `cursor`). It is not a secret and grants
-//   nothing: its values are type-checked and bound as parameters like any filter;
+//   skips). A cursor names its list and sort and carries an HMAC under a key derived from the
+//   master key, so one that was edited, cut, crafted, or made for another list or sort is refused
+//   (400 naming `cursor`). It is not a secret and grants nothing: its values are type-checked and
+//   bound as parameters like any filter;
 // - totals: exact while at most EXACT_TOTAL_LIMIT rows match (a count that stops there), beyond
 //   that PostgreSQL's planner estimate, and the answer says so (`total_is_estimate`); a list the
 //   planner expects to be far bigger is not counted at all.
-import { createHash } from 'node:crypto';
+import { createHmac, timingSafeEqual as cryptoEqual } from 'node:crypto';
+import type { SecretBox } from './crypto.js';
 import { type Db, Prisma } from './db.js';
 import { ValidationError } from './errors.js';
 
@@ -55,23 +57,46 @@ export function assertOnePosition(page: Page): void {
   }
 }
 
-function digest(json: string): string {
-  return createHash('sha256').update(json).digest('base64url').slice(0, 16);
+const secrets = new WeakMap<Pick<SecretBox, 'deriveKey'>, Buffer>();
+
+/**
+ * The key of the cursors' HMAC: derived from the master key, so every process of one installation
+ * (the same master key file) reads the cursors any of them made, and another master key refuses them.
+ */
+export function cursorSecret(secretBox: Pick<SecretBox, 'deriveKey'>): Buffer {
+  let secret = secrets.get(secretBox);
+  if (!secret) {
+    secret = secretBox.deriveKey('list-cursor');
+    secrets.set(secretBox, secret);
+  }
+  return secret;
 }
 
-/** The cursor of the row whose sort value and id are `values` ([id] when the sort is by id). */
-export function encodeCursor(key: CursorKey, values: readonly unknown[]): string {
+/** 128 bits of HMAC-SHA256: a cursor cannot be made without the key. */
+function digest(secret: Buffer, json: string): string {
+  return createHmac('sha256', secret).update(json).digest('base64url').slice(0, 22);
+}
+
+/** The cursor of the row whose sort value and id are `values` ([id] when the sort is by id), signed with `secret` (cursorSecret). */
+export function encodeCursor(secret: Buffer, key: CursorKey, values: readonly unknown[]): string {
   const plain = values.map((v) => (v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? v.toString() : v));
   const json = JSON.stringify([key.resource, key.sort, ...plain]);
-  return `${Buffer.from(json).toString('base64url')}.${digest(json)}`;
+  return `${Buffer.from(json).toString('base64url')}.${digest(secret, json)}`;
 }
 
-/** The values of a cursor made by encodeCursor for `key`, typed by `columns`; otherwise a 400 naming `cursor`. */
-export function decodeCursor(token: string, key: CursorKey, columns: readonly Column[]): unknown[] {
+/** Compares two digests in constant time. */
+function timingSafeEqual(a: string, b: string): boolean {
+  return a.length === b.length && cryptoEqual(Buffer.from(a), Buffer.from(b));
+}
+
+/** The values of a cursor made by encodeCursor for `key` with `secret`, typed by `columns`; otherwise a 400 naming `cursor`. */
+export function decodeCursor(secret: Buffer, token: string, key: CursorKey, columns: readonly Column[]): unknown[] {
   const [body = '', sum, ...rest] = token.split('.');
   const json = Buffer.from(body, 'base64url').toString('utf8');
-  if (!sum || rest.length > 0 || digest(json) !== sum) {
-    throw cursorError('is not a next_cursor of this service as it was answered (changed or cut)');
+  if (!sum || rest.length > 0 || !timingSafeEqual(digest(secret, json), sum)) {
+    throw cursorError(
+      'is not a next_cursor of this service as it was answered (changed, cut, or made before its master key changed): start again from the first page',
+    );
   }
   let parsed: unknown;
   try {

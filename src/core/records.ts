@@ -12,6 +12,7 @@ import {
   boundedTotal,
   type Column,
   columnsOf,
+  cursorSecret,
   decodeCursor,
   encodeCursor,
   estimateRows,
@@ -138,13 +139,15 @@ function stretchesOf(sort: string, column: Column | undefined): Stretch[] {
  * Filters left undefined are ignored by Prisma, so optional query parameters pass straight in.
  */
 export async function listPage<T extends object, V = JsonSafe<T>>(
-  db: Db,
+  deps: { db: Db; secretBox: Pick<SecretBox, 'deriveKey'> },
   delegate: Pageable<T>,
   where: object,
   page: Page,
   opts: { table: string; sort: string; resource?: string; view?: (row: T) => V },
 ): Promise<ListAnswer<V>> {
   assertOnePosition(page);
+  const { db } = deps;
+  const secret = cursorSecret(deps.secretBox);
   const { table, sort, view = jsonSafe as (row: T) => V } = opts;
   const key = { resource: opts.resource ?? table, sort };
   const columns = await columnsOf(db, table);
@@ -160,7 +163,9 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   async function rows(): Promise<T[]> {
     if (!page.cursor) return delegate.findMany({ where, orderBy, take: need, skip: page.offset });
     const idColumn = columns.get('id')!;
-    const [value, id] = column ? decodeCursor(page.cursor, key, [column, idColumn]) : [null, ...decodeCursor(page.cursor, key, [idColumn])];
+    const [value, id] = column
+      ? decodeCursor(secret, page.cursor, key, [column, idColumn])
+      : [null, ...decodeCursor(secret, page.cursor, key, [idColumn])];
     const from = stretches.findIndex((s) => s.holds(value));
     const found: T[] = [];
     for (let i = from; i < stretches.length && found.length < need; i++) {
@@ -186,7 +191,7 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   ]);
   const items = found.slice(0, page.limit);
   const last = items.at(-1) as Record<string, unknown> | undefined;
-  const next = found.length > page.limit && last ? encodeCursor(key, column ? [last[field], last.id] : [last.id]) : null;
+  const next = found.length > page.limit && last ? encodeCursor(secret, key, column ? [last[field], last.id] : [last.id]) : null;
   return { items: items.map(view), ...total, limit: page.limit, offset: page.offset, next_cursor: next };
 }
 
@@ -285,7 +290,7 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
       const where = { ...filters, ...searchWhere(model.search, q), ...(range ? { [model.timeField!]: range } : {}) };
       const order = sort ?? (range ? `-${model.timeField}` : defaultSort);
       return listPage(
-        db,
+        deps,
         delegate,
         where,
         { limit, offset, cursor },

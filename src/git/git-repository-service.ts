@@ -146,7 +146,7 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'secretB
 
     async listCommits(id: number, page: Page) {
       await loadRepository(db, id);
-      return listPage(db, db.gitCommit, { repository_id: id }, page, {
+      return listPage(ctx, db.gitCommit, { repository_id: id }, page, {
         table: 'git_commits',
         resource: 'git-repositories/commits',
         sort: '-created_at',

@@ -1,10 +1,20 @@
 // Monitor logs: raw rows or per-bucket averages for charts,
 // and retention in bounded batches. Every query is an index range scan on (root_server_id,
 // created_at) or (created_at), so it stays cheap on a table of tens of millions of rows.
+import type { AppContext } from '../context.js';
 import type { Db } from '../core/db.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { jsonSafe } from '../core/records.js';
-import { assertOnePosition, boundedTotal, type Column, decodeCursor, encodeCursor, estimateRows, type Page } from '../core/lists.js';
+import {
+  assertOnePosition,
+  boundedTotal,
+  type Column,
+  cursorSecret,
+  decodeCursor,
+  encodeCursor,
+  estimateRows,
+  type Page,
+} from '../core/lists.js';
 import { ValidationError } from '../core/errors.js';
 import { loadRootServer, METRIC_COLUMN_LIST, METRIC_NAMES, type MetricRow, metricsRowOut, rounded } from '../servers/index.js';
 
@@ -30,15 +40,17 @@ const RAW_KEY_COLUMNS: Column[] = [
  * Rows (or bucket averages) of one server in [from, to), in time order (asc: the order charts
  * draw). A raw page's cursor is its last row's (created_at, id); a bucket page's, its last bucket.
  */
-async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
+async function queryMonitorLogs(ctx: Pick<AppContext, 'db' | 'secretBox'>, serverId: number, q: MonitorLogQuery) {
   assertOnePosition(q);
+  const { db } = ctx;
+  const secret = cursorSecret(ctx.secretBox);
   const range = Prisma.sql`root_server_id = ${serverId} AND created_at >= ${q.from} AND created_at < ${q.to}`;
   const desc = q.order === 'desc';
   const direction = desc ? Prisma.sql`DESC` : Prisma.sql`ASC`;
   const page = { limit: q.limit, offset: q.offset };
   if (!q.bucketSeconds) {
     const key = { resource: RESOURCE, sort: desc ? '-created_at' : 'created_at' };
-    const [at, id] = q.cursor ? decodeCursor(q.cursor, key, RAW_KEY_COLUMNS) : [];
+    const [at, id] = q.cursor ? decodeCursor(secret, q.cursor, key, RAW_KEY_COLUMNS) : [];
     const after = !q.cursor
       ? Prisma.empty
       : desc
@@ -60,11 +72,11 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
     ]);
     const items = rows.slice(0, q.limit);
     const last = items.at(-1);
-    const next = rows.length > q.limit && last ? encodeCursor(key, [last.created_at, last.id]) : null;
+    const next = rows.length > q.limit && last ? encodeCursor(secret, key, [last.created_at, last.id]) : null;
     return { items: items.map(({ id: _, ...row }) => metricsRowOut(row)), ...total, ...page, next_cursor: next };
   }
   const key = { resource: RESOURCE, sort: `bucket=${q.bucketSeconds}s${desc ? ' desc' : ''}` };
-  const [start] = q.cursor ? (decodeCursor(q.cursor, key, RAW_KEY_COLUMNS.slice(0, 1)) as Date[]) : [];
+  const [start] = q.cursor ? (decodeCursor(secret, q.cursor, key, RAW_KEY_COLUMNS.slice(0, 1)) as Date[]) : [];
   // The buckets after the cursor's: those starting a width later (asc), or before it (desc).
   const after = !start
     ? Prisma.empty
@@ -90,7 +102,7 @@ async function queryMonitorLogs(db: Db, serverId: number, q: MonitorLogQuery) {
   }
   const items = rows.slice(0, q.limit);
   const last = items.at(-1);
-  const next = rows.length > q.limit && last ? encodeCursor(key, [last.bucket_start]) : null;
+  const next = rows.length > q.limit && last ? encodeCursor(secret, key, [last.bucket_start]) : null;
   return {
     items: items.map(({ buckets: _, ...r }) => jsonSafe(rounded(r))),
     total,
@@ -135,17 +147,17 @@ const HOUR_MS = 3600_000;
  * (default: the last hour), and an optional bucket width such as `30s`, `5m`, `1h`, `1d`.
  */
 export async function readMonitorLogs(
-  db: Db,
+  ctx: Pick<AppContext, 'db' | 'secretBox'>,
   serverId: number,
   q: Page & { from?: string; to?: string; bucket?: string; order: 'asc' | 'desc' },
 ) {
-  await loadRootServer(db, serverId);
+  await loadRootServer(ctx.db, serverId);
   const end = q.to ? new Date(q.to) : new Date();
   const start = q.from ? new Date(q.from) : new Date(end.getTime() - HOUR_MS);
   if (start >= end) throw new ValidationError('from must be before to');
   const unit = q.bucket?.slice(-1) as keyof typeof UNIT_SECONDS | undefined;
   const bucketSeconds = q.bucket && unit ? Number(q.bucket.slice(0, -1)) * UNIT_SECONDS[unit] : undefined;
-  return queryMonitorLogs(db, serverId, {
+  return queryMonitorLogs(ctx, serverId, {
     from: start,
     to: end,
     bucketSeconds,

@@ -59,6 +59,6 @@ export function registerMonitorRoutes(parent: FastifyInstance, ctx: AppContext, 
       querystring: query,
       response: { 200: listOf(z.union([monitorLogOut, monitorBucketOut])) },
     },
-    handler: (req) => readMonitorLogs(ctx.db, req.params.id, req.query),
+    handler: (req) => readMonitorLogs(ctx, req.params.id, req.query),
   });
 }

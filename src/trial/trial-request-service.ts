@@ -120,7 +120,7 @@ export async function transitionTrialRequest(tx: DbTx, id: number, action: Trial
 
 type Data = Record<string, unknown>;
 
-export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' | 'log'>) {
+export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'log'>) {
   const { db } = ctx;
 
   const lockable = (id: number) => ({ table: trialRequestModel.table, id, notFound: () => new NotFoundError('Trial request') });
@@ -140,7 +140,7 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'queues' 
       const { limit, offset, cursor, sort, q, company_size, ...where } = query;
       if (company_size) where.company_size = companySizeToDb(company_size as CompanySizeValue);
       return listPage(
-        db,
+        ctx,
         db.trialRequest,
         { ...where, ...searchWhere(trialRequestModel.search, q) },
         { limit, offset, cursor },

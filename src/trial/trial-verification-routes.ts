@@ -61,7 +61,7 @@ export function registerTrialVerificationRoutes(parent: FastifyInstance, ctx: Ap
       const { limit, offset, cursor, sort, q, ...where } = req.query as typeof req.query & ListParams;
       const filter = { ...where, ...searchWhere(trialVerificationModel.search, q) };
       const { table, resource } = trialVerificationModel;
-      return listPage(ctx.db, ctx.db.trialVerification, filter, { limit, offset, cursor }, { table, resource, sort: sort ?? '-id', view });
+      return listPage(ctx, ctx.db.trialVerification, filter, { limit, offset, cursor }, { table, resource, sort: sort ?? '-id', view });
     },
   });
 

@@ -109,7 +109,7 @@ export function createWebhookService(
       await records.getRow(id);
       await flushCallLog();
       const where = { webhook_id: id, status, called_at: timeRange(from, to) };
-      return listPage(db, db.webhookCall, where, page, { table: 'webhook_calls', resource: 'webhooks/calls', sort: '-called_at' });
+      return listPage(ctx, db.webhookCall, where, page, { table: 'webhook_calls', resource: 'webhooks/calls', sort: '-called_at' });
     },
 
     /** action_trigger: runs the configured method from the API, in a transaction; written to the action log. */
