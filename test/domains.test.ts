@@ -9,11 +9,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import type { TLSSocket } from 'node:tls';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { domainJobs } from '../src/domains/domain-job-specs.js';
+import { withDeadline } from '../src/domains/job-deadline.js';
+import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
 import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { startAcmeLab, takeCaddyMachine, type AcmeLab, type CaddyMachine } from './helpers/acme.js';
@@ -128,11 +131,31 @@ async function verify(id: number) {
   return { job, domain: await getDomain(id) };
 }
 
-async function runChecks() {
+/** The run's job, completed (it only queues). */
+async function runOnly() {
   const jobId = await t.ctx.queues.enqueue(domainJobs.verify_domains, { user_id: null });
-  const job = await waitForJob(t.app, t.as.user, jobId, 150_000);
+  const job = await waitForJob(t.app, t.as.user, jobId, 30_000);
   expect(job.state, JSON.stringify(job)).toBe('completed');
-  return job.result;
+  return { id: jobId as string, result: job.result };
+}
+
+/** The verify_domain jobs of one domain, as BullMQ holds them. */
+async function jobsOfDomain(domainId: number) {
+  const jobs = await t.ctx.queues.queue('domains').getJobs(['waiting', 'active', 'prioritized', 'delayed', 'completed', 'failed']);
+  return jobs.filter((j) => j.name === 'verify_domain' && j.data.domain_id === domainId);
+}
+
+/** The run, then every per-domain job it queued, to their end. */
+async function runChecks() {
+  const run = await runOnly();
+  await vi.waitFor(
+    async () => {
+      const left = await t.ctx.queues.queue('domains').getJobCounts('waiting', 'active', 'prioritized', 'delayed');
+      expect(left).toEqual({ waiting: 0, active: 0, prioritized: 0, delayed: 0 });
+    },
+    { timeout: 150_000, interval: 100 },
+  );
+  return run.result;
 }
 
 /** GET / over HTTPS to Caddy on 127.0.0.1:443 with `hostname` as SNI, checking the chain against Pebble's root. */
@@ -323,7 +346,9 @@ describe('a domain goes live', { timeout: 300_000 }, () => {
     });
 
     const result = await runChecks();
-    expect(result.certificates_read).toBeGreaterThanOrEqual(1);
+    expect(result.certificate_checks).toBeGreaterThanOrEqual(1);
+    const check = (await jobsOfDomain(shop.id)).find((j) => j.data.scheduled);
+    expect(check?.returnvalue).toMatchObject({ state: 'active', hostname: name, certificate: { issuer: expect.stringMatching(/Pebble/) } });
     await verify(shop.id);
     expect(await alerts()).toHaveLength(1);
     expect(pushes()).toHaveLength(1);
@@ -415,11 +440,128 @@ describe('a domain goes live', { timeout: 300_000 }, () => {
   it("a cancelled subscription's domains are removed by the run", async () => {
     expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
     const result = await runChecks();
-    expect(result.removed).toEqual([name]);
+    expect(result.removals).toBe(1);
     expect(await t.ctx.db.domain.count({ where: { subscription_id: sub.id } })).toBe(0);
     expect(await siteFiles()).toEqual([]);
     await expect(httpsGet(name)).rejects.toThrow();
     const thread = (await messages(t, sub.id)).map((m) => m.body);
     expect(thread).toContain(`Domain ${name} removed (subscription ${sub.id} is cancelled).`);
+  });
+});
+
+describe('a dead host', { timeout: 120_000 }, () => {
+  // Accepts SSH connections and never answers: the host is there and does nothing (until released).
+  let blackhole: Server;
+  const held = new Set<Socket>();
+  beforeAll(async () => {
+    blackhole = createServer((socket) => {
+      held.add(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await new Promise((resolve) => blackhole?.close(resolve));
+  });
+
+  it("holds up only its own domain's job: the run only queues, other domains and maintenance jobs go on", async () => {
+    // A subscription on its own Odoo host, deployed while the host answered, then cancelled with a
+    // domain live there; the host then stops answering.
+    const dead = await confirmedRootServer(t.app, t.as.operator, sshd, {
+      username: TEST_USERS.sudoNoPassword.name,
+      password: TEST_USERS.sudoNoPassword.password,
+      sudo_user: true,
+      sudo_user_no_password: true,
+    });
+    const template = await api('POST', '/database-templates', {
+      name: 'Dead host',
+      postgresql_server_id: fx.serverId,
+      template_db_name: fx.templateDb,
+      root_server_id: dead.id,
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    const gone = await fx.deployed({ database_template_id: template.json().id });
+    const deadName = host('deadhost');
+    const stuck = await createDomain({ subscription_id: gone.id, hostname: deadName });
+    await t.ctx.db.domain.update({
+      where: { id: stuck.id },
+      data: { state: 'active', root_server_id: dead.id, site_file: `${SITES}/${gone.database_name}--${deadName}.caddy` },
+    });
+    expect((await act(t, gone.id, 'cancel')).statusCode).toBe(200);
+    await t.ctx.db.rootServer.update({ where: { id: dead.id }, data: { port: (blackhole.address() as { port: number }).port } });
+
+    // Another customer's domain waiting for DNS, on the live host.
+    const live = await fx.deployed();
+    const waiting = await createDomain({ subscription_id: live.id, hostname: host('waiting') });
+
+    const run = await runOnly();
+    expect(run.result).toMatchObject({ removals: 1, verifications: 1 });
+    // The run touched no host and no tenant: nothing in the action log under its job.
+    expect(await t.ctx.db.actionLog.count({ where: { job_id: run.id } })).toBe(0);
+
+    // The dead host's job is under way (its SSH connection waits)...
+    const [deadJob] = await jobsOfDomain(stuck.id);
+    expect(deadJob).toBeDefined();
+    await vi.waitFor(async () => expect(await deadJob!.getState()).toBe('active'), { timeout: 5_000, interval: 50 });
+    // ... while the other domain's verification ends, and so does a maintenance job queued after the run.
+    await vi.waitFor(
+      async () => {
+        const [other] = await jobsOfDomain(waiting.id);
+        expect(await other?.getState()).toBe('completed');
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect((await getDomain(waiting.id)).state).toBe('pending_dns');
+    const prune = await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});
+    expect((await waitForJob(t.app, t.as.user, prune, 10_000)).state).toBe('completed');
+    expect(await deadJob!.getState()).toBe('active');
+
+    // One job per domain at a time: the operator's verify answers the job under way.
+    const again = await api('POST', `/domains/${stuck.id}/actions/verify`);
+    expect(again.statusCode, again.body).toBe(202);
+    expect(again.json().job_id).toBe(`domains-${deadJob!.id}`);
+
+    // The host goes away altogether: the removal fails, the domain stays and says why.
+    for (const socket of held) socket.destroy();
+    const ended = await waitForJob(t.app, t.as.user, `domains-${deadJob!.id}`, 30_000);
+    expect(ended.state).toBe('failed');
+    expect(ended.error).toContain(`Removing ${deadName} of ended subscription ${gone.id} failed`);
+    expect((await getDomain(stuck.id)).last_error).toBe(ended.error);
+    await t.ctx.db.domain.deleteMany({ where: { id: { in: [stuck.id, waiting.id] } } });
+  });
+});
+
+describe("a domain job's deadline", () => {
+  it('aborts the work, records why, and fails with the reason; work within it answers as usual', async () => {
+    const recorded: string[] = [];
+    let closed = false;
+    const hung = withDeadline(
+      100,
+      'verify_domain of x.test',
+      (signal) =>
+        new Promise((_, reject) =>
+          signal.addEventListener('abort', () => {
+            closed = true;
+            reject(new Error('Connection closed'));
+          }),
+        ),
+      async (reason) => {
+        recorded.push(reason);
+      },
+    );
+    await expect(hung).rejects.toThrow('verify_domain of x.test did not finish within 0.1 s');
+    expect(closed).toBe(true);
+    expect(recorded).toEqual(['verify_domain of x.test did not finish within 0.1 s']);
+
+    const quick = await withDeadline(
+      60_000,
+      'verify_domain of y.test',
+      async () => 'done',
+      async () => {
+        throw new Error('not expected');
+      },
+    );
+    expect(quick).toBe('done');
   });
 });

@@ -1,63 +1,76 @@
-// The run every 5 minutes: domains of ended subscriptions (cancelled, or their database dropped)
-// are removed; active domains have their served certificate read again (renewals, expiry notices)
-// and, when primary, their tenant's web.base.url written again after a new deployment of its
-// database; domains waiting for DNS get a verify_domain job (failed ones once an hour).
+// The run every 5 minutes and what it asks of each domain.
+//
+// The run (verify_domains) only reads PostgreSQL and queues: one scheduled verify_domain per
+// domain that needs work, deduplicated per domain. Each of those jobs, on the domains queue with its
+// own deadline, does what that domain needs: removed when its subscription ended (cancelled, or its
+// database dropped); for an active domain, the served certificate read again (renewals, expiry
+// notices) and, when primary, the tenant's web.base.url written again after a new deployment of
+// its database; a domain waiting for DNS is verified (failed ones once an hour).
 import type { AppContext } from '../context.js';
+import { UserError } from '../core/errors.js';
 import { domainJobs } from './domain-job-specs.js';
-import type { DomainVerification } from './domain-verification.js';
-import type { DomainActor } from './tenant-base-url.js';
+import { hasEnded, type DomainRun, type DomainVerification } from './domain-verification.js';
 
 const RETRY_FAILED_MS = 60 * 60_000;
-/** Certificates read at once. */
-const READS_AT_ONCE = 10;
+/** Jobs added to Redis at once. */
+const ADDS_AT_ONCE = 50;
 
-export async function runDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, verification: DomainVerification, actor: DomainActor) {
-  const { db } = ctx;
-  const result = { removed: [] as string[], certificates_read: 0, base_urls_written: 0, queued: 0, errors: [] as string[] };
+const endedSubscription = { OR: [{ state: 'cancelled' as const }, { database_dropped_at: { not: null } }] };
 
-  const ended = await db.domain.findMany({
-    where: { subscription: { OR: [{ state: 'cancelled' }, { database_dropped_at: { not: null } }] } },
-    include: { subscription: true },
-    orderBy: { id: 'asc' },
-  });
-  for (const domain of ended) {
-    const sub = domain.subscription;
-    try {
-      await verification.remove(domain, actor, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
-      result.removed.push(domain.hostname);
-    } catch (err) {
-      const message = `Removing ${domain.hostname} of ended subscription ${sub.id} failed: ${(err as Error).message}`;
-      await db.domain.updateMany({ where: { id: domain.id }, data: { last_error: message } });
-      result.errors.push(message);
-    }
-  }
-
-  const active = await db.domain.findMany({ where: { state: 'active' }, include: { subscription: true }, orderBy: { id: 'asc' } });
-  for (let i = 0; i < active.length; i += READS_AT_ONCE) {
-    await Promise.all(active.slice(i, i + READS_AT_ONCE).map((d) => verification.refreshCertificate(d, actor)));
-  }
-  result.certificates_read = active.length;
-  // Not written yet (the database was suspended or not there), or a deployment after the domain
-  // went live wrote SUBSCRIPTION_URL's address over it.
-  for (const domain of active) {
-    const deployed = domain.subscription.database_created_at;
-    if (!domain.is_primary || !deployed || domain.subscription.state !== 'running') continue;
-    if (domain.base_url_at && domain.base_url_at >= deployed) continue;
-    await verification.baseUrlAfterChange(domain.subscription_id, actor, domain.id);
-    result.base_urls_written++;
-  }
-
-  const due = await db.domain.findMany({
+/** verify_domains: which domains need work, one job each; it touches no host and no tenant. */
+export async function queueDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, actor: Pick<DomainRun, 'userId'>) {
+  const due = await ctx.db.domain.findMany({
     where: {
       OR: [
-        { state: 'pending_dns' },
+        { subscription: endedSubscription },
+        { state: { in: ['active', 'pending_dns'] } },
         { state: 'failed', OR: [{ checked_at: null }, { checked_at: { lt: new Date(Date.now() - RETRY_FAILED_MS) } }] },
       ],
     },
-    select: { id: true },
+    select: { id: true, state: true, subscription: { select: { state: true, database_dropped_at: true } } },
     orderBy: { id: 'asc' },
   });
-  for (const { id } of due) await ctx.queues.enqueue(domainJobs.verify_domain, { domain_id: id, user_id: null });
+  const result = { queued: 0, removals: 0, certificate_checks: 0, verifications: 0 };
+  for (const d of due) {
+    if (hasEnded(d.subscription)) result.removals++;
+    else if (d.state === 'active') result.certificate_checks++;
+    else result.verifications++;
+  }
+  for (let i = 0; i < due.length; i += ADDS_AT_ONCE) {
+    await Promise.all(
+      due
+        .slice(i, i + ADDS_AT_ONCE)
+        .map((d) => ctx.queues.enqueue(domainJobs.verify_domain, { domain_id: d.id, scheduled: true, user_id: actor.userId })),
+    );
+  }
   result.queued = due.length;
   return result;
+}
+
+/** The scheduled verify_domain: what the run asks of one domain. */
+export async function checkDomain(ctx: Pick<AppContext, 'db'>, verification: DomainVerification, domainId: number, run: DomainRun) {
+  const { db } = ctx;
+  const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
+  if (!domain) return { skipped: 'the domain was removed' };
+  const sub = domain.subscription;
+  if (hasEnded(sub)) {
+    try {
+      await verification.remove(domain, run, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+    } catch (err) {
+      const message = `Removing ${domain.hostname} of ended subscription ${sub.id} failed: ${(err as Error).message}`;
+      if (!run.signal?.aborted) await db.domain.updateMany({ where: { id: domain.id }, data: { last_error: message } });
+      throw new UserError(message);
+    }
+    return { removed: domain.hostname };
+  }
+  if (domain.state !== 'active') return verification.verify(domain.id, run);
+
+  const certificate = await verification.refreshCertificate(domain, run);
+  // Not written yet (the database was suspended or not there), or a deployment after the domain
+  // went live wrote SUBSCRIPTION_URL's address over it.
+  const deployed = sub.database_created_at;
+  const baseUrlDue =
+    domain.is_primary && deployed !== null && sub.state === 'running' && !(domain.base_url_at && domain.base_url_at >= deployed);
+  if (baseUrlDue) await verification.baseUrlAfterChange(sub.id, run, domain.id);
+  return { state: 'active', hostname: domain.hostname, certificate, base_url_written: baseUrlDue };
 }

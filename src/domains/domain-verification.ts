@@ -35,6 +35,19 @@ const SERVE_WAIT_MS = 10_000;
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'log'>;
 type DomainWithSub = Domain & { subscription: Subscription };
 
+/**
+ * Whom the work is done for; in a job, also the job's deadline (job-deadline.ts): once it is
+ * aborted the work writes nothing more about the domain and its SSH session is closed.
+ */
+export interface DomainRun extends DomainActor {
+  signal?: AbortSignal;
+}
+
+/** Closes the session when the run's deadline passes. */
+function closeOnAbort(session: { close(): void }, run: DomainRun) {
+  run.signal?.addEventListener('abort', () => session.close(), { once: true });
+}
+
 type VerifyResult =
   | { state: 'active'; hostname: string; certificate_not_after: string; certificate_issuer: string }
   /** DNS not (yet) right: pending_dns, or active still serving. */
@@ -55,7 +68,8 @@ export function createDomainVerification(ctx: Ctx) {
   const timeoutMs = config.OUTBOUND_TIMEOUT_MS;
 
   /** Changes the domain with its tracked fields in the chatter; null when it was removed meanwhile. */
-  async function setFields(id: number, data: Prisma.DomainUpdateInput, actor: DomainActor): Promise<Domain | null> {
+  async function setFields(id: number, data: Prisma.DomainUpdateInput, actor: DomainRun): Promise<Domain | null> {
+    actor.signal?.throwIfAborted();
     return db.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1 FROM domains WHERE id = ${id} FOR UPDATE`;
       const before = await tx.domain.findUnique({ where: { id } });
@@ -66,7 +80,7 @@ export function createDomainVerification(ctx: Ctx) {
     });
   }
 
-  async function failed(domain: Domain, reason: string, actor: DomainActor): Promise<never> {
+  async function failed(domain: Domain, reason: string, actor: DomainRun): Promise<never> {
     await setFields(domain.id, { state: 'failed', last_error: reason }, actor);
     await postMessage(db, {
       ...onDomain(domain.id),
@@ -129,7 +143,7 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** The tenant's web.base.url after a change of its domains; a failure is told, not thrown. */
-  async function baseUrlAfterChange(subscriptionId: number, actor: DomainActor, domainId?: number) {
+  async function baseUrlAfterChange(subscriptionId: number, actor: DomainRun, domainId?: number) {
     try {
       await applyBaseUrl(ctx, subscriptionId, actor);
     } catch (err) {
@@ -139,7 +153,7 @@ export function createDomainVerification(ctx: Ctx) {
     }
   }
 
-  async function activate(domain: Domain, cert: ServedCertificate, dnsTarget: string, actor: DomainActor): Promise<VerifyResult> {
+  async function activate(domain: Domain, cert: ServedCertificate, dnsTarget: string, actor: DomainRun): Promise<VerifyResult> {
     const now = new Date();
     const after = await setFields(
       domain.id,
@@ -173,14 +187,17 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** Takes the site out of the host's configuration (a server no longer managed is left, and said so). */
-  async function removeSite(domain: Domain, actor: DomainActor): Promise<string | null> {
+  async function removeSite(domain: Domain, actor: DomainRun): Promise<string | null> {
     if (!domain.site_file || !domain.root_server_id) return null;
     const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id } });
     if (server?.state !== 'confirmed') {
       return `The site file ${domain.site_file} was left on root server ${domain.root_server_id}: the server is ${server?.state ?? 'gone'}.`;
     }
+    actor.signal?.throwIfAborted();
     const session = await openRemoteSession(ctx, server, { user_id: actor.userId, job_id: actor.jobId });
+    closeOnAbort(session, actor);
     try {
+      actor.signal?.throwIfAborted();
       await caddySites(session).remove(domain.site_file);
     } finally {
       session.close();
@@ -189,7 +206,7 @@ export function createDomainVerification(ctx: Ctx) {
   }
 
   /** Takes the domain away: its site file, its row, and (when it was the tenant's address) web.base.url. */
-  async function remove(domain: Domain | DomainWithSub, actor: DomainActor, why: string) {
+  async function remove(domain: Domain | DomainWithSub, actor: DomainRun, why: string) {
     const left = await removeSite(domain, actor);
     const deleted = await db.domain.deleteMany({ where: { id: domain.id } });
     if (deleted.count === 0) return;
@@ -207,7 +224,7 @@ export function createDomainVerification(ctx: Ctx) {
     baseUrlAfterChange,
     remove,
 
-    async verify(domainId: number, actor: DomainActor): Promise<VerifyResult> {
+    async verify(domainId: number, actor: DomainRun): Promise<VerifyResult> {
       const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
       if (!domain) return { skipped: 'the domain was removed' };
       const sub = domain.subscription;
@@ -270,7 +287,9 @@ export function createDomainVerification(ctx: Ctx) {
       const session = await openRemoteSession(ctx, server, { user_id: actor.userId, job_id: actor.jobId }).catch((err: Error) =>
         failed(domain, `SSH to root server ${server.id}: ${err.message}`, actor),
       );
+      closeOnAbort(session, actor);
       try {
+        actor.signal?.throwIfAborted();
         const sites = caddySites(session);
         let written: Awaited<ReturnType<typeof sites.write>>;
         try {
@@ -315,17 +334,17 @@ export function createDomainVerification(ctx: Ctx) {
     },
 
     /** Reads the served certificate of an active domain again: expiry and issuer follow renewals. */
-    async refreshCertificate(domain: Domain, actor: DomainActor) {
-      if (!domain.root_server_id) return;
-      const server = await db.rootServer.findUnique({ where: { id: domain.root_server_id }, select: { ip: true } });
-      if (!server) return;
+    async refreshCertificate(domain: Domain, actor: DomainRun): Promise<{ not_after: string; issuer: string } | { error: string }> {
+      const server = domain.root_server_id
+        ? await db.rootServer.findUnique({ where: { id: domain.root_server_id }, select: { ip: true } })
+        : null;
+      if (!server) return { error: 'the domain has no root server on record' };
       const cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
+      actor.signal?.throwIfAborted();
       if ('error' in cert) {
-        await db.domain.updateMany({
-          where: { id: domain.id },
-          data: { last_error: `The served certificate could not be read: ${cert.error}` },
-        });
-        return;
+        const error = `The served certificate could not be read: ${cert.error}`;
+        await db.domain.updateMany({ where: { id: domain.id }, data: { last_error: error } });
+        return { error };
       }
       // The same certificate as last time (most runs): nothing to write.
       const unchanged =
@@ -336,6 +355,7 @@ export function createDomainVerification(ctx: Ctx) {
         ? domain
         : await setFields(domain.id, { certificate_not_after: cert.not_after, certificate_issuer: cert.issuer, last_error: null }, actor);
       if (after) await noticeExpiry(after);
+      return { not_after: cert.not_after.toISOString(), issuer: cert.issuer };
     },
   };
 }
