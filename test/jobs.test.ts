@@ -100,6 +100,24 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it('GET /api/v1/jobs pages by offset and its Link says so: the next offset, the other parameters kept; none on the last page', async () => {
+    await t.ctx.queues.queue('maintenance').obliterate({ force: true });
+    const later = { delay: 60_000 };
+    const ids = [
+      await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {}, later),
+      await t.ctx.queues.enqueue(monitorJobs.monitor_log_retention, {}, later),
+      await t.ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null }, later),
+    ];
+    const page = (url: string) => request(t.app, t.as.user, { method: 'GET', url });
+    const first = await page('/api/v1/jobs?queue=maintenance&state=delayed&limit=2');
+    expect(first.json()).toMatchObject({ total: 3, offset: 0, next_cursor: null });
+    expect(first.headers.link).toBe('<http://svc.test/api/v1/jobs?queue=maintenance&state=delayed&limit=2&offset=2>; rel="next"');
+    const second = await page('/api/v1/jobs?queue=maintenance&state=delayed&limit=2&offset=2');
+    expect(second.headers.link).toBeUndefined();
+    const listed = [...first.json().items, ...second.json().items].map((j: { id: string }) => j.id);
+    expect(listed.sort()).toEqual([...ids].sort());
+  });
+
   it('a page far past the jobs kept reads none of them; no read asks for more jobs than are kept', async () => {
     await t.ctx.queues.queue('maintenance').obliterate({ force: true });
     await t.ctx.queues.enqueue(webhookJobs.prune_webhook_calls, {});

@@ -143,6 +143,11 @@ const envSchema = z.object({
   ACME_CA_ROOT_PEM: optionalString,
   // Where Odoo listens on its host: Caddy proxies the customer domains to 127.0.0.1 on this port.
   ODOO_HTTP_PORT: intVar(1, 65535, 8069),
+  // setup_odoo and restart_odoo wait this long for Odoo's /web/health to answer 200 on its host.
+  ODOO_HEALTH_TIMEOUT_MS: intVar(1000, 3_600_000, 120_000),
+  // The longest one piece of work inside a customer's database may take: at the end its session is
+  // ended from outside (a tenant's lock or setting cannot hold the service longer).
+  TENANT_DEADLINE_SECONDS: intVar(1, 3600, 60),
 });
 
 export type Config = z.infer<typeof envSchema>;

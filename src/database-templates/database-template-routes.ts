@@ -16,6 +16,8 @@ const databaseTemplate = z.object({
   postgresql_server_id: z.number(),
   template_db_name: z.string(),
   root_server_id: z.number().nullable(),
+  owner_role: z.string().nullable(),
+  owner_password_set: z.boolean(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -34,9 +36,25 @@ const databaseTemplateCreate = z
       .nullable()
       .optional()
       .describe('The Odoo host whose filestore (<ODOO_BASE_PATH>/data/filestore/<database>) holds the files of its databases'),
+    owner_role: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_$-]{0,62}$/, 'a PostgreSQL role name: lower-case letters, digits, _, $ and -, at most 63')
+      .nullable()
+      .optional()
+      .describe(
+        "The role that owns the template's copies (Odoo's database user on the host); the only role the service signs in as inside them. Never a superuser. Empty: the template database's owner",
+      ),
+    owner_password: z
+      .string()
+      .max(1000)
+      .nullable()
+      .optional()
+      .describe("Write-only: owner_role's password (none for trust or peer authentication); cleared when the server or the role changes"),
   })
   .strict()
-  .meta({ example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template', root_server_id: 1 } });
+  .meta({
+    example: { name: 'Odoo 18 base', postgresql_server_id: 1, template_db_name: 'odoo18_template', root_server_id: 1, owner_role: 'odoo' },
+  });
 
 const checkReport = z.object({
   ok: z.literal(true),

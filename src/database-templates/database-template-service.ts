@@ -8,7 +8,16 @@ import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import type { Precondition } from '../core/conditional-write.js';
-import { filestorePath, assertTemplateDatabase, onServer, serverWhere, assertOdooDatabase, STANDBY_PREFIX } from '../instances/index.js';
+import {
+  assertOdooDatabase,
+  assertTemplateDatabase,
+  filestorePath,
+  insideTenant,
+  onServer,
+  serverWhere,
+  STANDBY_PREFIX,
+  tenantRoleOf,
+} from '../instances/index.js';
 import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/index.js';
 import { shellQuote } from '../core/ssh.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
@@ -115,7 +124,11 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
             const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
             return Number(rows[0]!.size);
           });
-          await onServer(ctx.secretBox, server, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), { database: name });
+          await insideTenant(ctx.secretBox, server, name, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), {
+            role: tenantRoleOf(template),
+            deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+            what: `Template ${name} on ${where}`,
+          });
           const filestore = template.root_server ? await filestoreOf(template.root_server, name, userId) : ('no_root_server' as const);
           return { ok: true as const, template_db_name: name, size_bytes: size, filestore };
         },

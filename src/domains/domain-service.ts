@@ -31,6 +31,30 @@ async function clearOtherPrimary(tx: DbTx, subscriptionId: number, keepId: numbe
   return others;
 }
 
+/**
+ * The subscription whose own address (SUBSCRIPTION_URL) has this host name, or null. The address's
+ * host is a pattern around {database_name}, so the name it would stand for is read back from it.
+ */
+async function addressOwner(db: Ctx['db'], config: Ctx['config'], hostname: string): Promise<number | null> {
+  const pattern = new URL(config.SUBSCRIPTION_URL.replaceAll('{database_name}', 'svc-database-name')).hostname;
+  const [before, after] = pattern.split('svc-database-name');
+  if (after === undefined) {
+    if (hostname !== pattern) return null;
+    const any = await db.subscription.findFirst({
+      where: { database_dropped_at: null, database_name: { not: null } },
+      select: { id: true },
+    });
+    return any?.id ?? null;
+  }
+  if (!hostname.startsWith(before!) || !hostname.endsWith(after) || hostname.length <= before!.length + after.length) return null;
+  const databaseName = hostname.slice(before!.length, hostname.length - after.length);
+  const owner = await db.subscription.findFirst({
+    where: { database_name: databaseName, database_dropped_at: null },
+    select: { id: true },
+  });
+  return owner?.id ?? null;
+}
+
 export function createDomainService(ctx: Ctx) {
   const { db, config } = ctx;
   const records = createRecordService(ctx, domainModel);
@@ -63,6 +87,12 @@ export function createDomainService(ctx: Ctx) {
             fields: [{ field: 'subscription_id', message: 'the subscription has ended' }],
           },
         );
+      }
+      const owner = await addressOwner(db, config, hostname);
+      if (owner !== null && owner !== sub.id) {
+        throw new ConflictError(`${hostname} is the address of subscription ${owner}: it cannot be another subscription's domain`, {
+          fields: [{ field: 'hostname', message: "another subscription's own address" }],
+        });
       }
       const server = await odooHostOf(db, sub);
       const values = {

@@ -43,6 +43,8 @@ export {
   setPackageLimits,
 } from './odoo-database.js';
 export { earlyHash, newPassword } from './odoo-password.js';
+export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, tenantRoleOf } from './tenant-session.js';
+export type { TenantRole } from './tenant-session.js';
 export { standbyJobs } from './standby-job-specs.js';
 export {
   MAX_STANDBY_POOL_SIZE,

@@ -15,6 +15,7 @@ import {
   type DatabaseIdentity,
 } from '../postgresql/index.js';
 import type { Query } from './odoo-database.js';
+import { assertTenantRole, databaseOwner } from './tenant-session.js';
 
 export type { Query };
 
@@ -29,19 +30,22 @@ export const LONG_STATEMENT_TIMEOUT = '15min';
 
 export const serverWhere = (server: PostgresqlServerRecord) => `${server.username ?? 'postgres'}@${server.ip}:${server.port}`;
 
-/** Runs `work` on a connection to `database` (default the server's `postgres`); connection failures are UserErrors. */
+/**
+ * Runs `work` on a connection to the server's maintenance database (`postgres`), as the server
+ * record's role; connection failures are UserErrors. It never connects into a customer's database:
+ * work in there goes through insideTenant (tenant-session.ts), as the tenant's own role.
+ */
 export async function onServer<T>(
   secretBox: SecretBox,
   server: PostgresqlServerRecord,
   work: (query: Query) => Promise<T>,
-  opts: { timeout?: string; database?: string } = {},
+  opts: { timeout?: string } = {},
 ): Promise<T> {
   let client;
   try {
-    ({ client } = await connectPostgresqlServer(secretBox, server, opts.database));
+    ({ client } = await connectPostgresqlServer(secretBox, server));
   } catch (err) {
-    const what = opts.database ? `database ${opts.database} on ` : '';
-    throw new UserError(`Could not connect to ${what}PostgreSQL at ${serverWhere(server)}: ${(err as Error).message}`);
+    throw new UserError(`Could not connect to PostgreSQL at ${serverWhere(server)}: ${(err as Error).message}`);
   }
   try {
     await client.query(`SET statement_timeout = '${opts.timeout ?? STATEMENT_TIMEOUT}'`);
@@ -73,11 +77,29 @@ export async function assertTemplateDatabase(db: Db, query: Query, name: string,
   }
 }
 
-/** CREATE DATABASE <name> TEMPLATE <template>, after the template is checked; answers who the copy is. */
-export async function copyTemplate(db: Db, query: Query, template: string, name: string, where: string): Promise<MadeDatabase> {
-  await assertTemplateDatabase(db, query, template, where);
+/** The role a copy of `template` is owned by: the template's owner_role, else the template database's owner. */
+export async function copyOwner(query: Query, template: { template_db_name: string; owner_role: string | null }, where: string) {
+  const owner = template.owner_role ?? (await databaseOwner(query, template.template_db_name));
+  if (!owner) throw new UserError(`Template database ${template.template_db_name} does not exist on ${where}`);
+  await assertTenantRole(query, owner, `Copies of template ${template.template_db_name} on ${where}`);
+  return owner;
+}
+
+/**
+ * CREATE DATABASE <name> OWNER <tenant role> TEMPLATE <template>, after the template and the role
+ * are checked; answers who the copy is.
+ */
+export async function copyTemplate(
+  db: Db,
+  query: Query,
+  template: { template_db_name: string; owner_role: string | null },
+  name: string,
+  where: string,
+): Promise<MadeDatabase> {
+  await assertTemplateDatabase(db, query, template.template_db_name, where);
+  const owner = await copyOwner(query, template, where);
   await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
-  await query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template)}`);
+  await query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE ${quoteIdent(template.template_db_name)}`);
   const found = await findDatabase(query, name);
   if (!found) throw new UserError(`Database ${name} was not found after CREATE DATABASE on ${where}`);
   return { name, systemIdentifier: found.systemIdentifier, oid: found.oid };

@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { UserError } from '../core/errors.js';
 import { hashOdooPassword, ODOO_DEFAULT_ROUNDS } from './odoo-password.js';
+import { lockTenantTables, type LockMode, type Query } from './tenant-session.js';
 
-export type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+export type { Query };
 
 /** The tables and columns of Odoo's models that the service reads or writes. */
 export const ODOO_COLUMNS: Readonly<Record<string, readonly string[]>> = {
@@ -18,6 +19,56 @@ export const ODOO_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   res_company: ['id', 'name', 'partner_id'],
 };
 
+/** The tables each kind of change uses. */
+const PARAMS = ['ir_config_parameter'] as const;
+const LOGIN_TABLES = ['ir_model_data', 'res_users', 'res_partner', 'res_company', 'ir_config_parameter'] as const;
+
+/**
+ * What signs a user in besides the password, in Odoo 18 and 19 (and the auth_totp, auth_oauth and
+ * auth_signup modules when installed). A copy of a template keeps them, so a key or token made on
+ * the template would open every customer's instance: every API key (whoever made it) and the
+ * second-factor devices go; the administrator who becomes the customer loses its devices (session
+ * identifiers), second-factor secret, OAuth token and signup token.
+ */
+const CREDENTIAL_TABLES = ['res_users_apikeys', 'auth_totp_device', 'res_device_log'] as const;
+const ADMIN_USER_CREDENTIALS = ['totp_secret', 'oauth_access_token'] as const;
+const ADMIN_PARTNER_CREDENTIALS = ['signup_token', 'signup_type', 'signup_expiration'] as const;
+
+interface Credentials {
+  tables: string[];
+  userColumns: string[];
+  partnerColumns: string[];
+}
+
+/** Which of the credential tables and columns this database has. */
+async function credentialsPresent(query: Query): Promise<Credentials> {
+  const { rows } = await query(
+    `SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
+      WHERE table_schema = 'public' AND (table_name = ANY($1::text[])
+         OR (table_name = 'res_users' AND column_name = ANY($2::text[]))
+         OR (table_name = 'res_partner' AND column_name = ANY($3::text[])))`,
+    [CREDENTIAL_TABLES, ADMIN_USER_CREDENTIALS, ADMIN_PARTNER_CREDENTIALS],
+  );
+  const columnsOf = (table: string) => rows.filter((r) => r.t === table).map((r) => String(r.c));
+  return {
+    tables: CREDENTIAL_TABLES.filter((t) => rows.some((r) => r.t === t)),
+    userColumns: columnsOf('res_users').filter((c) => (ADMIN_USER_CREDENTIALS as readonly string[]).includes(c)),
+    partnerColumns: columnsOf('res_partner').filter((c) => (ADMIN_PARTNER_CREDENTIALS as readonly string[]).includes(c)),
+  };
+}
+
+async function removeTemplateCredentials(query: Query, present: Credentials, admin: { id: number; partner_id: number }) {
+  for (const table of present.tables) {
+    if (table === 'res_device_log') await query('DELETE FROM public.res_device_log WHERE user_id = $1', [admin.id]);
+    else await query(`DELETE FROM public.${table}`);
+  }
+  const cleared = (columns: string[]) => columns.map((c) => `${c} = NULL`).join(', ');
+  if (present.userColumns.length > 0) await query(`UPDATE public.res_users SET ${cleared(present.userColumns)} WHERE id = $1`, [admin.id]);
+  if (present.partnerColumns.length > 0) {
+    await query(`UPDATE public.res_partner SET ${cleared(present.partnerColumns)} WHERE id = $1`, [admin.partner_id]);
+  }
+}
+
 /** "YYYY-MM-DD HH:MM:SS" in UTC, as Odoo writes datetimes. */
 export const odooDatetime = (d: Date) => d.toISOString().slice(0, 19).replace('T', ' ');
 
@@ -25,7 +76,7 @@ export const odooDatetime = (d: Date) => d.toISOString().slice(0, 19).replace('T
 export async function assertOdooDatabase(query: Query, what: string): Promise<void> {
   const { rows } = await query(
     `SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = ANY($1::text[])`,
+      WHERE table_schema = 'public' AND table_name = ANY($1::text[])`,
     [Object.keys(ODOO_COLUMNS)],
   );
   const present = new Set(rows.map((r) => `${r.t}.${r.c}`));
@@ -36,9 +87,19 @@ export async function assertOdooDatabase(query: Query, what: string): Promise<vo
   if (missing.length > 0) throw new UserError(`${what} is not an Odoo database the service can set up: missing ${missing.join(', ')}`);
 }
 
-async function transaction<T>(query: Query, work: () => Promise<T>): Promise<T> {
+/**
+ * One transaction that first locks the tables it uses and checks they are Odoo's plain tables (see
+ * tenant-session.ts): tenant code never runs in it, and what it reads is not a view's forgery.
+ */
+async function transaction<T>(
+  query: Query,
+  tables: readonly string[],
+  work: () => Promise<T>,
+  mode: LockMode = 'ROW EXCLUSIVE',
+): Promise<T> {
   await query('BEGIN');
   try {
+    await lockTenantTables(query, tables, mode);
     const result = await work();
     await query('COMMIT');
     return result;
@@ -52,12 +113,12 @@ async function transaction<T>(query: Query, work: () => Promise<T>): Promise<T> 
 async function setParams(query: Query, params: Record<string, string | null>) {
   for (const [key, value] of Object.entries(params)) {
     if (value === null) {
-      await query('DELETE FROM ir_config_parameter WHERE key = $1', [key]);
+      await query('DELETE FROM public.ir_config_parameter WHERE key = $1', [key]);
       continue;
     }
     await query(
-      `WITH updated AS (UPDATE ir_config_parameter SET value = $2 WHERE key = $1 RETURNING 1)
-       INSERT INTO ir_config_parameter (key, value) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM updated)`,
+      `WITH updated AS (UPDATE public.ir_config_parameter SET value = $2 WHERE key = $1 RETURNING 1)
+       INSERT INTO public.ir_config_parameter (key, value) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM updated)`,
       [key, value],
     );
   }
@@ -68,7 +129,7 @@ async function setParams(query: Query, params: Record<string, string | null>) {
  * expiry removed, and (when known) the address the instance is reached at.
  */
 export function setIdentity(query: Query, opts: { url: string | null; now?: Date }) {
-  return transaction(query, () =>
+  return transaction(query, PARAMS, () =>
     setParams(query, {
       'database.secret': randomUUID(),
       'database.uuid': randomUUID(),
@@ -83,12 +144,12 @@ export function setIdentity(query: Query, opts: { url: string | null; now?: Date
 
 /** The address the instance is reached at (a customer domain, or SUBSCRIPTION_URL's). */
 export function setBaseUrl(query: Query, url: string) {
-  return transaction(query, () => setParams(query, { 'web.base.url': url }));
+  return transaction(query, PARAMS, () => setParams(query, { 'web.base.url': url }));
 }
 
 /** A standby handed to a customer: its address and a creation date of today. */
 export function setAddressAndDate(query: Query, url: string, now = new Date()) {
-  return transaction(query, () => setParams(query, { 'web.base.url': url, 'database.create_date': odooDatetime(now) }));
+  return transaction(query, PARAMS, () => setParams(query, { 'web.base.url': url, 'database.create_date': odooDatetime(now) }));
 }
 
 export interface PackageLimits {
@@ -113,14 +174,14 @@ export function packageParams(sub: PackageLimits): Record<string, string | null>
 }
 
 export function setPackageLimits(query: Query, sub: PackageLimits) {
-  return transaction(query, () => setParams(query, packageParams(sub)));
+  return transaction(query, PARAMS, () => setParams(query, packageParams(sub)));
 }
 
 /** The administrator Odoo made at install (base.user_admin), else the user with id 2 as in every Odoo database. */
 async function administrator(query: Query): Promise<{ id: number; partner_id: number }> {
   const { rows } = await query(
-    `SELECT u.id, u.partner_id FROM res_users u
-      WHERE u.id = COALESCE((SELECT res_id FROM ir_model_data WHERE module = 'base' AND name = 'user_admin' AND model = 'res.users'), 2)`,
+    `SELECT u.id, u.partner_id FROM public.res_users u
+      WHERE u.id = COALESCE((SELECT res_id FROM public.ir_model_data WHERE module = 'base' AND name = 'user_admin' AND model = 'res.users'), 2)`,
   );
   const row = rows[0] as { id: number; partner_id: number } | undefined;
   if (!row) throw new UserError('The database has no administrator (base.user_admin, or res_users id 2)');
@@ -129,7 +190,12 @@ async function administrator(query: Query): Promise<{ id: number; partner_id: nu
 
 /** The rounds the instance hashes with (password.hashing.rounds), else Odoo's default. */
 export async function hashingRounds(query: Query): Promise<number> {
-  const { rows } = await query(`SELECT value FROM ir_config_parameter WHERE key = 'password.hashing.rounds'`);
+  const { rows } = await transaction(
+    query,
+    PARAMS,
+    () => query(`SELECT value FROM public.ir_config_parameter WHERE key = 'password.hashing.rounds'`),
+    'ACCESS SHARE',
+  );
   const rounds = Number(rows[0]?.value);
   return Number.isInteger(rounds) && rounds >= 1000 && rounds <= 10_000_000 ? rounds : ODOO_DEFAULT_ROUNDS;
 }
@@ -144,18 +210,21 @@ export interface Customer {
 
 /**
  * The template's administrator becomes the customer: login = e-mail, the customer's name and
- * e-mail on its partner, the company named, and a password of the customer's own (its hash).
+ * e-mail on its partner, the company named, a password of the customer's own (its hash), and
+ * nothing else of the template that signs anybody in (API keys, devices, second factor, tokens).
  */
 export async function setCustomerLogin(query: Query, customer: Customer): Promise<void> {
-  await transaction(query, async () => {
+  const credentials = await credentialsPresent(query);
+  await transaction(query, [...LOGIN_TABLES, ...credentials.tables], async () => {
     const admin = await administrator(query);
-    await query('UPDATE res_users SET login = $1, password = $2 WHERE id = $3', [customer.email, customer.passwordHash, admin.id]);
-    await query('UPDATE res_partner SET name = $1, email = $2 WHERE id = $3', [customer.name, customer.email, admin.partner_id]);
+    await query('UPDATE public.res_users SET login = $1, password = $2 WHERE id = $3', [customer.email, customer.passwordHash, admin.id]);
+    await query('UPDATE public.res_partner SET name = $1, email = $2 WHERE id = $3', [customer.name, customer.email, admin.partner_id]);
+    await removeTemplateCredentials(query, credentials, admin);
     // Odoo's company name is its partner's (a related, stored field): both are set.
-    const { rows } = await query('UPDATE res_company SET name = $1 WHERE id = 1 RETURNING partner_id', [customer.companyName]);
+    const { rows } = await query('UPDATE public.res_company SET name = $1 WHERE id = 1 RETURNING partner_id', [customer.companyName]);
     const companyPartner = rows[0]?.partner_id as number | undefined;
     if (companyPartner !== undefined && companyPartner !== admin.partner_id) {
-      await query('UPDATE res_partner SET name = $1 WHERE id = $2', [customer.companyName, companyPartner]);
+      await query('UPDATE public.res_partner SET name = $1 WHERE id = $2', [customer.companyName, companyPartner]);
     }
   });
 }
@@ -163,8 +232,8 @@ export async function setCustomerLogin(query: Query, customer: Customer): Promis
 /** A new password on the customer's login (a ready mail sent again tells a new one). */
 export async function setCustomerPassword(query: Query, password: string): Promise<void> {
   const hash = await hashOdooPassword(password, await hashingRounds(query));
-  await transaction(query, async () => {
+  await transaction(query, LOGIN_TABLES, async () => {
     const admin = await administrator(query);
-    await query('UPDATE res_users SET password = $1 WHERE id = $2', [hash, admin.id]);
+    await query('UPDATE public.res_users SET password = $1 WHERE id = $2', [hash, admin.id]);
   });
 }

@@ -9,10 +9,12 @@ import { runLoggedStep } from '../core/action-log.js';
 import { withSessionLock } from '../core/session-lock.js';
 import type { Db } from '../core/db.js';
 import type { DatabaseTemplate, PostgresqlServer, RootServer, StandbyDatabase, TrialPackage } from '../generated/prisma/client.js';
-import { quoteIdent, findDatabase } from '../postgresql/index.js';
+import { createHash } from 'node:crypto';
+import { findDatabase, ownDatabase, quoteIdent } from '../postgresql/index.js';
 import { createFilestores } from './filestore.js';
 import { copyTemplate, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, serverWhere, type MadeDatabase } from './instance-database.js';
-import { assertOdooDatabase, setIdentity } from './odoo-database.js';
+import { assertOdooDatabase, setIdentity, type Query } from './odoo-database.js';
+import { insideTenant, tenantRoleOf } from './tenant-session.js';
 
 /** Databases under this prefix are the pool's: no subscription or template may use it. */
 export const STANDBY_PREFIX = 'svc_standby_';
@@ -28,7 +30,20 @@ type Template = DatabaseTemplate & { postgresql_server: PostgresqlServer; root_s
 type Package = TrialPackage & { database_template: Template | null };
 export type Standby = StandbyDatabase & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
 
-export const standbyName = (packageId: number, n: number) => `${STANDBY_PREFIX}${packageId}_${n}`;
+/**
+ * svc_standby_<installation>_<package>_<n>. The installation part (from the identity of the
+ * service's own database) keeps two installations that share a PostgreSQL cluster apart.
+ */
+export async function standbyName(db: Db, packageId: number, n: number) {
+  return `${await installationPrefix(db)}${packageId}_${n}`;
+}
+
+/** This installation's part of the reserved namespace: svc_standby_<8 hex>_. */
+export async function installationPrefix(db: Db) {
+  const own = await ownDatabase(db);
+  const tag = createHash('sha256').update(`${own.systemIdentifier}/${own.oid}`).digest('hex').slice(0, 8);
+  return `${STANDBY_PREFIX}${tag}_`;
+}
 const madeOf = (s: StandbyDatabase): MadeDatabase | null =>
   s.system_identifier && s.oid !== null ? { name: s.database_name, systemIdentifier: s.system_identifier, oid: s.oid } : null;
 
@@ -92,22 +107,23 @@ export function createStandbyPool(ctx: Deps) {
   const logged = <T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output?: (r: T) => string) =>
     runLoggedStep(db, { model_name: 'svc.standby.database', rec_id: s.id, action_type: 'deployment', input_text: input }, work, output);
 
-  /** Drops the standby's database (by identity; by its reserved name when the run died before recording one) and filestore. */
+  /**
+   * Drops the standby's database by its recorded identity, never by name alone, and its filestore.
+   * A run that died between CREATE DATABASE and recording the identity left none: the database under
+   * the standby's name is adopted only when it is this installation's and no subscription, template
+   * or other standby is recorded as it.
+   */
   async function removeStandby(s: Standby, reason: string) {
     await logged(
       s,
       `remove standby ${s.database_name} (${reason})`,
       async () => {
-        const made = madeOf(s);
         await onServer(
           ctx.secretBox,
           s.postgresql_server,
           async (query) => {
-            if (made) return dropMadeDatabase(query, made);
-            if (!(await findDatabase(query, s.database_name))) return false;
-            await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
-            await query(`DROP DATABASE ${quoteIdent(s.database_name)} WITH (FORCE)`);
-            return true;
+            const made = madeOf(s) ?? (await unrecordedCopy(query, s));
+            return made ? dropMadeDatabase(query, made) : false;
           },
           { timeout: LONG_STATEMENT_TIMEOUT },
         );
@@ -116,6 +132,19 @@ export function createStandbyPool(ctx: Deps) {
       () => 'removed',
     );
     await db.standbyDatabase.delete({ where: { id: s.id } });
+  }
+
+  /** The database a run left under the standby's name before recording it, when nobody else is recorded as it. */
+  async function unrecordedCopy(query: Query, s: Standby): Promise<MadeDatabase | null> {
+    if (!s.database_name.startsWith(await installationPrefix(db))) return null;
+    const found = await findDatabase(query, s.database_name);
+    if (!found) return null;
+    const identity = { database_system_identifier: found.systemIdentifier, database_oid: found.oid };
+    const [subscription, standby] = await Promise.all([
+      db.subscription.count({ where: identity }),
+      db.standbyDatabase.count({ where: { system_identifier: found.systemIdentifier, oid: found.oid } }),
+    ]);
+    return subscription === 0 && standby === 0 ? { name: s.database_name, systemIdentifier: found.systemIdentifier, oid: found.oid } : null;
   }
 
   /** Copies the template into a new standby: database, identity, filestore; failed (and cleaned) on any error. */
@@ -133,7 +162,7 @@ export function createStandbyPool(ctx: Deps) {
     });
     const s = await db.standbyDatabase.update({
       where: { id: placeholder.id },
-      data: { database_name: standbyName(pkg.id, placeholder.id) },
+      data: { database_name: await standbyName(db, pkg.id, placeholder.id) },
     });
     const name = s.database_name;
     let made: MadeDatabase | null = null;
@@ -143,7 +172,7 @@ export function createStandbyPool(ctx: Deps) {
         s,
         `CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
         () =>
-          onServer(ctx.secretBox, server, (query) => copyTemplate(db, query, template.template_db_name, name, serverWhere(server)), {
+          onServer(ctx.secretBox, server, (query) => copyTemplate(db, query, template, name, serverWhere(server)), {
             timeout: LONG_STATEMENT_TIMEOUT,
           }),
         () => 'Database created',
@@ -153,14 +182,20 @@ export function createStandbyPool(ctx: Deps) {
         s,
         `new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
         () =>
-          onServer(
+          insideTenant(
             ctx.secretBox,
             server,
+            name,
             async (query) => {
               await assertOdooDatabase(query, `Database ${name} (a copy of ${template.template_db_name})`);
               await setIdentity(query, { url: null });
             },
-            { database: name },
+            {
+              role: tenantRoleOf(template),
+              deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+              what: `Standby ${name}`,
+              identity: made!,
+            },
           ),
         () => 'Identity set',
       );

@@ -33,12 +33,14 @@ export function registerJobRoutes(parent: FastifyInstance, ctx: AppContext, regi
   const oneOf = (values: string[]) => z.enum(values as [string, ...string[]]);
 
   app.get('/api/v1/jobs', {
-    config: { group: 'user' },
+    // BullMQ reads a state's jobs by position: the list pages by offset, and Link says the next one.
+    config: { group: 'user', paging: 'offset' },
     schema: {
       tags,
       operationId: operationId('/jobs', 'list'),
       summary: 'List jobs',
-      description: 'Background jobs, newest first (finished jobs are kept 7 days, failed ones 30 days).',
+      description:
+        'Background jobs, newest first (finished jobs are kept 7 days, failed ones 30 days). Pages by offset only: next_cursor is always null, and Link: rel="next" names the next offset.',
       querystring: listQuery.omit({ cursor: true }).extend({
         state: z.enum(JOB_STATES).optional(),
         queue: oneOf(registry.jobs.queueNames()).optional(),

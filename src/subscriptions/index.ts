@@ -24,5 +24,5 @@ export { createCustomerMail } from './subscription-mail.js';
 export { packageFieldsIn, packageFieldsOut } from './subscription-schemas.js';
 export { createTrialSubscription, lockSubscription, subscriptionUrl } from './subscription-service.js';
 export { createSuspensionService } from './subscription-suspension.js';
-export { describeMeasure, rises, unjudgedMeasures, usageStateOf } from './subscription-usage.js';
+export { describeMeasure, judgedUsageState, rises, unjudgedMeasures, usageStateOf, WITHHELD_ROUNDS_LIMIT } from './subscription-usage.js';
 export type { Measure, Usage } from './subscription-usage.js';

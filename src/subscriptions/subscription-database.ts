@@ -24,7 +24,7 @@ import {
   type DatabaseIdentity,
   type FoundDatabase,
 } from '../postgresql/index.js';
-import { LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/index.js';
+import { insideTenant, LONG_STATEMENT_TIMEOUT, onServer, serverWhere, tenantRoleOf } from '../instances/index.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 
@@ -37,6 +37,7 @@ const OPTIONS: Record<Connections, string> = {
 type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
 type Deps = Pick<AppContext, 'db' | 'secretBox'>;
+type InstanceDeps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Sub = Pick<
   Subscription,
   'id' | 'database_name' | 'database_template_id' | 'database_created_at' | 'database_system_identifier' | 'database_oid'
@@ -62,15 +63,13 @@ export async function databaseLocation(db: Db | DbTx, sub: Sub) {
     : null;
   if (!template) throw new UserError(`Subscription ${sub.id} has no database template, so the server of its database is unknown`);
   const server = template.postgresql_server;
-  return { server, name: sub.database_name, where: serverWhere(server) };
+  return { server, template, name: sub.database_name, where: serverWhere(server) };
 }
 
 type Location = Awaited<ReturnType<typeof databaseLocation>>;
 
 interface RemoteOptions {
   timeout?: string;
-  /** Connect to the customer's database itself rather than the server's `postgres`. */
-  inside?: boolean;
   /** The transaction that holds the subscription's row lock, when one does: writes to the row go through it. */
   tx?: DbTx;
 }
@@ -85,7 +84,7 @@ async function onOwnDatabase<T>(
   deps: Deps,
   sub: Sub,
   at: Location,
-  work: (query: Query, found: FoundDatabase | null) => Promise<T>,
+  work: (query: Query, found: FoundDatabase | null, created: DatabaseIdentity | null) => Promise<T>,
   opts: RemoteOptions = {},
 ) {
   return onServer(
@@ -109,21 +108,27 @@ async function onOwnDatabase<T>(
       if (found && (SYSTEM_DATABASES.includes(at.name) || sameDatabase(found, await ownDatabase(deps.db)))) {
         throw refuse(`Database ${at.name} on ${at.where} is the service's own or PostgreSQL's own database`);
       }
-      return work(query, found);
+      return work(query, found, created);
     },
-    { timeout: opts.timeout, database: opts.inside ? at.name : undefined },
+    { timeout: opts.timeout },
   );
 }
 
 /** onOwnDatabase for work that needs the database there: its absence is a UserError. */
-function onExistingDatabase<T>(deps: Deps, sub: Sub, at: Location, work: (query: Query) => Promise<T>, opts: RemoteOptions = {}) {
+function onExistingDatabase<T>(
+  deps: Deps,
+  sub: Sub,
+  at: Location,
+  work: (query: Query, created: DatabaseIdentity) => Promise<T>,
+  opts: RemoteOptions = {},
+) {
   return onOwnDatabase(
     deps,
     sub,
     at,
-    (query, found) => {
-      if (!found) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
-      return work(query);
+    (query, found, created) => {
+      if (!found || !created) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
+      return work(query, created);
     },
     opts,
   );
@@ -244,8 +249,17 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
   );
 }
 
-/** Runs `work` inside the subscription's own database (Odoo's tables), once it is known to be that one. */
-export async function onInstance<T>(deps: Deps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
+/**
+ * Runs `work` inside the subscription's own database (Odoo's tables), once it is known to be that
+ * one, as its tenant role and under the tenant deadline (see instances' tenant-session.ts).
+ */
+export async function onInstance<T>(deps: InstanceDeps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
   const at = await databaseLocation(deps.db, sub);
-  return onExistingDatabase(deps, sub, at, work, { inside: true, tx });
+  const identity = await onExistingDatabase(deps, sub, at, async (_query, created) => created, { tx });
+  return insideTenant(deps.secretBox, at.server, at.name, work, {
+    role: tenantRoleOf(at.template),
+    deadlineMs: deps.config.TENANT_DEADLINE_SECONDS * 1000,
+    what: `Database ${at.name} of subscription ${sub.id}`,
+    identity,
+  });
 }

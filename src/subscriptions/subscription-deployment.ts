@@ -29,7 +29,9 @@ import {
   setIdentity,
   setPackageLimits,
   earlyHash,
+  insideTenant,
   newPassword,
+  tenantRoleOf,
   STANDBY_REFILL_DELAY_MS,
   standbyHandedOver,
   standbyLost,
@@ -37,7 +39,7 @@ import {
   type Standby,
   standbyJobs,
 } from '../instances/index.js';
-import { quoteIdent } from '../postgresql/index.js';
+import { findDatabase, quoteIdent, sameDatabase } from '../postgresql/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } from './subscription-deployment-cleanup.js';
 import { createLifecycleMail } from './subscription-mail.js';
@@ -192,10 +194,22 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       run,
       'taking_standby',
       `ALTER DATABASE ${quoteIdent(from.name)} RENAME TO ${quoteIdent(databaseName)} -- standby, on ${where}`,
-      async () => record(run, await onServer(ctx.secretBox, server, (query) => renameMadeDatabase(query, from, databaseName))),
+      async () => {
+        // Recorded before the rename: a crash right after it leaves a database the next attempt finds and removes.
+        await record(run, { ...from, name: databaseName });
+        try {
+          await onServer(ctx.secretBox, server, (query) => renameMadeDatabase(query, from, databaseName));
+        } catch (err) {
+          if (await stillStandby(ctx, server, from)) {
+            run.made.database = null;
+            await forgetDatabase(ctx, run.sub.id);
+          }
+          throw err;
+        }
+      },
     );
   } else {
-    const copy = (query: Query) => copyTemplate(ctx.db, query, template.template_db_name, databaseName, where);
+    const copy = (query: Query) => copyTemplate(ctx.db, query, template, databaseName, where);
     await step(
       run,
       'creating_database',
@@ -205,9 +219,10 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
     );
   }
   let limitsReadAt = new Date();
-  await onServer(
+  await insideTenant(
     ctx.secretBox,
     server,
+    databaseName,
     async (query) => {
       await step(run, 'identity', identityText(databaseName, url, standby !== null), async () => {
         await assertOdooDatabase(query, `Database ${databaseName} (from template ${template.template_db_name})`);
@@ -220,10 +235,22 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: run.sub.id } });
       await step(run, 'package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
     },
-    { database: databaseName },
+    {
+      role: tenantRoleOf(template),
+      deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+      what: `Database ${databaseName} of subscription ${run.sub.id}`,
+      identity: run.made.database!,
+    },
   );
   return limitsReadAt;
 }
+
+/** Whether the standby is still under its own name (not renamed); true only when that is known. */
+const stillStandby = (ctx: Ctx, server: Source['server'], standby: MadeDatabase) =>
+  onServer(ctx.secretBox, server, async (query) => {
+    const found = await findDatabase(query, standby.name);
+    return found !== null && sameDatabase(found, standby);
+  }).catch(() => false);
 
 /** The database exists: recorded at once, so that whatever happens next it is found and removed again. */
 async function record(run: Run, database: MadeDatabase) {

@@ -32,7 +32,7 @@ export async function queueInstanceSync(ctx: Pick<AppContext, 'queues' | 'log'>,
 }
 
 /** Writes the pending limits of one subscription into its instance; loops while they change meanwhile. */
-export async function syncInstance(ctx: Pick<AppContext, 'db' | 'secretBox'>, subscriptionId: number) {
+export async function syncInstance(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>, subscriptionId: number) {
   for (let round = 0; round < 5; round++) {
     const sub = await ctx.db.subscription.findUnique({ where: { id: subscriptionId } });
     if (!sub?.instance_sync_pending_at) return { written: round > 0 };

@@ -16,6 +16,7 @@ import { onSubscription } from './subscription-audit.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
+import { STANDBY_PREFIX } from '../instances/index.js';
 
 type Data = Record<string, unknown>;
 
@@ -99,7 +100,8 @@ function databaseNameFor(companyName: string, id: number): string {
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '')
     .slice(0, 40);
-  const base = slug === '' ? 'db' : /^[a-z]/.test(slug) ? slug : `db_${slug}`;
+  // svc_standby_… is the standby pool's namespace: a company named "SVC Standby 1" gets db_svc_standby_1_<id>.
+  const base = slug === '' ? 'db' : /^[a-z]/.test(slug) && !`${slug}_`.startsWith(STANDBY_PREFIX) ? slug : `db_${slug}`;
   return `${base}_${id}`;
 }
 

@@ -26,6 +26,8 @@ export interface Measure {
   measure: string;
   value: number;
   limit: number;
+  /** Not measured: the tenant's own database withheld it round after round (counted as exceeded). */
+  withheldRounds?: number;
 }
 
 const GIB = 1024 ** 3;
@@ -75,8 +77,33 @@ export function unjudgedMeasures(limits: UsageLimits, usage: Usage): string[] {
 const RANK: Record<UsageState, number> = { ok: 0, warning: 1, exceeded: 2 };
 export const rises = (from: UsageState, to: UsageState) => RANK[to] > RANK[from];
 
+/**
+ * A tenant can make its own counts fail (lock its tables, turn them into views) and a missing
+ * measure lowers nothing: so after this many rounds in a row in which a limited count of this tenant
+ * alone was missing (its PostgreSQL server measured, the other tenants there counted), it counts as
+ * exceeded, and the notices and enforcement follow as for any exceeded limit.
+ */
+export const WITHHELD_ROUNDS_LIMIT = 3;
+
+/** The usage state with the withheld measures judged: exceeded once they were withheld long enough. */
+export function judgedUsageState(
+  limits: UsageLimits,
+  usage: Usage,
+  withheld: { measures: string[]; rounds: number },
+): { state: UsageState; worst: Measure | null } {
+  const measured = usageStateOf(limits, usage);
+  if (withheld.rounds < WITHHELD_ROUNDS_LIMIT || withheld.measures.length === 0) return measured;
+  const measure = withheld.measures[0]!;
+  const limit = measure === 'active_users' ? limits.user_limit : ((limits.model_limits ?? {}) as Record<string, number>)[measure.slice(6)]!;
+  return { state: 'exceeded', worst: { measure, value: limit, limit, withheldRounds: withheld.rounds } };
+}
+
 /** "12 active users of 10 allowed", "2.4 GiB of storage of 2 GiB allowed" */
 export function describeMeasure(m: Measure): string {
+  if (m.withheldRounds) {
+    const what = m.measure === 'active_users' ? 'active users' : `${m.measure.slice('model:'.length)} records`;
+    return `${what} (limit ${m.limit}) could not be counted in ${m.withheldRounds} rounds in a row: the instance's own database withheld the count, so the limit counts as exceeded`;
+  }
   if (m.measure === 'storage') return `${(m.value / GIB).toFixed(2)} GiB of storage (database and files) of ${m.limit / GIB} GiB allowed`;
   if (m.measure === 'active_users') return `${m.value} active users of ${m.limit} allowed`;
   return `${m.value} ${m.measure.slice('model:'.length)} records of ${m.limit} allowed`;

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { filestorePath, onServer, serverWhere } from '../instances/index.js';
+import { filestorePath, lockTenantTables, onServer, serverWhere } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance } from '../subscriptions/index.js';
@@ -52,31 +52,43 @@ export interface InstanceCounts {
 }
 
 /**
- * Inside one running database: internal active users (res_users active and not share, without
- * __system__, id 1) and the rows of each model the package limits. A model without a table is
- * reported missing, not an error.
+ * Inside one running database, in one read-only snapshot: internal active users (res_users active
+ * and not share, without __system__, id 1) and the rows of each model the package limits. A model
+ * without a table is reported missing, not an error. The tables are locked and checked first (Odoo's
+ * plain tables, no view, rule or row security that could forge a count; see tenant-session.ts).
  */
 export async function instanceCounts(deps: Deps, sub: Subscription, models: readonly string[]): Promise<InstanceCounts> {
   return onInstance(deps, sub, async (query) => {
-    const users = await query('SELECT count(*)::int AS n FROM res_users WHERE active AND NOT coalesce(share, false) AND id <> 1');
-    const counts: InstanceCounts = { active_users: Number(users.rows[0]!.n), record_counts: {}, missing: {} };
+    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {} };
+    const tableOf = new Map<string, string>();
     for (const model of models) {
-      const table = model.replaceAll('.', '_');
-      if (!TABLE_OF_MODEL.test(model)) {
-        counts.missing[`model:${model}`] = 'not an Odoo model name';
-        continue;
+      if (TABLE_OF_MODEL.test(model)) tableOf.set(model, model.replaceAll('.', '_'));
+      else counts.missing[`model:${model}`] = 'not an Odoo model name';
+    }
+    const { rows } = await query(
+      `SELECT c.relname::text AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relname = ANY($1::text[])`,
+      [[...tableOf.values()]],
+    );
+    const present = new Set(rows.map((r) => String(r.name)));
+    for (const [model, table] of tableOf) {
+      if (present.has(table)) continue;
+      counts.missing[`model:${model}`] = `no table ${table}`;
+      tableOf.delete(model);
+    }
+    await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    try {
+      await lockTenantTables(query, ['res_users', ...tableOf.values()], 'ACCESS SHARE');
+      const users = await query('SELECT count(*)::int AS n FROM public.res_users WHERE active AND NOT coalesce(share, false) AND id <> 1');
+      counts.active_users = Number(users.rows[0]!.n);
+      for (const [model, table] of tableOf) {
+        const { rows: n } = await query(`SELECT count(*)::bigint::text AS n FROM public.${quoteIdent(table)}`);
+        counts.record_counts[model] = Number(n[0]!.n);
       }
-      const { rows } = await query(
-        `SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-          WHERE n.nspname = current_schema() AND c.relname = $1 AND c.relkind IN ('r', 'p')`,
-        [table],
-      );
-      if (rows.length === 0) {
-        counts.missing[`model:${model}`] = `no table ${table}`;
-        continue;
-      }
-      const { rows: n } = await query(`SELECT count(*)::bigint::text AS n FROM ${quoteIdent(table)}`);
-      counts.record_counts[model] = Number(n[0]!.n);
+      await query('COMMIT');
+    } catch (err) {
+      await query('ROLLBACK').catch(() => {});
+      throw err;
     }
     return counts;
   });

@@ -12,10 +12,10 @@ import {
   postAlert,
   type Actor,
   createSuspensionService,
+  judgedUsageState,
   rises,
   unjudgedMeasures,
   type Usage,
-  usageStateOf,
 } from '../subscriptions/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
@@ -139,7 +139,30 @@ export function createUsageRound(ctx: AppContext) {
     );
 
     for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
-    return { usage, unmeasured };
+    return { usage, unmeasured, withheld: withheldCounts(tenants, usage, unmeasured) };
+  }
+
+  /**
+   * The limited counts each tenant alone withheld in this round: missing while its PostgreSQL server
+   * was measured and another running tenant there was counted (or it is the only one there).
+   */
+  function withheldCounts(tenants: Tenant[], usage: Map<number, Usage>, unmeasured: Set<number>) {
+    const running = tenants.filter((t) => t.state === 'running');
+    const counted = new Map<number, number>();
+    for (const t of running) {
+      const server = t.database_template!.postgresql_server_id;
+      if (usage.get(t.id)!.active_users !== null) counted.set(server, (counted.get(server) ?? 0) + 1);
+    }
+    const perServer = groupBy(running, (t) => t.database_template!.postgresql_server_id);
+    const withheld = new Map<number, string[]>();
+    for (const t of running) {
+      const server = t.database_template!.postgresql_server_id;
+      const alone = perServer.get(server)!.length === 1;
+      if (unmeasured.has(server) || !(alone || (counted.get(server) ?? 0) > 0)) continue;
+      const counts = unjudgedMeasures(t, usage.get(t.id)!).filter((m) => m !== 'storage');
+      if (counts.length > 0) withheld.set(t.id, counts);
+    }
+    return withheld;
   }
 
   /** The day's highest values (one point per subscription per day). */
@@ -187,14 +210,17 @@ export function createUsageRound(ctx: AppContext) {
       include: { database_template: { include: { postgresql_server: true, root_server: true } } },
       orderBy: { id: 'asc' },
     });
-    const { usage, unmeasured } = await measureAll(tenants, result);
+    const { usage, unmeasured, withheld } = await measureAll(tenants, result);
     const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
     const now = Date.now();
     let inMaintenance: Set<number> | undefined;
 
     for (const t of tenants) {
       const u = usage.get(t.id)!;
-      const measured = usageStateOf(t, u);
+      const withheldNow = withheld.get(t.id) ?? [];
+      // A suspended tenant is not counted (its database is closed): its streak stands still.
+      const withheldRounds = t.state !== 'running' ? t.usage_withheld_rounds : withheldNow.length > 0 ? t.usage_withheld_rounds + 1 : 0;
+      const measured = judgedUsageState(t, u, { measures: withheldNow, rounds: withheldRounds });
       const { worst } = measured;
       // A round that missed a limited measure cannot lower the state (nor restart the grace period).
       const held = unjudgedMeasures(t, u).length > 0 && rises(measured.state, t.usage_state);
@@ -202,7 +228,12 @@ export function createUsageRound(ctx: AppContext) {
       const exceededSince = state === 'exceeded' ? (t.usage_exceeded_since ?? new Date(now)) : null;
       const after = await db.subscription.update({
         where: { id: t.id },
-        data: { usage: u as unknown as Prisma.InputJsonValue, usage_state: state, usage_exceeded_since: exceededSince },
+        data: {
+          usage: u as unknown as Prisma.InputJsonValue,
+          usage_state: state,
+          usage_exceeded_since: exceededSince,
+          usage_withheld_rounds: withheldRounds,
+        },
       });
       await recordDay(t.id, u);
       result.measured++;

@@ -31,10 +31,35 @@ export interface OdooTemplateOptions {
   rounds?: number | null;
 }
 
-/** Creates `name` as an Odoo-shaped template database on the machine's PostgreSQL. */
-export async function createOdooTemplate(name: string, opts: OdooTemplateOptions = {}) {
-  await adminQuery(`CREATE DATABASE "${name}"`);
-  await fillOdooTemplate({ connectionString: databaseUrl(name) }, opts);
+/**
+ * The role that owns the tests' Odoo databases, as Odoo's database user does on a real host: an
+ * ordinary login role, so a tenant's SQL in them runs without superuser rights.
+ */
+export const TENANT_ROLE = 'svc_test_tenant';
+
+/** Creates TENANT_ROLE once per cluster (test files run side by side: a concurrent create is fine). */
+export async function ensureTenantRole(role = TENANT_ROLE) {
+  try {
+    await adminQuery(`CREATE ROLE "${role}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42710' && (err as { code?: string }).code !== '23505') throw err;
+  }
+}
+
+/** A connection to `database` as the tenant role (trust authentication on the tests' server). */
+export function tenantUrl(database: string, role = TENANT_ROLE) {
+  const url = new URL(databaseUrl(database));
+  url.username = role;
+  url.password = '';
+  return url.toString();
+}
+
+/** Creates `name` as an Odoo-shaped template database on the machine's PostgreSQL, owned (with its tables) by the tenant role. */
+export async function createOdooTemplate(name: string, opts: OdooTemplateOptions & { owner?: string } = {}) {
+  const owner = opts.owner ?? TENANT_ROLE;
+  await ensureTenantRole(owner);
+  await adminQuery(`CREATE DATABASE "${name}" OWNER "${owner}"`);
+  await fillOdooTemplate({ connectionString: tenantUrl(name, owner) }, opts);
 }
 
 /** Gives the (empty) database `connection` reaches Odoo's tables and an install's rows. */

@@ -23,4 +23,11 @@ describe('nextPageUrl', () => {
     );
     expect(nextPageUrl(base, '/api/v1/action-logs?cursor=abc.def', page({ next_cursor: null, total: 500 }))).toBeNull();
   });
+
+  it('by offset when the list says it pages by offset, although its answer has next_cursor: null', () => {
+    expect(nextPageUrl(base, '/api/v1/jobs?state=failed&limit=2', page({ next_cursor: null }), 'offset')).toBe(
+      'https://svc.example.org/prefix/api/v1/jobs?state=failed&limit=2&offset=2',
+    );
+    expect(nextPageUrl(base, '/api/v1/jobs?offset=4&limit=2', page({ offset: 4, next_cursor: null }), 'offset')).toBeNull();
+  });
 });

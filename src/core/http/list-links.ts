@@ -1,8 +1,16 @@
 // `Link: <…>; rel="next"` on every list answer that has a next page, whichever route made it: a
 // list is recognised by its envelope ({items, total, limit, offset}). nextPageUrl() is the one place
-// that knows how a list pages: by its next_cursor when the answer has one, else by offset.
+// that knows how a list pages: by its next_cursor when the answer has one, else by offset (and by
+// offset always for a route that says `paging: 'offset'`, whose next_cursor is always null).
 import type { FastifyInstance } from 'fastify';
 import { API_PREFIX } from './auth.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The list pages by offset only (its next_cursor is always null): Link names the next offset. */
+    paging?: 'offset';
+  }
+}
 
 /** A list answer as every list route gives it. */
 interface ListAnswer {
@@ -29,12 +37,12 @@ function isListAnswer(payload: unknown): payload is ListAnswer {
 /**
  * The absolute URL of the page after `answer` (the request's own URL, its filters kept), or null
  * on the last page. `requestUrl` is the path and query the service received; `baseUrl` the public
- * BASE_URL, so a prefix added by a proxy in front is kept.
+ * BASE_URL, so a prefix added by a proxy in front is kept; `paging` the route's (its config).
  */
-export function nextPageUrl(baseUrl: string, requestUrl: string, answer: ListAnswer): string | null {
+export function nextPageUrl(baseUrl: string, requestUrl: string, answer: ListAnswer, paging?: 'offset'): string | null {
   const url = new URL(`${baseUrl}${requestUrl}`);
   url.searchParams.set('limit', String(answer.limit));
-  if (answer.next_cursor !== undefined) {
+  if (answer.next_cursor !== undefined && paging !== 'offset') {
     if (answer.next_cursor === null) return null;
     url.searchParams.delete('offset');
     url.searchParams.set('cursor', answer.next_cursor);
@@ -49,7 +57,7 @@ export function nextPageUrl(baseUrl: string, requestUrl: string, answer: ListAns
 export function registerListLinks(app: FastifyInstance, baseUrl: string) {
   app.addHook('preSerialization', async (req, reply, payload) => {
     if (req.method !== 'GET' || reply.statusCode !== 200 || !req.url.startsWith(API_PREFIX) || !isListAnswer(payload)) return payload;
-    const next = nextPageUrl(baseUrl, req.url, payload);
+    const next = nextPageUrl(baseUrl, req.url, payload, req.routeOptions.config.paging);
     if (next) reply.header('link', `<${next}>; rel="next"`);
     return payload;
   });
