@@ -30,6 +30,7 @@ import { alerts } from './alerts/index.js';
 import { domains } from './domains/index.js';
 import { maintenance } from './maintenance/index.js';
 import { metrics } from './metrics/index.js';
+import { odoo } from './odoo/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -53,6 +54,7 @@ export const FEATURES: readonly Feature[] = [
   git,
   alerts,
   domains,
+  odoo,
   maintenance,
   metrics,
 ];

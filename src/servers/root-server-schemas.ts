@@ -2,7 +2,7 @@
 // code_server_password) are write-only: responses carry `<field>_set`.
 import { z } from 'zod';
 import { nullableTimestamp, secretFlags, timestamp } from '../core/http/schemas.js';
-import { CodeServerState, RootServerState, ServerState } from '../generated/prisma/enums.js';
+import { CodeServerState, OdooState, RootServerState, ServerState } from '../generated/prisma/enums.js';
 import { rootServerModel } from './root-server-models.js';
 import { latestMetricsOut, MONITOR_INTERVALS } from './root-server-metrics.js';
 
@@ -114,6 +114,12 @@ export const rootServerOut = z
       .int()
       .nullable()
       .describe('Exit code of the last run_cmd; null while it runs, if it was not run, timed out or was killed'),
+    odoo_state: z.enum(OdooState).describe('Odoo on this host (setup_odoo, restart_odoo, stop_odoo)'),
+    odoo_version_id: z.number().int().nullable().describe('The Odoo version it runs'),
+    odoo_http_port: z.number().int().nullable().describe('Where Odoo listens on the host (127.0.0.1 only)'),
+    odoo_error: z.string().nullable().describe("Why Odoo is failed: the end of Odoo's log, or the failed step"),
+    odoo_postgresql_server_id: z.number().int().nullable().describe("The PostgreSQL server of the host's own role"),
+    odoo_db_user: z.string().nullable().describe("The host's own PostgreSQL role (LOGIN CREATEDB, never a superuser)"),
     created_at: timestamp,
     updated_at: timestamp,
     latest_metrics: latestMetricsOut.nullable().describe('The newest monitor log row'),

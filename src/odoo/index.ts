@@ -1,0 +1,19 @@
+// Odoo on the hosts: the versions svc installs, and the root server actions that install, run and
+// report Odoo (setup_odoo, restart_odoo, stop_odoo, odoo_status).
+import type { AppContext } from '../context.js';
+import type { FastifyInstance } from 'fastify';
+import type { Feature } from '../feature.js';
+import { odooJobHandlers } from './odoo-jobs.js';
+import { registerOdooHostRoutes } from './odoo-routes.js';
+import { odooVersionModel } from './odoo-version-models.js';
+import { registerOdooVersionRoutes } from './odoo-version-routes.js';
+
+export const odoo: Feature = {
+  name: 'odoo',
+  models: [odooVersionModel],
+  routes: (app: FastifyInstance, ctx: AppContext) => {
+    registerOdooVersionRoutes(app, ctx);
+    registerOdooHostRoutes(app, ctx);
+  },
+  jobs: odooJobHandlers,
+};

@@ -1,0 +1,37 @@
+// Odoo's jobs on the hosts: each changes a remote system, so none is run again after a crash. Their
+// own queue: an OS package installation does not hold up the other SSH jobs.
+import { z } from 'zod';
+import { refId } from '../core/http/schemas.js';
+import { defineJobs, job, requestedBy } from '../core/jobs.js';
+import { dbfilter, httpPort, moduleName } from './odoo-names.js';
+
+const onServer = z.object({ root_server_id: refId, ...requestedBy });
+/** One such job per server at a time. */
+const perServer = (p: { root_server_id: number }) => String(p.root_server_id);
+const onTemplate = z.object({ database_template_id: refId, ...requestedBy });
+const perTemplate = (p: { database_template_id: number }) => String(p.database_template_id);
+
+export const odooJobs = defineJobs({
+  odoo_setup: job({
+    queue: 'odoo',
+    payload: onServer.extend({
+      odoo_version_id: refId,
+      postgresql_server_id: refId,
+      http_port: httpPort.optional(),
+      workers: z.number().int().min(0).max(256).optional(),
+      max_cron_threads: z.number().int().min(0).max(16),
+      dbfilter,
+    }),
+    key: perServer,
+    afterCrash: 'interrupt',
+  }),
+  odoo_restart: job({ queue: 'odoo', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
+  odoo_stop: job({ queue: 'odoo', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
+  odoo_build_template: job({
+    queue: 'odoo',
+    payload: onTemplate.extend({ modules: z.array(moduleName).min(1).max(200) }),
+    key: perTemplate,
+    afterCrash: 'interrupt',
+  }),
+  odoo_update_template: job({ queue: 'odoo', payload: onTemplate, key: perTemplate, afterCrash: 'interrupt' }),
+});

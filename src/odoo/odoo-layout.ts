@@ -1,0 +1,46 @@
+// Where an Odoo service lives on its host, under ODOO_BASE_PATH. One host may run several Odoo
+// services (one per version, say), each its own port: the port names the service and its files.
+//   <base>/versions/<name>/            a version's source tree (root's; Odoo only reads it)
+//   <base>/config/odoo-<port>.conf     its configuration (root:odoo 0640: it holds the database password)
+//   <base>/config/odoo-<port>.run      the supervisor script where systemd does not run
+//   <base>/run/odoo-<port>/            the supervisor's pid and `enabled` flag
+//   <base>/logs/odoo-<port>.log        Odoo's output
+//   <base>/data                        data_dir, shared: filestore/<database> is where svc copies filestores
+// Every name here is made from validated values only (a base path of the config's pattern, a port,
+// a version name of odooVersion's pattern).
+
+export interface OdooLayout {
+  base: string;
+  /** systemd unit name / the supervisor's name. */
+  service: string;
+  config: string;
+  runScript: string;
+  runDir: string;
+  log: string;
+  dataDir: string;
+  unit: string;
+  versionsDir: string;
+  sourceOf(version: string): string;
+}
+
+export function odooLayout(base: string, port: number): OdooLayout {
+  const service = `odoo-${port}`;
+  return {
+    base,
+    service,
+    config: `${base}/config/${service}.conf`,
+    runScript: `${base}/config/${service}.run`,
+    runDir: `${base}/run/${service}`,
+    log: `${base}/logs/${service}.log`,
+    dataDir: `${base}/data`,
+    unit: `/etc/systemd/system/${service}.service`,
+    versionsDir: `${base}/versions`,
+    sourceOf: (version) => `${base}/versions/${version}`,
+  };
+}
+
+/** Odoo's own gevent (longpolling) port in prefork mode: 3 above its HTTP port, as 8069 and 8072. */
+export const geventPortOf = (httpPort: number) => httpPort + 3;
+
+/** The interpreter that sees the Debian python3-* packages (another python3 may come first on PATH). */
+export const PYTHON = '/usr/bin/python3';

@@ -1,0 +1,358 @@
+// The shell setup_odoo and the Odoo actions run on a host (POSIX sh, as root through the session's
+// sudo). Only validated values appear here, each shell-quoted; secrets never do (the configuration
+// goes on stdin). Exit code 3 is an outcome the script explains on stderr (a checksum that differs,
+// a tarball without odoo-bin), not a crash.
+import { shellQuote as q } from '../core/ssh.js';
+import { type OdooLayout, PYTHON } from './odoo-layout.js';
+
+/** systemd runs here (and not only its tools). */
+const USE_SYSTEMD = '[ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1';
+
+/** The host's cores, memory (the cgroup's limit when lower) and whether systemd runs: key=value lines. */
+export const HOST_FACTS = [
+  'echo "cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)"',
+  'mem=$(awk \'/^MemTotal:/ {printf "%.0f", $2 * 1024}\' /proc/meminfo)',
+  'lim=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || echo max)',
+  'case "$lim" in ""|max|*[!0-9]*) ;; *) [ "$lim" -lt "$mem" ] && mem=$lim ;; esac',
+  'echo "memory=$mem"',
+  `if ${USE_SYSTEMD}; then echo systemd=yes; else echo systemd=no; fi`,
+].join('\n');
+
+/** Installs the packages that are missing (none missing: nothing runs). One dpkg-query for all of them. */
+export function installPackages(packages: readonly string[]): string {
+  const list = packages.map(q).join(' ');
+  return [
+    `installed=$(dpkg-query -W -f='\${Package} \${Status}\\n' ${list} 2>/dev/null | awk '/ install ok installed$/ {print $1}')`,
+    'missing=""',
+    `for p in ${list}; do printf '%s\\n' "$installed" | grep -qx "$p" || missing="$missing $p"; done`,
+    `if [ -z "$missing" ]; then echo "all ${packages.length} packages present"; exit 0; fi`,
+    `command -v apt-get >/dev/null 2>&1 || { echo "Missing packages:$missing, and no apt-get to install them" >&2; exit 3; }`,
+    'export DEBIAN_FRONTEND=noninteractive',
+    // Another apt run (the set-up of a second Odoo service on this host) holds the lock for a while.
+    'apt="apt-get -q -y -o DPkg::Lock::Timeout=600 --no-install-recommends"',
+    '$apt install $missing || { apt-get -q -o DPkg::Lock::Timeout=600 update && $apt install $missing; } || exit 1',
+    'echo "installed:$missing"',
+  ].join('\n');
+}
+
+/** The odoo system user and the directories; data_dir and what is in it become odoo's. */
+export function prepareHost(l: OdooLayout): string {
+  const dirs = ['versions', 'config', 'logs', 'run', 'data', 'addons', 'custom-addons', 'backups'].map((d) => q(`${l.base}/${d}`));
+  return [
+    'set -e',
+    'if id odoo >/dev/null 2>&1; then echo "user odoo present"; else',
+    `  useradd --system --user-group --home-dir ${q(l.dataDir)} --no-create-home --shell /usr/sbin/nologin odoo || id odoo >/dev/null`,
+    '  echo "user odoo created"',
+    'fi',
+    `mkdir -p ${dirs.join(' ')}`,
+    `chmod 755 ${q(l.base)} ${q(`${l.base}/versions`)}`,
+    `chown root:odoo ${q(`${l.base}/config`)} && chmod 750 ${q(`${l.base}/config`)}`,
+    // Filestores copied in as root before Odoo ran here become odoo's (only what is not already).
+    `find ${q(l.dataDir)} ! -user odoo -exec chown -h odoo:odoo {} + && chmod 750 ${q(l.dataDir)}`,
+  ].join('\n');
+}
+
+/** The marker a checked and unpacked source tree carries: the SHA-256 of its tarball. */
+const MARKER = '.svc-source-sha256';
+/** What `odoo-bin --version` said of it when it was checked (starting Odoo to ask takes seconds). */
+const VERSION_MARKER = '.svc-odoo-version';
+
+/** Prints the SHA-256 the version's tree was unpacked from ("none" when it is not there). */
+export function installedSource(l: OdooLayout, version: string): string {
+  const marker = q(`${l.sourceOf(version)}/${MARKER}`);
+  return `if [ -f ${marker} ] && [ -f ${q(`${l.sourceOf(version)}/odoo-bin`)} ]; then cat ${marker}; else echo none; fi`;
+}
+
+/** Where an https source is written while it arrives (on stdin), before it is checked. */
+export const incomingPath = (l: OdooLayout, version: string, token: string) => `${l.versionsDir}/.incoming-${version}-${token}.tar.gz`;
+
+export const receiveFile = (path: string) => `umask 077; mkdir -p ${q(path.replace(/\/[^/]*$/, ''))} && cat > ${q(path)}`;
+
+/**
+ * Checks the tarball (its SHA-256, an odoo-bin at its top or in its one top directory), unpacks it
+ * beside the version's current tree, checks that it runs with /usr/bin/python3 (`--version`), and
+ * only then puts it in place of the old tree. Any failure before that removes what it unpacked and
+ * leaves the old tree (and the Odoo running from it) alone. `removeTarball`: an https download.
+ */
+export function unpackSource(l: OdooLayout, version: string, tarball: string, sha256: string, removeTarball: boolean): string {
+  const dest = l.sourceOf(version);
+  const tar = q(tarball);
+  return [
+    'umask 022',
+    `exec 9>>${q(`${l.versionsDir}/.lock`)}`,
+    "flock -w 900 9 || { echo 'Another set-up held the versions directory for 15 minutes' >&2; exit 1; }",
+    `new=${q(`${l.versionsDir}/.new-${version}`)}-$$`,
+    `old=${q(`${l.versionsDir}/.old-${version}`)}-$$`,
+    `cleanup() { rm -rf "$new"; ${removeTarball ? `rm -f ${tar};` : ''} }`,
+    'fail() { echo "$1" >&2; cleanup; exit 3; }',
+    `[ -f ${tar} ] || fail ${q(`The source ${tarball} does not exist on the host`)}`,
+    `got=$(sha256sum ${tar} | cut -d' ' -f1)`,
+    `[ "$got" = ${q(sha256)} ] || fail "Checksum mismatch: the source's SHA-256 is $got, the version names ${sha256}"`,
+    `list=$(tar -tzf ${tar} 2>&1) || fail "The source is not a gzip-compressed tarball: $(printf '%s' "$list" | tail -n 2)"`,
+    `entry=$(printf '%s\\n' "$list" | grep -E '^(\\./)?([^/]+/)?odoo-bin$' | head -n 1)`,
+    `[ -n "$entry" ] || fail 'The tarball holds no odoo-bin (at its top or in its one top directory): it is not an Odoo source tree'`,
+    `strip=$(printf '%s' "\${entry#./}" | awk -F/ '{print NF-1}')`,
+    'rm -rf "$new" && mkdir -p "$new"',
+    `tar -xzf ${tar} -C "$new" --strip-components="$strip" --no-same-owner --no-same-permissions || fail 'Unpacking the source failed'`,
+    `[ -f "$new/odoo-bin" ] || fail 'The unpacked tree holds no odoo-bin'`,
+    `out=$(cd "$new" && ${PYTHON} odoo-bin --version 2>&1) || fail "The source does not run with ${PYTHON}: $(printf '%s' "$out" | tail -n 3)"`,
+    `version=$(printf '%s\\n' "$out" | grep -m 1 '^Odoo Server') || fail "odoo-bin --version did not name an Odoo server: $(printf '%s' "$out" | tail -n 3)"`,
+    // Compiled once as root: Odoo's user cannot write into its code, and would compile at every start.
+    `${PYTHON} -m compileall -q -j 0 "$new/odoo" $( [ -d "$new/addons" ] && echo "$new/addons") >/dev/null 2>&1 || true`,
+    `printf '%s\\n' "$version" > "$new/${VERSION_MARKER}"`,
+    `printf '%s\\n' ${q(sha256)} > "$new/${MARKER}"`,
+    `if [ -e ${q(dest)} ]; then mv ${q(dest)} "$old"; fi`,
+    `mv "$new" ${q(dest)}`,
+    'rm -rf "$old"',
+    removeTarball ? `rm -f ${tar}` : ':',
+    'echo "$version"',
+  ].join('\n');
+}
+
+/** Prints the Odoo series of an unpacked tree (e.g. "Odoo Server 18.0") and its addons directories. */
+export function describeSource(l: OdooLayout, version: string): string {
+  const src = q(l.sourceOf(version));
+  return [
+    `cd ${src} || exit 3`,
+    `cat ${VERSION_MARKER} 2>/dev/null || ${PYTHON} odoo-bin --version 2>/dev/null | grep -m 1 '^Odoo Server' || exit 3`,
+    `for d in ${src}/odoo/addons ${src}/addons; do [ -d "$d" ] && echo "addons=$d"; done`,
+    ':',
+  ].join('\n');
+}
+
+/** Writes stdin to `path` (root:odoo, `mode`) when it differs from what is there; prints changed/unchanged. */
+export function writeIfChanged(path: string, mode: string, group = 'odoo'): string {
+  const p = q(path);
+  return [
+    'set -e',
+    'umask 077',
+    `cat > ${p}.svc-new`,
+    `chown root:${group} ${p}.svc-new && chmod ${mode} ${p}.svc-new`,
+    `if [ -f ${p} ] && cmp -s ${p} ${p}.svc-new; then rm -f ${p}.svc-new; echo unchanged; else mv -f ${p}.svc-new ${p}; echo changed; fi`,
+  ].join('\n');
+}
+
+/** Checks that Odoo's role can sign in to PostgreSQL with what the configuration says, from this host. */
+export function checkDatabaseLogin(l: OdooLayout): string {
+  return [
+    `${PYTHON} - ${q(l.config)} <<'PY'`,
+    'import configparser, sys',
+    'import psycopg2',
+    'p = configparser.RawConfigParser()',
+    'p.read(sys.argv[1])',
+    'o = dict(p.items("options"))',
+    'try:',
+    '    c = psycopg2.connect(host=o["db_host"], port=int(o["db_port"]), user=o["db_user"], password=o["db_password"], dbname="postgres", connect_timeout=10)',
+    '    c.close()',
+    'except Exception as e:',
+    '    print("Odoo\'s role %s cannot sign in to PostgreSQL at %s:%s from this host: %s" % (o["db_user"], o["db_host"], o["db_port"], str(e).strip()), file=sys.stderr)',
+    '    sys.exit(3)',
+    'print("role %s signs in at %s:%s" % (o["db_user"], o["db_host"], o["db_port"]))',
+    'PY',
+  ].join('\n');
+}
+
+/** The supervisor script where systemd does not run: Odoo as odoo, started again 2 s after it stops. */
+export function runScript(l: OdooLayout, source: string): string {
+  return [
+    '#!/bin/sh',
+    `# Written by svc (setup_odoo): runs Odoo on port ${l.service.slice(5)} as odoo, and again 2 s after it stops,`,
+    `# while ${l.runDir}/enabled exists (stop_odoo removes it and stops the process group).`,
+    `while [ -f ${q(`${l.runDir}/enabled`)} ]; do`,
+    `  setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} ${q(`${source}/odoo-bin`)} -c ${q(l.config)} >> ${q(l.log)} 2>&1`,
+    '  sleep 2',
+    'done',
+    '',
+  ].join('\n');
+}
+
+/** The systemd unit where systemd runs. */
+export function systemdUnit(l: OdooLayout, source: string, version: string): string {
+  return [
+    '# Written by svc (setup_odoo).',
+    '[Unit]',
+    `Description=Odoo ${version} on port ${l.service.slice(5)} (svc)`,
+    'After=network-online.target postgresql.service',
+    '',
+    '[Service]',
+    'Type=simple',
+    'User=odoo',
+    'Group=odoo',
+    `Environment=HOME=${l.dataDir}`,
+    `ExecStart=${PYTHON} ${source}/odoo-bin -c ${l.config}`,
+    `StandardOutput=append:${l.log}`,
+    'StandardError=inherit',
+    'Restart=always',
+    'RestartSec=2',
+    'KillMode=mixed',
+    'TimeoutStopSec=30',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n');
+}
+
+/** Where the service file goes: the unit under systemd, the supervisor script otherwise. */
+export function serviceFileTarget(l: OdooLayout, systemd: boolean) {
+  return systemd ? { path: l.unit, mode: '644', group: 'root' } : { path: l.runScript, mode: '750', group: 'root' };
+}
+
+const pidFile = (l: OdooLayout) => q(`${l.runDir}/pid`);
+
+/** Prints "running" when the service runs, else "stopped". */
+export function serviceRunning(l: OdooLayout): string {
+  return [
+    `if ${USE_SYSTEMD}; then systemctl is-active --quiet ${q(l.service)} && echo running || echo stopped; exit 0; fi`,
+    `if [ -f ${pidFile(l)} ] && kill -0 "$(cat ${pidFile(l)})" 2>/dev/null; then echo running; else echo stopped; fi`,
+  ].join('\n');
+}
+
+/** A shell function stopping the supervised process group (no systemd). */
+function stopSupervisedFunction(l: OdooLayout): string {
+  return [
+    'stop_supervised() {',
+    `  rm -f ${q(`${l.runDir}/enabled`)}`,
+    `  [ -f ${pidFile(l)} ] || return 0`,
+    `  pid=$(cat ${pidFile(l)})`,
+    '  if kill -0 "$pid" 2>/dev/null; then',
+    // The supervisor leads its own process group: Odoo, its workers and its gevent process are in it.
+    '    kill -TERM -"$pid" 2>/dev/null || kill -TERM "$pid"',
+    '    i=0; while kill -0 -"$pid" 2>/dev/null && [ $i -lt 30 ]; do sleep 1; i=$((i+1)); done',
+    '    kill -KILL -"$pid" 2>/dev/null || true',
+    '  fi',
+    `  rm -f ${pidFile(l)}`,
+    '}',
+  ].join('\n');
+}
+
+/** Stops the service (and keeps it from starting again: disabled, or the supervisor's flag removed). */
+export function stopService(l: OdooLayout): string {
+  return [
+    `if ${USE_SYSTEMD}; then systemctl disable --now ${q(l.service)} >/dev/null 2>&1 || systemctl stop ${q(l.service)}; echo stopped; exit 0; fi`,
+    stopSupervisedFunction(l),
+    'stop_supervised',
+    'echo stopped',
+  ].join('\n');
+}
+
+/**
+ * (Re)starts the service. A port held by another program is refused before anything stops (Odoo
+ * would fail to bind while the other program answered the health check in its place).
+ */
+export function startService(l: OdooLayout, port: number): string {
+  return [
+    `state=$(${serviceRunning(l).replaceAll('\n', '; ')})`,
+    'if [ "$state" = stopped ]; then',
+    `  if ${PYTHON} -c 'import socket,sys; s=socket.socket(); s.settimeout(2); sys.exit(0 if s.connect_ex(("127.0.0.1", ${port})) == 0 else 1)'; then`,
+    `    echo 'Port ${port} on 127.0.0.1 is already in use by another program' >&2; exit 3`,
+    '  fi',
+    'fi',
+    `touch ${q(l.log)}`,
+    `if ${USE_SYSTEMD}; then`,
+    `  systemctl daemon-reload && systemctl enable ${q(l.service)} >/dev/null 2>&1 && systemctl restart ${q(l.service)} || exit 1`,
+    '  echo "restarted (systemd)"; exit 0',
+    'fi',
+    stopSupervisedFunction(l),
+    'stop_supervised',
+    `mkdir -p ${q(l.runDir)} && touch ${q(`${l.runDir}/enabled`)}`,
+    // A session of its own (it outlives this SSH session), which makes it its process group's leader.
+    `setsid /bin/sh ${q(l.runScript)} </dev/null >/dev/null 2>&1 &`,
+    `echo $! > ${pidFile(l)}`,
+    `echo "started (supervised, pid $(cat ${pidFile(l)}))"`,
+  ].join('\n');
+}
+
+/** Waits until /web/health answers 200 on the host, at most `seconds`. */
+export function waitHealthy(port: number, seconds: number): string {
+  return [
+    `${PYTHON} - ${port} ${seconds} <<'PY'`,
+    'import sys, time, urllib.error, urllib.request',
+    'port, limit = int(sys.argv[1]), float(sys.argv[2])',
+    'opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))',
+    'end, last = time.monotonic() + limit, "no answer"',
+    'while True:',
+    '    try:',
+    '        with opener.open("http://127.0.0.1:%d/web/health" % port, timeout=5) as r:',
+    '            print("healthy: HTTP %d %s" % (r.status, r.read(200).decode("utf-8", "replace")))',
+    '            sys.exit(0)',
+    '    except urllib.error.HTTPError as e:',
+    '        last = "HTTP %d" % e.code',
+    '    except Exception as e:',
+    '        last = str(getattr(e, "reason", e))',
+    '    if time.monotonic() > end:',
+    '        print("/web/health did not answer 200 within %d s (last: %s)" % (limit, last), file=sys.stderr)',
+    '        sys.exit(3)',
+    '    time.sleep(0.3)',
+    'PY',
+  ].join('\n');
+}
+
+/** The end of Odoo's output. */
+export const logTail = (l: OdooLayout, lines = 40) => `tail -n ${lines} ${q(l.log)} 2>/dev/null || true`;
+
+/** What odoo_status reports of the host: health, the processes of this service (by its config) and their memory. */
+export function statusScript(l: OdooLayout, port: number, source: string): string {
+  return [
+    `cd ${q(source)} 2>/dev/null && echo "version=$(${PYTHON} odoo-bin --version 2>/dev/null)"`,
+    `echo "service=$(${serviceRunning(l).replaceAll('\n', '; ')})"`,
+    // Only this line of the configuration: the file holds the database password.
+    `echo "workers=$(sed -n 's/^workers = \\([0-9]*\\)$/\\1/p' ${q(l.config)})"`,
+    `${PYTHON} - ${port} ${q(l.config)} <<'PY'`,
+    'import json, os, sys, urllib.request',
+    'port, conf = int(sys.argv[1]), sys.argv[2]',
+    'opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))',
+    'try:',
+    '    with opener.open("http://127.0.0.1:%d/web/health" % port, timeout=5) as r:',
+    '        health = "HTTP %d %s" % (r.status, r.read(200).decode("utf-8", "replace"))',
+    'except Exception as e:',
+    '    health = str(getattr(e, "reason", e))',
+    'procs = []',
+    'for pid in filter(str.isdigit, os.listdir("/proc")):',
+    '    try:',
+    '        with open("/proc/%s/cmdline" % pid, "rb") as f: args = f.read().split(b"\\0")',
+    '        if b"-c" not in args or conf.encode() not in args or not os.path.basename(args[0]).startswith(b"python"): continue',
+    '        with open("/proc/%s/status" % pid) as f: rss = next((int(x.split()[1]) * 1024 for x in f if x.startswith("VmRSS:")), 0)',
+    '        procs.append({"pid": int(pid), "rss_bytes": rss, "gevent": b"gevent" in args})',
+    '    except OSError: pass',
+    'print("status=" + json.dumps({"health": health, "processes": procs}))',
+    'PY',
+  ].join('\n');
+}
+
+/** Stops a service and removes its files (its configuration holds the database password). */
+export function removeService(l: OdooLayout): string {
+  return [
+    `if ${USE_SYSTEMD}; then`,
+    `  systemctl disable --now ${q(l.service)} >/dev/null 2>&1 || true`,
+    `  rm -f ${q(l.unit)}; systemctl daemon-reload`,
+    'else',
+    stopSupervisedFunction(l),
+    '  stop_supervised',
+    'fi',
+    `rm -f ${q(l.config)} ${q(l.runScript)}`,
+    `echo ${q(`${l.service} removed`)}`,
+  ].join('\n');
+}
+
+/**
+ * Runs odoo-bin once as odoo with the host's configuration, on one database, then stops: no HTTP,
+ * no workers, no cron (the running service keeps its port). Odoo's output is kept whole in a file
+ * under the logs directory and its end printed; exit code: Odoo's.
+ */
+export function odooOnce(l: OdooLayout, source: string, database: string, args: readonly string[]): string {
+  const out = q(`${l.base}/logs/${l.service}-${database}.build.log`);
+  return [
+    `cd ${q(source)} || exit 3`,
+    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin -c ${q(l.config)} -d ${q(database)} ${args.map(q).join(' ')} --no-http --workers=0 --max-cron-threads=0 --stop-after-init > ${out} 2>&1`,
+    'rc=$?',
+    // Odoo's complaints first (what failed), then the end of its output.
+    `grep -E ' (ERROR|CRITICAL|WARNING) |invalid module names|Traceback|Error:' ${out} | tail -n 30`,
+    "echo '--- end of output ---'",
+    `tail -n 15 ${out}`,
+    'exit $rc',
+  ].join('\n');
+}
+
+/** Removes a database's filestore directory (a build that failed). */
+export const removeFilestore = (dir: string) => `rm -rf -- ${q(dir)}; echo removed`;

@@ -1,0 +1,97 @@
+// restart_odoo, stop_odoo and odoo_status on a root server whose Odoo setup_odoo made.
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import { publicJobId } from '../core/queue.js';
+import { openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { odooLayout } from './odoo-layout.js';
+import { startService, statusScript, stopService } from './odoo-scripts.js';
+import { stepFailed } from './odoo-setup.js';
+import { loadOdooHost, odooHostStore } from './odoo-store.js';
+
+const STEP_TIMEOUT_MS = 2 * 60_000;
+
+type Payload = { root_server_id: number; user_id: number | null };
+
+export function createOdooService(ctx: AppContext) {
+  const store = odooHostStore(ctx);
+
+  async function withHost<T>(
+    id: number,
+    audit: { user_id: number | null; job_id?: string },
+    fn: (s: RemoteSession, port: number, server: Awaited<ReturnType<typeof loadOdooHost>>) => Promise<T>,
+  ) {
+    const server = await loadOdooHost(ctx.db, id);
+    const session = await openRemoteSession(ctx, server, audit);
+    try {
+      return await fn(session, server.odoo_http_port, server);
+    } finally {
+      session.close();
+    }
+  }
+
+  return {
+    /** Checks the action may run (409 otherwise) before its job is queued. */
+    assertOdooHost: (id: number) => loadOdooHost(ctx.db, id),
+
+    async restart(payload: Payload, job: Job) {
+      const jobId = publicJobId(job.queueName, job.id!);
+      return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
+        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const started = await session.run(startService(l, port), { timeoutMs: STEP_TIMEOUT_MS });
+        if (started.exitCode !== 0) {
+          const err = `Starting Odoo on port ${port} failed: ${(started.stderr || started.stdout).trim().slice(-2000)}`;
+          await store.setState(server.id, { odoo_state: 'failed', odoo_error: session.mask(err) }, payload.user_id);
+          stepFailed(session, `Starting Odoo on port ${port} failed`, started);
+        }
+        const health = await store.waitHealthy(session, l, port, server.id, payload.user_id);
+        await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, payload.user_id);
+        return { odoo_state: 'running' as const, http_port: port, health };
+      });
+    },
+
+    async stop(payload: Payload, job: Job) {
+      const jobId = publicJobId(job.queueName, job.id!);
+      return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
+        const stopped = await session.run(stopService(odooLayout(ctx.config.ODOO_BASE_PATH, port)), { timeoutMs: STEP_TIMEOUT_MS });
+        if (stopped.exitCode !== 0) stepFailed(session, `Stopping Odoo on port ${port} failed`, stopped);
+        await store.setState(server.id, { odoo_state: 'stopped', odoo_error: null }, payload.user_id);
+        return { odoo_state: 'stopped' as const, http_port: port };
+      });
+    },
+
+    /** What runs on the host now: health, version, processes and their memory. */
+    async status(id: number, userId: number | null) {
+      return withHost(id, { user_id: userId }, async (session, port, server) => {
+        const version = await ctx.db.odooVersion.findUnique({ where: { id: server.odoo_version_id! } });
+        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const res = await session.run(statusScript(l, port, l.sourceOf(version?.name ?? '')), { timeoutMs: STEP_TIMEOUT_MS });
+        const kv = new Map(
+          session
+            .mask(res.stdout)
+            .split('\n')
+            .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const),
+        );
+        const raw = kv.get('status');
+        if (res.exitCode !== 0 || !raw) stepFailed(session, 'Reading the state of Odoo failed', res);
+        const status = JSON.parse(raw!) as { health: string; processes: { pid: number; rss_bytes: number; gevent: boolean }[] };
+        const workers = Number(kv.get('workers'));
+        const http = status.processes.filter((p) => !p.gevent);
+        return {
+          odoo_state: server.odoo_state,
+          http_port: port,
+          service: kv.get('service') === 'running' ? ('running' as const) : ('stopped' as const),
+          healthy: /^HTTP 200\b/.test(status.health),
+          health: status.health,
+          version: kv.get('version') || null,
+          odoo_version_id: server.odoo_version_id,
+          workers: Number.isFinite(workers) ? workers : null,
+          processes: status.processes.length,
+          // In prefork mode the master forks the workers: the processes besides it (and the gevent one).
+          worker_processes: Math.max(0, http.length - 1),
+          memory_bytes: status.processes.reduce((sum, p) => sum + p.rss_bytes, 0),
+          process_memory_bytes: status.processes.map((p) => p.rss_bytes),
+        };
+      });
+    },
+  };
+}

@@ -1,0 +1,264 @@
+// setup_odoo: makes a root server run an Odoo version, and running it again converges: what is
+// already as it should be is left alone, and the running Odoo is restarted only when its source,
+// configuration or service file changed (or it was not running). Everything that can fail on bad
+// input (packages, the source's checksum and odoo-bin, the PostgreSQL role, its login from the host)
+// is done before the running Odoo is touched: such a failure leaves it running its old version.
+import { randomBytes } from 'node:crypto';
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import { MASK } from '../core/action-log.js';
+import { UserError } from '../core/errors.js';
+import { createOutboundHttp } from '../core/outbound-http.js';
+import { OutboundError } from '../core/outbound-error.js';
+import { publicJobId } from '../core/queue.js';
+import type { OdooVersion, RootServer } from '../generated/prisma/client.js';
+import { formatResult, openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
+import { odooLayout, type OdooLayout } from './odoo-layout.js';
+import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
+import {
+  checkDatabaseLogin,
+  describeSource,
+  HOST_FACTS,
+  incomingPath,
+  installedSource,
+  installPackages,
+  prepareHost,
+  receiveFile,
+  runScript,
+  serviceFileTarget,
+  serviceRunning,
+  startService,
+  systemdUnit,
+  unpackSource,
+  writeIfChanged,
+} from './odoo-scripts.js';
+import { type OdooHostStore, odooHostStore } from './odoo-store.js';
+
+const INSTALL_TIMEOUT_MS = 20 * 60_000;
+const SOURCE_TIMEOUT_MS = 30 * 60_000;
+const STEP_TIMEOUT_MS = 2 * 60_000;
+/** The largest source tarball downloaded (an Odoo tree with every addon is about 300 MB). */
+const MAX_SOURCE_BYTES = 4 * 1024 ** 3;
+
+export interface SetupPayload {
+  root_server_id: number;
+  odoo_version_id: number;
+  postgresql_server_id: number;
+  http_port?: number | undefined;
+  workers?: number | undefined;
+  max_cron_threads: number;
+  dbfilter: string;
+  user_id: number | null;
+}
+
+/** A failed step: the job fails with its (masked) output. */
+export function stepFailed(session: RemoteSession, what: string, res: Parameters<typeof formatResult>[0]): never {
+  const said = res.exitCode === 3 ? res.stderr.trim() : formatResult(res);
+  throw new UserError(session.mask(`${what}: ${said.slice(-2000)}`));
+}
+
+export function parseFacts(text: string): HostFacts {
+  const kv = Object.fromEntries(text.split('\n').map((line) => line.split('=', 2) as [string, string]));
+  return { cores: Number(kv.cores) || 1, memoryBytes: Number(kv.memory) || 1024 ** 3, systemd: kv.systemd === 'yes' };
+}
+
+/** The Odoo series of `odoo-bin --version` ("Odoo Server 18.0" → 18). */
+export function seriesOf(versionLine: string): number {
+  const m = /Odoo Server (?:saas~)?(\d+)/.exec(versionLine);
+  if (!m) throw new UserError(`odoo-bin --version said "${versionLine.slice(0, 200)}": not an Odoo server`);
+  return Number(m[1]);
+}
+
+/** Secrets made once per host and kept (encrypted) on its record, so running set-up again changes nothing. */
+async function hostSecrets(ctx: Pick<AppContext, 'secretBox'>, store: OdooHostStore, server: RootServer, pgServerId: number) {
+  const samePg = server.odoo_postgresql_server_id === pgServerId;
+  const role = samePg && server.odoo_db_user ? server.odoo_db_user : roleNameOf(server);
+  const stored = samePg ? await ctx.secretBox.reveal(server.odoo_db_password) : null;
+  const dbPassword = stored ?? randomSecret();
+  const adminPasswd = (await ctx.secretBox.reveal(server.odoo_admin_passwd)) ?? randomSecret();
+  if (!stored || !server.odoo_admin_passwd || !samePg || role !== server.odoo_db_user) {
+    // Kept before they are used anywhere: a crash after this point finds them again.
+    await store.keepSecrets(server.id, { pgServerId, role, dbPassword, adminPasswd });
+  }
+  return { role, dbPassword, adminPasswd };
+}
+
+export function createOdooSetup(ctx: AppContext) {
+  const store = odooHostStore(ctx);
+  const http = createOutboundHttp(ctx);
+
+  /** Puts the version's source tree in place when it is not there already; answers whether it changed. */
+  async function ensureSource(
+    session: RemoteSession,
+    l: OdooLayout,
+    version: OdooVersion,
+    target: { rec_id: number; job_id: string; user_id: number | null },
+  ) {
+    const present = await session.run(installedSource(l, version.name), { timeoutMs: STEP_TIMEOUT_MS });
+    if (present.exitCode === 0 && present.stdout.trim() === version.source_sha256) return false;
+    let tarball: string;
+    let downloaded = false;
+    if (version.source_url.startsWith('file://')) {
+      tarball = decodeURIComponent(new URL(version.source_url).pathname);
+    } else {
+      tarball = incomingPath(l, version.name, randomBytes(6).toString('hex'));
+      let download;
+      try {
+        download = await http.download(
+          { model_name: 'svc.root.server', ...target },
+          { url: version.source_url },
+          { maxRedirects: 3, maxResponseBytes: MAX_SOURCE_BYTES, timeoutMs: SOURCE_TIMEOUT_MS },
+        );
+      } catch (err) {
+        throw err instanceof OutboundError ? new UserError(`Downloading the source of Odoo ${version.name} failed: ${err.message}`) : err;
+      }
+      const received = await session
+        .run(receiveFile(tarball), { stdin: download.body, timeoutMs: SOURCE_TIMEOUT_MS })
+        .catch((err: Error) => {
+          throw new UserError(`Downloading the source of Odoo ${version.name} failed: ${err.message}`);
+        });
+      await download.logged;
+      if (received.exitCode !== 0) stepFailed(session, `Writing the source of Odoo ${version.name} on the host failed`, received);
+      downloaded = true;
+    }
+    const unpacked = await session.run(unpackSource(l, version.name, tarball, version.source_sha256, downloaded), {
+      timeoutMs: SOURCE_TIMEOUT_MS,
+    });
+    if (unpacked.exitCode !== 0) stepFailed(session, `The source of Odoo ${version.name} (${version.source_url}) was refused`, unpacked);
+    return true;
+  }
+
+  /** Writes a file from stdin when it differs; answers whether it changed. `shown`: the text for the action log. */
+  async function writeFile(session: RemoteSession, path: string, mode: string, group: string, content: string, shown: string) {
+    const script = writeIfChanged(path, mode, group);
+    const res = await session.run(script, { stdin: content, timeoutMs: STEP_TIMEOUT_MS, label: `${script} <<EOF\n${shown}EOF` });
+    if (res.exitCode !== 0) stepFailed(session, `Writing ${path} failed`, res);
+    return res.stdout.trim() === 'changed';
+  }
+
+  return async function setup(payload: SetupPayload, job: Job) {
+    const jobId = publicJobId(job.queueName, job.id!);
+    const { server, version, pgServer } = await store.loadForSetup(payload);
+    const before = { state: server.odoo_state, port: server.odoo_http_port };
+    const port = payload.http_port ?? server.odoo_http_port ?? ctx.config.ODOO_HTTP_PORT;
+    const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+    const secrets = await hostSecrets(ctx, store, server, pgServer.id);
+    await store.setState(server.id, { odoo_state: 'installing' }, payload.user_id);
+
+    const session = await openRemoteSession(ctx, server, {
+      user_id: payload.user_id,
+      job_id: jobId,
+      secrets: [secrets.dbPassword, secrets.adminPasswd],
+    });
+    /** Once the running Odoo was touched, a failure leaves it `failed`; before, its old state. */
+    let touched = false;
+    try {
+      const step = (name: string, percent: number) => job.updateProgress({ step: name, percent });
+      await step('facts', 2);
+      const factsRes = await session.run(HOST_FACTS, { timeoutMs: STEP_TIMEOUT_MS });
+      if (factsRes.exitCode !== 0) stepFailed(session, 'Reading the host (cores, memory) failed', factsRes);
+      const facts = parseFacts(factsRes.stdout);
+
+      await step('packages', 5);
+      const packages = await session.run(installPackages(version.os_packages), { timeoutMs: INSTALL_TIMEOUT_MS });
+      if (packages.exitCode !== 0) stepFailed(session, `Installing the OS packages of Odoo ${version.name} failed`, packages);
+      const prepared = await session.run(prepareHost(l), { timeoutMs: INSTALL_TIMEOUT_MS });
+      if (prepared.exitCode !== 0) stepFailed(session, `Preparing the odoo user and ${l.base} failed`, prepared);
+
+      await step('source', 30);
+      const sourceChanged = await ensureSource(session, l, version, { rec_id: server.id, job_id: jobId, user_id: payload.user_id });
+      const described = await session.run(describeSource(l, version.name), { timeoutMs: STEP_TIMEOUT_MS });
+      if (described.exitCode !== 0) stepFailed(session, `The source of Odoo ${version.name} does not run`, described);
+      const lines = described.stdout.trim().split('\n');
+      const versionLine = lines[0]!.trim();
+      const series = seriesOf(versionLine);
+      const addonsDirs = lines.filter((x) => x.startsWith('addons=')).map((x) => x.slice(7));
+      if (sourceChanged) touched = true; // the tree under the running Odoo's path is the new one
+
+      await step('database role', 60);
+      await store.logged(
+        server.id,
+        payload.user_id,
+        jobId,
+        `PostgreSQL role ${secrets.role} (LOGIN CREATEDB NOSUPERUSER) on ${pgServer.ip}:${pgServer.port}`,
+        () => ensureRole(ctx.secretBox, pgServer, secrets.role, secrets.dbPassword),
+      );
+
+      await step('configuration', 70);
+      const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);
+      const configOf = async (dbPassword: string, adminPasswdHash: string) =>
+        odooConfig({
+          layout: l,
+          source: l.sourceOf(version.name),
+          series,
+          addonsDirs,
+          httpPort: port,
+          db: { host: pgServer.ip, port: pgServer.port, user: secrets.role, password: dbPassword },
+          adminPasswdHash,
+          dbfilter: payload.dbfilter,
+          sizing,
+          maxCronThreads: payload.max_cron_threads,
+          serverWideModules: version.server_wide_modules,
+        });
+      const adminHash = await odooPasswordHash(secrets.adminPasswd);
+      const config = await configOf(secrets.dbPassword, adminHash);
+      const configChanged = await writeFile(session, l.config, '640', 'odoo', config, await configOf(MASK, MASK));
+      if (configChanged) touched = true;
+      const login = await session.run(checkDatabaseLogin(l), { timeoutMs: STEP_TIMEOUT_MS });
+      if (login.exitCode !== 0) stepFailed(session, 'The host cannot reach PostgreSQL as its role', login);
+
+      const target = serviceFileTarget(l, facts.systemd);
+      const serviceText = facts.systemd ? systemdUnit(l, l.sourceOf(version.name), version.name) : runScript(l, l.sourceOf(version.name));
+      const serviceChanged = await writeFile(session, target.path, target.mode, target.group, serviceText, serviceText);
+      if (serviceChanged) touched = true;
+
+      await step('start', 80);
+      const running = (await session.run(serviceRunning(l), { timeoutMs: STEP_TIMEOUT_MS })).stdout.trim() === 'running';
+      const restart = !running || sourceChanged || configChanged || serviceChanged;
+      if (restart) {
+        touched = true;
+        // From here the service is this version's on this port, even if it fails: stop and restart reach it.
+        await store.setState(server.id, { odoo_http_port: port, odoo_version: { connect: { id: version.id } } }, payload.user_id);
+        const started = await session.run(startService(l, port), { timeoutMs: STEP_TIMEOUT_MS });
+        if (started.exitCode !== 0) stepFailed(session, `Starting Odoo on port ${port} failed`, started);
+      }
+      await step('health', 90);
+      await store.waitHealthy(session, l, port, server.id, payload.user_id);
+
+      // Moved to another port: the service on the old one goes, with its files (its configuration holds the password).
+      if (before.port !== null && before.port !== port) await store.removeService(session, odooLayout(l.base, before.port));
+
+      await store.setState(
+        server.id,
+        { odoo_state: 'running', odoo_error: null, odoo_http_port: port, odoo_version: { connect: { id: version.id } } },
+        payload.user_id,
+      );
+      await step('done', 100);
+      return {
+        odoo_state: 'running' as const,
+        version: versionLine,
+        http_port: port,
+        workers: sizing.workers,
+        max_cron_threads: payload.max_cron_threads,
+        db_user: secrets.role,
+        packages: session.mask(packages.stdout).trim().split('\n').pop() ?? '',
+        changed: { source: sourceChanged, config: configChanged, service: serviceChanged },
+        restarted: restart,
+      };
+    } catch (err) {
+      const current = await ctx.db.rootServer.findUnique({ where: { id: server.id }, select: { odoo_state: true } });
+      if (current?.odoo_state === 'installing') {
+        const keep = !touched && before.state !== 'not_installed' && before.state !== 'installing';
+        await store.setState(
+          server.id,
+          keep ? { odoo_state: before.state } : { odoo_state: 'failed', odoo_error: session.mask((err as Error).message).slice(-4000) },
+          payload.user_id,
+        );
+      }
+      throw err;
+    } finally {
+      session.close();
+    }
+  };
+}

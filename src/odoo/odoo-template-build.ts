@@ -1,0 +1,164 @@
+// Database templates built by the Odoo of their host: `build` makes template_db_name with
+// `odoo-bin -i <modules> --stop-after-init` as the host's role and with the host's configuration,
+// so the database is owned by that role (the only databases Odoo serves) and its filestore is where
+// svc copies filestores from; the template then names that role as the owner of its copies. `build`
+// never overwrites a database; a module that does not exist or fails to install fails the job with
+// Odoo's words, and the half-built database and its filestore are removed. `update` runs `-u all`.
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import { publicJobId } from '../core/queue.js';
+import { filestorePath, onServer, serverWhere } from '../instances/index.js';
+import type pg from 'pg';
+import { connectPostgresqlServer, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
+import { openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { odooLayout } from './odoo-layout.js';
+import { odooOnce, removeFilestore } from './odoo-scripts.js';
+import { seriesOf } from './odoo-setup.js';
+
+const BUILD_TIMEOUT_MS = 60 * 60_000;
+const STEP_TIMEOUT_MS = 2 * 60_000;
+
+type Payload = { database_template_id: number; user_id: number | null };
+
+/** Runs `work` connected to `database` as `role` (a server record with another login). */
+async function insideAsRole<T>(
+  ctx: Pick<AppContext, 'secretBox'>,
+  role: PostgresqlServerRecord,
+  database: string,
+  work: (client: pg.Client) => Promise<T>,
+) {
+  const { client } = await connectPostgresqlServer(ctx.secretBox, role, database);
+  try {
+    return await work(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The template, its PostgreSQL server and its host, which must run Odoo with its role on that server. */
+async function loadBuildable(ctx: Pick<AppContext, 'db'>, id: number) {
+  const template = await ctx.db.databaseTemplate.findUnique({ where: { id }, include: { postgresql_server: true, root_server: true } });
+  if (!template) throw new NotFoundError('Database template');
+  const host = template.root_server;
+  if (!host) throw new ConflictError(`Database template ${id} names no root server: set root_server_id to a host that runs Odoo`);
+  requireConfirmed(host);
+  if (host.odoo_state !== 'running' || host.odoo_http_port === null || host.odoo_version_id === null || !host.odoo_db_user) {
+    throw new ConflictError(`Root server ${host.id} does not run Odoo (odoo_state ${host.odoo_state}): run setup_odoo on it first`);
+  }
+  if (host.odoo_postgresql_server_id !== template.postgresql_server_id) {
+    throw new ConflictError(
+      `Root server ${host.id} runs Odoo on PostgreSQL server ${host.odoo_postgresql_server_id}, not on the template's (${template.postgresql_server_id})`,
+    );
+  }
+  const version = await ctx.db.odooVersion.findUniqueOrThrow({ where: { id: host.odoo_version_id } });
+  return { template, host: { ...host, odoo_http_port: host.odoo_http_port, odoo_db_user: host.odoo_db_user }, version };
+}
+
+export function createTemplateBuilder(ctx: AppContext) {
+  async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template']) {
+    return onServer(ctx.secretBox, template.postgresql_server, async (query) => {
+      const { rows } = await query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [
+        template.template_db_name,
+      ]);
+      return rows.length > 0 ? String(rows[0]!.owner) : null;
+    });
+  }
+
+  async function run(kind: 'build' | 'update', payload: Payload & { modules?: string[] }, job: Job) {
+    const { template, host, version } = await loadBuildable(ctx, payload.database_template_id);
+    const db = template.template_db_name;
+    const where = serverWhere(template.postgresql_server);
+    const owner = await databaseExists(template);
+    if (kind === 'build' && owner !== null)
+      throw new UserError(`Database ${db} already exists on ${where}: build never overwrites a database`);
+    if (kind === 'update' && owner === null) throw new UserError(`Database ${db} does not exist on ${where}: build it first`);
+    if (kind === 'update' && owner !== host.odoo_db_user) {
+      throw new UserError(
+        `Database ${db} is owned by ${owner}, not by the host's role ${host.odoo_db_user}: the host's Odoo cannot update it`,
+      );
+    }
+
+    const l = odooLayout(ctx.config.ODOO_BASE_PATH, host.odoo_http_port);
+    const source = l.sourceOf(version.name);
+    const filestore = filestorePath(ctx.config.ODOO_BASE_PATH, db);
+    const session = await openRemoteSession(ctx, host, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
+    try {
+      await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
+      const series = seriesOf((await session.run(`cat ${source}/.svc-odoo-version`, { timeoutMs: STEP_TIMEOUT_MS })).stdout);
+      const args =
+        kind === 'build' ? ['-i', payload.modules!.join(','), series >= 19 ? '--without-demo' : '--without-demo=all'] : ['-u', 'all'];
+      const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
+      const said = session.mask(res.stdout.trim()).slice(-4000);
+
+      let missing: string[] = [];
+      if (kind === 'build' && res.exitCode === 0) {
+        // Read as the host's role, which owns the database: the service's own role stays out of it.
+        const role = { ...template.postgresql_server, username: host.odoo_db_user, password: host.odoo_db_password };
+        missing = await insideAsRole(ctx, role, db, async (client) => {
+          const { rows } = await client.query("SELECT name FROM ir_module_module WHERE state = 'installed' AND name = ANY($1)", [
+            payload.modules,
+          ]);
+          const installed = new Set(rows.map((r: { name: string }) => r.name));
+          return payload.modules!.filter((m) => !installed.has(m));
+        }).catch(() => payload.modules!);
+      }
+      if (res.exitCode !== 0 || missing.length > 0) {
+        if (kind === 'build') {
+          // Nothing half-built stays: the database (only the one this job made) and its files.
+          await onServer(ctx.secretBox, template.postgresql_server, (query) =>
+            query(`DROP DATABASE IF EXISTS ${quoteIdent(db)} WITH (FORCE)`),
+          );
+          await session.run(removeFilestore(filestore), { timeoutMs: STEP_TIMEOUT_MS });
+        }
+        const what =
+          missing.length > 0 ? `module(s) ${missing.join(', ')} not installed` : `odoo-bin exited with ${res.exitCode ?? res.signal}`;
+        throw new UserError(`${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} failed (${what}): ${said}`);
+      }
+
+      await job.updateProgress({ step: 'owner', percent: 90 });
+      const after = await onServer(ctx.secretBox, template.postgresql_server, async (query) => {
+        const { rows } = await query(
+          'SELECT pg_get_userbyid(datdba) AS owner, pg_database_size(datname)::text AS size FROM pg_database WHERE datname = $1',
+          [db],
+        );
+        return { owner: String(rows[0]?.owner), size: Number(rows[0]?.size ?? 0) };
+      });
+      if (after.owner !== host.odoo_db_user)
+        throw new UserError(`Database ${db} is owned by ${after.owner}, not by the host's role ${host.odoo_db_user}`);
+      if (kind === 'build') {
+        // Its copies are owned by the host's role, and the service signs in to them as that role.
+        const server = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id }, select: { odoo_db_password: true } });
+        await ctx.db.databaseTemplate.update({
+          where: { id: template.id },
+          data: { owner_role: host.odoo_db_user, owner_password: server.odoo_db_password },
+        });
+      }
+      await job.updateProgress({ step: 'done', percent: 100 });
+      return {
+        template_db_name: db,
+        ...(kind === 'build' ? { modules: payload.modules } : { updated: 'all' }),
+        odoo_version: version.name,
+        owner: after.owner,
+        size_bytes: after.size,
+        filestore,
+      };
+    } finally {
+      session.close();
+    }
+  }
+
+  return {
+    /** The checks of the route (409/404 before a job is queued). */
+    async assertBuildable(id: number, kind: 'build' | 'update') {
+      const { template } = await loadBuildable(ctx, id);
+      const exists = (await databaseExists(template)) !== null;
+      if (kind === 'build' && exists) {
+        throw new ConflictError(`Database ${template.template_db_name} already exists: build never overwrites a database`);
+      }
+      if (kind === 'update' && !exists) throw new ConflictError(`Database ${template.template_db_name} does not exist: build it first`);
+    },
+    build: (payload: Payload & { modules: string[] }, job: Job) => run('build', payload, job),
+    update: (payload: Payload, job: Job) => run('update', payload, job),
+  };
+}

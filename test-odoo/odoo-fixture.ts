@@ -1,0 +1,196 @@
+// The fixture of the real-Odoo suite: the app with its workers, the tests' own sshd as the Odoo host
+// (its sudo NOPASSWD user: commands run as root on this machine), ODOO_BASE_PATH in a fresh
+// directory, the local PostgreSQL as the host's database server, and an Odoo version per tarball of
+// ODOO_SOURCE (file:// on the host, with its real SHA-256). Teardown stops every Odoo it started and
+// drops the roles and databases it made.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { confirmedRootServer, request, waitForJob } from '../test/helpers/api.js';
+import { useTestApp, type TestApp } from '../test/helpers/app.js';
+import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
+import { TEST_USERS, useSshd, type Sshd } from '../test/helpers/sshd.js';
+
+export interface OdooSource {
+  file: string;
+  sha256: string;
+  /** 18, 19... from odoo/release.py */
+  series: number;
+  /** e.g. "18.0" */
+  name: string;
+}
+
+const PACKAGES_18 = [
+  'python3-asn1crypto',
+  'python3-babel',
+  'python3-cbor2',
+  'python3-chardet',
+  'python3-cryptography',
+  'python3-decorator',
+  'python3-docutils',
+  'python3-freezegun',
+  'python3-geoip2',
+  'python3-gevent',
+  'python3-greenlet',
+  'python3-idna',
+  'python3-jinja2',
+  'python3-libsass',
+  'python3-lxml',
+  'python3-markupsafe',
+  'python3-num2words',
+  'python3-ofxparse',
+  'python3-openpyxl',
+  'python3-passlib',
+  'python3-pil',
+  'python3-polib',
+  'python3-psutil',
+  'python3-psycopg2',
+  'python3-openssl',
+  'python3-pypdf2',
+  'python3-serial',
+  'python3-dateutil',
+  'python3-ldap',
+  'python3-stdnum',
+  'python3-tz',
+  'python3-usb',
+  'python3-qrcode',
+  'python3-reportlab',
+  'python3-requests',
+  'python3-rjsmin',
+  'python3-urllib3',
+  'python3-typing-extensions',
+  'python3-vobject',
+  'python3-werkzeug',
+  'python3-xlrd',
+  'python3-xlsxwriter',
+  'python3-xlwt',
+  'python3-zeep',
+];
+
+/** What a version of this series needs (19.0: without decorator and typing-extensions, with magic). */
+export function packagesOf(series: number): string[] {
+  if (series < 19) return PACKAGES_18;
+  return [...PACKAGES_18.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
+}
+
+/** The tarballs of ODOO_SOURCE, described (the suite's script checked that they exist). */
+export function odooSources(): OdooSource[] {
+  const list = (process.env.ODOO_SOURCE ?? '').split(',').filter(Boolean);
+  if (list.length === 0) throw new Error('ODOO_SOURCE is not set: run the suite with npm run test:odoo (it says how to get a source)');
+  return list.map((file) => {
+    const abs = path.resolve(file);
+    const sha256 = createHash('sha256').update(readFileSync(abs)).digest('hex');
+    const top = execFileSync('tar', ['-tzf', abs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
+      .split('\n')
+      .find((e) => /^(\.\/)?([^/]+\/)?odoo\/release\.py$/.test(e));
+    if (!top) throw new Error(`${abs} holds no odoo/release.py: not an Odoo source tree`);
+    const release = execFileSync('tar', ['-xzOf', abs, top], { encoding: 'utf8' });
+    const series = Number(/version_info\s*=\s*\(\s*(?:'saas~)?(\d+)/.exec(release)?.[1]);
+    if (!series) throw new Error(`${abs}: no version_info in odoo/release.py`);
+    return { file: abs, sha256, series, name: `${series}.0` };
+  });
+}
+
+export interface OdooFixture {
+  t: TestApp;
+  sshd: Sshd;
+  base: string;
+  pgServerId: number;
+  /** A confirmed root server on the tests' sshd (root through sudo). */
+  newHost(): Promise<number>;
+  /** Creates an Odoo version (administrator). */
+  newVersion(body: Record<string, unknown>): Promise<{ id: number; name: string }>;
+  /** Posts an action and waits for its job. */
+  runJob(
+    id: number,
+    action: string,
+    payload?: object,
+    resource?: string,
+  ): Promise<{ state: string; result?: unknown; error?: string; [k: string]: unknown }>;
+  server(id: number): Promise<Record<string, unknown>>;
+}
+
+export function useOdooFixture(env: Record<string, string> = {}): OdooFixture {
+  const f = {} as OdooFixture;
+  const hosts: number[] = [];
+  f.sshd = useSshd();
+  beforeAll(async () => {
+    f.base = await mkdtemp(path.join(tmpdir(), 'svc-odoo-'));
+    await chmod(f.base, 0o755);
+  });
+  f.t = useTestApp({
+    workers: true,
+    env: () => ({ ODOO_BASE_PATH: f.base, ODOO_HEALTH_TIMEOUT_MS: '120000', ...env }),
+  });
+  beforeAll(async () => {
+    const res = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/postgresql-servers',
+      payload: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    f.pgServerId = res.json().id;
+  });
+  f.newHost = async () => {
+    const root = await confirmedRootServer(f.t.app, f.t.as.operator, f.sshd, {
+      username: TEST_USERS.sudoNoPassword.name,
+      password: TEST_USERS.sudoNoPassword.password,
+      sudo_user: true,
+      sudo_user_no_password: true,
+    });
+    hosts.push(root.id);
+    return root.id;
+  };
+  f.newVersion = async (body) => {
+    const res = await request(f.t.app, f.t.as.admin, { method: 'POST', url: '/api/v1/odoo-versions', payload: body });
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json();
+  };
+  f.runJob = async (id, action, payload, resource = 'root-servers') => {
+    const res = await request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/${resource}/${id}/actions/${action}`, payload });
+    expect(res.statusCode, res.body).toBe(202);
+    return waitForJob(f.t.app, f.t.as.operator, res.json().job_id, 20 * 60_000);
+  };
+  f.server = async (id) => (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
+
+  afterAll(async () => {
+    // Every Odoo this file started stops; its role's databases and the role go.
+    const roles = new Set<string>();
+    for (const id of hosts) {
+      const server = await f.t.ctx.db.rootServer.findUnique({ where: { id } });
+      if (!server) continue;
+      if (server.odoo_db_user) roles.add(server.odoo_db_user);
+      if (server.odoo_http_port !== null && server.odoo_state !== 'not_installed') {
+        await f.runJob(id, 'stop_odoo').catch(() => {});
+      }
+    }
+    for (const role of roles) {
+      const owned = await adminQuery<{ datname: string }>(
+        'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
+        [role],
+      );
+      for (const { datname } of owned) await dropDatabase(datname);
+      await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
+    }
+    if (f.base) await rm(f.base, { recursive: true, force: true });
+  }, 5 * 60_000);
+  return f;
+}
+
+/** GET on the host's Odoo, straight from the test (it is this machine). */
+export async function odooGet(port: number, url: string, init: RequestInit = {}) {
+  return fetch(`http://127.0.0.1:${port}${url}`, { redirect: 'manual', ...init, signal: AbortSignal.timeout(30_000) });
+}
+
+export async function jsonRpc(port: number, service: string, method: string, args: unknown[]) {
+  const res = await odooGet(port, '/jsonrpc', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
+  });
+  return { status: res.status, body: (await res.text()) as string };
+}
