@@ -14,6 +14,7 @@ import { connectRootServer } from '../src/servers/root-server-ssh.js';
 import { actionsOf, confirmedRootServer, request, waitForJob } from './helpers/api.js';
 import { useTestApp, withConfig } from './helpers/app.js';
 import { freePort, keyLogin, passwordLogin, startSshd, TEST_USERS, type Sshd } from './helpers/sshd.js';
+import { withoutHostWarning } from './helpers/sudo-output.js';
 
 let sshd: Sshd;
 let scratch: string;
@@ -240,10 +241,9 @@ describe('confirm', () => {
       expect(res.json()).toMatchObject({ state: 'confirmed', host_key: sshd.hostKey });
       const logs = await actionLogs(server.id);
       const expectedUser = kind.startsWith('sudo') ? 'root' : credentials[kind]().username;
-      expect(logs.find((l) => l.input_text === 'id -un')).toMatchObject({
-        status: 'success',
-        output_text: `${expectedUser}\n[exit code 0]`,
-      });
+      const id = logs.find((l) => l.input_text === 'id -un');
+      expect(id).toMatchObject({ status: 'success' });
+      expect(withoutHostWarning(id!.output_text ?? '')).toBe(`${expectedUser}\n[exit code 0]`);
       expect(logs.at(-1)).toMatchObject({
         action_type: 'server_action',
         input_text: 'confirm',
@@ -390,7 +390,7 @@ describe('run_cmd', () => {
       });
       const job = await runJob(server.id, 'run_cmd', { cmd: 'id -un; cat | rev' });
       expect(job.result).toMatchObject({ exit_code: 0 });
-      expect((await getServer(server.id)).cmd_output).toBe('root');
+      expect(withoutHostWarning((await getServer(server.id)).cmd_output)).toBe('root');
     },
   );
 

@@ -17,6 +17,7 @@ import { connectSsh, describeConnectError, type SshConnection, type SshTarget } 
 import { SshError } from '../src/core/ssh-error.js';
 import { usablePrivateKey } from '../src/core/ssh-keys.js';
 import { freePort, sshTarget, useSshd, TEST_USERS } from './helpers/sshd.js';
+import { withoutHostWarning } from './helpers/sudo-output.js';
 
 const sshd = useSshd();
 
@@ -261,7 +262,8 @@ describe('sudo', () => {
     const t = target({ username: user.name, password: user.password, sudo: 'password' });
     await withConnection(t, async (c) => {
       // sudo's prompt and the start line are taken out of the output.
-      expect(await c.exec('id -un')).toMatchObject({ exitCode: 0, stdout: 'root\n', stderr: '' });
+      const id = await c.exec('id -un');
+      expect({ ...id, stderr: withoutHostWarning(id.stderr) }).toMatchObject({ exitCode: 0, stdout: 'root\n', stderr: '' });
       // The command's own stdin comes once sudo let it start, and the password is not left on it.
       expect((await c.exec('cat', { stdin: 'payload' })).stdout).toBe('payload');
       // Every process's command line while sudo runs: the password is in none of them.
