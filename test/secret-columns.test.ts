@@ -43,7 +43,15 @@ describe('secret columns', () => {
     };
     const partner = await post('/api/v1/partners', { name: 'P', email: 'p@example.com' });
     const sshKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' });
-    await post('/api/v1/root-servers', { ip: '10.0.0.1', password: 'pw-1', key: sshKey, code_server_password: 'editor-pw-1' });
+    const root = await post('/api/v1/root-servers', { ip: '10.0.0.1', password: 'pw-1', key: sshKey, code_server_password: 'editor-pw-1' });
+    // setup_odoo keeps the host role's password and Odoo's master password (no request writes them).
+    await t.ctx.db.rootServer.update({
+      where: { id: root.id },
+      data: {
+        odoo_db_password: await t.ctx.secretBox.encrypt('odoo-db-pw'),
+        odoo_admin_passwd: await t.ctx.secretBox.encrypt('odoo-admin-pw'),
+      },
+    });
     await post('/api/v1/postgresql-servers', { ip: '10.0.0.2', password: 'pg-pw' });
     await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
     const ntfy = await post('/api/v1/notification-servers', {

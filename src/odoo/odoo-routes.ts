@@ -134,6 +134,7 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
         },
       }),
       update: action({
+        operationId: 'databaseTemplates.updateModules',
         summary: "Update every module of a template's database",
         description:
           "In a job: odoo-bin -u all --stop-after-init on template_db_name with its host's Odoo (after a new source of the same version). 409 when the database does not exist.",

@@ -24,6 +24,8 @@ export interface ActionSpec<B extends z.ZodType | undefined = z.ZodType | undefi
   description: string;
   /** Minimum group; default: the resource's. */
   group?: UserGroup;
+  /** Its operationId when the derived one (resource.action) is another route's, e.g. an action named `update`. */
+  operationId?: string;
   body?: B;
   /** The 200 answer's schema, or 'job': the work is queued and the answer is 202 {job_id}. */
   response: R;
@@ -63,7 +65,7 @@ export function registerActions(parent: FastifyInstance, o: ActionsOptions) {
       config: { group: spec.group ?? o.group },
       schema: {
         tags: [o.tag],
-        operationId: operationId(o.path, name),
+        operationId: spec.operationId ?? operationId(o.path, name),
         summary: spec.summary,
         description: spec.description,
         ...(o.singleton ? {} : { params: idParams }),
