@@ -82,15 +82,19 @@ describe('a PostgreSQL server record holding subscription databases', () => {
       database,
       ssl: { rejectUnauthorized: false },
     });
+    // Owned, as Odoo's are, by an ordinary role with a password (the service works inside as it).
     const client = new pg.Client(on('postgres'));
     await client.connect();
-    await client.query('CREATE DATABASE bait_template');
+    await client.query("CREATE ROLE bait_owner LOGIN PASSWORD 'bait-owner-pw'");
+    await client.query('CREATE DATABASE bait_template OWNER bait_owner');
     await client.end();
-    await fillOdooTemplate(on('bait_template'));
+    await fillOdooTemplate({ ...on('bait_template'), user: 'bait_owner', password: 'bait-owner-pw' });
     const template = await post('/api/v1/database-templates', {
       name: 'bait',
       postgresql_server_id: server.json().id,
       template_db_name: 'bait_template',
+      owner_role: 'bait_owner',
+      owner_password: 'bait-owner-pw',
     });
     expect(template.statusCode, template.body).toBe(201);
     const victim = t.ctx.dbName;

@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStandbyPool } from '../src/instances/standby-pool.js';
+import { createStandbyPool, installationPrefix } from '../src/instances/standby-pool.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useOdooHost } from './helpers/odoo-host.js';
@@ -16,7 +16,7 @@ const f = useOdooHost({ logo: 'logo bytes' });
 const { t } = f;
 
 afterAll(async () => {
-  // Standby names are not this test file's (svc_standby_<package>_<n>): the pool removes them.
+  // Standby names are not this test file's (svc_standby_<installation>_<package>_<n>): the pool removes them.
   await t.ctx?.db.trialPackage.updateMany({ data: { standby_pool_size: 0 } });
   await t.ctx?.db.standbyDatabase.updateMany({ data: { state: 'failed', updated_at: new Date(0) } });
   if (t.ctx) await maintain();
@@ -72,7 +72,10 @@ describe('the standby pool', () => {
     expect(run.failed).toEqual([]);
     const ready = await standbys(pkg.id);
     expect(ready.map((s) => s.state)).toEqual(['ready', 'ready']);
-    for (const s of ready) expect(s.database_name).toBe(`svc_standby_${pkg.id}_${s.id}`);
+    // svc_standby_<installation>_<package>_<n>: two installations sharing a cluster never clash.
+    const prefix = await installationPrefix(t.ctx.db);
+    expect(prefix).toMatch(/^svc_standby_[0-9a-f]{8}_$/);
+    for (const s of ready) expect(s.database_name).toBe(`${prefix}${pkg.id}_${s.id}`);
     const [a, b, template] = await Promise.all([
       configParameters(ready[0]!.database_name),
       configParameters(ready[1]!.database_name),

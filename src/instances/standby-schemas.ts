@@ -8,7 +8,9 @@ export const standbyDatabaseOut = z.object({
   database_template_id: z.number().nullable(),
   postgresql_server_id: z.number(),
   root_server_id: z.number().nullable().describe('The Odoo host holding its filestore'),
-  database_name: z.string().describe('svc_standby_<trial package id>_<n>'),
+  database_name: z
+    .string()
+    .describe('svc_standby_<installation>_<trial package id>_<n>: <installation> is 8 hex digits of the service’s own database identity'),
   state: z.enum(StandbyState).describe('creating, ready, failed (never handed out; removed and made again later), taken'),
   error: z.string().nullable(),
   created_at: timestamp,
