@@ -281,6 +281,45 @@ describe('totals', () => {
   });
 });
 
+describe('searched lists (one scan serves the page and the total)', () => {
+  it('answer the rows, total and next page of the same list unsearched, in any sort, offset and filter', async () => {
+    const db = t.ctx.db;
+    const names = ['Kilo', 'alpha', 'Echo', 'echo', 'Bravo', 'Charlie', 'delta'];
+    const made = [];
+    for (const [i, name] of names.entries()) {
+      made.push(
+        await db.partner.create({
+          data: { name: `${name} one-scan`, company_name: i % 2 ? 'Oddco' : 'Evenco', email: `p${i}@one-scan.example` },
+        }),
+      );
+    }
+    await db.partner.create({ data: { name: 'Other', email: 'other@elsewhere.example' } });
+    for (const sort of ['name', '-name', '-id', 'created_at']) {
+      // What the list holds, read without q (a filter on the e-mail domain's exact rows).
+      const all = (await get(`/api/v1/partners?sort=${sort}&limit=100`)).body.items.filter((p: { email: string }) =>
+        p.email.endsWith('@one-scan.example'),
+      );
+      const ids = all.map((p: { id: number }) => p.id);
+      expect(ids).toHaveLength(names.length);
+      const first = (await get(`/api/v1/partners?q=ONE-SCAN&sort=${sort}&limit=3&offset=1`)).body;
+      expect(first).toMatchObject({ total: names.length, total_is_estimate: false, offset: 1 });
+      expect(first.items.map((p: { id: number }) => p.id)).toEqual(ids.slice(1, 4));
+      // The cursor of a searched page continues it.
+      const rest = (await get(`/api/v1/partners?q=one-scan&sort=${sort}&limit=10&cursor=${first.next_cursor}`)).body;
+      expect(rest.items.map((p: { id: number }) => p.id)).toEqual(ids.slice(4));
+      expect(rest.next_cursor).toBeNull();
+      const last = (await get(`/api/v1/partners?q=one-scan&sort=${sort}&limit=2&offset=6`)).body;
+      expect(last).toMatchObject({ total: names.length, next_cursor: null });
+      expect(last.items.map((p: { id: number }) => p.id)).toEqual(ids.slice(6));
+    }
+    const even = (await get('/api/v1/partners?q=evenco&sort=id')).body;
+    expect(even.items.map((p: { id: number }) => p.id)).toEqual(made.filter((_, i) => i % 2 === 0).map((p) => p.id));
+    const byEmail = (await get('/api/v1/partners?q=one-scan&email=p3@one-scan.example')).body;
+    expect(byEmail).toMatchObject({ total: 1, items: [{ id: made[3]!.id }] });
+    expect((await get('/api/v1/partners?q=one-scan&offset=50')).body).toMatchObject({ items: [], total: names.length });
+  });
+});
+
 describe('bad cursors and offsets', () => {
   it('a cursor changed, cut, made for another sort or list, or not a cursor is a 400 naming cursor', async () => {
     const db = t.ctx.db;

@@ -25,13 +25,14 @@ export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>
     list(query: ActionLogQuery) {
       const { limit, offset, cursor, sort, q, from, to, ...filters } = query;
       const created_at = timeRange(from, to);
-      const where = { ...filters, created_at, ...searchWhere(ACTION_LOG_SEARCH, q) };
+      const search = searchWhere(ACTION_LOG_SEARCH, q);
+      const where = { ...filters, created_at, ...search };
       return listPage(
         ctx,
         ctx.db.actionLog,
         where,
         { limit, offset, cursor },
-        { table: 'action_logs', resource: 'action-logs', sort: sort ?? (created_at ? '-created_at' : '-id') },
+        { table: 'action_logs', resource: 'action-logs', sort: sort ?? (created_at ? '-created_at' : '-id'), search: 'OR' in search },
       );
     },
     async get(id: number) {

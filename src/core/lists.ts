@@ -188,6 +188,30 @@ export async function boundedTotal(
   return { total: Math.max(counted, estimated), total_is_estimate: true };
 }
 
+/**
+ * A searched list's page and total from one scan of its matches. A trigram search (`q`) is the
+ * costly part of its answer: done once for the page and once for the count, it was most of the
+ * time (and the page alone could walk the primary key testing every row it passed with ILIKE).
+ * So, when the planner expects at most twice EXACT_TOTAL_LIMIT matches and the page lies within
+ * the first EXACT_TOTAL_LIMIT + 1 of them, `ids(limit)` reads the ids of the first `limit` matches
+ * in the page's order (one bitmap scan of the trigram indexes), they are counted, and `rows(ids)`
+ * reads the page's rows by id. Null otherwise: the list is paged and counted as any other.
+ */
+export async function searchedPage<T>(
+  page: Page,
+  estimated: number,
+  ids: (limit: number) => Promise<unknown[]>,
+  rows: (ids: unknown[]) => Promise<T[]>,
+): Promise<{ found: T[]; total: number; total_is_estimate: boolean } | null> {
+  const end = page.offset + page.limit + 1;
+  if (page.cursor || estimated > 2 * EXACT_TOTAL_LIMIT || end > EXACT_TOTAL_LIMIT + 1) return null;
+  const matches = await ids(EXACT_TOTAL_LIMIT + 1);
+  const wanted = matches.slice(page.offset, end);
+  const found = wanted.length > 0 ? await rows(wanted) : [];
+  const exact = matches.length <= EXACT_TOTAL_LIMIT;
+  return { found, total: exact ? matches.length : Math.max(matches.length, estimated), total_is_estimate: !exact };
+}
+
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
 function identifier(name: string): Prisma.Sql {

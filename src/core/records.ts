@@ -18,6 +18,7 @@ import {
   estimateRows,
   type ListAnswer,
   type Page,
+  searchedPage,
   whereSql,
 } from './lists.js';
 
@@ -89,7 +90,7 @@ export function timeRange(from: string | undefined, to: string | undefined): { g
 
 /** Anything with Prisma's findMany/count, e.g. `db.actionLog`. */
 interface Pageable<T> {
-  findMany(args: { where: object; orderBy: object[]; take: number; skip?: number }): Promise<T[]>;
+  findMany(args: { where: object; orderBy: object[]; take?: number; skip?: number; select?: { id: true } }): Promise<T[]>;
   count(args: { where: object; orderBy: object[]; take: number }): Promise<number>;
 }
 
@@ -143,7 +144,7 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
   delegate: Pageable<T>,
   where: object,
   page: Page,
-  opts: { table: string; sort: string; resource?: string; view?: (row: T) => V },
+  opts: { table: string; sort: string; resource?: string; view?: (row: T) => V; search?: boolean },
 ): Promise<ListAnswer<V>> {
   assertOnePosition(page);
   const { db } = deps;
@@ -176,23 +177,36 @@ export async function listPage<T extends object, V = JsonSafe<T>>(
     return found;
   }
 
-  const [found, total] = await Promise.all([
-    rows(),
-    boundedTotal(
-      // In the page's order: Prisma orders a limited count (by id unless told), and that order picks the index.
-      (limit) => delegate.count({ where, orderBy, take: limit }),
-      // A filter written here as SQL is estimated by the planner; otherwise the table's size is.
-      // (whereSql throws for a filter it cannot write: that too falls back, not a 500.)
-      () =>
-        Promise.resolve()
-          .then(() => estimateRows(db, table, whereSql(where)))
-          .catch(() => estimateRows(db, table, Prisma.sql`TRUE`)),
-    ),
-  ]);
+  // A filter written here as SQL is estimated by the planner; otherwise the table's size is.
+  // (whereSql throws for a filter it cannot write: that too falls back, not a 500.) Asked once.
+  let estimated: Promise<number> | undefined;
+  const estimate = () =>
+    (estimated ??= Promise.resolve()
+      .then(() => estimateRows(db, table, whereSql(where)))
+      .catch(() => estimateRows(db, table, Prisma.sql`TRUE`)));
+
+  // A search (`q`): its first pages and count from one scan of the matches when they are few enough.
+  const searched =
+    opts.search && !page.cursor
+      ? await searchedPage(
+          page,
+          Math.round(await estimate()),
+          async (limit) => (await delegate.findMany({ where, orderBy, take: limit, select: { id: true } })).map((r) => (r as Row).id),
+          (ids) => delegate.findMany({ where: { id: { in: ids } }, orderBy }),
+        )
+      : null;
+  const [found, total] = searched
+    ? [searched.found, searched]
+    : await Promise.all([
+        rows(),
+        // In the page's order: Prisma orders a limited count (by id unless told), and that order picks the index.
+        boundedTotal((limit) => delegate.count({ where, orderBy, take: limit }), estimate),
+      ]);
   const items = found.slice(0, page.limit);
   const last = items.at(-1) as Record<string, unknown> | undefined;
   const next = found.length > page.limit && last ? encodeCursor(secret, key, column ? [last[field], last.id] : [last.id]) : null;
-  return { items: items.map(view), ...total, limit: page.limit, offset: page.offset, next_cursor: next };
+  const { total: count, total_is_estimate } = total;
+  return { items: items.map(view), total: count, total_is_estimate, limit: page.limit, offset: page.offset, next_cursor: next };
 }
 
 /**
@@ -287,14 +301,15 @@ export function createRecordService(deps: { db: Db; secretBox: SecretBox }, mode
     async list(query: ListParams & Data) {
       const { limit, offset, cursor, sort, q, from, to, ...filters } = query;
       const range = model.timeField ? timeRange(from, to) : undefined;
-      const where = { ...filters, ...searchWhere(model.search, q), ...(range ? { [model.timeField!]: range } : {}) };
+      const search = searchWhere(model.search, q);
+      const where = { ...filters, ...search, ...(range ? { [model.timeField!]: range } : {}) };
       const order = sort ?? (range ? `-${model.timeField}` : defaultSort);
       return listPage(
         deps,
         delegate,
         where,
         { limit, offset, cursor },
-        { table: model.table, resource: model.resource, sort: order, view: toOutput },
+        { table: model.table, resource: model.resource, sort: order, view: toOutput, search: 'OR' in search },
       );
     },
 
