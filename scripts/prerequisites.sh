@@ -6,9 +6,13 @@
 # Odoo password hashes), openssl (TLS),
 # pg_dump/pg_restore (the tests' backup server dumps and restores real databases), Caddy and
 # Pebble with pebble-challtestsrv (customer domains: the service runs Caddy on the Odoo host, Pebble
-# is the ACME server and challtestsrv the DNS server of the tests).
+# is the ACME server and challtestsrv the DNS server of the tests), redis-server (a private Redis the
+# tests kill and restart) and PostgreSQL's server programs (initdb and pg_ctl run as the postgres
+# user: a private TLS cluster), whatever runs the PostgreSQL and Redis the service uses.
 # As root with apt (a fresh Debian machine, CI) missing packages are installed and stopped
 # services started with the machine's own commands; otherwise it stops at once and says how.
+# The machine's host name must resolve: sudo says "unable to resolve host" on every command
+# otherwise (on stderr, which tests compare); as root it is added to /etc/hosts.
 set -euo pipefail
 
 host=127.0.0.1; pg_port=5432; redis_port=6379
@@ -26,21 +30,77 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 { command -v pebble && command -v pebble-challtestsrv; } >/dev/null 2>&1 || missing+=(pebble)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# The server programs of any version (Debian 12's postgresql is 15) and the user they run as.
+{ compgen -G '/usr/lib/postgresql/*/bin/initdb' && compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' && id -u postgres; } >/dev/null 2>&1 ||
+  missing+=(postgresql)
 
 can_install=false
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then can_install=true; fi
+
+installing() { [[ " ${missing[*]} " == *" $1 "* ]]; }
+
+# The packages of caddy, redis-server and postgresql start their service on install (80/443, 6379,
+# 5432): the tests start their own, and the PostgreSQL and Redis the service uses may be elsewhere
+# (docker compose) or already running on those ports. While apt runs, policy-rc.d answers 101 (no
+# service may start); the one there before, if any, is put back.
+policy=/usr/sbin/policy-rc.d
+policy_saved=""
+hold_services() {
+  if [ -e "$policy" ]; then
+    policy_saved=$(mktemp)
+    cp -p "$policy" "$policy_saved"
+  fi
+  trap release_services EXIT
+  trap 'release_services; exit 130' INT TERM
+  printf '#!/bin/sh\n# scripts/prerequisites.sh: no service starts while it installs packages\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+}
+release_services() {
+  if [ -n "$policy_saved" ]; then mv "$policy_saved" "$policy"; else rm -f "$policy"; fi
+  policy_saved=""
+  trap - EXIT INT TERM
+}
+# PostgreSQL clusters as "<version>/<name>" lines.
+clusters() { if command -v pg_lsclusters >/dev/null 2>&1; then pg_lsclusters -h | awk '{print $1 "/" $2}'; fi; }
 
 if [ ${#missing[@]} -gt 0 ]; then
   if $can_install; then
     echo "Installing what the tests drive: ${missing[*]}"
     apt-get update -qq
+    clusters_before=$(clusters)
+    hold_services
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    # The package starts its own Caddy where systemd runs; the tests start theirs on 80 and 443.
-    if [[ " ${missing[*]} " == *" caddy "* ]] && [ -d /run/systemd/system ]; then systemctl disable --now caddy >/dev/null 2>&1 || true; fi
+    release_services
+    # Where systemd runs, the services would start at the next boot: not wanted either.
+    if [ -d /run/systemd/system ]; then
+      for unit in caddy redis-server postgresql; do
+        if installing "$unit"; then systemctl disable --now "$unit" >/dev/null 2>&1 || true; fi
+      done
+    fi
+    # The package made a cluster (never started) that nothing uses: without it, no later run
+    # starts it below in place of the PostgreSQL the tests use. Clusters there before are kept.
+    if installing postgresql; then
+      for made in $(clusters); do
+        if ! grep -qxF "$made" <<<"$clusters_before"; then pg_dropcluster "${made%%/*}" "${made#*/}" || true; fi
+      done
+    fi
   else
     echo "The tests need: ${missing[*]}. Install them with:" >&2
     echo "  sudo apt-get install -y ${missing[*]}" >&2
     exit 1
+  fi
+fi
+
+# sudo resolves the host name on every command and complains on stderr when it cannot.
+me=$(uname -n)
+if ! getent hosts "$me" >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && { [ -w /etc/hosts ] || [ ! -e /etc/hosts ]; }; then
+    echo "The host name $me does not resolve (sudo would say so on every command): adding it to /etc/hosts"
+    printf '127.0.1.1\t%s\n' "$me" >>/etc/hosts
+  else
+    echo "The host name $me does not resolve (sudo says so on every command). Add it with:" >&2
+    echo "  echo '127.0.1.1 $me' | sudo tee -a /etc/hosts" >&2
   fi
 fi
 

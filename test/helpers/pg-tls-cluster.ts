@@ -1,13 +1,22 @@
-// A second, throw-away PostgreSQL 15 cluster with ssl=on, for tests of the TLS path: initdb and
-// pg_ctl run as the postgres OS user in a temp dir, a self-signed certificate from openssl, and a
-// pg_hba.conf that accepts only TLS sessions with a password (plain TCP is rejected).
+// A second, throw-away PostgreSQL cluster with ssl=on, for tests of the TLS path: initdb and
+// pg_ctl (Debian's, of the newest version installed; scripts/prerequisites.sh installs them) run as
+// the postgres OS user in a temp dir, a self-signed certificate from openssl, and a pg_hba.conf
+// that accepts only TLS sessions with a password (plain TCP is rejected).
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { freePort } from './sshd.js';
 
-const BIN = '/usr/lib/postgresql/15/bin';
+const SERVERS = '/usr/lib/postgresql';
+
+/** The server programs of the newest PostgreSQL installed. */
+function serverBin(): string {
+  const versions = existsSync(SERVERS) ? readdirSync(SERVERS).filter((v) => existsSync(`${SERVERS}/${v}/bin/initdb`)) : [];
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
+  if (!newest) throw new Error(`no initdb under ${SERVERS}/<version>/bin: run scripts/prerequisites.sh (Debian's postgresql)`);
+  return `${SERVERS}/${newest}/bin`;
+}
 
 export interface TlsCluster {
   port: number;
@@ -24,6 +33,7 @@ function asPostgres(cmd: string, args: string[]) {
 }
 
 export async function startTlsCluster(): Promise<TlsCluster> {
+  const bin = serverBin();
   const dir = mkdtempSync('/tmp/svc-pg-tls-');
   const data = path.join(dir, 'data');
   const user = 'svc_tls_admin';
@@ -55,7 +65,7 @@ export async function startTlsCluster(): Promise<TlsCluster> {
   if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres:postgres', dir]);
   else chownSync(dir, process.getuid!(), process.getgid!());
 
-  asPostgres(`${BIN}/initdb`, ['-D', data, '-U', user, `--pwfile=${path.join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '--no-sync']);
+  asPostgres(`${bin}/initdb`, ['-D', data, '-U', user, `--pwfile=${path.join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '--no-sync']);
   appendFileSync(
     path.join(data, 'postgresql.conf'),
     [
@@ -75,7 +85,7 @@ export async function startTlsCluster(): Promise<TlsCluster> {
     path.join(data, 'pg_hba.conf'),
     ['hostssl all all 127.0.0.1/32 scram-sha-256', 'hostnossl all all 127.0.0.1/32 reject', ''].join('\n'),
   );
-  asPostgres(`${BIN}/pg_ctl`, ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+  asPostgres(`${bin}/pg_ctl`, ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', 'start']);
 
   return {
     port,
@@ -83,7 +93,7 @@ export async function startTlsCluster(): Promise<TlsCluster> {
     password,
     stop() {
       try {
-        asPostgres(`${BIN}/pg_ctl`, ['-D', data, '-m', 'immediate', '-w', 'stop']);
+        asPostgres(`${bin}/pg_ctl`, ['-D', data, '-m', 'immediate', '-w', 'stop']);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
