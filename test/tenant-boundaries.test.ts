@@ -330,6 +330,24 @@ describe('the standby pool’s names and identities', () => {
   });
 });
 
+describe('the action log', () => {
+  it('shows a user no rows of records a user may not read (standby databases)', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });
+    await createStandbyPool(t.ctx).maintain();
+    await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });
+    const list = (caller: typeof t.as.user, query: string) =>
+      request(t.app, caller, { method: 'GET', url: `/api/v1/action-logs?${query}` }).then((r) => r.json().items as { id: number }[]);
+    const standbyRows = await list(t.as.operator, 'model_name=svc.standby.database&limit=200');
+    expect(standbyRows.length).toBeGreaterThan(0);
+    expect(await list(t.as.user, 'model_name=svc.standby.database')).toEqual([]);
+    const seen = (await list(t.as.user, 'limit=200')).map((r) => r.id);
+    expect(seen.filter((id) => standbyRows.some((r) => r.id === id))).toEqual([]);
+    expect(seen.length).toBeGreaterThan(0);
+    const one = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs/${standbyRows[0]!.id}` });
+    expect(one.statusCode).toBe(404);
+  });
+});
+
 describe('customer domains', () => {
   it('a domain that is another subscription’s own address: 409', async () => {
     const partner = await f.fx.partner();

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import type { Registry } from '../feature.js';
 import { operationId } from '../core/http/actions.js';
 import { idParams, listOf, listQuery, queryId, searchQuery, sortQuery, timeRangeQuery, timestamp } from '../core/http/schemas.js';
 import { ActionStatus, ActionType } from '../generated/prisma/enums.js';
@@ -21,9 +22,9 @@ const actionLog = z.object({
   created_at: timestamp,
 });
 
-export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext) {
+export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext, registry: Registry) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
-  const service = createActionLogService(ctx);
+  const service = createActionLogService(ctx, registry.models);
   const tags = ['action-logs'];
 
   app.get('/api/v1/action-logs', {
@@ -45,7 +46,7 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
       }),
       response: { 200: listOf(actionLog) },
     },
-    handler: (req) => service.list(req.query),
+    handler: (req) => service.list(req.query, req.user!.group),
   });
 
   app.get('/api/v1/action-logs/:id', {
@@ -57,6 +58,6 @@ export function registerActionLogRoutes(parent: FastifyInstance, ctx: AppContext
       params: idParams,
       response: { 200: actionLog },
     },
-    handler: (req) => service.get(req.params.id),
+    handler: (req) => service.get(req.params.id, req.user!.group),
   });
 }

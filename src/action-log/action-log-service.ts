@@ -1,6 +1,8 @@
 // Reading the action log; writing it is src/core/action-log.ts (every feature writes rows).
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
+import { groupAllows, type UserGroup } from '../core/groups.js';
+import type { ModelRegistry } from '../core/models.js';
 import { jsonSafe, type ListParams, listPage, searchWhere, timeRange } from '../core/records.js';
 import type { ActionStatus, ActionType } from '../generated/prisma/enums.js';
 
@@ -16,17 +18,25 @@ export interface ActionLogQuery extends ListParams {
   job_id?: string;
 }
 
-export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>) {
+export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>, models: ModelRegistry) {
+  /** The models whose records the group may not read: their rows are not the group's to read either. */
+  const hiddenFrom = (group: UserGroup): string[] => models.all.filter((m) => !groupAllows(group, m.readGroup)).map((m) => m.name);
+
   return {
     /**
      * Newest first (by id); `from`/`to` bound created_at as [from, to), and without a sort the rows
      * are then ordered by created_at, which one index range serves however old the window is.
      */
-    list(query: ActionLogQuery) {
-      const { limit, offset, cursor, sort, q, from, to, ...filters } = query;
+    list(query: ActionLogQuery, group: UserGroup) {
+      const { limit, offset, cursor, sort, q, from, to, model_name, ...filters } = query;
       const created_at = timeRange(from, to);
       const search = searchWhere(ACTION_LOG_SEARCH, q);
-      const where = { ...filters, created_at, ...search };
+      const hidden = hiddenFrom(group);
+      const model =
+        model_name !== undefined && hidden.includes(model_name)
+          ? { in: [] }
+          : (model_name ?? (hidden.length ? { notIn: hidden } : undefined));
+      const where = { ...filters, model_name: model, created_at, ...search };
       return listPage(
         ctx,
         ctx.db.actionLog,
@@ -35,9 +45,9 @@ export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>
         { table: 'action_logs', resource: 'action-logs', sort: sort ?? (created_at ? '-created_at' : '-id'), search: 'OR' in search },
       );
     },
-    async get(id: number) {
+    async get(id: number, group: UserGroup) {
       const row = await ctx.db.actionLog.findUnique({ where: { id } });
-      if (!row) throw new NotFoundError('Action log');
+      if (!row || hiddenFrom(group).includes(row.model_name)) throw new NotFoundError('Action log');
       return jsonSafe(row);
     },
   };
