@@ -80,7 +80,10 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
         signature: req.headers['x-hub-signature-256'],
         sourceIp: clientIp(req),
       });
-      return reply.code(answer.status).send(answer.body);
+      // The body is returned, not `reply.send()`: an async handler that returns the reply makes its
+      // promise wait on the reply (a thenable) until the response has been written, per call.
+      reply.code(answer.status);
+      return answer.body;
     });
 
     // Any other shape under /svc/webhook/ matches no webhook either.

@@ -40,7 +40,7 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, secretBo
       .update(JSON.stringify(req.body ?? null))
       .digest('hex');
 
-  app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
+  const reserve = async (req: FastifyRequest, reply: FastifyReply) => {
     const header = req.headers[HEADER];
     if (req.method !== 'POST' || header === undefined || !req.user) return;
     if (typeof header !== 'string' || !KEY_FORMAT.test(header)) {
@@ -61,9 +61,9 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, secretBo
     reply.header('idempotent-replayed', 'true');
     if (stored.contentType) reply.header('content-type', stored.contentType);
     return reply.status(stored.status!).send(await secretBox.decrypt(stored.payload!));
-  });
+  };
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  const keep = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (!req.idempotency) return payload;
     const { key, body } = req.idempotency;
     req.idempotency = null;
@@ -81,5 +81,14 @@ export function registerIdempotency(app: FastifyInstance, redis: Redis, secretBo
     };
     await redis.set(key, JSON.stringify(done), 'EX', TTL_SECONDS);
     return payload;
+  };
+
+  // Only POSTs of a signed-in user can hold a key: other routes (the public webhook endpoint
+  // among them) carry neither hook.
+  app.addHook('onRoute', (route) => {
+    const group = route.config?.group;
+    if (![route.method].flat().includes('POST') || !group || group === 'public') return;
+    route.preHandler = [reserve, ...[route.preHandler ?? []].flat()];
+    route.onSend = [keep, ...[route.onSend ?? []].flat()];
   });
 }

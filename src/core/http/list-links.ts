@@ -2,7 +2,7 @@
 // list is recognised by its envelope ({items, total, limit, offset}). nextPageUrl() is the one place
 // that knows how a list pages: by its next_cursor when the answer has one, else by offset (and by
 // offset always for a route that says `paging: 'offset'`, whose next_cursor is always null).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_PREFIX } from './auth.js';
 
 declare module 'fastify' {
@@ -55,10 +55,15 @@ export function nextPageUrl(baseUrl: string, requestUrl: string, answer: ListAns
 }
 
 export function registerListLinks(app: FastifyInstance, baseUrl: string) {
-  app.addHook('preSerialization', async (req, reply, payload) => {
-    if (req.method !== 'GET' || reply.statusCode !== 200 || !req.url.startsWith(API_PREFIX) || !isListAnswer(payload)) return payload;
+  const link = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (req.method !== 'GET' || reply.statusCode !== 200 || !isListAnswer(payload)) return payload;
     const next = nextPageUrl(baseUrl, req.url, payload, req.routeOptions.config.paging);
     if (next) reply.header('link', `<${next}>; rel="next"`);
     return payload;
+  };
+  // On the API's GET routes only: no other route answers a list.
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || ![route.method].flat().includes('GET')) return;
+    route.preSerialization = [...[route.preSerialization ?? []].flat(), link];
   });
 }
