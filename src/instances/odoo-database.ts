@@ -137,19 +137,25 @@ export function setIdentity(query: Query, opts: { url: string | null; now?: Date
       'database.enterprise_code': null,
       'database.expiration_date': null,
       'database.expiration_reason': null,
-      ...(opts.url ? { 'web.base.url': opts.url } : {}),
+      ...(opts.url ? baseUrlParams(opts.url) : {}),
     }),
   );
 }
 
+/**
+ * web.base.url, frozen: the service owns the address (customer domains move it), and Odoo would
+ * otherwise rewrite it to wherever an administrator first signs in from.
+ */
+const baseUrlParams = (url: string) => ({ 'web.base.url': url, 'web.base.url.freeze': 'True' });
+
 /** The address the instance is reached at (a customer domain, or SUBSCRIPTION_URL's). */
 export function setBaseUrl(query: Query, url: string) {
-  return transaction(query, PARAMS, () => setParams(query, { 'web.base.url': url }));
+  return transaction(query, PARAMS, () => setParams(query, baseUrlParams(url)));
 }
 
 /** A standby handed to a customer: its address and a creation date of today. */
 export function setAddressAndDate(query: Query, url: string, now = new Date()) {
-  return transaction(query, PARAMS, () => setParams(query, { 'web.base.url': url, 'database.create_date': odooDatetime(now) }));
+  return transaction(query, PARAMS, () => setParams(query, { ...baseUrlParams(url), 'database.create_date': odooDatetime(now) }));
 }
 
 export interface PackageLimits {
@@ -213,9 +219,9 @@ export interface Customer {
  * e-mail on its partner, the company named, a password of the customer's own (its hash), and
  * nothing else of the template that signs anybody in (API keys, devices, second factor, tokens).
  */
-export async function setCustomerLogin(query: Query, customer: Customer): Promise<void> {
+export async function setCustomerLogin(query: Query, customer: Customer): Promise<{ uid: number }> {
   const credentials = await credentialsPresent(query);
-  await transaction(query, [...LOGIN_TABLES, ...credentials.tables], async () => {
+  return transaction(query, [...LOGIN_TABLES, ...credentials.tables], async () => {
     const admin = await administrator(query);
     await query('UPDATE public.res_users SET login = $1, password = $2 WHERE id = $3', [customer.email, customer.passwordHash, admin.id]);
     await query('UPDATE public.res_partner SET name = $1, email = $2 WHERE id = $3', [customer.name, customer.email, admin.partner_id]);
@@ -226,6 +232,7 @@ export async function setCustomerLogin(query: Query, customer: Customer): Promis
     if (companyPartner !== undefined && companyPartner !== admin.partner_id) {
       await query('UPDATE public.res_partner SET name = $1 WHERE id = $2', [customer.companyName, companyPartner]);
     }
+    return { uid: admin.id };
   });
 }
 

@@ -17,3 +17,7 @@ export const odoo: Feature = {
   },
   jobs: odooJobHandlers,
 };
+
+// What other features use from this one.
+export { runsOdoo, signInAsCustomer } from './odoo-sign-in.js';
+export type { CustomerSignIn } from './odoo-sign-in.js';

@@ -39,6 +39,7 @@ import {
   type Standby,
   standbyJobs,
 } from '../instances/index.js';
+import { runsOdoo, signInAsCustomer } from '../odoo/index.js';
 import { findDatabase, quoteIdent, sameDatabase } from '../postgresql/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } from './subscription-deployment-cleanup.js';
@@ -64,6 +65,7 @@ export type DeploymentStep =
   | 'customer_login'
   | 'package_limits'
   | 'filestore'
+  | 'signing_in'
   | 'recording'
   | 'trial_ready_mail'
   | 'done';
@@ -103,7 +105,8 @@ export async function deploySubscription(
     await removeEarlierAttempt(run, source);
     const standby = await standbyFor(ctx, sub, source.template.id);
     const password = newPassword();
-    const limitsReadAt = await makeInstance(run, source, standby, password);
+    const { limitsReadAt, uid } = await makeInstance(run, source, standby, password);
+    if (runsOdoo(source.root)) await signIn(run, source.root, source, uid, password);
     await report({ step: 'recording' });
     const running = await markRunning(run, source, standby, limitsReadAt);
     if (running.instance_sync_pending_at) await queueInstanceSync(ctx, sub.id);
@@ -175,13 +178,25 @@ async function standbyFor(ctx: Ctx, sub: Subscription, templateId: number) {
  * The database and the filestore, made side by side (neither waits for the other); a taken standby
  * is then handed over or marked lost. Answers when the package limits were read.
  */
-async function makeInstance(run: Run, source: Source, standby: Standby | null, password: string): Promise<Date> {
+async function makeInstance(run: Run, source: Source, standby: Standby | null, password: string) {
   const hashFor = earlyHash(password, `${source.template.id}@${source.template.updated_at.getTime()}`);
   const [database, files] = await Promise.allSettled([makeDatabase(run, source, standby, hashFor), makeFilestore(run, source, standby)]);
   const failure = [database, files].find((o) => o.status === 'rejected');
   if (standby) await settleStandby(run, standby, failure?.reason as Error | undefined);
   if (failure) throw failure.reason;
-  return (database as PromiseFulfilledResult<Date>).value;
+  return (database as PromiseFulfilledResult<{ limitsReadAt: Date; uid: number }>).value;
+}
+
+/** Only a customer who can sign in makes the subscription running: through the host's Odoo, as the mail will tell. */
+async function signIn(run: Run, host: NonNullable<Source['root']>, source: Source, uid: number, password: string) {
+  const who = { database: run.databaseName, login: source.partner.email, password, uid };
+  await step(
+    run,
+    'signing_in',
+    `sign in to ${run.databaseName} as ${who.login} through Odoo on root server ${host.id}`,
+    () => signInAsCustomer(run.ctx, host, who, { user_id: run.audit.user_id, job_id: run.audit.job_id }),
+    (out) => out,
+  );
 }
 
 /** The database (a standby renamed, or a copy of the template), then the instance inside it. */
@@ -219,6 +234,7 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
     );
   }
   let limitsReadAt = new Date();
+  let uid = 0;
   await insideTenant(
     ctx.secretBox,
     server,
@@ -228,9 +244,13 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
         await assertOdooDatabase(query, `Database ${databaseName} (from template ${template.template_db_name})`);
         await (standby ? setAddressAndDate(query, url) : setIdentity(query, { url }));
       });
-      await step(run, 'customer_login', `the administrator of ${databaseName} becomes ${partner.email}, with a new password`, async () =>
-        setCustomerLogin(query, customerOf(partner, await hashFor(await hashingRounds(query)))),
-      );
+      ({ uid } = await step(
+        run,
+        'customer_login',
+        `the administrator of ${databaseName} becomes ${partner.email}, with a new password`,
+        async () => setCustomerLogin(query, customerOf(partner, await hashFor(await hashingRounds(query)))),
+        () => "Customer login set; the template's API keys, devices and tokens removed",
+      ));
       limitsReadAt = new Date();
       const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: run.sub.id } });
       await step(run, 'package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
@@ -242,7 +262,7 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       identity: run.made.database!,
     },
   );
-  return limitsReadAt;
+  return { limitsReadAt, uid };
 }
 
 /** Whether the standby is still under its own name (not renamed); true only when that is known. */

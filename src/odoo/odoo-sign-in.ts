@@ -1,0 +1,79 @@
+// The last step of a deployment on a host that runs Odoo: the service signs in to the new instance
+// as the customer, through the host's own Odoo, and checks the user it gets. JSON-RPC's
+// common.authenticate answers for any database its role owns (RPC ignores dbfilter) in every
+// version svc runs; the call is made on the host (Odoo listens on 127.0.0.1 only) over the SSH
+// connection, with the password on the command's standard input, never on a command line. It also
+// loads the instance's registry, so the customer's first page is quick.
+import type { AppContext } from '../context.js';
+import { UserError } from '../core/errors.js';
+import { shellQuote } from '../core/ssh.js';
+import type { RootServer } from '../generated/prisma/client.js';
+import { openRemoteSession } from '../servers/index.js';
+
+const SIGN_IN_TIMEOUT_MS = 3 * 60_000;
+
+const SIGN_IN_SCRIPT = [
+  'import json, sys, urllib.request',
+  'a = json.load(sys.stdin)',
+  'body = {"jsonrpc": "2.0", "method": "call", "id": 1, "params": {"service": "common", "method": "authenticate",',
+  '        "args": [a["db"], a["login"], a["password"], {}]}}',
+  'req = urllib.request.Request("http://127.0.0.1:%d/jsonrpc" % a["port"], json.dumps(body).encode(), {"Content-Type": "application/json"})',
+  'try:',
+  '    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=150) as r:',
+  '        answer = json.load(r)',
+  'except Exception as e:',
+  '    print("error=Odoo did not answer: %s" % e); sys.exit(0)',
+  'if "error" in answer:',
+  '    data = answer["error"].get("data") or {}',
+  '    print("error=" + (data.get("message") or answer["error"].get("message") or "error").replace("\\n", " ")[:500])',
+  'else:',
+  '    print("uid=%s" % json.dumps(answer.get("result")))',
+].join('\n');
+
+export interface CustomerSignIn {
+  database: string;
+  login: string;
+  password: string;
+  /** The user the customer must be (the template's administrator). */
+  uid: number;
+}
+
+/** Whether the host runs an Odoo that svc set up (then deployments on it sign in as the customer). */
+export const runsOdoo = (host: RootServer | null): host is RootServer =>
+  host !== null && host.odoo_state === 'running' && host.odoo_http_port !== null;
+
+/** Signs in as the customer through the host's Odoo; a UserError naming the host when it refuses or does not answer. */
+export async function signInAsCustomer(
+  ctx: Pick<AppContext, 'db' | 'secretBox'>,
+  host: RootServer,
+  who: CustomerSignIn,
+  audit: { user_id: number | null; job_id?: string | null },
+): Promise<string> {
+  const name = `Odoo on root server ${host.id} (${host.name ?? host.ip}, port ${host.odoo_http_port})`;
+  const session = await openRemoteSession(ctx, host, { ...audit, secrets: [who.password] }).catch((err: Error) => {
+    throw new UserError(`${name} could not be reached: ${err.message}`);
+  });
+  try {
+    const input = JSON.stringify({ port: host.odoo_http_port, db: who.database, login: who.login, password: who.password });
+    const res = await session.run(`/usr/bin/python3 -c ${shellQuote(SIGN_IN_SCRIPT)}`, {
+      stdin: input,
+      sudo: false,
+      timeoutMs: SIGN_IN_TIMEOUT_MS,
+      label: `sign in to ${who.database} as ${who.login} through ${name} (JSON-RPC common.authenticate)`,
+    });
+    const line = session.mask(res.stdout.trim().split('\n').pop() ?? '');
+    if (res.exitCode !== 0 || res.timedOut) {
+      throw new UserError(`Signing in through ${name} failed: ${session.mask(res.stderr || res.stdout).slice(-500)}`);
+    }
+    if (line.startsWith('error=')) throw new UserError(`${name} refused the customer's sign-in to ${who.database}: ${line.slice(6)}`);
+    const uid = JSON.parse(line.slice(4) || 'null') as unknown;
+    if (uid !== who.uid) {
+      throw new UserError(
+        `${name} refused the customer's sign-in to ${who.database}: ${uid === false ? 'wrong login or password' : `it answered user ${String(uid)}, not ${who.uid}`}`,
+      );
+    }
+    return `signed in to ${who.database} as ${who.login} (user ${who.uid}) through ${name}`;
+  } finally {
+    session.close();
+  }
+}
