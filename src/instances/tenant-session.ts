@@ -128,6 +128,8 @@ async function underDeadline<T>(client: pg.Client, admin: pg.Client, work: (quer
   let expired = false;
   let timer: NodeJS.Timeout | undefined;
   try {
+    // First, before any name is looked up: the tenant's role or database may set its own search_path.
+    await client.query('SET search_path = pg_catalog, pg_temp');
     const { rows } = await client.query(
       `SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.current_setting('is_superuser') AS superuser,
               d.oid::text AS oid, (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS cluster
@@ -146,7 +148,7 @@ async function underDeadline<T>(client: pg.Client, admin: pg.Client, work: (quer
         .catch(() => {})
         .finally(() => client.end().catch(() => {}));
     }, opts.deadlineMs);
-    await client.query(`SET search_path = pg_catalog, pg_temp; SET statement_timeout = ${Math.ceil(opts.deadlineMs)}`);
+    await client.query(`SET statement_timeout = ${Math.ceil(opts.deadlineMs)}`);
     return await work((sql, params) => client.query(sql, params));
   } catch (err) {
     if (expired) {
