@@ -11,6 +11,7 @@ import { UserError } from '../core/errors.js';
 import { createOutboundHttp } from '../core/outbound-http.js';
 import { OutboundError } from '../core/outbound-error.js';
 import { publicJobId } from '../core/queue.js';
+import { shellQuote } from '../core/ssh.js';
 import type { OdooVersion, RootServer } from '../generated/prisma/client.js';
 import { formatResult, openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
@@ -115,7 +116,9 @@ export function createOdooSetup(ctx: AppContext) {
       }
       const received = await session
         .run(receiveFile(tarball), { stdin: download.body, timeoutMs: SOURCE_TIMEOUT_MS })
-        .catch((err: Error) => {
+        .catch(async (err: Error) => {
+          // What arrived of it goes: only a whole, checked tarball is kept (and then unpacked and removed).
+          await session.run(`rm -f ${shellQuote(tarball)}`, { timeoutMs: STEP_TIMEOUT_MS }).catch(() => {});
           throw new UserError(`Downloading the source of Odoo ${version.name} failed: ${err.message}`);
         });
       await download.logged;

@@ -8,6 +8,7 @@ import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
+import { shellQuote } from '../core/ssh.js';
 import { filestorePath, onServer, serverWhere } from '../instances/index.js';
 import type pg from 'pg';
 import { connectPostgresqlServer, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
@@ -85,7 +86,9 @@ export function createTemplateBuilder(ctx: AppContext) {
     const session = await openRemoteSession(ctx, host, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
     try {
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
-      const series = seriesOf((await session.run(`cat ${source}/.svc-odoo-version`, { timeoutMs: STEP_TIMEOUT_MS })).stdout);
+      const series = seriesOf(
+        (await session.run(`cat ${shellQuote(`${source}/.svc-odoo-version`)}`, { timeoutMs: STEP_TIMEOUT_MS })).stdout,
+      );
       const args =
         kind === 'build' ? ['-i', payload.modules!.join(','), series >= 19 ? '--without-demo' : '--without-demo=all'] : ['-u', 'all'];
       const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
