@@ -52,7 +52,14 @@ describe('secret columns', () => {
         odoo_admin_passwd: await t.ctx.secretBox.encrypt('odoo-admin-pw'),
       },
     });
-    await post('/api/v1/postgresql-servers', { ip: '10.0.0.2', password: 'pg-pw' });
+    const pg = await post('/api/v1/postgresql-servers', { ip: '10.0.0.2', password: 'pg-pw' });
+    await post('/api/v1/database-templates', {
+      name: 'T',
+      postgresql_server_id: pg.id,
+      template_db_name: 'secret_columns_tpl',
+      owner_role: 'tenant_owner',
+      owner_password: 'owner-pw',
+    });
     await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
     const ntfy = await post('/api/v1/notification-servers', {
       provider: 'selfhosted_push',
