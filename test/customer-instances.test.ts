@@ -1,7 +1,6 @@
 // A deployment makes a customer instance, on real parts: an Odoo-shaped template on the real
 // PostgreSQL, its filestore on a real sshd host (the sudo NOPASSWD user, so as root), a real SMTP
 // server for the trial_ready mail, and Debian's passlib to check the password hash as Odoo would.
-import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { act, databaseRow, get, messages } from './helpers/lifecycle.js';
 import { configParameters, createOdooTemplate, queryIn, TEMPLATE_ADMIN_PASSWORD } from './helpers/odoo-template.js';
 import { adminQuery } from './helpers/pg.js';
 import { textOf } from './helpers/smtp.js';
+import { adminRow, credentialsIn, everythingStored, passlibVerifies } from './helpers/customer-credentials.js';
 import { freePort } from './helpers/sshd.js';
 
 const f = useOdooHost({
@@ -19,41 +19,6 @@ const f = useOdooHost({
   'ab/abcdef4567': 'attachment bytes',
 });
 const { t } = f;
-
-/** Whether passlib's pbkdf2_sha512 (what Odoo's CryptContext uses) accepts `password` for `hash`. */
-function passlibVerifies(password: string, hash: string): boolean {
-  const out = execFileSync(
-    '/usr/bin/python3',
-    ['-c', 'import sys; from passlib.hash import pbkdf2_sha512; print(pbkdf2_sha512.verify(sys.argv[1], sys.argv[2]))', password, hash],
-    { encoding: 'utf8' },
-  );
-  return out.trim() === 'True';
-}
-
-/** The login and password a trial_ready mail tells. */
-function credentialsIn(text: string) {
-  const login = /Login: +(\S+)/.exec(text)?.[1];
-  const password = /Password: +(\S+)/.exec(text)?.[1];
-  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
-  return { login, password };
-}
-
-const adminRow = (db: string) =>
-  queryIn<{ login: string; password: string; name: string; email: string }>(
-    db,
-    'SELECT u.login, u.password, p.name, p.email FROM res_users u JOIN res_partner p ON p.id = u.partner_id WHERE u.id = 2',
-  ).then((rows) => rows[0]!);
-
-/** Every text the service stored: its database as SQL, the jobs in Redis, the log lines. */
-async function everythingStored(): Promise<string> {
-  const url = `postgresql://postgres@127.0.0.1:5432/${t.ctx.dbName}`;
-  const dump = execFileSync('pg_dump', ['--data-only', url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  const keys = await t.ctx.redis.keys(`${t.ctx.config.QUEUE_PREFIX}:*`);
-  const jobs = await Promise.all(
-    keys.map(async (k) => ((await t.ctx.redis.type(k)) === 'hash' ? JSON.stringify(await t.ctx.redis.hgetall(k)) : '')),
-  );
-  return [dump, jobs.join('\n'), t.ctx.logText()].join('\n');
-}
 
 describe('a trial deployment', () => {
   it('gives the copy its own identity, the customer login and the package limits, copies the filestore, and tells the password only in the mail', async () => {
@@ -112,7 +77,7 @@ describe('a trial deployment', () => {
     expect(companies).toEqual([{ name: partner.name, partner_name: partner.name }]);
 
     // The password is in the mail sent and nowhere else.
-    expect(await everythingStored()).not.toContain(password);
+    expect(await everythingStored(t)).not.toContain(password);
     const copy = (await messages(t, sub.id)).find((m) => m.message_type === 'email')!;
     expect(copy.body).toContain('Password: ********');
 
@@ -129,15 +94,16 @@ describe('a trial deployment', () => {
     // Each step is in the job's progress and the action log.
     const steps = (
       await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id }, orderBy: { id: 'asc' } })
-    ).map((r) => `${r.status} ${r.input_text.split(' ').slice(0, 3).join(' ')}`);
+    ).map((r) => `${r.status} ${r.input_text.split(' ').slice(0, 4).join(' ')}`);
     // The filestore is copied while the database steps run, one after the other.
+    // Each row names its operation first.
     expect(steps.filter((x) => !x.includes('filestore'))).toEqual([
-      expect.stringMatching(/^success CREATE DATABASE/),
-      'success new identity of',
-      'success the administrator of',
-      'success svc.* config parameters',
+      expect.stringMatching(/^success deploy: CREATE DATABASE/),
+      'success deploy: new identity of',
+      'success deploy: the administrator of',
+      'success deploy: svc.* config parameters',
     ]);
-    expect(steps.filter((x) => x.includes('filestore'))).toEqual([`success filestore of ${sub.database_name}`]);
+    expect(steps.filter((x) => x.includes('filestore'))).toEqual([`success deploy: filestore of ${sub.database_name}`]);
   });
 
   it('keeps the package limits current: extend_trial, PATCH and convert_to_paid are written into the running instance', async () => {
@@ -203,7 +169,7 @@ describe('a trial deployment', () => {
     const admin = await adminRow(sub.database_name);
     expect(passlibVerifies(second.password, admin.password)).toBe(true);
     expect(passlibVerifies(first.password, admin.password)).toBe(false);
-    expect(await everythingStored()).not.toContain(second.password);
+    expect(await everythingStored(t)).not.toContain(second.password);
   });
 
   it('drop_database removes the database and its filestore', async () => {

@@ -4,9 +4,10 @@
 // progress and of the action log: a new identity (a copy only; a standby has its own), the
 // customer's login with a password of its own, the package limits as config parameters, and the
 // filestore on the template's Odoo host. A deployment that fails removes what it made
-// (subscription-deployment-cleanup.ts). The state goes deploying → running (the trial_ready mail
-// tells the password, which is stored nowhere) or failed with the error in the chatter and on the
-// trial request(s) it came from.
+// (subscription-deployment-cleanup.ts). The state goes deploying → running (the ready mail, a
+// trial's trial_ready or a paid subscription's ready, tells the password, which is stored nowhere)
+// or failed with the error in the chatter and on the trial request(s) it came from. Each step's
+// action-log row starts with "deploy: ", so that a search of the log finds the deployment's rows.
 import type { AppContext } from '../context.js';
 import { runLoggedStep, writeActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, type Author } from '../core/chatter.js';
@@ -39,7 +40,7 @@ import {
   type Standby,
   standbyJobs,
 } from '../instances/index.js';
-import { runsOdoo, signInAsCustomer } from '../odoo/index.js';
+import { hostsOdoo, signInAsCustomer } from '../odoo/index.js';
 import { findDatabase, quoteIdent, sameDatabase } from '../postgresql/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } from './subscription-deployment-cleanup.js';
@@ -68,6 +69,7 @@ export type DeploymentStep =
   | 'signing_in'
   | 'recording'
   | 'trial_ready_mail'
+  | 'ready_mail'
   | 'done';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'mailer' | 'config' | 'log' | 'queues'>;
@@ -106,7 +108,7 @@ export async function deploySubscription(
     const standby = await standbyFor(ctx, sub, source.template.id);
     const password = newPassword();
     const { limitsReadAt, uid } = await makeInstance(run, source, standby, password);
-    if (runsOdoo(source.root)) await signIn(run, source.root, source, uid, password);
+    if (hostsOdoo(source.root)) await signIn(run, source.root, source, uid, password);
     await report({ step: 'recording' });
     const running = await markRunning(run, source, standby, limitsReadAt);
     if (running.instance_sync_pending_at) await queueInstanceSync(ctx, sub.id);
@@ -153,7 +155,7 @@ async function sourceOf(ctx: Ctx, sub: Subscription) {
 async function step<T>(run: Run, name: DeploymentStep, input: string, work: () => Promise<T>, output?: (r: T) => string) {
   run.stepsStarted++;
   await run.report({ step: name });
-  const entry = { ...onSubscription(run.sub.id), action_type: 'deployment' as const, input_text: input, ...run.audit };
+  const entry = { ...onSubscription(run.sub.id), action_type: 'deployment' as const, input_text: `deploy: ${input}`, ...run.audit };
   return runLoggedStep(run.ctx.db, entry, work, output);
 }
 
@@ -336,12 +338,13 @@ function markRunning(run: Run, source: Source, standby: Standby | null, limitsRe
   });
 }
 
-/** The trial_ready mail: the deployment is done whatever it does (a failure is in the chatter, and retried with a new password). */
+/** The ready mail (trial_ready, or ready when paid): done whatever it does (a failure is in the chatter, retried with a new password). */
 async function sendReadyMail(run: Run, password: string) {
-  await run.report({ step: 'trial_ready_mail' });
+  await run.report({ step: run.sub.is_trial ? 'trial_ready_mail' : 'ready_mail' });
+  // Both: whichever is due (convert_to_paid may have come during the deployment).
   await createLifecycleMail(run.ctx)
-    .sendDue({ subscriptionId: run.sub.id, mails: ['trial_ready'], password })
-    .catch((err) => run.ctx.log.warn({ err, subscription_id: run.sub.id }, 'trial_ready mail not sent'));
+    .sendDue({ subscriptionId: run.sub.id, mails: ['trial_ready', 'ready'], password })
+    .catch((err) => run.ctx.log.warn({ err, subscription_id: run.sub.id }, 'ready mail not sent'));
 }
 
 /** What it made is removed; failed, with the reason in the chatter (and the action log when no step says it). */

@@ -13,6 +13,13 @@ export const subscriptionJobs = defineJobs({
     key: (p) => String(p.subscription_id),
     afterCrash: 'interrupt', // CREATE DATABASE on a PostgreSQL server
   }),
+  // A new password for the customer's login, set in the instance and mailed (resend_credentials).
+  resend_credentials: job({
+    queue: 'deployments',
+    payload: z.object({ subscription_id: refId, ...requestedBy }),
+    key: (p) => String(p.subscription_id),
+    afterCrash: 'interrupt', // run again, it would set a password nobody may be told
+  }),
   // POST to the backup server, then wait for the backup to be listed done.
   backup_subscription: job({
     queue: 'backups',

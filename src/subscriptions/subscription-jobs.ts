@@ -9,6 +9,7 @@ import { featureJobs } from '../feature.js';
 import { INTERRUPTED } from '../jobs/index.js';
 import { onSubscription, type Actor } from './subscription-audit.js';
 import { createBackupOperations } from './subscription-backup.js';
+import { createCredentialsOperation } from './subscription-credentials.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
 import { createDropOperation } from './subscription-drop.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
@@ -33,6 +34,7 @@ export const subscriptionJobHandlers = featureJobs(
     return {
       deploy_subscription: (payload, job) =>
         deploySubscription(ctx, payload.subscription_id, actorOf(payload, job), (progress) => job.updateProgress(progress)),
+      resend_credentials: (payload, job) => createCredentialsOperation(ctx).resend(payload.subscription_id, actorOf(payload, job)),
       backup_subscription: (payload, job) => backups.backup(payload.subscription_id, actorOf(payload, job)),
       restore_subscription: (payload, job) => backups.restore(payload.subscription_id, payload.backup_id, actorOf(payload, job)),
       drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
@@ -47,6 +49,8 @@ export const subscriptionJobHandlers = featureJobs(
       action_type: 'deployment',
       onInterrupted: (tx, payload) => markDeploymentFailed(tx, payload.subscription_id, INTERRUPTED, null),
     },
+    // Not run again (the password may be set, never told): the chatter says so; the operator runs it again.
+    resend_credentials: { record: recordOf, action_type: 'database' },
     // Not run again (a backup or restore may be under way on the backup server): the claim ends.
     backup_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },
     restore_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },

@@ -1,16 +1,21 @@
 // The customer's lifecycle mails, to the partner's address, each recorded in the
 // subscription's chatter (message_type email, with its subject and text):
 // - trial_ready: a trial subscription is running for the first time (its address and trial end);
+// - ready: a paid subscription is running for the first time, and no trial_ready went out for it
+//   (a trial converted to paid had its credentials in that one);
 // - trial_ending: trial_reminder_days before the trial end, once per trial end;
 // - trial_expired: the trial expiry suspended it (once per suspension).
 // A mail is due while its column (trial_ready_sent_at, ...) is empty and the subscription is as
 // the mail says. Sending claims the column with a conditional update, so two workers never send
 // one mail twice; a failed delivery empties it again (and says so in the chatter), so the next
 // lifecycle run sends it again while it is still true. Nothing here blocks a state change.
-// trial_ready tells the customer's login and password: the deployment's password when it sends the
-// mail at once, else (a mail sent again) a new one set in the instance first. The password is in
-// the mail sent and nowhere else: the chatter copy and any log line show ******** instead.
+// trial_ready and ready tell the customer's login and password: the deployment's password when it
+// sends the mail at once, else (a mail sent again) a new one set in the instance first. So does the
+// credentials mail of the operator's resend_credentials (not a lifecycle mail: it has no column).
+// The password is in the mail sent and nowhere else: the chatter copy and any log line show
+// ******** instead.
 import type { AppContext } from '../context.js';
+import type { Config } from '../core/config.js';
 import { postMessage, postMessageOnce } from '../core/chatter.js';
 import { renderMail, textWithoutSecrets, type MailMessage } from '../core/mail.js';
 import { newPassword, setCustomerPassword } from '../instances/index.js';
@@ -19,14 +24,18 @@ import { onInstance } from './subscription-database.js';
 import type { Prisma, Settings, Subscription } from '../generated/prisma/client.js';
 import { subscriptionUrl } from './subscription-service.js';
 
-export const LIFECYCLE_MAILS = ['trial_ready', 'trial_ending', 'trial_expired'] as const;
+export const LIFECYCLE_MAILS = ['trial_ready', 'ready', 'trial_ending', 'trial_expired'] as const;
 export type LifecycleMail = (typeof LIFECYCLE_MAILS)[number];
 
 const SENT_COLUMN = {
   trial_ready: 'trial_ready_sent_at',
+  ready: 'ready_sent_at',
   trial_ending: 'trial_reminder_sent_at',
   trial_expired: 'trial_expired_sent_at',
 } as const satisfies Record<LifecycleMail, keyof Subscription>;
+
+/** The mails that tell the customer's login and a password. */
+const TELLS_PASSWORD: ReadonlySet<string> = new Set(['trial_ready', 'ready', 'credentials']);
 
 const DAY_MS = 86_400_000;
 
@@ -46,6 +55,8 @@ function dueWhere(mail: LifecycleMail, now: Date, reminderDays: number): Prisma.
         database_name: { not: null },
         OR: [{ trial_end_date: null }, { trial_end_date: { gt: now } }],
       };
+    case 'ready':
+      return { is_trial: false, state: 'running', database_name: { not: null }, trial_ready_sent_at: null };
     case 'trial_ending':
       // After the ready mail (a reminder never comes first).
       return {
@@ -101,39 +112,63 @@ export function createCustomerMail(ctx: Pick<AppContext, 'db' | 'mailer' | 'log'
   };
 }
 
+type Mail = LifecycleMail | 'credentials';
+type MailSubscription = Subscription & { partner: { name: string; email: string } };
+
+const SUBJECTS: Record<Mail, (data: { trialEnd: string | null }) => string> = {
+  trial_ready: () => 'Your trial is ready',
+  ready: () => 'Your subscription is ready',
+  trial_ending: (d) => `Your trial ends on ${d.trialEnd}`,
+  trial_expired: () => 'Your trial has ended',
+  credentials: () => 'Your new password',
+};
+
+/** One mail to the subscription's customer; `password` for the mails that tell one. */
+function compose(
+  config: Pick<Config, 'SUBSCRIPTION_URL'>,
+  mail: Mail,
+  sub: MailSubscription,
+  settings: Settings,
+  password: string | null,
+): MailMessage {
+  const trialEnd = sub.trial_end_date;
+  const data = {
+    name: sub.partner.name,
+    login: sub.partner.email,
+    password,
+    subscriptionName: sub.name,
+    url: subscriptionUrl(config, sub),
+    trialEnd: trialEnd ? formatDate(trialEnd) : null,
+    daysLeft: trialEnd ? Math.max(1, Math.ceil((trialEnd.getTime() - Date.now()) / DAY_MS)) : null,
+    remindDays: settings.trial_reminder_days,
+    brand: settings.brand_name,
+    // Only promised when the lifecycle really drops expired trials after their grace period.
+    deletedAfter: settings.drop_expired_trials && sub.grace_end_date ? formatDate(sub.grace_end_date) : null,
+  };
+  const subject = SUBJECTS[mail](data);
+  return { to: sub.partner.email, subject, ...renderMail(mail, data), secrets: password ? [password] : [] };
+}
+
+/**
+ * The credentials mail (resend_credentials): `password`, just set in the instance, to the customer,
+ * its copy (masked) in the chatter. Answers the error, or null when sent.
+ */
+export async function mailCredentials(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>, id: number, password: string) {
+  const sub = await ctx.db.subscription.findUniqueOrThrow({ where: { id }, include: { partner: { select: { name: true, email: true } } } });
+  const settings = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
+  return createCustomerMail(ctx)(
+    id,
+    'credentials',
+    async () => compose(ctx.config, 'credentials', sub, settings, password),
+    'The new password is set in the instance and told to nobody: run resend_credentials again.',
+  );
+}
+
 export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'secretBox' | 'mailer' | 'config' | 'log'>) {
   const { db } = ctx;
   const mailCustomer = createCustomerMail(ctx);
 
-  function compose(
-    mail: LifecycleMail,
-    sub: Subscription & { partner: { name: string; email: string } },
-    settings: Settings,
-    password: string | null,
-  ): MailMessage {
-    const trialEnd = sub.trial_end_date;
-    const data = {
-      name: sub.partner.name,
-      login: sub.partner.email,
-      password,
-      subscriptionName: sub.name,
-      url: subscriptionUrl(ctx.config, sub),
-      trialEnd: trialEnd ? formatDate(trialEnd) : null,
-      daysLeft: trialEnd ? Math.max(1, Math.ceil((trialEnd.getTime() - Date.now()) / DAY_MS)) : null,
-      remindDays: settings.trial_reminder_days,
-      brand: settings.brand_name,
-      // Only promised when the lifecycle really drops expired trials after their grace period.
-      deletedAfter: settings.drop_expired_trials && sub.grace_end_date ? formatDate(sub.grace_end_date) : null,
-    };
-    const subject = {
-      trial_ready: 'Your trial is ready',
-      trial_ending: `Your trial ends on ${data.trialEnd}`,
-      trial_expired: 'Your trial has ended',
-    }[mail];
-    return { to: sub.partner.email, subject, ...renderMail(mail, data), secrets: password ? [password] : [] };
-  }
-
-  /** The password trial_ready tells: the deployment's, else a new one set in the instance now. */
+  /** The password a ready mail tells: the deployment's, else a new one set in the instance now. */
   async function passwordFor(sub: Subscription, given: string | undefined): Promise<string> {
     if (given) return given;
     const password = newPassword();
@@ -158,7 +193,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'secretBox' | '
     const error = await mailCustomer(
       id,
       mail,
-      async () => compose(mail, sub, settings, mail === 'trial_ready' ? await passwordFor(sub, givenPassword) : null),
+      async () => compose(ctx.config, mail, sub, settings, TELLS_PASSWORD.has(mail) ? await passwordFor(sub, givenPassword) : null),
       'The next lifecycle run sends it again.',
     );
     if (error !== null) {
@@ -175,7 +210,7 @@ export function createLifecycleMail(ctx: Pick<AppContext, 'db' | 'secretBox' | '
       opts: {
         subscriptionId?: number;
         mails?: readonly LifecycleMail[];
-        /** The password trial_ready tells, just set in the instance (with subscriptionId). */
+        /** The password the ready mail tells, just set in the instance (with subscriptionId). */
         password?: string;
       } = {},
     ): Promise<MailRunResult> {

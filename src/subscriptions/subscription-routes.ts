@@ -1,6 +1,7 @@
 // REST: /api/v1/subscriptions (read: user, write and actions: operator) and the state methods as
 // actions: confirm, cancel, reset_to_draft, suspend, reactivate, extend_trial, convert_to_paid (200
-// with the record), deploy and backup (202, a job), restore and drop_database (administrator, 202);
+// with the record), deploy, resend_credentials and backup (202, a job), restore and drop_database
+// (administrator, 202);
 // and POST /api/v1/settings/actions/run_trial_lifecycle (operator, 202).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -11,6 +12,7 @@ import { queryBoolean, queryId } from '../core/http/schemas.js';
 import { SubscriptionState, UsageState } from '../generated/prisma/enums.js';
 import { remoteBackupId, subscriptionJobs } from './subscription-job-specs.js';
 import { createBackupOperations } from './subscription-backup.js';
+import { createCredentialsOperation } from './subscription-credentials.js';
 import { createDropOperation } from './subscription-drop.js';
 import { subscription, subscriptionCreate, subscriptionUpdate, type SubscriptionOut } from './subscription-schemas.js';
 import { createSubscriptionService } from './subscription-service.js';
@@ -22,6 +24,7 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
   const suspension = createSuspensionService(ctx);
   const backups = createBackupOperations(ctx);
   const drops = createDropOperation(ctx);
+  const credentials = createCredentialsOperation(ctx);
   registerCrud(parent, {
     path: '/subscriptions',
     model: subscriptionModel,
@@ -99,6 +102,16 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           'is_trial → false (400 when it is already paid), any state but cancelled: the trial dates no longer apply. A suspension for trial_expired is lifted (running again).',
         response: subscription,
         run: async ({ id, user, author }) => answer(await suspension.convertToPaid(id, author, actorOf(user))),
+      }),
+      resend_credentials: action({
+        summary: 'Mail the customer a new password',
+        description:
+          'From running, with the database its deployment made (409 otherwise). A job: a new password for the customer\'s login (the partner\'s e-mail) is set in the instance, then mailed to the customer ("Your new password"); the earlier password no longer works. The password is told only in that mail (the chatter copy shows ********). A mail that cannot be sent fails the job: run it again.',
+        response: 'job',
+        run: async ({ id, user }) => {
+          await credentials.checkResend(id);
+          return ctx.queues.enqueue(subscriptionJobs.resend_credentials, { subscription_id: id, user_id: user.id });
+        },
       }),
       backup: action({
         summary: 'Back up the database of a subscription',

@@ -63,6 +63,7 @@ export const subscription = z.object({
   suspended_at: nullableTimestamp,
   suspend_reason: z.enum(SuspendReason).nullable(),
   trial_ready_sent_at: nullableTimestamp.describe('When the trial_ready mail went out'),
+  ready_sent_at: nullableTimestamp.describe('When the ready mail of a paid subscription (its login and a password) went out'),
   trial_reminder_sent_at: nullableTimestamp.describe('When the trial_ending mail went out (cleared when trial_end_date changes)'),
   trial_expired_sent_at: nullableTimestamp.describe('When the trial_expired mail of the current expiry went out'),
   database_dropped_at: nullableTimestamp,
