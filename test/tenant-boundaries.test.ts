@@ -330,6 +330,18 @@ describe('the standby pool’s names and identities', () => {
   });
 });
 
+describe('copying a template', () => {
+  it('ends the sessions on the template first (its Odoo reconnects): a copy never waits for them', async () => {
+    const odoo = new pg.Client({ connectionString: tenantUrl(f.fx.templateDb) });
+    odoo.on('error', () => {});
+    await odoo.connect();
+    const ended = new Promise<void>((resolve) => odoo.on('end', () => resolve()));
+    const sub = await f.fx.deployed();
+    expect(sub.state).toBe('running');
+    await ended;
+  });
+});
+
 describe('the action log', () => {
   it('shows a user no rows of records a user may not read (standby databases)', async () => {
     const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });

@@ -98,6 +98,11 @@ export async function copyTemplate(
 ): Promise<MadeDatabase> {
   await assertTemplateDatabase(db, query, template.template_db_name, where);
   const owner = await copyOwner(query, template, where);
+  // PostgreSQL copies only a database nobody is connected to: the sessions on the template (its
+  // Odoo's, which reconnects) are ended first, and only that database's.
+  await query('SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+    template.template_db_name,
+  ]);
   await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
   await query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE ${quoteIdent(template.template_db_name)}`);
   const found = await findDatabase(query, name);
