@@ -103,7 +103,7 @@ export function createStandbyPool(ctx: Deps) {
   const filestores = createFilestores(ctx);
   const audit = { user_id: null };
 
-  /** One step of a standby in the action log (model svc.standby.database). */
+  /** One step of a standby in the action log (model svc.standby.database), its text naming the operation first. */
   const logged = <T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output?: (r: T) => string) =>
     runLoggedStep(db, { model_name: 'svc.standby.database', rec_id: s.id, action_type: 'deployment', input_text: input }, work, output);
 
@@ -170,7 +170,7 @@ export function createStandbyPool(ctx: Deps) {
     try {
       made = await logged(
         s,
-        `CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
+        `make standby: CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
         () =>
           onServer(ctx.secretBox, server, (query) => copyTemplate(db, query, template, name, serverWhere(server)), {
             timeout: LONG_STATEMENT_TIMEOUT,
@@ -180,7 +180,7 @@ export function createStandbyPool(ctx: Deps) {
       await db.standbyDatabase.update({ where: { id: s.id }, data: { system_identifier: made.systemIdentifier, oid: made.oid } });
       await logged(
         s,
-        `new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
+        `make standby: new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
         () =>
           insideTenant(
             ctx.secretBox,
@@ -203,7 +203,7 @@ export function createStandbyPool(ctx: Deps) {
         const root = template.root_server;
         await logged(
           s,
-          `filestore of ${name} on root server ${root.id}`,
+          `make standby: filestore of ${name} on root server ${root.id}`,
           () => filestores.copy(root, template.template_db_name, name, audit),
           (out) => out,
         );

@@ -16,6 +16,8 @@ import { databaseStatus, setConnections, type DatabaseStatus } from './subscript
 import { lockSubscription } from './subscription-service.js';
 
 const MAX_POLL_MS = 30_000;
+/** The action-log row of closing a database again after an interrupted backup or restore. */
+const INTERRUPTED_CLOSE = 'backup interrupted (closed again)';
 
 const isDone = (b: RemoteBackup) => REMOTE_STATES[b.state.toLowerCase()] === 'ok';
 
@@ -102,7 +104,7 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
     const status = await existingDatabase(sub, known);
     const opened = !status.allowConnections;
     if (opened) {
-      await setConnections(ctx, sub, 'superusers', actor);
+      await setConnections(ctx, sub, 'superusers', actor, 'backup (open to superusers)');
       const body = `Database ${sub.database_name} opened to superusers for the backup (CONNECTION LIMIT 0 keeps other roles out).`;
       await postNotice(db, sub.id, body, author);
     }
@@ -115,7 +117,7 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
     }
     if (opened) {
       try {
-        await setConnections(ctx, sub, 'closed', actor);
+        await setConnections(ctx, sub, 'closed', actor, 'backup (closed again)');
         await postNotice(db, sub.id, `Database ${sub.database_name} closed to connections again.`, author);
       } catch (err) {
         const message = `Database ${sub.database_name} could not be closed again after the backup: ${(err as Error).message}. It accepts superusers only.`;
@@ -244,7 +246,7 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
       try {
         const status = await databaseStatus(ctx, sub, tx);
         if (status.openForSuperusers)
-          await postNotice(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId }, tx)}.`, null);
+          await postNotice(tx, id, `${await setConnections(ctx, sub, 'closed', { userId: null, jobId }, INTERRUPTED_CLOSE, tx)}.`, null);
       } catch (err) {
         await postAlert(tx, id, `Could not check that database ${sub.database_name} is closed again: ${(err as Error).message}`, null);
       }

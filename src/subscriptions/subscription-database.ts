@@ -1,6 +1,7 @@
 // The customer database on its PostgreSQL server (the server of the subscription's database
 // template): who may connect, whether it exists, and dropping it. Every change is an
-// action-log row (`database`) written before the statements run.
+// action-log row (`database`) written before the statements run; it names the operation it belongs
+// to first (`suspend: ALTER DATABASE …`), so that searching the log for the operation finds it.
 //
 // Only the database the subscription's deployment created is ever acted on: before every statement
 // the database found under its name must be on the cluster, and have the oid, recorded at creation.
@@ -163,6 +164,7 @@ async function change(
   sub: Sub,
   at: Location,
   actor: Actor,
+  operation: string,
   statements: string[],
   work: (query: Query) => Promise<string>,
   opts: RemoteOptions = {},
@@ -170,7 +172,7 @@ async function change(
   const step = await startActionLog(deps.db, {
     ...onSubscription(sub.id),
     action_type: 'database',
-    input_text: `${statements.join(';\n')} -- on ${at.where}`,
+    input_text: `${operation}: ${statements.join(';\n')} -- on ${at.where}`,
     ...actorFields(actor),
   });
   try {
@@ -184,8 +186,12 @@ async function change(
   }
 }
 
-/** Sets who may connect; closing also ends the sessions open on the database. Answers what was done. */
-export async function setConnections(deps: Deps, sub: Sub, mode: Connections, actor: Actor, tx?: DbTx): Promise<string> {
+/**
+ * Sets who may connect; closing also ends the sessions open on the database. `operation` names what
+ * it is done for (`suspend`, `backup (open to superusers)`): the action-log row starts with it.
+ * Answers what was done.
+ */
+export async function setConnections(deps: Deps, sub: Sub, mode: Connections, actor: Actor, operation: string, tx?: DbTx): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
   const alter = `ALTER DATABASE ${quoteIdent(at.name)} WITH ${OPTIONS[mode]}`;
   const terminate = 'SELECT count(pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity WHERE datname = $1';
@@ -194,6 +200,7 @@ export async function setConnections(deps: Deps, sub: Sub, mode: Connections, ac
     sub,
     at,
     actor,
+    operation,
     mode === 'closed' ? [alter, terminate] : [alter],
     async (query) => {
       await query(alter);
@@ -240,6 +247,7 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
     sub,
     at,
     actor,
+    'drop_database',
     [statement],
     async (query) => {
       await query(statement);

@@ -55,7 +55,7 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
       }
       await releaseClaim(tx, id, jobId);
       let closed = '';
-      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', actor, tx)}.`;
+      if (status.openForSuperusers) closed = ` ${await setConnections(ctx, sub, 'closed', actor, 'drop_database (closed again)', tx)}.`;
       const body = `${why} Database ${sub.database_name} still exists: nothing was dropped; the subscription is unchanged.${closed}`;
       await postAlert(tx, id, body, author);
     } catch (err) {

@@ -19,6 +19,13 @@ import { assertIdle, assertState, lockSubscription, setSubscriptionState } from 
 export const REMOTE_TX = { timeout: 60_000, maxWait: 10_000 };
 const DAY_MS = 86_400_000;
 
+/** What each suspension's action-log row names (all start with "suspend"). */
+const SUSPEND_OPERATION: Record<SuspendReason, string> = {
+  manual: 'suspend',
+  trial_expired: 'suspend (trial expired)',
+  over_limit: 'suspend (over its package limits)',
+};
+
 /** extend_trial and convert_to_paid: any state but cancelled. */
 const LIVE_STATES: readonly SubscriptionState[] = ['draft', 'confirmed', 'deploying', 'running', 'suspended', 'failed'];
 
@@ -39,7 +46,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
     changesInstance(before, data) ? { ...data, instance_sync_pending_at: new Date() } : data;
 
   async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, actor: Actor) {
-    const done = await setConnections(ctx, before, 'closed', actor, tx);
+    const done = await setConnections(ctx, before, 'closed', actor, SUSPEND_OPERATION[reason], tx);
     const after = await setSubscriptionState(tx, before, 'suspended', author, {
       suspended_at: new Date(),
       suspend_reason: reason,
@@ -54,8 +61,17 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
     return after;
   }
 
-  async function reopen(tx: DbTx, before: Subscription, author: Author | null, actor: Actor, extra: Record<string, unknown>, why: string) {
-    const done = await setConnections(ctx, before, 'open', actor, tx);
+  /** `operation`: what reopens it, as its action-log row names it. */
+  async function reopen(
+    tx: DbTx,
+    before: Subscription,
+    author: Author | null,
+    actor: Actor,
+    operation: string,
+    extra: Record<string, unknown>,
+    why: string,
+  ) {
+    const done = await setConnections(ctx, before, 'open', actor, operation, tx);
     const after = await setSubscriptionState(tx, before, 'running', author, {
       suspended_at: null,
       suspend_reason: null,
@@ -94,7 +110,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
             `The trial of subscription ${id} ended on ${before.trial_end_date!.toISOString()}: use extend_trial or convert_to_paid`,
           );
         }
-        return reopen(tx, before, author, actor, {}, 'Reactivated.');
+        return reopen(tx, before, author, actor, 'reactivate', {}, 'Reactivated.');
       }),
 
     /** Moves the trial end (from the later of now and the current end) and the grace end by the same amount. */
@@ -112,7 +128,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
         const why = `Trial extended by ${days} day(s): it ends ${end.toISOString()}, grace until ${grace.toISOString()}.`;
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'extend_trial');
-        return reopen(tx, before, author, actor, data, `${why} Reactivated.`);
+        return reopen(tx, before, author, actor, 'extend_trial (reactivate)', data, `${why} Reactivated.`);
       }),
 
     convertToPaid: (id: number, author: Author, actor: Actor) =>
@@ -123,7 +139,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
         const data = withSync(before, { is_trial: false });
         if (!expiredTrial(before)) return amend(tx, before, data, author, why);
         assertIdle(before, 'convert_to_paid');
-        return reopen(tx, before, author, actor, data, `${why} Reactivated.`);
+        return reopen(tx, before, author, actor, 'convert_to_paid (reactivate)', data, `${why} Reactivated.`);
       }),
 
     /**
@@ -141,7 +157,7 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
       locked(id, async (tx, before) => {
         if (before.state !== 'suspended' || before.suspend_reason !== 'over_limit' || before.operation) return null;
         if (before.is_trial && trialEnded(before)) return null;
-        return reopen(tx, before, null, actor, {}, why);
+        return reopen(tx, before, null, actor, 'reactivate (within its package limits again)', {}, why);
       }),
 
     /**
