@@ -168,6 +168,17 @@ describe('a tenant cannot hold the service or dodge its limits', () => {
     await createUsageRound(t.ctx).collect({ userId: null, jobId: null });
     expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: locker.id } })).usage_withheld_rounds).toBe(0);
   });
+
+  it('a count the operator’s set-up prevents (a database owned by a superuser) is never held against the tenant', async () => {
+    const sub = await f.fx.deployed({ user_limit: 1 });
+    await adminQuery(`ALTER DATABASE "${sub.database_name}" OWNER TO postgres`);
+    for (let round = 1; round <= 3; round++) {
+      const result = await createUsageRound(t.ctx).collect({ userId: null, jobId: null });
+      expect(result.missing[sub.id]?.active_users).toMatch(/role postgres is a superuser/);
+    }
+    const after = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    expect({ state: after.usage_state, rounds: after.usage_withheld_rounds }).toEqual({ state: 'ok', rounds: 0 });
+  });
 });
 
 describe('copies for a new owner', () => {

@@ -43,7 +43,7 @@ export {
   setPackageLimits,
 } from './odoo-database.js';
 export { earlyHash, newPassword } from './odoo-password.js';
-export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, tenantRoleOf } from './tenant-session.js';
+export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, TenantRefusal, tenantRoleOf } from './tenant-session.js';
 export type { TenantRole } from './tenant-session.js';
 export { standbyJobs } from './standby-job-specs.js';
 export {

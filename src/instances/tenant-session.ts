@@ -16,6 +16,13 @@ import type { SecretBox } from '../core/crypto.js';
 import { UserError } from '../core/errors.js';
 import { connectPostgresqlServer, quoteIdent, type DatabaseIdentity, type PostgresqlServerRecord } from '../postgresql/index.js';
 
+/**
+ * What the tenant's own database did to the service's work: a table that is not as Odoo makes it,
+ * or a deadline its session ran past (a lock the tenant held, say). Unlike a refused role or an
+ * unreachable server, the tenant controls it.
+ */
+export class TenantRefusal extends UserError {}
+
 /** One statement on a connection. */
 export type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
@@ -152,7 +159,7 @@ async function underDeadline<T>(client: pg.Client, admin: pg.Client, work: (quer
     return await work((sql, params) => client.query(sql, params));
   } catch (err) {
     if (expired) {
-      throw new UserError(
+      throw new TenantRefusal(
         `${opts.what}: not done within ${Math.round(opts.deadlineMs / 1000)} s (a lock or a setting of the tenant's?): its session was ended`,
       );
     }
@@ -190,6 +197,6 @@ export async function lockTenantTables(query: Query, tables: readonly string[], 
     return why.length > 0 ? [`${r.name} ${why.join(', ')}`] : [];
   });
   if (problems.length > 0) {
-    throw new UserError(`The database's tables are not as Odoo makes them: ${problems.join('; ')}. Nothing was done`);
+    throw new TenantRefusal(`The database's tables are not as Odoo makes them: ${problems.join('; ')}. Nothing was done`);
   }
 }

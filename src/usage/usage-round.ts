@@ -17,6 +17,7 @@ import {
   unjudgedMeasures,
   type Usage,
 } from '../subscriptions/index.js';
+import { TenantRefusal } from '../instances/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 
@@ -101,6 +102,7 @@ export function createUsageRound(ctx: AppContext) {
     );
 
     // Users and records: one connection per running database, a few at a time.
+    const refusedByTenant = new Set<number>();
     await mapLimited(
       tenants.filter((t) => t.state === 'running'),
       INSTANCE_CONCURRENCY,
@@ -110,6 +112,7 @@ export function createUsageRound(ctx: AppContext) {
           Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
           for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
         } catch (err) {
+          if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
           miss(t.id, 'active_users', (err as Error).message);
           for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
         }
@@ -139,14 +142,16 @@ export function createUsageRound(ctx: AppContext) {
     );
 
     for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
-    return { usage, unmeasured, withheld: withheldCounts(tenants, usage, unmeasured) };
+    return { usage, unmeasured, withheld: withheldCounts(tenants, usage, unmeasured, refusedByTenant) };
   }
 
   /**
-   * The limited counts each tenant alone withheld in this round: missing while its PostgreSQL server
-   * was measured and another running tenant there was counted (or it is the only one there).
+   * The limited counts each tenant alone withheld in this round: its own database refused them
+   * (TenantRefusal: a table not as Odoo makes it, a lock held past the deadline) while its
+   * PostgreSQL server was measured and another running tenant there was counted (or it is the only
+   * one there). A refused role or an unreachable server is the operator's to mend, not the tenant's.
    */
-  function withheldCounts(tenants: Tenant[], usage: Map<number, Usage>, unmeasured: Set<number>) {
+  function withheldCounts(tenants: Tenant[], usage: Map<number, Usage>, unmeasured: Set<number>, refusedByTenant: Set<number>) {
     const running = tenants.filter((t) => t.state === 'running');
     const counted = new Map<number, number>();
     for (const t of running) {
@@ -158,7 +163,7 @@ export function createUsageRound(ctx: AppContext) {
     for (const t of running) {
       const server = t.database_template!.postgresql_server_id;
       const alone = perServer.get(server)!.length === 1;
-      if (unmeasured.has(server) || !(alone || (counted.get(server) ?? 0) > 0)) continue;
+      if (!refusedByTenant.has(t.id) || unmeasured.has(server) || !(alone || (counted.get(server) ?? 0) > 0)) continue;
       const counts = unjudgedMeasures(t, usage.get(t.id)!).filter((m) => m !== 'storage');
       if (counts.length > 0) withheld.set(t.id, counts);
     }
