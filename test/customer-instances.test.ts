@@ -181,6 +181,16 @@ describe('a trial deployment', () => {
     expect(await databaseRow(sub.database_name)).toBeNull();
     await expect(stat(f.filestore(sub.database_name))).rejects.toThrow(/ENOENT/);
     await expect(stat(f.filestore(f.fx.templateDb))).resolves.toBeTruthy();
+    // The Odoo host's action log names the operation of each filestore command.
+    const ours = new RegExp(`/filestore/${sub.database_name}(?![\\w.-])`);
+    const rows = await t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.root.server', rec_id: f.rootServerId },
+      orderBy: { id: 'asc' },
+    });
+    expect(rows.filter((r) => ours.test(r.input_text)).map((r) => r.input_text.slice(0, r.input_text.indexOf(': ')))).toEqual([
+      'deploy',
+      'drop_database',
+    ]);
   });
 
   it('deployments from one template at once each get a database of their own', async () => {

@@ -127,7 +127,7 @@ export function createStandbyPool(ctx: Deps) {
           },
           { timeout: LONG_STATEMENT_TIMEOUT },
         );
-        if (s.root_server) await filestores.remove(s.root_server, s.database_name, audit);
+        if (s.root_server) await filestores.remove(s.root_server, s.database_name, { ...audit, operation: 'remove standby' });
       },
       () => 'removed',
     );
@@ -204,7 +204,7 @@ export function createStandbyPool(ctx: Deps) {
         await logged(
           s,
           `make standby: filestore of ${name} on root server ${root.id}`,
-          () => filestores.copy(root, template.template_db_name, name, audit),
+          () => filestores.copy(root, template.template_db_name, name, { ...audit, operation: 'make standby' }),
           (out) => out,
         );
         filestore = true;
@@ -217,7 +217,9 @@ export function createStandbyPool(ctx: Deps) {
       await onServer(ctx.secretBox, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
         timeout: LONG_STATEMENT_TIMEOUT,
       }).catch(() => {});
-      if (filestore && template.root_server) await filestores.remove(template.root_server, name, audit).catch(() => {});
+      if (filestore && template.root_server) {
+        await filestores.remove(template.root_server, name, { ...audit, operation: 'make standby (failed: remove)' }).catch(() => {});
+      }
       await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
       return { name, error };
     }

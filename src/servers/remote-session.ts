@@ -12,6 +12,8 @@ export interface Audit {
   job_id?: string | null;
   /** Other values to mask besides the server's own (e.g. a git token fed on stdin). */
   secrets?: readonly string[];
+  /** The operation the commands belong to (`deploy`, `drop_database`): each row's text starts with it. */
+  operation?: string;
 }
 
 export interface RemoteSession {
@@ -54,11 +56,12 @@ export async function openRemoteSession(
   } as const;
 
   const where = `${server.username}@${server.ip}:${server.port}`;
+  const named = (text: string) => (audit.operation ? `${audit.operation}: ${text}` : text);
   let conn;
   try {
     conn = await connectRootServer(ctx, server, {}, target);
   } catch (err) {
-    await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: `ssh ${where}`, output_text: (err as Error).message });
+    await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: named(`ssh ${where}`), output_text: (err as Error).message });
     throw err;
   }
   const connection = conn;
@@ -66,7 +69,7 @@ export async function openRemoteSession(
   return {
     async run(command, opts = {}) {
       // Written before the command starts: if the worker dies meanwhile, the row is still there.
-      const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
+      const step = await startActionLog(ctx.db, { ...row, input_text: named(opts.label ?? command) });
       let res: ExecResult;
       try {
         res = await connection.exec(command, opts);

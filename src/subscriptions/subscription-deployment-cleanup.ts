@@ -36,7 +36,7 @@ export async function removeLeftovers(
   audit: Audit,
 ) {
   await dropMade(ctx, on.server, leftover);
-  if (on.root) await createFilestores(ctx).remove(on.root, leftover.name, audit);
+  if (on.root) await createFilestores(ctx).remove(on.root, leftover.name, { ...audit, operation: 'deploy' });
 }
 
 /** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
@@ -58,7 +58,7 @@ export async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit:
   }
   if (made.filestoreOn) {
     try {
-      await createFilestores(ctx).remove(made.filestoreOn, sub.database_name!, audit);
+      await createFilestores(ctx).remove(made.filestoreOn, sub.database_name!, { ...audit, operation: 'deploy' });
       done.push('Its filestore was removed.');
     } catch (err) {
       done.push(`Its filestore could not be removed: ${(err as Error).message}`);

@@ -285,7 +285,8 @@ async function record(run: Run, database: MadeDatabase) {
 
 /** The filestore on the Odoo host: the standby's renamed, or a copy of the template's. */
 async function makeFilestore(run: Run, source: Source, standby: Standby | null) {
-  const { databaseName, audit } = run;
+  const { databaseName } = run;
+  const audit = { ...run.audit, operation: 'deploy' };
   const root = standby ? standby.root_server : source.root;
   if (!root) return;
   const filestores = createFilestores(run.ctx);

@@ -81,7 +81,7 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
       : null;
     if (!template?.root_server) return;
     try {
-      const out = await filestores.remove(template.root_server, sub.database_name!, actorFields(actor));
+      const out = await filestores.remove(template.root_server, sub.database_name!, { ...actorFields(actor), operation: 'drop_database' });
       await postNotice(db, sub.id, `Filestore removed on root server ${template.root_server.id}: ${out}`, author);
     } catch (err) {
       await postAlert(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author);
