@@ -354,7 +354,7 @@ describe('copying a template', () => {
 });
 
 describe('the action log', () => {
-  it('shows a user no rows of records a user may not read (standby databases)', async () => {
+  it('shows a user no rows of the standby pool (operators only)', async () => {
     const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });
     await createStandbyPool(t.ctx).maintain();
     await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });

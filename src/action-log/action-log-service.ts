@@ -19,8 +19,9 @@ export interface ActionLogQuery extends ListParams {
 }
 
 export function createActionLogService(ctx: Pick<AppContext, 'db' | 'secretBox'>, models: ModelRegistry) {
-  /** The models whose records the group may not read: their rows are not the group's to read either. */
-  const hiddenFrom = (group: UserGroup): string[] => models.all.filter((m) => !groupAllows(group, m.readGroup)).map((m) => m.name);
+  /** The models whose action-log rows the group may not read (actionLogGroup, e.g. the standby pool's: operators). */
+  const hiddenFrom = (group: UserGroup): string[] =>
+    models.all.filter((m) => !groupAllows(group, m.actionLogGroup ?? 'user')).map((m) => m.name);
 
   return {
     /**

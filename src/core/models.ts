@@ -20,6 +20,8 @@ export interface ModelInfo {
   resource?: string;
   /** Minimum group that may read the record and its chatter. */
   readGroup: UserGroup;
+  /** Minimum group that may read its action-log rows (default user: the audit log is everyone's, secrets masked). */
+  actionLogGroup?: UserGroup;
   /** Naming fields `?q=` searches (case-insensitive substring): name, ip, e-mail... */
   search?: readonly string[];
   /** Fields `?sort=` accepts besides id and created_at (default: name, when searched). */

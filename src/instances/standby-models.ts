@@ -7,6 +7,8 @@ export const standbyDatabaseModel = defineModel({
   table: 'standby_databases',
   resource: 'standby-databases',
   readGroup: 'operator',
+  // Which databases the pool makes and drops is the operators' business, as the pool itself.
+  actionLogGroup: 'operator',
   search: ['database_name'],
 });
 
