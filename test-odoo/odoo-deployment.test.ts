@@ -43,6 +43,32 @@ async function webLogin(port: number, database: string, login: string, password:
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18569 + 100 * i })))('deployment on Odoo $name', (src) => {
+  /** What the first test made, for the next. */
+  const made = { host: 0, templateId: 0 };
+
+  async function subscription(database: string) {
+    const email = `customer-${src.series}-${Date.now()}@example.com`;
+    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    const created = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: {
+        name: 'Trial',
+        partner_id: partner.json().id,
+        database_template_id: made.templateId,
+        database_name: database,
+        is_trial: true,
+        trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as number;
+    const act = (name: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+    expect((await act('confirm')).statusCode).toBe(200);
+    const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
+    return { id, email, job };
+  }
+
   test('a trial from the template built by Odoo to the customer signed in, as the mail says', async () => {
     const version = await f.newVersion({
       name: `${src.name}-deploy`,
@@ -70,31 +96,15 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18569 + 100 * i })))('deploym
     const built = await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates');
     expect(built.state, JSON.stringify(built)).toBe('completed');
 
-    const email = `customer-${src.series}-${Date.now()}@example.com`;
-    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    made.host = host;
+    made.templateId = template.json().id;
     const database = `svc_odoo_d_c${src.series}_${Date.now().toString(36)}`;
-    const created = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/subscriptions',
-      payload: {
-        name: 'Trial',
-        partner_id: partner.json().id,
-        database_template_id: template.json().id,
-        database_name: database,
-        is_trial: true,
-        trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
-      },
-    });
-    expect(created.statusCode, created.body).toBe(201);
-    const id = created.json().id as number;
-    const act = (name: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
-    expect((await act('confirm')).statusCode).toBe(200);
-    const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
+    const { id, email, job } = await subscription(database);
     expect(job.state, job.error).toBe('completed');
 
     // The deployment signed in as the customer before it said running.
     const steps = await f.t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: id, action_type: 'deployment' } });
-    expect(steps.find((s) => s.input_text.startsWith('sign in to'))).toMatchObject({ status: 'success' });
+    expect(steps.find((s) => s.input_text.includes('sign in to'))).toMatchObject({ status: 'success' });
     const [owner] = await adminQuery<{ owner: string; rolsuper: boolean }>(
       'SELECT r.rolname AS owner, r.rolsuper FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE d.datname = $1',
       [database],
@@ -116,5 +126,26 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18569 + 100 * i })))('deploym
       { key: 'web.base.url', value: `https://${database}.odoo.test` },
       { key: 'web.base.url.freeze', value: 'True' },
     ]);
+  });
+
+  test('an Odoo that is down, or stopped, fails the deployment cleanly, naming the host, and leaves nothing behind', async () => {
+    expect((await f.runJob(made.host, 'stop_odoo')).state).toBe('completed');
+    try {
+      const stopped = `svc_odoo_d_s${src.series}_${Date.now().toString(36)}`;
+      const refused = await subscription(stopped);
+      expect(refused.job.state).toBe('failed');
+      expect(refused.job.error).toMatch(new RegExp(`Odoo on root server ${made.host} .* is stopped: the customer could not sign in`));
+      // As if it had died without svc knowing: its record still says running.
+      await f.t.ctx.db.rootServer.update({ where: { id: made.host }, data: { odoo_state: 'running' } });
+      const down = `svc_odoo_d_x${src.series}_${Date.now().toString(36)}`;
+      const { job } = await subscription(down);
+      expect(job.state).toBe('failed');
+      expect(job.error).toMatch(new RegExp(`Odoo on root server ${made.host} .*did not answer the customer's sign-in`));
+      for (const database of [stopped, down]) {
+        expect(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+      }
+    } finally {
+      expect((await f.runJob(made.host, 'restart_odoo')).state).toBe('completed');
+    }
   });
 });

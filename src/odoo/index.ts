@@ -19,5 +19,5 @@ export const odoo: Feature = {
 };
 
 // What other features use from this one.
-export { runsOdoo, signInAsCustomer } from './odoo-sign-in.js';
+export { hostsOdoo, signInAsCustomer } from './odoo-sign-in.js';
 export type { CustomerSignIn } from './odoo-sign-in.js';

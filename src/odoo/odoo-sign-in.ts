@@ -22,7 +22,7 @@ const SIGN_IN_SCRIPT = [
   '    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=150) as r:',
   '        answer = json.load(r)',
   'except Exception as e:',
-  '    print("error=Odoo did not answer: %s" % e); sys.exit(0)',
+  '    print("down=%s" % e); sys.exit(0)',
   'if "error" in answer:',
   '    data = answer["error"].get("data") or {}',
   '    print("error=" + (data.get("message") or answer["error"].get("message") or "error").replace("\\n", " ")[:500])',
@@ -38,9 +38,8 @@ export interface CustomerSignIn {
   uid: number;
 }
 
-/** Whether the host runs an Odoo that svc set up (then deployments on it sign in as the customer). */
-export const runsOdoo = (host: RootServer | null): host is RootServer =>
-  host !== null && host.odoo_state === 'running' && host.odoo_http_port !== null;
+/** Whether svc set up Odoo on the host: then every deployment there signs in as the customer (a stopped Odoo fails it). */
+export const hostsOdoo = (host: RootServer | null): host is RootServer => host !== null && host.odoo_state !== 'not_installed';
 
 /** Signs in as the customer through the host's Odoo; a UserError naming the host when it refuses or does not answer. */
 export async function signInAsCustomer(
@@ -50,6 +49,9 @@ export async function signInAsCustomer(
   audit: { user_id: number | null; job_id?: string | null },
 ): Promise<string> {
   const name = `Odoo on root server ${host.id} (${host.name ?? host.ip}, port ${host.odoo_http_port})`;
+  if (host.odoo_state !== 'running' || host.odoo_http_port === null) {
+    throw new UserError(`${name} is ${host.odoo_state}: the customer could not sign in to ${who.database}`);
+  }
   const session = await openRemoteSession(ctx, host, { ...audit, secrets: [who.password] }).catch((err: Error) => {
     throw new UserError(`${name} could not be reached: ${err.message}`);
   });
@@ -65,6 +67,7 @@ export async function signInAsCustomer(
     if (res.exitCode !== 0 || res.timedOut) {
       throw new UserError(`Signing in through ${name} failed: ${session.mask(res.stderr || res.stdout).slice(-500)}`);
     }
+    if (line.startsWith('down=')) throw new UserError(`${name} did not answer the customer's sign-in to ${who.database}: ${line.slice(5)}`);
     if (line.startsWith('error=')) throw new UserError(`${name} refused the customer's sign-in to ${who.database}: ${line.slice(6)}`);
     const uid = JSON.parse(line.slice(4) || 'null') as unknown;
     if (uid !== who.uid) {
