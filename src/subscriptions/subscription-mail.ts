@@ -56,7 +56,8 @@ function dueWhere(mail: LifecycleMail, now: Date, reminderDays: number): Prisma.
         OR: [{ trial_end_date: null }, { trial_end_date: { gt: now } }],
       };
     case 'ready':
-      return { is_trial: false, state: 'running', database_name: { not: null }, trial_ready_sent_at: null };
+      // Only where a password can be set: the database its deployment made.
+      return { is_trial: false, state: 'running', database_created_at: { not: null }, trial_ready_sent_at: null };
     case 'trial_ending':
       // After the ready mail (a reminder never comes first).
       return {
