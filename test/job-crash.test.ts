@@ -83,6 +83,7 @@ describe('crash recovery per queue', () => {
       backups: 'interrupt',
       notifications: 'interrupt',
       domains: 'interrupt',
+      odoo: 'interrupt',
     });
   });
 
