@@ -14,6 +14,7 @@ import { confirmedRootServer, request, waitForJob } from '../test/helpers/api.js
 import { useTestApp, type TestApp } from '../test/helpers/app.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { TEST_USERS, useSshd, type Sshd } from '../test/helpers/sshd.js';
+import { DEFAULT_OS_PACKAGES } from '../src/odoo/odoo-names.js';
 
 export interface OdooSource {
   file: string;
@@ -24,56 +25,12 @@ export interface OdooSource {
   name: string;
 }
 
-const PACKAGES_18 = [
-  'python3-asn1crypto',
-  'python3-babel',
-  'python3-cbor2',
-  'python3-chardet',
-  'python3-cryptography',
-  'python3-decorator',
-  'python3-docutils',
-  'python3-freezegun',
-  'python3-geoip2',
-  'python3-gevent',
-  'python3-greenlet',
-  'python3-idna',
-  'python3-jinja2',
-  'python3-libsass',
-  'python3-lxml',
-  'python3-markupsafe',
-  'python3-num2words',
-  'python3-ofxparse',
-  'python3-openpyxl',
-  'python3-passlib',
-  'python3-pil',
-  'python3-polib',
-  'python3-psutil',
-  'python3-psycopg2',
-  'python3-openssl',
-  'python3-pypdf2',
-  'python3-serial',
-  'python3-dateutil',
-  'python3-ldap',
-  'python3-stdnum',
-  'python3-tz',
-  'python3-usb',
-  'python3-qrcode',
-  'python3-reportlab',
-  'python3-requests',
-  'python3-rjsmin',
-  'python3-urllib3',
-  'python3-typing-extensions',
-  'python3-vobject',
-  'python3-werkzeug',
-  'python3-xlrd',
-  'python3-xlsxwriter',
-  'python3-xlwt',
-  'python3-zeep',
-];
+/** Odoo 18.0's Debian packages: the service's own default list. */
+const PACKAGES_18: readonly string[] = DEFAULT_OS_PACKAGES;
 
 /** What a version of this series needs (19.0: without decorator and typing-extensions, with magic). */
 export function packagesOf(series: number): string[] {
-  if (series < 19) return PACKAGES_18;
+  if (series < 19) return [...PACKAGES_18];
   return [...PACKAGES_18.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
 }
 
