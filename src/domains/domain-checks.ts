@@ -8,8 +8,9 @@
 // its database; a domain waiting for DNS is verified (failed ones once an hour).
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
+import { mapLimited } from '../core/session-lock.js';
 import { domainJobs } from './domain-job-specs.js';
-import { hasEnded, type DomainRun, type DomainVerification } from './domain-verification.js';
+import { endedWhy, hasEnded, type DomainRun, type DomainVerification, type DomainWithSub } from './domain-verification.js';
 
 const RETRY_FAILED_MS = 60 * 60_000;
 /** Jobs added to Redis at once. */
@@ -30,32 +31,31 @@ export async function queueDomainChecks(ctx: Pick<AppContext, 'db' | 'queues'>, 
     select: { id: true, state: true, subscription: { select: { state: true, database_dropped_at: true } } },
     orderBy: { id: 'asc' },
   });
-  const result = { queued: 0, removals: 0, certificate_checks: 0, verifications: 0 };
+  const result = { queued: due.length, removals: 0, certificate_checks: 0, verifications: 0 };
   for (const d of due) {
     if (hasEnded(d.subscription)) result.removals++;
     else if (d.state === 'active') result.certificate_checks++;
     else result.verifications++;
   }
-  for (let i = 0; i < due.length; i += ADDS_AT_ONCE) {
-    await Promise.all(
-      due
-        .slice(i, i + ADDS_AT_ONCE)
-        .map((d) => ctx.queues.enqueue(domainJobs.verify_domain, { domain_id: d.id, scheduled: true, user_id: actor.userId })),
-    );
-  }
-  result.queued = due.length;
+  await mapLimited(due, ADDS_AT_ONCE, (d) =>
+    ctx.queues.enqueue(domainJobs.verify_domain, { domain_id: d.id, scheduled: true, user_id: actor.userId }),
+  );
   return result;
 }
 
-/** The scheduled verify_domain: what the run asks of one domain. */
-export async function checkDomain(ctx: Pick<AppContext, 'db'>, verification: DomainVerification, domainId: number, run: DomainRun) {
+/** The scheduled verify_domain: what the run asks of one domain (as the job read it; null: removed). */
+export async function checkDomain(
+  ctx: Pick<AppContext, 'db'>,
+  verification: DomainVerification,
+  domain: DomainWithSub | null,
+  run: DomainRun,
+) {
   const { db } = ctx;
-  const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
   if (!domain) return { skipped: 'the domain was removed' };
   const sub = domain.subscription;
   if (hasEnded(sub)) {
     try {
-      await verification.remove(domain, run, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+      await verification.remove(domain, run, endedWhy(sub));
     } catch (err) {
       const message = `Removing ${domain.hostname} of ended subscription ${sub.id} failed: ${(err as Error).message}`;
       if (!run.signal?.aborted) await db.domain.updateMany({ where: { id: domain.id }, data: { last_error: message } });

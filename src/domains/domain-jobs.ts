@@ -35,10 +35,7 @@ export const domainJobHandlers = featureJobs(
       async verify_domain(payload, job) {
         const actor = await who(ctx, payload, job);
         const id = payload.domain_id;
-        const domain = await ctx.db.domain.findUnique({
-          where: { id },
-          select: { hostname: true, state: true, subscription: { select: { state: true, database_dropped_at: true } } },
-        });
+        const domain = await ctx.db.domain.findUnique({ where: { id }, include: { subscription: true } });
         // The run's check of an active domain that stays: a certificate read, no change on the host.
         const checkOnly = payload.scheduled && domain?.state === 'active' && !hasEnded(domain.subscription);
         return withDeadline(
@@ -46,7 +43,7 @@ export const domainJobHandlers = featureJobs(
           `verify_domain of ${domain?.hostname ?? `domain ${id}`}`,
           (signal) => {
             const run = { ...actor, signal };
-            return payload.scheduled ? checkDomain(ctx, verification, id, run) : verification.verify(id, run);
+            return payload.scheduled ? checkDomain(ctx, verification, domain, run) : verification.verify(id, run);
           },
           // An active domain keeps serving: the reason is shown, its state stays.
           async (reason) => {

@@ -33,7 +33,7 @@ const DAY_MS = 86_400_000;
 const SERVE_WAIT_MS = 10_000;
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues' | 'log'>;
-type DomainWithSub = Domain & { subscription: Subscription };
+export type DomainWithSub = Domain & { subscription: Subscription };
 
 /**
  * Whom the work is done for; in a job, also the job's deadline (job-deadline.ts): once it is
@@ -57,6 +57,10 @@ type VerifyResult =
 /** A subscription whose domains must go: cancelled, or its database dropped. */
 export const hasEnded = (sub: Pick<Subscription, 'state' | 'database_dropped_at'>) =>
   sub.state === 'cancelled' || sub.database_dropped_at !== null;
+
+/** Why an ended subscription's domains go, as their removal says. */
+export const endedWhy = (sub: Pick<Subscription, 'id' | 'state' | 'database_dropped_at'>) =>
+  `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`;
 
 const onDomain = (id: number) => ({ model_name: 'svc.domain' as const, rec_id: id });
 const onSubscription = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
@@ -229,7 +233,7 @@ export function createDomainVerification(ctx: Ctx) {
       if (!domain) return { skipped: 'the domain was removed' };
       const sub = domain.subscription;
       if (hasEnded(sub)) {
-        await remove(domain, actor, `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`);
+        await remove(domain, actor, endedWhy(sub));
         return { skipped: `removed: subscription ${sub.id} has ended` };
       }
       await db.domain.update({ where: { id: domain.id }, data: { checked_at: new Date() } });
