@@ -9,7 +9,7 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { shellQuote } from '../core/ssh.js';
-import { filestorePath, onServer, serverWhere } from '../instances/index.js';
+import { assertTemplateDatabase, filestorePath, onServer, serverWhere } from '../instances/index.js';
 import type pg from 'pg';
 import { connectPostgresqlServer, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
@@ -57,11 +57,16 @@ async function loadBuildable(ctx: Pick<AppContext, 'db'>, id: number) {
 }
 
 export function createTemplateBuilder(ctx: AppContext) {
-  async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template']) {
+  /** The owner of the template's database (null: there is none); `update` acts only on one a template may name. */
+  async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template'], kind: 'build' | 'update') {
     return onServer(ctx.secretBox, template.postgresql_server, async (query) => {
       const { rows } = await query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [
         template.template_db_name,
       ]);
+      // Never a customer's database (the host's role owns every copy on its host) nor the service's own.
+      if (kind === 'update' && rows.length > 0) {
+        await assertTemplateDatabase(ctx.db, query, template.template_db_name, serverWhere(template.postgresql_server));
+      }
       return rows.length > 0 ? String(rows[0]!.owner) : null;
     });
   }
@@ -70,7 +75,7 @@ export function createTemplateBuilder(ctx: AppContext) {
     const { template, host, version } = await loadBuildable(ctx, payload.database_template_id);
     const db = template.template_db_name;
     const where = serverWhere(template.postgresql_server);
-    const owner = await databaseExists(template);
+    const owner = await databaseExists(template, kind);
     if (kind === 'build' && owner !== null)
       throw new UserError(`Database ${db} already exists on ${where}: build never overwrites a database`);
     if (kind === 'update' && owner === null) throw new UserError(`Database ${db} does not exist on ${where}: build it first`);
@@ -155,7 +160,7 @@ export function createTemplateBuilder(ctx: AppContext) {
     /** The checks of the route (409/404 before a job is queued). */
     async assertBuildable(id: number, kind: 'build' | 'update') {
       const { template } = await loadBuildable(ctx, id);
-      const exists = (await databaseExists(template)) !== null;
+      const exists = (await databaseExists(template, kind)) !== null;
       if (kind === 'build' && exists) {
         throw new ConflictError(`Database ${template.template_db_name} already exists: build never overwrites a database`);
       }
