@@ -229,7 +229,7 @@ export async function estimateRows(db: Db, table: string, where: Prisma.Sql): Pr
 const COMPARISONS: Record<string, string> = { equals: '=', gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
 /**
- * The SQL of the Prisma filters lists use (equality, comparisons, contains, not null, AND/OR),
+ * The SQL of the Prisma filters lists use (equality, comparisons, contains, not null, in/notIn, AND/OR),
  * for the planner's estimate; throws on anything else.
  */
 export function whereSql(where: object): Prisma.Sql {
@@ -251,7 +251,11 @@ export function whereSql(where: object): Prisma.Sql {
         if (arg === undefined || op === 'mode') continue;
         if (op in COMPARISONS) parts.push(Prisma.sql`${column} ${Prisma.raw(COMPARISONS[op]!)} ${arg}`);
         else if (op === 'not' && arg === null) parts.push(Prisma.sql`${column} IS NOT NULL`);
-        else if (op === 'contains') {
+        else if ((op === 'in' || op === 'notIn') && Array.isArray(arg)) {
+          // As Prisma reads them: `in: []` matches nothing, `notIn: []` everything.
+          if (arg.length > 0) parts.push(Prisma.sql`${column} ${Prisma.raw(op === 'in' ? 'IN' : 'NOT IN')} (${Prisma.join(arg)})`);
+          else if (op === 'in') parts.push(Prisma.sql`FALSE`);
+        } else if (op === 'contains') {
           const like = filter.mode === 'insensitive' ? Prisma.raw('ILIKE') : Prisma.raw('LIKE');
           parts.push(Prisma.sql`${column} ${like} '%' || ${arg} || '%'`);
         } else throw new Error(`whereSql: no SQL for the filter ${key}.${op}`);
