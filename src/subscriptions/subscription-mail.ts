@@ -34,8 +34,8 @@ const SENT_COLUMN = {
   trial_expired: 'trial_expired_sent_at',
 } as const satisfies Record<LifecycleMail, keyof Subscription>;
 
-/** The mails that tell the customer's login and a password. */
-const TELLS_PASSWORD: ReadonlySet<string> = new Set(['trial_ready', 'ready', 'credentials']);
+/** The lifecycle mails that tell the customer's login and a password (as the credentials mail does). */
+const TELLS_PASSWORD: ReadonlySet<LifecycleMail> = new Set(['trial_ready', 'ready']);
 
 const DAY_MS = 86_400_000;
 
