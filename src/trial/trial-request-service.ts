@@ -170,7 +170,7 @@ export function createTrialRequestService(ctx: Pick<AppContext, 'db' | 'secretBo
       const row = await conditionalWrite(db, lockable(id), precondition, (lock) =>
         db.$transaction(async (tx) => {
           await lock(tx);
-          const before = await lockTrialRequest(tx, id);
+          const before = await tx.trialRequest.findUniqueOrThrow({ where: { id } });
           const after = await tx.trialRequest.update({ where: { id }, data: patch });
           await trackTrialRequest(tx, before, after, author);
           return after;
