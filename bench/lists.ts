@@ -22,6 +22,7 @@ import { createDb } from '../src/core/db.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import type { CursorKey } from '../src/core/lists.js';
 import { sleep } from '../src/core/sleep.js';
+import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { freePort } from '../test/helpers/sshd.js';
 import { monitorSamplesSql } from './monitor-fill.js';
@@ -192,7 +193,8 @@ async function sizes(db: pg.Client) {
 function startApi(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, ...env, SVC_ROLE: 'api', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    // Every third-party default on loopback: the bench sends nothing off this machine.
+    env: { ...process.env, ...LOOPBACK_DEFAULTS, ...env, SVC_ROLE: 'api', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
 }

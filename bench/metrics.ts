@@ -32,6 +32,7 @@ import { SOURCE_CACHE_MS } from '../src/core/metrics.js';
 import { sleep } from '../src/core/sleep.js';
 import type { MonitorPollEvent } from '../src/feature.js';
 import { recordPoll } from '../src/monitoring/monitor-metrics.js';
+import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { startSshd, type Sshd } from '../test/helpers/sshd.js';
 import { createBenchContext, runBench } from './bench-context.js';
@@ -181,6 +182,8 @@ async function pollFleet(dir: string, tag: string, sshd: Sshd) {
     QUEUE_PREFIX: dbName,
     SVC_MASTER_KEY_FILE: path.join(os.tmpdir(), `${dbName}.key`),
     LOG_LEVEL: 'warn',
+    // Every third-party default on loopback: the workers send nothing off this machine.
+    ...LOOPBACK_DEFAULTS,
   };
   const migrated = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate'], {
     cwd: dir,

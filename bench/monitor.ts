@@ -31,6 +31,7 @@ import { parseSchedule, scheduleKey, scheduleVersionKey } from '../src/monitorin
 import { leaseKey } from '../src/monitoring/monitor-leases.js';
 import { intervalMs, MONITOR_INTERVALS, type MonitorInterval } from '../src/servers/root-server-metrics.js';
 import { startSshd, TEST_USERS, type Sshd } from '../test/helpers/sshd.js';
+import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 
 const ARGS = parseArgs();
@@ -399,7 +400,15 @@ async function main() {
   await applyMigrations(url);
   const sshd = await startSshd({ maxStartups: 500, maxSessions: 10 });
   const keyFile = `${os.tmpdir()}/${dbName}.key`;
-  const childEnv = { DATABASE_URL: url, REDIS_URL, QUEUE_PREFIX: dbName, SVC_MASTER_KEY_FILE: keyFile, LOG_LEVEL: 'warn' };
+  // Every third-party default on loopback: the workers send nothing off this machine.
+  const childEnv = {
+    ...LOOPBACK_DEFAULTS,
+    DATABASE_URL: url,
+    REDIS_URL,
+    QUEUE_PREFIX: dbName,
+    SVC_MASTER_KEY_FILE: keyFile,
+    LOG_LEVEL: 'warn',
+  };
   const config = loadConfig(childEnv);
   const ctx = await createContext(config, pino({ level: 'warn' }));
   console.log(

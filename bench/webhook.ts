@@ -21,6 +21,7 @@ import { applyMigrations } from '../src/core/migrate.js';
 import { sleep } from '../src/core/sleep.js';
 import { WEBHOOK_POOL_SIZE } from '../src/webhooks/webhook-call-service.js';
 import { runBench } from './bench-context.js';
+import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { freePort } from '../test/helpers/sshd.js';
 
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
@@ -33,7 +34,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 function start(entry: string, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // Every third-party default on loopback: the bench sends nothing off this machine.
+    env: { ...process.env, ...LOOPBACK_DEFAULTS, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   return child;
