@@ -94,8 +94,11 @@ export interface TenantSessionOptions {
   role: TenantRole | null;
   /** For messages: what the database is (e.g. "Database acme_7 of subscription 7"). */
   what: string;
-  /** The database must still be this one (its cluster and oid), checked inside the session. */
-  identity?: DatabaseIdentity;
+  /**
+   * The database must still be this one (its cluster and oid), checked inside the session; or a
+   * check run first on the maintenance connection that answers it (a subscription's, say).
+   */
+  identity?: DatabaseIdentity | ((maintenance: Query) => Promise<DatabaseIdentity>);
 }
 
 /**
@@ -112,12 +115,13 @@ export async function insideTenant<T>(
   const admin = await connect(secretBox, server, 'postgres', `PostgreSQL at ${where(server)}`);
   try {
     const adminQuery: Query = (sql, params) => admin.query(sql, params);
+    const identity = typeof opts.identity === 'function' ? await opts.identity(adminQuery) : opts.identity;
     const role = opts.role?.role ?? (await databaseOwner(adminQuery, database));
     if (!role) throw new UserError(`${opts.what}: database ${database} does not exist on ${where(server)}`);
     await assertTenantRole(adminQuery, role, opts.what);
     const asTenant = { ip: server.ip, port: server.port, username: role, password: opts.role?.password ?? null };
     const client = await connect(secretBox, asTenant, database, `${opts.what} (as ${role})`);
-    return await underDeadline(client, admin, work, opts);
+    return await underDeadline(client, admin, work, { ...opts, identity });
   } finally {
     await admin.end().catch(() => {});
   }
@@ -131,9 +135,20 @@ async function connect(secretBox: SecretBox, server: PostgresqlServerRecord, dat
   }
 }
 
-async function underDeadline<T>(client: pg.Client, admin: pg.Client, work: (query: Query) => Promise<T>, opts: TenantSessionOptions) {
+async function underDeadline<T>(
+  client: pg.Client,
+  admin: pg.Client,
+  work: (query: Query) => Promise<T>,
+  opts: TenantSessionOptions & { identity?: DatabaseIdentity },
+) {
   let expired = false;
-  let timer: NodeJS.Timeout | undefined;
+  let pid: number | null = null;
+  // From the moment the session exists: the tenant's settings apply inside it, not to the maintenance connection.
+  const timer = setTimeout(() => {
+    expired = true;
+    const ended = pid === null ? Promise.resolve() : admin.query('SELECT pg_catalog.pg_terminate_backend($1)', [pid]).then(() => {});
+    ended.catch(() => {}).finally(() => client.end().catch(() => {}));
+  }, opts.deadlineMs);
   try {
     // First, before any name is looked up: the tenant's role or database may set its own search_path.
     await client.query('SET search_path = pg_catalog, pg_temp');
@@ -142,19 +157,12 @@ async function underDeadline<T>(client: pg.Client, admin: pg.Client, work: (quer
               d.oid::text AS oid, (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS cluster
          FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()`,
     );
-    const { pid, superuser, oid, cluster } = rows[0] as { pid: number; superuser: string; oid: string; cluster: string };
-    if (superuser !== 'off') throw new UserError(`${opts.what}: the session is a superuser's; nothing was done`);
-    if (opts.identity && (String(opts.identity.oid) !== oid || opts.identity.systemIdentifier !== cluster)) {
+    const session = rows[0] as { pid: number; superuser: string; oid: string; cluster: string };
+    pid = session.pid;
+    if (session.superuser !== 'off') throw new UserError(`${opts.what}: the session is a superuser's; nothing was done`);
+    if (opts.identity && (String(opts.identity.oid) !== session.oid || opts.identity.systemIdentifier !== session.cluster)) {
       throw new UserError(`${opts.what}: the database under that name is no longer the one the service made; nothing was done`);
     }
-    timer = setTimeout(() => {
-      expired = true;
-      // The tenant's settings apply inside the session, not to the maintenance connection.
-      admin
-        .query('SELECT pg_catalog.pg_terminate_backend($1)', [pid])
-        .catch(() => {})
-        .finally(() => client.end().catch(() => {}));
-    }, opts.deadlineMs);
     await client.query(`SET statement_timeout = ${Math.ceil(opts.deadlineMs)}`);
     return await work((sql, params) => client.query(sql, params));
   } catch (err) {

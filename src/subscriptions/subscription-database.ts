@@ -85,53 +85,59 @@ async function onOwnDatabase<T>(
   deps: Deps,
   sub: Sub,
   at: Location,
-  work: (query: Query, found: FoundDatabase | null, created: DatabaseIdentity | null) => Promise<T>,
+  work: (query: Query, found: FoundDatabase | null) => Promise<T>,
   opts: RemoteOptions = {},
 ) {
   return onServer(
     deps.secretBox,
     at.server,
     async (query) => {
-      const found = await findDatabase(query, at.name);
-      const cluster = found?.systemIdentifier ?? (await clusterIdentifier(query));
-      const created = await createdIdentity(opts.tx ?? deps.db, sub, at, found);
-      const refuse = (why: string) => new UserError(`${why}: nothing was done`);
-      if (created && cluster !== created.systemIdentifier) {
-        throw refuse(
-          `PostgreSQL at ${at.where} is not the cluster database ${at.name} was created on (system identifier ${cluster}, created on ${created.systemIdentifier})`,
-        );
-      }
-      if (found && created && found.oid !== created.oid) {
-        throw refuse(
-          `Database ${at.name} on ${at.where} is not the one the deployment of subscription ${sub.id} created (oid ${found.oid}, created as ${created.oid})`,
-        );
-      }
-      if (found && (SYSTEM_DATABASES.includes(at.name) || sameDatabase(found, await ownDatabase(deps.db)))) {
-        throw refuse(`Database ${at.name} on ${at.where} is the service's own or PostgreSQL's own database`);
-      }
-      return work(query, found, created);
+      const { found } = await checkOwnDatabase(deps, sub, at, query, opts.tx);
+      return work(query, found);
     },
     { timeout: opts.timeout },
   );
 }
 
+/** The checks of onOwnDatabase, on a connection to the subscription's server. */
+async function checkOwnDatabase(deps: Deps, sub: Sub, at: Location, query: Query, tx?: DbTx) {
+  const found = await findDatabase(query, at.name);
+  const cluster = found?.systemIdentifier ?? (await clusterIdentifier(query));
+  const created = await createdIdentity(tx ?? deps.db, sub, at, found);
+  const refuse = (why: string) => new UserError(`${why}: nothing was done`);
+  if (created && cluster !== created.systemIdentifier) {
+    throw refuse(
+      `PostgreSQL at ${at.where} is not the cluster database ${at.name} was created on (system identifier ${cluster}, created on ${created.systemIdentifier})`,
+    );
+  }
+  if (found && created && found.oid !== created.oid) {
+    throw refuse(
+      `Database ${at.name} on ${at.where} is not the one the deployment of subscription ${sub.id} created (oid ${found.oid}, created as ${created.oid})`,
+    );
+  }
+  if (found && (SYSTEM_DATABASES.includes(at.name) || sameDatabase(found, await ownDatabase(deps.db)))) {
+    throw refuse(`Database ${at.name} on ${at.where} is the service's own or PostgreSQL's own database`);
+  }
+  return { found, created };
+}
+
+/** The identity of the subscription's database when it is there and its own; a UserError otherwise. */
+async function existingIdentity(deps: Deps, sub: Sub, at: Location, query: Query, tx?: DbTx): Promise<DatabaseIdentity> {
+  const { found, created } = await checkOwnDatabase(deps, sub, at, query, tx);
+  if (!found || !created) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
+  return created;
+}
+
 /** onOwnDatabase for work that needs the database there: its absence is a UserError. */
-function onExistingDatabase<T>(
-  deps: Deps,
-  sub: Sub,
-  at: Location,
-  work: (query: Query, created: DatabaseIdentity) => Promise<T>,
-  opts: RemoteOptions = {},
-) {
-  return onOwnDatabase(
-    deps,
-    sub,
-    at,
-    (query, found, created) => {
-      if (!found || !created) throw new UserError(`Database ${at.name} does not exist on ${at.where}`);
-      return work(query, created);
+function onExistingDatabase<T>(deps: Deps, sub: Sub, at: Location, work: (query: Query) => Promise<T>, opts: RemoteOptions = {}) {
+  return onServer(
+    deps.secretBox,
+    at.server,
+    async (query) => {
+      await existingIdentity(deps, sub, at, query, opts.tx);
+      return work(query);
     },
-    opts,
+    { timeout: opts.timeout },
   );
 }
 
@@ -263,11 +269,11 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
  */
 export async function onInstance<T>(deps: InstanceDeps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
   const at = await databaseLocation(deps.db, sub);
-  const identity = await onExistingDatabase(deps, sub, at, async (_query, created) => created, { tx });
   return insideTenant(deps.secretBox, at.server, at.name, work, {
     role: tenantRoleOf(at.template),
     deadlineMs: deps.config.TENANT_DEADLINE_SECONDS * 1000,
     what: `Database ${at.name} of subscription ${sub.id}`,
-    identity,
+    // Checked on the session's own maintenance connection: one connection fewer per piece of work.
+    identity: (query) => existingIdentity(deps, sub, at, query, tx),
   });
 }
