@@ -28,7 +28,7 @@ export function createCredentialsOperation(ctx: Pick<AppContext, 'db' | 'secretB
   const { db } = ctx;
 
   async function running(id: number) {
-    const sub = await db.subscription.findUnique({ where: { id }, include: { partner: { select: { email: true } } } });
+    const sub = await db.subscription.findUnique({ where: { id }, include: { partner: { select: { name: true, email: true } } } });
     if (!sub) throw new NotFoundError('Subscription');
     assertCredentialsPossible(sub);
     return sub;
@@ -62,7 +62,7 @@ export function createCredentialsOperation(ctx: Pick<AppContext, 'db' | 'secretB
         throw new UserError(message);
       }
       await step.finish('success', `New password set for ${login}; told only in the mail`);
-      const error = await mailCredentials(ctx, id, password);
+      const error = await mailCredentials(ctx, sub, password);
       if (error !== null) {
         throw new UserError(
           `A new password is set for ${login} in ${sub.database_name}, but the mail could not be sent (${error}): run ${OPERATION} again`,

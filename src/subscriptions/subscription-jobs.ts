@@ -31,10 +31,11 @@ export const subscriptionJobHandlers = featureJobs(
   (ctx) => {
     const backups = createBackupOperations(ctx);
     const drops = createDropOperation(ctx);
+    const credentials = createCredentialsOperation(ctx);
     return {
       deploy_subscription: (payload, job) =>
         deploySubscription(ctx, payload.subscription_id, actorOf(payload, job), (progress) => job.updateProgress(progress)),
-      resend_credentials: (payload, job) => createCredentialsOperation(ctx).resend(payload.subscription_id, actorOf(payload, job)),
+      resend_credentials: (payload, job) => credentials.resend(payload.subscription_id, actorOf(payload, job)),
       backup_subscription: (payload, job) => backups.backup(payload.subscription_id, actorOf(payload, job)),
       restore_subscription: (payload, job) => backups.restore(payload.subscription_id, payload.backup_id, actorOf(payload, job)),
       drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),

@@ -154,11 +154,10 @@ function compose(
  * The credentials mail (resend_credentials): `password`, just set in the instance, to the customer,
  * its copy (masked) in the chatter. Answers the error, or null when sent.
  */
-export async function mailCredentials(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>, id: number, password: string) {
-  const sub = await ctx.db.subscription.findUniqueOrThrow({ where: { id }, include: { partner: { select: { name: true, email: true } } } });
+export async function mailCredentials(ctx: Pick<AppContext, 'db' | 'mailer' | 'config' | 'log'>, sub: MailSubscription, password: string) {
   const settings = await ctx.db.settings.findUniqueOrThrow({ where: { id: 1 } });
   return createCustomerMail(ctx)(
-    id,
+    sub.id,
     'credentials',
     async () => compose(ctx.config, 'credentials', sub, settings, password),
     'The new password is set in the instance and told to nobody: run resend_credentials again.',
