@@ -3,6 +3,8 @@
 // it may ever run with the service's rights. On real parts: tenant databases owned by an ordinary
 // role (as Odoo's on a real host), the tenant's objects made as that role, the service's real paths
 // (deployment, standby pool, sync_instance, web.base.url, suspension, the usage round).
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { applyBaseUrl } from '../src/domains/tenant-base-url.js';
@@ -264,9 +266,13 @@ describe('the standby pool’s names and identities', () => {
     expect(sub.database_name).toMatch(/^db_svc_standby_1_\d+$/);
   });
 
-  it('a standby left without an identity is never dropped by name when a subscription is recorded as that database', async () => {
+  /**
+   * A database under a standby's name with no identity recorded for the standby, but recorded as a
+   * subscription's (an old customer's that ended up under the name), with files under that name.
+   */
+  async function customerUnderStandbyName(run: (name: string) => Promise<void>) {
     const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId });
-    const name = `${await installationPrefix(t.ctx.db)}${pkg.id}_999`;
+    const name = `${await installationPrefix(t.ctx.db)}${pkg.id}_${Date.now()}`;
     await adminQuery(`CREATE DATABASE "${name}"`);
     try {
       const [{ oid, cluster }] = (await adminQuery<{ oid: string; cluster: string }>(
@@ -274,26 +280,41 @@ describe('the standby pool’s names and identities', () => {
         [name],
       )) as [{ oid: string; cluster: string }];
       const customer = await f.fx.deployed();
-      // An old customer's database that ended up under the name (recorded as the subscription's).
       await t.ctx.db.subscription.update({
         where: { id: customer.id },
         data: { database_system_identifier: cluster, database_oid: BigInt(oid) },
       });
+      await mkdir(f.filestore(name), { recursive: true });
+      await writeFile(path.join(f.filestore(name), 'customer-file'), 'the customer’s');
       await t.ctx.db.standbyDatabase.create({
         data: {
           trial_package_id: pkg.id,
           database_template_id: f.fx.templateId,
           template_version: new Date(),
           postgresql_server_id: f.fx.serverId,
+          root_server_id: f.rootServerId,
           database_name: name,
           state: 'creating',
         },
       });
-      await createStandbyPool(t.ctx).maintain();
-      expect(await databaseRow(name)).not.toBeNull();
+      await run(name);
     } finally {
       await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     }
+  }
+
+  it('a standby left without an identity is never dropped by name when a subscription is recorded as that database', async () => {
+    await customerUnderStandbyName(async (name) => {
+      await createStandbyPool(t.ctx).maintain();
+      expect(await databaseRow(name)).not.toBeNull();
+    });
+  });
+
+  it('nor are the files under its name removed: they are that database’s', async () => {
+    await customerUnderStandbyName(async (name) => {
+      await createStandbyPool(t.ctx).maintain();
+      expect(await readFile(path.join(f.filestore(name), 'customer-file'), 'utf8')).toBe('the customer’s');
+    });
   });
 
   it('a deployment that dies right after renaming its standby leaves a database the next attempt removes', async () => {

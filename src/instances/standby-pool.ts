@@ -110,41 +110,50 @@ export function createStandbyPool(ctx: Deps) {
   /**
    * Drops the standby's database by its recorded identity, never by name alone, and its filestore.
    * A run that died between CREATE DATABASE and recording the identity left none: the database under
-   * the standby's name is adopted only when it is this installation's and no subscription, template
-   * or other standby is recorded as it.
+   * the standby's name is adopted only when it is this installation's and no subscription or other
+   * standby is recorded as it (no template carries the prefix). A database under the name that is
+   * somebody else's keeps its filestore too: that directory is its own.
    */
   async function removeStandby(s: Standby, reason: string) {
     await logged(
       s,
       `remove standby ${s.database_name} (${reason})`,
       async () => {
-        await onServer(
+        const ours = await onServer(
           ctx.secretBox,
           s.postgresql_server,
           async (query) => {
             const made = madeOf(s) ?? (await unrecordedCopy(query, s));
-            return made ? dropMadeDatabase(query, made) : false;
+            if (made === 'another') return false;
+            if (made) await dropMadeDatabase(query, made);
+            return true;
           },
           { timeout: LONG_STATEMENT_TIMEOUT },
         );
+        if (!ours) return `left: database ${s.database_name} is not the pool's`;
         if (s.root_server) await filestores.remove(s.root_server, s.database_name, { ...audit, operation: 'remove standby' });
+        return 'removed';
       },
-      () => 'removed',
+      (out) => out,
     );
     await db.standbyDatabase.delete({ where: { id: s.id } });
   }
 
-  /** The database a run left under the standby's name before recording it, when nobody else is recorded as it. */
-  async function unrecordedCopy(query: Query, s: Standby): Promise<MadeDatabase | null> {
-    if (!s.database_name.startsWith(await installationPrefix(db))) return null;
+  /**
+   * The database a run left under the standby's name before recording it; null when there is none,
+   * 'another' when it is not this installation's or somebody is recorded as it.
+   */
+  async function unrecordedCopy(query: Query, s: Standby): Promise<MadeDatabase | 'another' | null> {
     const found = await findDatabase(query, s.database_name);
     if (!found) return null;
+    if (!s.database_name.startsWith(await installationPrefix(db))) return 'another';
     const identity = { database_system_identifier: found.systemIdentifier, database_oid: found.oid };
     const [subscription, standby] = await Promise.all([
       db.subscription.count({ where: identity }),
       db.standbyDatabase.count({ where: { system_identifier: found.systemIdentifier, oid: found.oid } }),
     ]);
-    return subscription === 0 && standby === 0 ? { name: s.database_name, systemIdentifier: found.systemIdentifier, oid: found.oid } : null;
+    if (subscription > 0 || standby > 0) return 'another';
+    return { name: s.database_name, systemIdentifier: found.systemIdentifier, oid: found.oid };
   }
 
   /** Copies the template into a new standby: database, identity, filestore; failed (and cleaned) on any error. */
