@@ -9,9 +9,8 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { shellQuote } from '../core/ssh.js';
-import { assertTemplateDatabase, filestorePath, onServer, serverWhere } from '../instances/index.js';
-import type pg from 'pg';
-import { connectPostgresqlServer, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
+import { assertTemplateDatabase, databaseOwner, filestorePath, insideTenant, onServer, serverWhere } from '../instances/index.js';
+import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
 import { odooOnce, removeFilestore } from './odoo-scripts.js';
@@ -21,21 +20,6 @@ const BUILD_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 2 * 60_000;
 
 type Payload = { database_template_id: number; user_id: number | null };
-
-/** Runs `work` connected to `database` as `role` (a server record with another login). */
-async function insideAsRole<T>(
-  ctx: Pick<AppContext, 'secretBox'>,
-  role: PostgresqlServerRecord,
-  database: string,
-  work: (client: pg.Client) => Promise<T>,
-) {
-  const { client } = await connectPostgresqlServer(ctx.secretBox, role, database);
-  try {
-    return await work(client);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
 
 /** The template, its PostgreSQL server and its host, which must run Odoo with its role on that server. */
 async function loadBuildable(ctx: Pick<AppContext, 'db'>, id: number) {
@@ -60,14 +44,12 @@ export function createTemplateBuilder(ctx: AppContext) {
   /** The owner of the template's database (null: there is none); `update` acts only on one a template may name. */
   async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template'], kind: 'build' | 'update') {
     return onServer(ctx.secretBox, template.postgresql_server, async (query) => {
-      const { rows } = await query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [
-        template.template_db_name,
-      ]);
+      const owner = await databaseOwner(query, template.template_db_name);
       // Never a customer's database (the host's role owns every copy on its host) nor the service's own.
-      if (kind === 'update' && rows.length > 0) {
+      if (kind === 'update' && owner !== null) {
         await assertTemplateDatabase(ctx.db, query, template.template_db_name, serverWhere(template.postgresql_server));
       }
-      return rows.length > 0 ? String(rows[0]!.owner) : null;
+      return owner;
     });
   }
 
@@ -102,14 +84,20 @@ export function createTemplateBuilder(ctx: AppContext) {
       let missing: string[] = [];
       if (kind === 'build' && res.exitCode === 0) {
         // Read as the host's role, which owns the database: the service's own role stays out of it.
-        const role = { ...template.postgresql_server, username: host.odoo_db_user, password: host.odoo_db_password };
-        missing = await insideAsRole(ctx, role, db, async (client) => {
-          const { rows } = await client.query("SELECT name FROM ir_module_module WHERE state = 'installed' AND name = ANY($1)", [
-            payload.modules,
-          ]);
-          const installed = new Set(rows.map((r: { name: string }) => r.name));
-          return payload.modules!.filter((m) => !installed.has(m));
-        }).catch(() => payload.modules!);
+        const role = { role: host.odoo_db_user, password: host.odoo_db_password };
+        missing = await insideTenant(
+          ctx.secretBox,
+          template.postgresql_server,
+          db,
+          async (query) => {
+            const { rows } = await query("SELECT name FROM public.ir_module_module WHERE state = 'installed' AND name = ANY($1::text[])", [
+              payload.modules,
+            ]);
+            const installed = new Set(rows.map((r) => r.name));
+            return payload.modules!.filter((m) => !installed.has(m));
+          },
+          { role, what: `Template ${db} on ${where}`, deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000 },
+        ).catch(() => payload.modules!);
       }
       if (res.exitCode !== 0 || missing.length > 0) {
         if (kind === 'build') {
@@ -136,10 +124,9 @@ export function createTemplateBuilder(ctx: AppContext) {
         throw new UserError(`Database ${db} is owned by ${after.owner}, not by the host's role ${host.odoo_db_user}`);
       if (kind === 'build') {
         // Its copies are owned by the host's role, and the service signs in to them as that role.
-        const server = await ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id }, select: { odoo_db_password: true } });
         await ctx.db.databaseTemplate.update({
           where: { id: template.id },
-          data: { owner_role: host.odoo_db_user, owner_password: server.odoo_db_password },
+          data: { owner_role: host.odoo_db_user, owner_password: host.odoo_db_password },
         });
       }
       await job.updateProgress({ step: 'done', percent: 100 });
