@@ -15,6 +15,20 @@ import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odo
 const sources = odooSources();
 const f = useOdooFixture();
 
+/** A source tarball of one top directory holding `files`, in a fresh directory the host reads, and its SHA-256. */
+async function tarballOf(top: string, files: Record<string, string>) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-odoo-source-'));
+  await mkdir(path.join(dir, top));
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, top, name), text);
+  const tarball = path.join(dir, `${top}.tar.gz`);
+  execFileSync('tar', ['-czf', tarball, '-C', dir, top]);
+  await chmod(dir, 0o755);
+  const sha = createHash('sha256')
+    .update(await readFile(tarball))
+    .digest('hex');
+  return { dir, tarball, sha };
+}
+
 /** What each version's tests made, for the tests after them. */
 const made: { host: number; versionId: number; pid: string; port: number }[] = [];
 
@@ -269,15 +283,7 @@ describe('bad input and failures', () => {
     expect(gone.state).toBe('failed');
     expect(gone.error).toContain('The source /nonexistent/odoo.tar.gz does not exist on the host');
 
-    const dir = await mkdtemp(path.join(tmpdir(), 'svc-not-odoo-'));
-    await mkdir(path.join(dir, 'tree'));
-    await writeFile(path.join(dir, 'tree', 'README'), 'not Odoo');
-    const tarball = path.join(dir, 'not-odoo.tar.gz');
-    execFileSync('tar', ['-czf', tarball, '-C', dir, 'tree']);
-    await chmod(dir, 0o755);
-    const sha = createHash('sha256')
-      .update(await readFile(tarball))
-      .digest('hex');
+    const { dir, tarball, sha } = await tarballOf('tree', { README: 'not Odoo' });
     const notOdoo = await f.newVersion({
       name: `${src.name}-notodoo`,
       source_url: `file://${tarball}`,
@@ -309,17 +315,9 @@ describe('bad input and failures', () => {
   });
 
   test('an Odoo that does not become healthy is failed with the end of its log', async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), 'svc-fake-odoo-'));
-    await mkdir(path.join(dir, 'fake-odoo'));
     const script =
       "import sys\nif '--version' in sys.argv:\n    print('Odoo Server 18.0')\nelse:\n    print('fake Odoo: refusing to serve', flush=True)\n    sys.exit(1)\n";
-    await writeFile(path.join(dir, 'fake-odoo', 'odoo-bin'), script);
-    const tarball = path.join(dir, 'fake-odoo.tar.gz');
-    execFileSync('tar', ['-czf', tarball, '-C', dir, 'fake-odoo']);
-    await chmod(dir, 0o755);
-    const sha = createHash('sha256')
-      .update(await readFile(tarball))
-      .digest('hex');
+    const { dir, tarball, sha } = await tarballOf('fake-odoo', { 'odoo-bin': script });
     const fake = await f.newVersion({
       name: 'fake-18.0',
       source_url: `file://${tarball}`,
