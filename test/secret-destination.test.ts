@@ -163,6 +163,29 @@ describe('PostgreSQL servers', () => {
   });
 });
 
+describe('database templates', () => {
+  it("moving their PostgreSQL server's ip or port clears the owner role's password, which would be sent there", async () => {
+    const server = (
+      await api(t.as.operator, 'POST', '/api/v1/postgresql-servers', { ip: '127.0.0.1', port: 5432, username: 'postgres' })
+    ).json();
+    const created = await api(t.as.operator, 'POST', '/api/v1/database-templates', {
+      name: 'bound',
+      postgresql_server_id: server.id,
+      template_db_name: 'bound_tpl',
+      owner_role: 'odoo',
+      owner_password: 'owner-secret-5d1',
+    });
+    expect(created.json()).toMatchObject({ owner_password_set: true });
+    const renamed = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${server.id}`, { name: 'renamed' });
+    expect(renamed.statusCode).toBe(200);
+    const template = () => api(t.as.user, 'GET', `/api/v1/database-templates/${created.json().id}`).then((r) => r.json());
+    expect(await template()).toMatchObject({ owner_password_set: true });
+    const moved = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${server.id}`, { port: 6543 });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(await template()).toMatchObject({ owner_role: 'odoo', owner_password_set: false });
+  });
+});
+
 describe('backup servers', () => {
   let legit: RecordingServer;
   let attacker: RecordingServer;

@@ -37,6 +37,11 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'secretBox'
           },
         );
       }
+      // The templates' owner-role passwords are sent to this server too: they do not follow it elsewhere.
+      await tx.databaseTemplate.updateMany({
+        where: { postgresql_server_id: before.id, owner_password: { not: null } },
+        data: { owner_password: null },
+      });
       return undefined;
     },
   });
