@@ -109,12 +109,18 @@ export function unpackSource(l: OdooLayout, version: string, tarball: string, sh
   ].join('\n');
 }
 
+/** Prints the version line of the tree in the current directory (e.g. "Odoo Server 18.0"): its marker, else Odoo asked. */
+const VERSION_LINE = `cat ${VERSION_MARKER} 2>/dev/null || ${PYTHON} odoo-bin --version 2>/dev/null | grep -m 1 '^Odoo Server'`;
+
+/** Prints the version line of a source tree (see VERSION_LINE); exit code 3 when there is none. */
+export const sourceVersion = (source: string) => `cd ${q(source)} && { ${VERSION_LINE}; } || exit 3`;
+
 /** Prints the Odoo series of an unpacked tree (e.g. "Odoo Server 18.0") and its addons directories. */
 export function describeSource(l: OdooLayout, version: string): string {
   const src = q(l.sourceOf(version));
   return [
     `cd ${src} || exit 3`,
-    `cat ${VERSION_MARKER} 2>/dev/null || ${PYTHON} odoo-bin --version 2>/dev/null | grep -m 1 '^Odoo Server' || exit 3`,
+    `${VERSION_LINE} || exit 3`,
     `for d in ${src}/odoo/addons ${src}/addons; do [ -d "$d" ] && echo "addons=$d"; done`,
     ':',
   ].join('\n');
@@ -294,7 +300,7 @@ export const logTail = (l: OdooLayout, lines = 40) => `tail -n ${lines} ${q(l.lo
 /** What odoo_status reports of the host: health, the processes of this service (by its config) and their memory. */
 export function statusScript(l: OdooLayout, port: number, source: string): string {
   return [
-    `cd ${q(source)} 2>/dev/null && echo "version=$(${PYTHON} odoo-bin --version 2>/dev/null)"`,
+    `(cd ${q(source)} 2>/dev/null && echo "version=$(${VERSION_LINE})")`,
     `echo "service=$(${serviceRunning(l).replaceAll('\n', '; ')})"`,
     // Only this line of the configuration: the file holds the database password.
     `echo "workers=$(sed -n 's/^workers = \\([0-9]*\\)$/\\1/p' ${q(l.config)})"`,

@@ -8,12 +8,11 @@ import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
-import { shellQuote } from '../core/ssh.js';
 import { assertTemplateDatabase, databaseOwner, filestorePath, insideTenant, onServer, serverWhere } from '../instances/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
-import { odooOnce, removeFilestore } from './odoo-scripts.js';
+import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';
 import { seriesOf } from './odoo-setup.js';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -73,9 +72,7 @@ export function createTemplateBuilder(ctx: AppContext) {
     const session = await openRemoteSession(ctx, host, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
     try {
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
-      const series = seriesOf(
-        (await session.run(`cat ${shellQuote(`${source}/.svc-odoo-version`)}`, { timeoutMs: STEP_TIMEOUT_MS })).stdout,
-      );
+      const series = seriesOf((await session.run(sourceVersion(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
       const args =
         kind === 'build' ? ['-i', payload.modules!.join(','), series >= 19 ? '--without-demo' : '--without-demo=all'] : ['-u', 'all'];
       const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
