@@ -32,27 +32,27 @@ async function clearOtherPrimary(tx: DbTx, subscriptionId: number, keepId: numbe
 }
 
 /**
- * The subscription whose own address (SUBSCRIPTION_URL) has this host name, or null. The address's
- * host is a pattern around {database_name}, so the name it would stand for is read back from it.
+ * Which other subscription has this host name as its own address (SUBSCRIPTION_URL), if any. The
+ * address's host is a pattern around {database_name}, so the name a host stands for is
+ * read back from it; a host without {database_name} is every subscription's.
  */
-async function addressOwner(db: Ctx['db'], config: Ctx['config'], hostname: string): Promise<number | null> {
-  const pattern = new URL(config.SUBSCRIPTION_URL.replaceAll('{database_name}', 'svc-database-name')).hostname;
-  const [before, after] = pattern.split('svc-database-name');
-  if (after === undefined) {
-    if (hostname !== pattern) return null;
-    const any = await db.subscription.findFirst({
-      where: { database_dropped_at: null, database_name: { not: null } },
+function addressOwners(db: Ctx['db'], config: Ctx['config']) {
+  return async function otherOwner(hostname: string, subscriptionId: number): Promise<number | null> {
+    const pattern = new URL(config.SUBSCRIPTION_URL.replaceAll('{database_name}', 'svc-database-name')).hostname;
+    const [before = '', after] = pattern.split('svc-database-name');
+    let databaseName: string | undefined;
+    if (after === undefined) {
+      if (hostname !== pattern) return null;
+    } else {
+      if (!hostname.startsWith(before) || !hostname.endsWith(after) || hostname.length <= before.length + after.length) return null;
+      databaseName = hostname.slice(before.length, hostname.length - after.length);
+    }
+    const owner = await db.subscription.findFirst({
+      where: { id: { not: subscriptionId }, database_dropped_at: null, database_name: databaseName ?? { not: null } },
       select: { id: true },
     });
-    return any?.id ?? null;
-  }
-  if (!hostname.startsWith(before!) || !hostname.endsWith(after) || hostname.length <= before!.length + after.length) return null;
-  const databaseName = hostname.slice(before!.length, hostname.length - after.length);
-  const owner = await db.subscription.findFirst({
-    where: { database_name: databaseName, database_dropped_at: null },
-    select: { id: true },
-  });
-  return owner?.id ?? null;
+    return owner?.id ?? null;
+  };
 }
 
 export function createDomainService(ctx: Ctx) {
@@ -61,6 +61,7 @@ export function createDomainService(ctx: Ctx) {
   const lookup = createDomainLookup(ctx);
   const verification = createDomainVerification(ctx);
   const serviceHost = new URL(config.BASE_URL).hostname;
+  const otherOwner = addressOwners(db, config);
   const whoOf = (author: Author | null) => ({ userId: author?.id ?? null, jobId: null, author });
 
   /** What the customer must set, known when the domain is made (verification keeps it current). */
@@ -88,8 +89,8 @@ export function createDomainService(ctx: Ctx) {
           },
         );
       }
-      const owner = await addressOwner(db, config, hostname);
-      if (owner !== null && owner !== sub.id) {
+      const owner = await otherOwner(hostname, sub.id);
+      if (owner !== null) {
         throw new ConflictError(`${hostname} is the address of subscription ${owner}: it cannot be another subscription's domain`, {
           fields: [{ field: 'hostname', message: "another subscription's own address" }],
         });
