@@ -6,7 +6,8 @@ import { Eta } from 'eta';
 import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 
-const eta = new Eta({ views: path.resolve(fileURLToPath(new URL('../../views', import.meta.url))), cache: true });
+// autoTrim off: a text part is laid out line by line as written (Eta's default drops the newline after each tag).
+const eta = new Eta({ views: path.resolve(fileURLToPath(new URL('../../views', import.meta.url))), cache: true, autoTrim: false });
 
 /** The text and HTML parts of the mail `name` (views/mail/<name>_text.eta and <name>_html.eta). */
 export function renderMail(name: string, data: object): { text: string; html: string } {
