@@ -30,7 +30,7 @@ async function tarballOf(top: string, files: Record<string, string>) {
 }
 
 /** What each version's tests made, for the tests after them. */
-const made: { host: number; versionId: number; pid: string; port: number }[] = [];
+const made: { host: number; versionId: number; pid: string; port: number; templateId: number }[] = [];
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i })))('Odoo $name', (src) => {
   const ctx = { port: src.port } as (typeof made)[number];
@@ -160,6 +160,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
     });
     expect(created.statusCode, created.body).toBe(201);
     const templateId = created.json().id;
+    ctx.templateId = templateId;
     const job = await f.runJob(templateId, 'build', { modules: ['base'] }, 'database-templates');
     expect(job.state, JSON.stringify(job)).toBe('completed');
     expect(job.result).toMatchObject({ template_db_name: name, owner: server.odoo_db_user, modules: ['base'] });
@@ -188,6 +189,26 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
     const updated = await f.runJob(templateId, 'update', undefined, 'database-templates');
     expect(updated.state, JSON.stringify(updated)).toBe('completed');
     expect(updated.result).toMatchObject({ template_db_name: name, updated: 'all', owner: server.odoo_db_user });
+  });
+
+  test("a new password of the host's role (its secrets were cleared, as a move of the server does) reaches the templates it built", async () => {
+    const { secretBox, db } = f.t.ctx;
+    const before = await db.rootServer.findUniqueOrThrow({ where: { id: ctx.host } });
+    await db.rootServer.update({ where: { id: ctx.host }, data: { odoo_db_password: null, odoo_admin_passwd: null } });
+    const job = await f.runJob(ctx.host, 'setup_odoo', {
+      odoo_version_id: ctx.versionId,
+      postgresql_server_id: f.pgServerId,
+      http_port: src.port,
+      workers: 2,
+      max_cron_threads: 0,
+    });
+    expect(job.state, JSON.stringify(job)).toBe('completed');
+    const server = await db.rootServer.findUniqueOrThrow({ where: { id: ctx.host } });
+    const password = await secretBox.reveal(server.odoo_db_password);
+    expect(password).not.toBe(await secretBox.reveal(before.odoo_db_password));
+    const template = await db.databaseTemplate.findUniqueOrThrow({ where: { id: ctx.templateId } });
+    expect(await secretBox.reveal(template.owner_password)).toBe(password);
+    ctx.pid = await readFile(`${f.base}/run/odoo-${src.port}/pid`, 'utf8');
   });
 });
 

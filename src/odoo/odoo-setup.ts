@@ -78,11 +78,13 @@ async function hostSecrets(ctx: Pick<AppContext, 'secretBox'>, store: OdooHostSt
   const stored = samePg ? await ctx.secretBox.reveal(server.odoo_db_password) : null;
   const dbPassword = stored ?? randomSecret();
   const adminPasswd = (await ctx.secretBox.reveal(server.odoo_admin_passwd)) ?? randomSecret();
-  if (!stored || !server.odoo_admin_passwd || !samePg || role !== server.odoo_db_user) {
+  let sealed = server.odoo_db_password;
+  // (Another PostgreSQL server: nothing is stored for it.)
+  if (!stored || !sealed || !server.odoo_admin_passwd || role !== server.odoo_db_user) {
     // Kept before they are used anywhere: a crash after this point finds them again.
-    await store.keepSecrets(server.id, { pgServerId, role, dbPassword, adminPasswd });
+    sealed = await store.keepSecrets(server.id, { pgServerId, role, dbPassword, adminPasswd });
   }
-  return { role, dbPassword, adminPasswd };
+  return { role, dbPassword, adminPasswd, sealed };
 }
 
 export function createOdooSetup(ctx: AppContext) {
@@ -187,6 +189,7 @@ export function createOdooSetup(ctx: AppContext) {
         `PostgreSQL role ${secrets.role} (LOGIN CREATEDB NOSUPERUSER) on ${pgServer.ip}:${pgServer.port}`,
         () => ensureRole(ctx.secretBox, pgServer, secrets.role, secrets.dbPassword),
       );
+      await store.followRolePassword(pgServer.id, secrets.role, secrets.sealed);
 
       await step('configuration', 70);
       const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);

@@ -34,16 +34,29 @@ export function odooHostStore(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config
       return { server, version, pgServer };
     },
 
-    /** The host's role and its secrets, encrypted, on its record (never through the API). */
+    /** The host's role and its secrets, encrypted, on its record (never through the API); answers the sealed role password. */
     async keepSecrets(id: number, s: { pgServerId: number; role: string; dbPassword: string; adminPasswd: string }) {
+      const sealed = await ctx.secretBox.encrypt(s.dbPassword);
       await ctx.db.rootServer.update({
         where: { id },
         data: {
           odoo_postgresql_server_id: s.pgServerId,
           odoo_db_user: s.role,
-          odoo_db_password: await ctx.secretBox.encrypt(s.dbPassword),
+          odoo_db_password: sealed,
           odoo_admin_passwd: await ctx.secretBox.encrypt(s.adminPasswd),
         },
+      });
+      return sealed;
+    },
+
+    /**
+     * The templates on that PostgreSQL server whose copies the role owns sign in to them with its
+     * password (build copied it): once the role has a new one, so do they.
+     */
+    async followRolePassword(pgServerId: number, role: string, sealed: string) {
+      await ctx.db.databaseTemplate.updateMany({
+        where: { postgresql_server_id: pgServerId, owner_role: role, OR: [{ owner_password: null }, { NOT: { owner_password: sealed } }] },
+        data: { owner_password: sealed },
       });
     },
 
