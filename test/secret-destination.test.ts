@@ -186,6 +186,28 @@ describe('database templates', () => {
   });
 });
 
+describe('Odoo hosts', () => {
+  it("moving their PostgreSQL server's ip or port clears the host role's password, which would be sent there", async () => {
+    const server = (
+      await api(t.as.operator, 'POST', '/api/v1/postgresql-servers', { ip: '127.0.0.1', port: 5432, username: 'postgres' })
+    ).json();
+    const host = await t.ctx.db.rootServer.create({
+      data: {
+        ip: '127.0.0.1',
+        odoo_postgresql_server_id: server.id,
+        odoo_db_user: 'odoo_host',
+        odoo_db_password: await t.ctx.secretBox.encrypt('host-role-secret-9e2'),
+      },
+    });
+    const password = async () => (await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id } })).odoo_db_password;
+    expect((await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${server.id}`, { name: 'renamed' })).statusCode).toBe(200);
+    expect(await password()).not.toBeNull();
+    const moved = await api(t.as.operator, 'PATCH', `/api/v1/postgresql-servers/${server.id}`, { ip: '127.0.0.2' });
+    expect(moved.statusCode, moved.body).toBe(200);
+    expect(await password()).toBeNull();
+  });
+});
+
 describe('backup servers', () => {
   let legit: RecordingServer;
   let attacker: RecordingServer;

@@ -37,10 +37,15 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'secretBox'
           },
         );
       }
-      // The templates' owner-role passwords are sent to this server too: they do not follow it elsewhere.
+      // The passwords of the roles made on this server (templates' owner roles, Odoo hosts' roles) are
+      // sent to it too: they do not follow it elsewhere (setup_odoo gives a host role a new one).
       await tx.databaseTemplate.updateMany({
         where: { postgresql_server_id: before.id, owner_password: { not: null } },
         data: { owner_password: null },
+      });
+      await tx.rootServer.updateMany({
+        where: { odoo_postgresql_server_id: before.id, odoo_db_password: { not: null } },
+        data: { odoo_db_password: null },
       });
       return undefined;
     },
