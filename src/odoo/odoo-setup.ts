@@ -13,7 +13,7 @@ import { OutboundError } from '../core/outbound-error.js';
 import { publicJobId } from '../core/queue.js';
 import { shellQuote } from '../core/ssh.js';
 import type { OdooVersion, RootServer } from '../generated/prisma/client.js';
-import { formatResult, openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { type formatResult, stepFailed as hostStepFailed, openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
 import { odooLayout, type OdooLayout } from './odoo-layout.js';
 import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
@@ -54,9 +54,9 @@ export interface SetupPayload {
 }
 
 /** A failed step: the job fails with its (masked) output. */
+/** A failed step of the host's scripts: exit code 3 is a refusal the script worded itself (on stderr). */
 export function stepFailed(session: RemoteSession, what: string, res: Parameters<typeof formatResult>[0]): never {
-  const said = res.exitCode === 3 ? res.stderr.trim() : formatResult(res);
-  throw new UserError(session.mask(`${what}: ${said.slice(-2000)}`));
+  return hostStepFailed(session, what, res, res.exitCode === 3 ? res.stderr.trim() : undefined);
 }
 
 export function parseFacts(text: string): HostFacts {

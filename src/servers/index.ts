@@ -16,7 +16,7 @@ export const servers: Feature = {
 
 // What other features use from this one: they import it from here, never from the files.
 export { CADDY_LOG, CADDY_RELOAD, CADDY_SITES_DIR, CADDY_VALIDATE, underCaddyLock } from './caddy.js';
-export { formatResult, openRemoteSession } from './remote-session.js';
+export { formatResult, openRemoteSession, stepFailed } from './remote-session.js';
 export type { Audit, RemoteSession } from './remote-session.js';
 export {
   METRIC_COLUMNS,

@@ -16,7 +16,7 @@ import {
   WRITE_NEW_CADDYFILE,
   writeFileFromStdin,
 } from './caddy.js';
-import { formatResult, type RemoteSession } from './remote-session.js';
+import { stepFailed, type RemoteSession } from './remote-session.js';
 
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 const STEP_TIMEOUT_MS = 2 * 60_000;
@@ -38,20 +38,17 @@ async function acmeRootPem(file: string): Promise<string> {
 }
 
 export async function setupProxy(config: ProxyConfig, session: RemoteSession, job: Job) {
-  const failed = (what: string, res: Parameters<typeof formatResult>[0]): never => {
-    throw new UserError(session.mask(`${what}: ${formatResult(res).slice(-2000)}`));
-  };
   // Read first: a bad file stops the job before anything changes on the host.
   const root = config.ACME_CA_ROOT_PEM ? await acmeRootPem(config.ACME_CA_ROOT_PEM) : null;
 
   await job.updateProgress({ step: 'install', percent: 5 });
   const installed = await session.run(INSTALL_CADDY, { timeoutMs: INSTALL_TIMEOUT_MS });
-  if (installed.exitCode !== 0) failed('Installing Caddy failed', installed);
+  if (installed.exitCode !== 0) stepFailed(session, 'Installing Caddy failed', installed);
 
   await job.updateProgress({ step: 'configure', percent: 60 });
   if (root) {
     const written = await session.run(writeFileFromStdin(CADDY_ACME_ROOT), { stdin: root, timeoutMs: STEP_TIMEOUT_MS });
-    if (written.exitCode !== 0) failed(`Writing ${CADDY_ACME_ROOT} failed`, written);
+    if (written.exitCode !== 0) stepFailed(session, `Writing ${CADDY_ACME_ROOT} failed`, written);
   }
   const caddyfile = mainCaddyfile({ acmeCaUrl: config.ACME_CA_URL, acmeEmail: config.ACME_EMAIL, acmeRoot: root !== null });
   const written = await session.run(WRITE_NEW_CADDYFILE, {
@@ -59,11 +56,11 @@ export async function setupProxy(config: ProxyConfig, session: RemoteSession, jo
     timeoutMs: STEP_TIMEOUT_MS,
     label: `${WRITE_NEW_CADDYFILE} <<EOF\n${caddyfile}EOF`,
   });
-  if (written.exitCode !== 0) failed('Writing the Caddyfile failed', written);
+  if (written.exitCode !== 0) stepFailed(session, 'Writing the Caddyfile failed', written);
 
   await job.updateProgress({ step: 'enable', percent: 80 });
   const enabled = await session.run(ENABLE_CADDYFILE, { timeoutMs: STEP_TIMEOUT_MS });
-  if (enabled.exitCode !== 0) failed('Caddy did not take the configuration', enabled);
+  if (enabled.exitCode !== 0) stepFailed(session, 'Caddy did not take the configuration', enabled);
   await job.updateProgress({ step: 'done', percent: 100 });
   return {
     caddy_version: session.mask(installed.stdout).trim().split('\n').pop() ?? '',

@@ -6,6 +6,7 @@ import type { RootServer } from '../generated/prisma/client.js';
 import type { ExecOptions, ExecResult } from '../core/ssh.js';
 import { connectRootServer, secretsOfServer, sshTargetOf } from './root-server-ssh.js';
 import { maskSecrets, startActionLog, writeActionLog } from '../core/action-log.js';
+import { UserError } from '../core/errors.js';
 
 export interface Audit {
   user_id: number | null;
@@ -38,6 +39,14 @@ export function formatResult(res: ExecResult, timeoutMs?: number, opts: { exitCo
   return parts.filter(Boolean).join('\n');
 }
 
+/**
+ * A remote step that failed, as the UserError the job fails with: what it was, then the end of what
+ * the command said (`said`, default its whole result), with the server's secrets masked.
+ */
+export function stepFailed(session: Pick<RemoteSession, 'mask'>, what: string, res: ExecResult, said = formatResult(res)): never {
+  throw new UserError(session.mask(`${what}: ${said.slice(-2000)}`));
+}
+
 export async function openRemoteSession(
   ctx: Pick<AppContext, 'db' | 'secretBox'>,
   server: RootServer,
@@ -52,16 +61,16 @@ export async function openRemoteSession(
     action_type: 'ssh_command',
     user_id: audit.user_id,
     job_id: audit.job_id ?? null,
+    operation: audit.operation,
     secrets,
   } as const;
 
   const where = `${server.username}@${server.ip}:${server.port}`;
-  const named = (text: string) => (audit.operation ? `${audit.operation}: ${text}` : text);
   let conn;
   try {
     conn = await connectRootServer(ctx, server, {}, target);
   } catch (err) {
-    await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: named(`ssh ${where}`), output_text: (err as Error).message });
+    await writeActionLog(ctx.db, { ...row, status: 'failure', input_text: `ssh ${where}`, output_text: (err as Error).message });
     throw err;
   }
   const connection = conn;
@@ -69,7 +78,7 @@ export async function openRemoteSession(
   return {
     async run(command, opts = {}) {
       // Written before the command starts: if the worker dies meanwhile, the row is still there.
-      const step = await startActionLog(ctx.db, { ...row, input_text: named(opts.label ?? command) });
+      const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
       let res: ExecResult;
       try {
         res = await connection.exec(command, opts);

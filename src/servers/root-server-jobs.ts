@@ -13,7 +13,7 @@ import { MASK } from '../core/action-log.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
 import { withOutputTail } from './output-tail.js';
-import { formatResult, openRemoteSession, type RemoteSession } from './remote-session.js';
+import { formatResult, openRemoteSession, stepFailed, type RemoteSession } from './remote-session.js';
 import type { ExecResult } from '../core/ssh.js';
 import {
   codeServerConfig,
@@ -69,16 +69,6 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     } finally {
       session.close();
     }
-  }
-
-  /** A failed step: the job fails with the step's (masked) output; `exitCode: false` when its exit code misleads. */
-  function stepFailed(
-    session: RemoteSession,
-    what: string,
-    res: Parameters<typeof formatResult>[0],
-    opts: { exitCode?: boolean } = {},
-  ): never {
-    throw new UserError(session.mask(`${what}: ${formatResult(res, undefined, opts).slice(-2000)}`));
   }
 
   /** `withSession` for a setup action: a failure is also told in the server's chatter, as an alert. */
@@ -155,9 +145,12 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
         const found = await session.run(FIND_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
         if (found.exitCode !== 0) {
           // The install command's exit status says nothing here (`curl | sh` is 0): only its output.
-          stepFailed(session, 'code-server is not installed after the install command (does the server reach the internet?)', install, {
-            exitCode: false,
-          });
+          stepFailed(
+            session,
+            'code-server is not installed after the install command (does the server reach the internet?)',
+            install,
+            formatResult(install, undefined, { exitCode: false }),
+          );
         }
         await setFields(server.id, { code_server_state: 'installed' }, payload.user_id);
 
