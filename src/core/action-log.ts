@@ -8,6 +8,8 @@ export interface ActionLogEntry {
   model_name: ModelName;
   rec_id: number;
   action_type: ActionType;
+  /** The operation the row belongs to (`suspend`, `deploy`): the input text starts with it, so a search for it finds the row. */
+  operation?: string;
   input_text: string;
   output_text?: string;
   status?: ActionStatus;
@@ -76,7 +78,7 @@ export function writeActionLog(tx: DbTx | Db, entry: ActionLogEntry) {
       rec_id: entry.rec_id,
       action_type: entry.action_type,
       status: entry.status ?? 'success',
-      input_text: maskSecrets(entry.input_text, entry.secrets),
+      input_text: maskSecrets(entry.operation ? `${entry.operation}: ${entry.input_text}` : entry.input_text, entry.secrets),
       output_text: maskSecrets(entry.output_text ?? '', entry.secrets),
       user_id: entry.user_id ?? null,
       job_id: entry.job_id ?? null,

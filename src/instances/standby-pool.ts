@@ -103,9 +103,14 @@ export function createStandbyPool(ctx: Deps) {
   const filestores = createFilestores(ctx);
   const audit = { user_id: null };
 
-  /** One step of a standby in the action log (model svc.standby.database), its text naming the operation first. */
-  const logged = <T>(s: StandbyDatabase, input: string, work: () => Promise<T>, output?: (r: T) => string) =>
-    runLoggedStep(db, { model_name: 'svc.standby.database', rec_id: s.id, action_type: 'deployment', input_text: input }, work, output);
+  /** One step of a standby in the action log (model svc.standby.database): `make standby` or `remove standby`. */
+  const logged = <T>(s: StandbyDatabase, operation: string, input: string, work: () => Promise<T>, output?: (r: T) => string) =>
+    runLoggedStep(
+      db,
+      { model_name: 'svc.standby.database', rec_id: s.id, action_type: 'deployment', operation, input_text: input },
+      work,
+      output,
+    );
 
   /**
    * Drops the standby's database by its recorded identity, never by name alone, and its filestore.
@@ -117,7 +122,8 @@ export function createStandbyPool(ctx: Deps) {
   async function removeStandby(s: Standby, reason: string) {
     await logged(
       s,
-      `remove standby ${s.database_name} (${reason})`,
+      'remove standby',
+      `${s.database_name} (${reason})`,
       async () => {
         const ours = await onServer(
           ctx.secretBox,
@@ -179,7 +185,8 @@ export function createStandbyPool(ctx: Deps) {
     try {
       made = await logged(
         s,
-        `make standby: CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
+        'make standby',
+        `CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(template.template_db_name)} -- on ${serverWhere(server)}`,
         () =>
           onServer(ctx.secretBox, server, (query) => copyTemplate(db, query, template, name, serverWhere(server)), {
             timeout: LONG_STATEMENT_TIMEOUT,
@@ -189,7 +196,8 @@ export function createStandbyPool(ctx: Deps) {
       await db.standbyDatabase.update({ where: { id: s.id }, data: { system_identifier: made.systemIdentifier, oid: made.oid } });
       await logged(
         s,
-        `make standby: new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
+        'make standby',
+        `new identity of ${name} (database.secret, database.uuid, database.create_date; enterprise code removed)`,
         () =>
           insideTenant(
             ctx.secretBox,
@@ -212,7 +220,8 @@ export function createStandbyPool(ctx: Deps) {
         const root = template.root_server;
         await logged(
           s,
-          `make standby: filestore of ${name} on root server ${root.id}`,
+          'make standby',
+          `filestore of ${name} on root server ${root.id}`,
           () => filestores.copy(root, template.template_db_name, name, { ...audit, operation: 'make standby' }),
           (out) => out,
         );

@@ -49,7 +49,8 @@ export function createCredentialsOperation(ctx: Pick<AppContext, 'db' | 'secretB
       const step = await startActionLog(db, {
         ...onSubscription(id),
         action_type: 'database',
-        input_text: `${OPERATION}: a new password for ${login}, the administrator of ${sub.database_name} -- in ${sub.database_name}`,
+        operation: OPERATION,
+        input_text: `a new password for ${login}, the administrator of ${sub.database_name} -- in ${sub.database_name}`,
         ...actorFields(actor),
         secrets: [password],
       });

@@ -178,7 +178,8 @@ async function change(
   const step = await startActionLog(deps.db, {
     ...onSubscription(sub.id),
     action_type: 'database',
-    input_text: `${operation}: ${statements.join(';\n')} -- on ${at.where}`,
+    operation,
+    input_text: `${statements.join(';\n')} -- on ${at.where}`,
     ...actorFields(actor),
   });
   try {

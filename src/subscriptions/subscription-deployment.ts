@@ -155,7 +155,7 @@ async function sourceOf(ctx: Ctx, sub: Subscription) {
 async function step<T>(run: Run, name: DeploymentStep, input: string, work: () => Promise<T>, output?: (r: T) => string) {
   run.stepsStarted++;
   await run.report({ step: name });
-  const entry = { ...onSubscription(run.sub.id), action_type: 'deployment' as const, input_text: `deploy: ${input}`, ...run.audit };
+  const entry = { ...onSubscription(run.sub.id), action_type: 'deployment' as const, operation: 'deploy', input_text: input, ...run.audit };
   return runLoggedStep(run.ctx.db, entry, work, output);
 }
 
