@@ -94,7 +94,10 @@ export function judgedUsageState(
   const measured = usageStateOf(limits, usage);
   if (withheld.rounds < WITHHELD_ROUNDS_LIMIT || withheld.measures.length === 0) return measured;
   const measure = withheld.measures[0]!;
-  const limit = measure === 'active_users' ? limits.user_limit : ((limits.model_limits ?? {}) as Record<string, number>)[measure.slice(6)]!;
+  const limit =
+    measure === 'active_users'
+      ? limits.user_limit
+      : ((limits.model_limits ?? {}) as Record<string, number>)[measure.slice('model:'.length)]!;
   return { state: 'exceeded', worst: { measure, value: limit, limit, withheldRounds: withheld.rounds } };
 }
 

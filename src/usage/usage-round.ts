@@ -152,20 +152,15 @@ export function createUsageRound(ctx: AppContext) {
    * one there). A refused role or an unreachable server is the operator's to mend, not the tenant's.
    */
   function withheldCounts(tenants: Tenant[], usage: Map<number, Usage>, unmeasured: Set<number>, refusedByTenant: Set<number>) {
-    const running = tenants.filter((t) => t.state === 'running');
-    const counted = new Map<number, number>();
-    for (const t of running) {
-      const server = t.database_template!.postgresql_server_id;
-      if (usage.get(t.id)!.active_users !== null) counted.set(server, (counted.get(server) ?? 0) + 1);
-    }
-    const perServer = groupBy(running, (t) => t.database_template!.postgresql_server_id);
     const withheld = new Map<number, string[]>();
-    for (const t of running) {
-      const server = t.database_template!.postgresql_server_id;
-      const alone = perServer.get(server)!.length === 1;
-      if (!refusedByTenant.has(t.id) || unmeasured.has(server) || !(alone || (counted.get(server) ?? 0) > 0)) continue;
-      const counts = unjudgedMeasures(t, usage.get(t.id)!).filter((m) => m !== 'storage');
-      if (counts.length > 0) withheld.set(t.id, counts);
+    const running = tenants.filter((t) => t.state === 'running');
+    for (const [server, group] of groupBy(running, (t) => t.database_template!.postgresql_server_id)) {
+      const serverFine = !unmeasured.has(server) && (group.length === 1 || group.some((t) => usage.get(t.id)!.active_users !== null));
+      if (!serverFine) continue;
+      for (const t of group.filter((g) => refusedByTenant.has(g.id))) {
+        const counts = unjudgedMeasures(t, usage.get(t.id)!).filter((m) => m !== 'storage');
+        if (counts.length > 0) withheld.set(t.id, counts);
+      }
     }
     return withheld;
   }
