@@ -1,0 +1,1 @@
+# svc's addon: what it contributes is imported here, one module per concern.

@@ -1,0 +1,14 @@
+# svc's addon inside every customer instance (OCA layout). svc ships this folder to each Odoo host
+# (setup_odoo) and installs it in every template (build), so every instance copied from one has it.
+{
+    "name": "svc instance",
+    "summary": "The hosting package inside the instance: limits, trial end, suspension",
+    "version": "1.0.0",
+    "category": "Hidden",
+    "license": "LGPL-3",
+    "author": "svc",
+    "depends": ["base", "web"],
+    "data": [],
+    "installable": True,
+    "auto_install": False,
+}
