@@ -16,6 +16,7 @@ import {
   type HistogramConfiguration,
   Registry,
 } from 'prom-client';
+import { noAnswer, withTimeout } from './timeout.js';
 
 /** The instruments of this process. */
 export const processMetrics = new Registry();
@@ -128,15 +129,6 @@ export const SOURCE_CACHE_MS = 5_000;
 /** A source that takes longer is left out of this scrape (the next one tries again). */
 const SOURCE_TIMEOUT_MS = 3_000;
 
-/** Resolves with `promise`, or rejects after `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 export interface ScrapeRegistry {
   /**
    * The scrape-time series in the text format. `down`: the dependencies found down (their sources
@@ -168,7 +160,7 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
   function read(source: MetricsSource) {
     const cached = cache.get(source.name);
     if (cached && Date.now() - cached.at < SOURCE_CACHE_MS) return cached.values;
-    const values = withTimeout(source.read(), SOURCE_TIMEOUT_MS, `metrics source ${source.name}`);
+    const values = withTimeout(source.read(), SOURCE_TIMEOUT_MS, noAnswer(`metrics source ${source.name}`, SOURCE_TIMEOUT_MS));
     cache.set(source.name, { at: Date.now(), values });
     // A failure is not kept: the next scrape tries again.
     values.catch(() => {

@@ -4,7 +4,7 @@
 // scrapes every 15 to 60 s, so its token is known); one it refuses is forgotten at once.
 import type { AppContext } from '../context.js';
 import { UnauthenticatedError } from '../core/errors.js';
-import { withTimeout } from '../core/metrics.js';
+import { noAnswer, withTimeout } from '../core/timeout.js';
 import { hashApiToken, createAuthService } from '../auth/index.js';
 
 const TRUST_MS = 15 * 60_000;
@@ -20,7 +20,7 @@ export function createScrapeAuth(ctx: Pick<AppContext, 'db'>) {
     if (!token) throw new UnauthenticatedError();
     const key = hashApiToken(token);
     try {
-      await withTimeout(authenticate(token), CHECK_TIMEOUT_MS, 'PostgreSQL');
+      await withTimeout(authenticate(token), CHECK_TIMEOUT_MS, noAnswer('PostgreSQL', CHECK_TIMEOUT_MS));
       confirmed.set(key, Date.now());
     } catch (err) {
       if (err instanceof UnauthenticatedError) {

@@ -7,7 +7,8 @@
 // series could be read.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { counter, createScrapeRegistry, gauge, histogram, METRICS_CONTENT_TYPE, processMetrics, withTimeout } from '../core/metrics.js';
+import { counter, createScrapeRegistry, gauge, histogram, METRICS_CONTENT_TYPE, processMetrics } from '../core/metrics.js';
+import { noAnswer, withTimeout } from '../core/timeout.js';
 import type { Registry } from '../feature.js';
 import { createScrapeAuth } from './metrics-auth.js';
 
@@ -22,7 +23,7 @@ const dependencyUp = gauge({
 
 async function probe(what: () => Promise<unknown>, name: string): Promise<boolean> {
   try {
-    await withTimeout(what(), PROBE_TIMEOUT_MS, name);
+    await withTimeout(what(), PROBE_TIMEOUT_MS, noAnswer(name, PROBE_TIMEOUT_MS));
     return true;
   } catch {
     return false;

@@ -10,6 +10,7 @@ import { UserError, ValidationError } from '../core/errors.js';
 import { OutboundError } from '../core/outbound-error.js';
 import type { OutboundTarget } from '../core/outbound-log.js';
 import { writeActionLog } from '../core/action-log.js';
+import { withTimeout } from '../core/timeout.js';
 import type { DnsResolver } from '../generated/prisma/enums.js';
 
 export interface DomainLookupResult {
@@ -32,15 +33,12 @@ function normalizeDomain(input: string): string {
   return ascii;
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' }));
-    }, ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+/** A lookup past its time: the error the resolver's own timeout gives, after `cancel` (its queries). */
+function timedOut(cancel: () => void = () => {}): () => Error {
+  return () => {
+    cancel();
+    return Object.assign(new Error('timeout'), { code: 'ETIMEOUT' });
+  };
 }
 
 /** NODATA is an answer (no records of that type), not a failure. */
@@ -59,13 +57,15 @@ export function createDomainLookup(ctx: Pick<AppContext, 'db' | 'config'>) {
 
   async function query(domain: string, resolver: DnsResolver, servers: string[]): Promise<string[]> {
     if (resolver === 'local') {
-      const found = await withTimeout(dns.lookup(domain, { all: true }), timeoutMs, () => {});
+      const found = await withTimeout(dns.lookup(domain, { all: true }), timeoutMs, timedOut());
       return [...found.filter((a) => a.family === 4), ...found.filter((a) => a.family === 6)].map((a) => a.address);
     }
     const r = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
     r.setServers(servers);
-    const [v4, v6] = await withTimeout(Promise.all([records(r.resolve4(domain)), records(r.resolve6(domain))]), timeoutMs, () =>
-      r.cancel(),
+    const [v4, v6] = await withTimeout(
+      Promise.all([records(r.resolve4(domain)), records(r.resolve6(domain))]),
+      timeoutMs,
+      timedOut(() => r.cancel()),
     );
     return [...v4, ...v6];
   }
