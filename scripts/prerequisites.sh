@@ -7,8 +7,9 @@
 # pg_dump/pg_restore (the tests' backup server dumps and restores real databases), Caddy and
 # Pebble with pebble-challtestsrv (customer domains: the service runs Caddy on the Odoo host, Pebble
 # is the ACME server and challtestsrv the DNS server of the tests), redis-server (a private Redis the
-# tests kill and restart) and PostgreSQL's server programs (initdb and pg_ctl run as the postgres
-# user: a private TLS cluster), whatever runs the PostgreSQL and Redis the service uses.
+# tests kill and restart), redis-sentinel and haproxy (the high-availability tests) and
+# PostgreSQL's server programs (initdb, pg_ctl and pg_basebackup run as the postgres user: a private
+# TLS cluster, a primary and its streaming replica), whatever runs the PostgreSQL and Redis the service uses.
 # As root with apt (a fresh Debian machine, CI) missing packages are installed and stopped
 # services started with the machine's own commands; otherwise it stops at once and says how.
 # The machine's host name must resolve: sudo says "unable to resolve host" on every command
@@ -31,6 +32,10 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 { command -v pebble && command -v pebble-challtestsrv; } >/dev/null 2>&1 || missing+=(pebble)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# High availability (test/ha-*.test.ts, bench:ha): three sentinels watching private Redis servers,
+# HAProxy in front of a private PostgreSQL primary and its streaming replica (pg_basebackup).
+command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 # The server programs of any version (Debian 12's postgresql is 15) and the user they run as.
 { compgen -G '/usr/lib/postgresql/*/bin/initdb' && compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' && id -u postgres; } >/dev/null 2>&1 ||
   missing+=(postgresql)
@@ -42,8 +47,9 @@ installing() { [[ " ${missing[*]} " == *" $1 "* ]]; }
 
 # The packages of caddy, redis-server and postgresql start their service on install (80/443, 6379,
 # 5432): the tests start their own, and the PostgreSQL and Redis the service uses may be elsewhere
-# (docker compose) or already running on those ports. While apt runs, policy-rc.d answers 101 (no
-# service may start); the one there before, if any, is put back.
+# (docker compose) or already running on those ports. redis-sentinel and haproxy would start theirs
+# too (26379, and whatever haproxy.cfg binds): the tests run their own on free ports. While apt
+# runs, policy-rc.d answers 101 (no service may start); the one there before, if any, is put back.
 policy=/usr/sbin/policy-rc.d
 policy_saved=""
 hold_services() {
@@ -74,7 +80,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     release_services
     # Where systemd runs, the services would start at the next boot: not wanted either.
     if [ -d /run/systemd/system ]; then
-      for unit in caddy redis-server postgresql; do
+      for unit in caddy redis-server redis-sentinel haproxy postgresql; do
         if installing "$unit"; then systemctl disable --now "$unit" >/dev/null 2>&1 || true; fi
       done
     fi
