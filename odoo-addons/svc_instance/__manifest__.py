@@ -9,6 +9,12 @@
     "author": "svc",
     "depends": ["base", "web"],
     "data": [],
+    "assets": {
+        "web.assets_backend": [
+            "svc_instance/static/src/trial_systray.js",
+            "svc_instance/static/src/trial_systray.xml",
+        ],
+    },
     "installable": True,
     "auto_install": False,
 }

@@ -1,0 +1,97 @@
+# Two things the web client of every instance shows from svc's parameters:
+# - suspension: while svc.suspended is set, every request to this database is answered with a
+#   plain page (503) saying that it is suspended, why (svc.suspension_reason) and whom to contact
+#   (svc.contact); an RPC request (JSON-RPC routes, the web client's calls) gets an error with the
+#   same words. /web/health still answers (the host's health is not the tenant's state).
+# - a trial's end: session_info carries the days left and the end date, formatted on the server in
+#   the user's own language and time zone, for the systray item of static/src.
+import math
+from datetime import datetime, timezone
+
+import pytz
+import werkzeug.exceptions
+from babel.dates import format_date
+from markupsafe import escape
+
+from odoo import models
+from odoo.http import Response, request
+from odoo.tools.misc import babel_locale_parse
+
+from . import svc_params
+from .res_users import SvcSuspended, suspension_message
+
+ALWAYS_SERVED = ("/web/health",)
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>Suspended</title>
+<style>body{font-family:system-ui,sans-serif;max-width:36em;margin:12vh auto;padding:0 1em;color:#222;line-height:1.5}
+h1{font-size:1.6em;margin-bottom:.4em}.why{font-size:1.1em}.who{color:#555}</style></head>
+<body><h1>This Odoo instance is suspended</h1><p class="why">%(why)s</p><p class="who">%(who)s</p></body></html>
+"""
+
+
+def suspension_page(params):
+    reason = (params.get("svc.suspension_reason") or "").strip()
+    who = svc_params.contact(params)
+    html = PAGE % {
+        "why": escape(reason + ("" if reason.endswith(".") else ".")) if reason else "Its data is kept; nobody can sign in until it is reactivated.",
+        "who": escape("To reactivate it, contact %s." % who) if who else "To reactivate it, contact your provider.",
+    }
+    return Response(html, status=503, content_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store", "Retry-After": "3600"})
+
+
+def trial_info(env, params, now=None):
+    """Days left and the end date of a trial, in the user's language and time zone; None otherwise."""
+    end = svc_params.trial_end(env.cr, params)
+    if end is None:
+        return None
+    user = env.user
+    try:
+        zone = pytz.timezone(user.tz or "UTC")
+    except pytz.UnknownTimeZoneError:
+        zone = pytz.utc
+    local_end = pytz.utc.localize(end).astimezone(zone)
+    local_now = pytz.utc.localize(now or datetime.now(timezone.utc).replace(tzinfo=None)).astimezone(zone)
+    days = max(0, (local_end.date() - local_now.date()).days)
+    try:
+        locale = babel_locale_parse(user.lang or "en_US")
+        date_text = format_date(local_end.date(), format="long", locale=locale)
+    except Exception:  # an unknown locale must not break the web client
+        date_text = local_end.date().isoformat()
+    ended = local_end <= local_now
+    if ended:
+        label = "Trial ended"
+    elif days == 0:
+        label = "Trial ends today"
+    else:
+        label = "Trial: %d day%s left" % (days, "" if days == 1 else "s")
+    return {
+        "days_left": days,
+        "end_date": date_text,
+        "ended": ended,
+        "label": label,
+        "title": "Your trial %s on %s." % ("ended" if ended else "ends", date_text),
+        "urgent": days <= 3,
+        "hours_left": max(0, math.ceil((local_end - local_now).total_seconds() / 3600)),
+    }
+
+
+class IrHttp(models.AbstractModel):
+    _inherit = "ir.http"
+
+    @classmethod
+    def _authenticate(cls, endpoint):
+        if request.httprequest.path not in ALWAYS_SERVED:
+            params = svc_params.read(request.env.cr)
+            if svc_params.flag(params, "svc.suspended"):
+                if endpoint.routing.get("type", "http") == "http":
+                    raise werkzeug.exceptions.ServiceUnavailable(response=suspension_page(params))
+                raise SvcSuspended(suspension_message(params))
+        return super()._authenticate(endpoint)
+
+    def session_info(self):
+        info = super().session_info()
+        if self.env.user._is_internal():
+            info["svc_trial"] = trial_info(self.env, svc_params.read(self.env.cr))
+        return info
