@@ -13,3 +13,6 @@ export const git: Feature = {
   jobs: gitJobHandlers,
   webhookMethods: gitWebhookMethods,
 };
+
+// What other features use from this one.
+export { effectiveDeployPath } from './git-repository-service.js';

@@ -126,6 +126,16 @@ export function describeSource(l: OdooLayout, version: string): string {
   ].join('\n');
 }
 
+/** Prints `addons=<path>` for each of `paths` that is a directory holding a module (a folder with a manifest). */
+export function addonsDirsAmong(paths: readonly string[]): string {
+  return [
+    `for d in ${paths.map(q).join(' ')}; do`,
+    '  for m in "$d"/*/__manifest__.py "$d"/*/__openerp__.py; do [ -f "$m" ] && { echo "addons=$d"; break; }; done',
+    'done',
+    ':',
+  ].join('\n');
+}
+
 /** Writes stdin to `path` (root:odoo, `mode`) when it differs from what is there; prints changed/unchanged. */
 export function writeIfChanged(path: string, mode: string, group = 'odoo'): string {
   const p = q(path);
@@ -158,14 +168,40 @@ export function checkDatabaseLogin(l: OdooLayout): string {
   ].join('\n');
 }
 
-/** The supervisor script where systemd does not run: Odoo as odoo, started again 2 s after it stops. */
+/**
+ * Starts odoo-bin with SO_REUSEPORT on its listening sockets, so that a second Odoo (new code) can
+ * listen on the same port while the first still serves: the graceful restart starts the new one,
+ * waits until it answers, and only then stops the old one (Odoo's own SIGHUP closes its socket before
+ * it re-executes itself: connections are refused meanwhile). Everything else is odoo-bin's own.
+ */
+export const LAUNCHER_PY = [
+  'import os, runpy, socket, sys',
+  '_bind = socket.socket.bind',
+  'def bind(self, address):',
+  '    if self.family in (socket.AF_INET, socket.AF_INET6) and self.type == socket.SOCK_STREAM:',
+  '        self.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)',
+  '    return _bind(self, address)',
+  'socket.socket.bind = bind',
+  'sys.argv = sys.argv[1:]',
+  'sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))',
+  'runpy.run_path(sys.argv[0], run_name="__main__")',
+].join('\n');
+
+/**
+ * The supervisor script where systemd does not run: Odoo as odoo, started again 2 s after it stops,
+ * while the `enabled` flag exists and the supervisor is the current one (its token, the first
+ * argument, is in `current`: a graceful restart hands over to a new supervisor that way).
+ */
 export function runScript(l: OdooLayout, source: string): string {
+  const current = q(`${l.runDir}/current`);
   return [
     '#!/bin/sh',
     `# Written by svc (setup_odoo): runs Odoo on port ${l.service.slice(5)} as odoo, and again 2 s after it stops,`,
-    `# while ${l.runDir}/enabled exists (stop_odoo removes it and stops the process group).`,
-    `while [ -f ${q(`${l.runDir}/enabled`)} ]; do`,
-    `  setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} ${q(`${source}/odoo-bin`)} -c ${q(l.config)} >> ${q(l.log)} 2>&1`,
+    `# while ${l.runDir}/enabled exists (stop_odoo removes it and stops the process group) and this`,
+    `# supervisor is the current one (its token, $1, is in ${l.runDir}/current).`,
+    'GEN="$' + '{1:-}"',
+    `while [ -f ${q(`${l.runDir}/enabled`)} ] && { [ -z "$GEN" ] || [ "$(cat ${current} 2>/dev/null)" = "$GEN" ]; }; do`,
+    `  setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} -c ${q(LAUNCHER_PY)} ${q(`${source}/odoo-bin`)} -c ${q(l.config)} >> ${q(l.log)} 2>&1`,
     '  sleep 2',
     'done',
     '',
@@ -262,10 +298,98 @@ export function startService(l: OdooLayout, port: number): string {
     stopSupervisedFunction(l),
     'stop_supervised',
     `mkdir -p ${q(l.runDir)} && touch ${q(`${l.runDir}/enabled`)}`,
+    `tok=$(date +%s%N); echo "$tok" > ${q(`${l.runDir}/current`)}`,
     // A session of its own (it outlives this SSH session), which makes it its process group's leader.
-    `setsid /bin/sh ${q(l.runScript)} </dev/null >/dev/null 2>&1 &`,
+    `setsid /bin/sh ${q(l.runScript)} "$tok" </dev/null >/dev/null 2>&1 &`,
     `echo $! > ${pidFile(l)}`,
     `echo "started (supervised, pid $(cat ${pidFile(l)}))"`,
+  ].join('\n');
+}
+
+/**
+ * Waits (at most `seconds`) until a process of the process group `$new` listens on the port and
+ * /web/health answers 200; exit code 3 when it does not (or the group died).
+ */
+const NEW_GROUP_ANSWERS_PY = [
+  'import os, sys, time, urllib.request',
+  'port, group, limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])',
+  'opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))',
+  'def listening_inodes():',
+  '    found = set()',
+  '    for name in ("/proc/net/tcp", "/proc/net/tcp6"):',
+  '        try:',
+  '            with open(name) as f: rows = f.read().split("\\n")[1:]',
+  '        except OSError: continue',
+  '        for row in rows:',
+  '            c = row.split()',
+  '            if len(c) > 9 and c[3] == "0A" and int(c[1].rsplit(":", 1)[1], 16) == port: found.add(c[9])',
+  '    return found',
+  'def group_listens():',
+  '    inodes = listening_inodes()',
+  '    for pid in filter(str.isdigit, os.listdir("/proc")):',
+  '        try:',
+  '            if os.getpgid(int(pid)) != group: continue',
+  '            for fd in os.listdir("/proc/%s/fd" % pid):',
+  '                link = os.readlink("/proc/%s/fd/%s" % (pid, fd))',
+  '                if link.startswith("socket:[") and link[8:-1] in inodes: return True',
+  '        except OSError: pass',
+  '    return False',
+  'end = time.monotonic() + limit',
+  'while time.monotonic() < end:',
+  '    try: os.killpg(group, 0)',
+  '    except OSError: print("the new Odoo stopped before it answered", file=sys.stderr); sys.exit(3)',
+  '    if group_listens():',
+  '        try:',
+  '            with opener.open("http://127.0.0.1:%d/web/health" % port, timeout=5) as r:',
+  '                if r.status == 200: print("new Odoo answers"); sys.exit(0)',
+  '        except Exception: pass',
+  '    time.sleep(0.3)',
+  'print("the new Odoo did not answer within %d s" % limit, file=sys.stderr)',
+  'sys.exit(3)',
+].join('\n');
+
+/**
+ * Restarts a running service without refusing a request (supervised mode): a new supervisor starts
+ * Odoo with the code on disk now, on the same port (SO_REUSEPORT, see LAUNCHER_PY); once a process
+ * of it listens and /web/health answers, the old Odoo gets SIGINT — Odoo's graceful stop: its
+ * workers finish the requests in flight — and connections still queued on its socket move to the
+ * new one (net.ipv4.tcp_migrate_req). If the new one does not answer, it is stopped and the old one
+ * keeps serving (exit code 3). Under systemd: SIGHUP to the main process (Odoo re-executes itself
+ * in place; its socket is closed meanwhile). Nothing running: an ordinary start.
+ */
+export function gracefulRestart(l: OdooLayout, port: number, seconds: number): string {
+  const current = q(`${l.runDir}/current`);
+  return [
+    `if ${USE_SYSTEMD}; then`,
+    `  if systemctl is-active --quiet ${q(l.service)}; then systemctl kill -s HUP --kill-whom=main ${q(l.service)} || exit 1; echo "signalled (systemd, SIGHUP)"; exit 0; fi`,
+    `  systemctl restart ${q(l.service)} || exit 1; echo "restarted (systemd)"; exit 0`,
+    'fi',
+    `old=$(cat ${pidFile(l)} 2>/dev/null || true)`,
+    'if [ -z "$old" ] || ! kill -0 "$old" 2>/dev/null; then',
+    startService(l, port)
+      .split('\n')
+      .map((line) => `  ${line}`)
+      .join('\n'),
+    '  exit 0',
+    'fi',
+    'sysctl -qw net.ipv4.tcp_migrate_req=1 2>/dev/null || true',
+    `oldtok=$(cat ${current} 2>/dev/null || true)`,
+    `tok=$(date +%s%N); echo "$tok" > ${current}`,
+    `touch ${q(`${l.runDir}/enabled`)} ${q(l.log)}`,
+    `setsid /bin/sh ${q(l.runScript)} "$tok" </dev/null >/dev/null 2>&1 &`,
+    'new=$!',
+    `if ! ${PYTHON} -c ${q(NEW_GROUP_ANSWERS_PY)} ${port} "$new" ${Math.max(1, Math.trunc(seconds))}; then`,
+    `  printf '%s\\n' "$oldtok" > ${current}`,
+    '  kill -INT -"$new" 2>/dev/null; sleep 2; kill -KILL -"$new" 2>/dev/null',
+    `  tail -n 20 ${q(l.log)} >&2; exit 3`,
+    'fi',
+    `echo "$new" > ${pidFile(l)}`,
+    // The old supervisor's Odoo (its child: setpriv and env exec into it) stops gracefully; the
+    // supervisor, no longer current, does not start it again.
+    'for child in $(pgrep -P "$old"); do kill -INT "$child" 2>/dev/null || true; done',
+    'i=0; while kill -0 -"$old" 2>/dev/null && [ $i -lt 120 ]; do sleep 0.5; i=$((i+1)); done',
+    'kill -KILL -"$old" 2>/dev/null || true',
+    'echo "restarted gracefully (supervised, pid $new; the old pid $old stopped)"',
   ].join('\n');
 }
 

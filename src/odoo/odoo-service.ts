@@ -4,7 +4,7 @@ import type { AppContext } from '../context.js';
 import { publicJobId } from '../core/queue.js';
 import { openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
-import { startService, statusScript, stopService } from './odoo-scripts.js';
+import { gracefulRestart, startService, statusScript, stopService } from './odoo-scripts.js';
 import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
 
@@ -46,6 +46,25 @@ export function createOdooService(ctx: AppContext) {
         const health = await store.waitHealthy(session, l, port, server.id, payload.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, payload.user_id);
         return { odoo_state: 'running' as const, http_port: port, health };
+      });
+    },
+
+    /**
+     * Restarts a running Odoo without refusing requests (odoo-scripts.ts gracefulRestart): the old
+     * processes stop only once the new ones answer. A new Odoo that does not answer is stopped and
+     * the old one keeps serving: a UserError with the end of Odoo's log.
+     */
+    async gracefulRestart(id: number, audit: { user_id: number | null; job_id?: string }) {
+      return withHost(id, audit, async (session, port, server) => {
+        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const seconds = Math.ceil(ctx.config.ODOO_HEALTH_TIMEOUT_MS / 1000);
+        const res = await session.run(gracefulRestart(l, port, seconds), {
+          timeoutMs: ctx.config.ODOO_HEALTH_TIMEOUT_MS + STEP_TIMEOUT_MS,
+        });
+        if (res.exitCode !== 0) stepFailed(session, `Restarting Odoo on port ${port} gracefully failed (the old one keeps serving)`, res);
+        const health = await store.waitHealthy(session, l, port, server.id, audit.user_id);
+        await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, audit.user_id);
+        return { restarted: session.mask(res.stdout.trim().split('\n').pop() ?? ''), health };
       });
     },
 
