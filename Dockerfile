@@ -11,6 +11,8 @@ COPY prisma prisma
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY src src
 COPY views views
+# svc's Odoo addons: setup_odoo ships this folder to each Odoo host.
+COPY odoo-addons odoo-addons
 # The master key file lives in /app/data: mount a volume there, or it dies with the container
 # and every stored secret with it.
 RUN mkdir -p data && chown node:node data

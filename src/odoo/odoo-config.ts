@@ -49,6 +49,9 @@ export interface OdooConfigInput {
   serverWideModules: readonly string[];
 }
 
+/** svc's addon, loaded by every process (its request routing) from the host's svc-addons directory. */
+export const SVC_SERVER_WIDE_MODULE = 'svc_instance';
+
 export function odooConfig(c: OdooConfigInput): string {
   const lines = [
     '; Written by svc (setup_odoo): changes are replaced at the next set-up.',
@@ -61,8 +64,8 @@ export function odooConfig(c: OdooConfigInput): string {
     'list_db = False',
     `admin_passwd = ${c.adminPasswdHash}`,
     `data_dir = ${c.layout.dataDir}`,
-    `addons_path = ${c.addonsDirs.join(',')}`,
-    `server_wide_modules = ${c.serverWideModules.join(',')}`,
+    `addons_path = ${[...c.addonsDirs, c.layout.svcAddons].join(',')}`,
+    `server_wide_modules = ${[...c.serverWideModules.filter((m) => m !== SVC_SERVER_WIDE_MODULE), SVC_SERVER_WIDE_MODULE].join(',')}`,
     'http_interface = 127.0.0.1',
     `http_port = ${c.httpPort}`,
     `gevent_port = ${geventPortOf(c.httpPort)}`,

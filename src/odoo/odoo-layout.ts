@@ -6,6 +6,7 @@
 //   <base>/run/odoo-<port>/            the supervisor's pid and `enabled` flag
 //   <base>/logs/odoo-<port>.log        Odoo's output
 //   <base>/data                        data_dir, shared: filestore/<database> is where svc copies filestores
+//   <base>/svc-addons/                 svc's own addons (the repository's odoo-addons/), root's, on addons_path
 // Every name here is made from validated values only (a base path of the config's pattern, a port,
 // a version name of odooVersion's pattern).
 
@@ -20,6 +21,8 @@ export interface OdooLayout {
   dataDir: string;
   unit: string;
   versionsDir: string;
+  /** svc's own addons, shared by the host's services. */
+  svcAddons: string;
   sourceOf(version: string): string;
 }
 
@@ -35,6 +38,7 @@ export function odooLayout(base: string, port: number): OdooLayout {
     dataDir: `${base}/data`,
     unit: `/etc/systemd/system/${service}.service`,
     versionsDir: `${base}/versions`,
+    svcAddons: `${base}/svc-addons`,
     sourceOf: (version) => `${base}/versions/${version}`,
   };
 }

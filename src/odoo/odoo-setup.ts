@@ -4,6 +4,7 @@
 // input (packages, the source's checksum and odoo-bin, the PostgreSQL role, its login from the host)
 // is done before the running Odoo is touched: such a failure leaves it running its old version.
 import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { MASK } from '../core/action-log.js';
@@ -35,6 +36,7 @@ import {
   writeIfChanged,
 } from './odoo-scripts.js';
 import { type OdooHostStore, odooHostStore } from './odoo-store.js';
+import { addonsBundle, installAddons, installedAddons } from './odoo-svc-addons.js';
 
 const INSTALL_TIMEOUT_MS = 20 * 60_000;
 const SOURCE_TIMEOUT_MS = 30 * 60_000;
@@ -134,6 +136,21 @@ export function createOdooSetup(ctx: AppContext) {
     return true;
   }
 
+  /** Puts svc's addons on the host when the tree there differs from the repository's; answers whether it changed. */
+  async function ensureAddons(session: RemoteSession, l: OdooLayout) {
+    const bundle = addonsBundle();
+    const present = await session.run(installedAddons(l), { timeoutMs: STEP_TIMEOUT_MS });
+    if (present.exitCode !== 0) stepFailed(session, `Reading ${l.svcAddons} failed`, present);
+    if (present.stdout.trim() === bundle.sha256) return false;
+    const res = await session.run(installAddons(l, bundle.sha256), {
+      stdin: Readable.from([bundle.tarball]),
+      timeoutMs: STEP_TIMEOUT_MS,
+      label: `${installAddons(l, bundle.sha256)} < svc's odoo-addons (${bundle.files} files)`,
+    });
+    if (res.exitCode !== 0) stepFailed(session, `Writing svc's addons to ${l.svcAddons} failed`, res);
+    return true;
+  }
+
   /** Writes a file from stdin when it differs; answers whether it changed. `shown`: the text for the action log. */
   async function writeFile(session: RemoteSession, path: string, mode: string, group: string, content: string, shown: string) {
     const script = writeIfChanged(path, mode, group);
@@ -181,6 +198,10 @@ export function createOdooSetup(ctx: AppContext) {
       const addonsDirs = lines.filter((x) => x.startsWith('addons=')).map((x) => x.slice(7));
       if (sourceChanged) touched = true; // the tree under the running Odoo's path is the new one
 
+      await step('addons', 50);
+      const addonsChanged = await ensureAddons(session, l);
+      if (addonsChanged) touched = true;
+
       await step('database role', 60);
       await store.logged(
         server.id,
@@ -221,7 +242,7 @@ export function createOdooSetup(ctx: AppContext) {
 
       await step('start', 80);
       const running = (await session.run(serviceRunning(l), { timeoutMs: STEP_TIMEOUT_MS })).stdout.trim() === 'running';
-      const restart = !running || sourceChanged || configChanged || serviceChanged;
+      const restart = !running || sourceChanged || addonsChanged || configChanged || serviceChanged;
       if (restart) {
         touched = true;
         // From here the service is this version's on this port, even if it fails: stop and restart reach it.
@@ -249,7 +270,7 @@ export function createOdooSetup(ctx: AppContext) {
         max_cron_threads: payload.max_cron_threads,
         db_user: secrets.role,
         packages: session.mask(packages.stdout).trim().split('\n').pop() ?? '',
-        changed: { source: sourceChanged, config: configChanged, service: serviceChanged },
+        changed: { source: sourceChanged, addons: addonsChanged, config: configChanged, service: serviceChanged },
         restarted: restart,
       };
     } catch (err) {

@@ -55,7 +55,9 @@ describe('the configuration', () => {
       'dbfilter = ^%d$',
       'without_demo = all',
       'workers = 3',
-      'server_wide_modules = base,web',
+      // svc's own addons: on the addons path, and its addon loaded by every process (request routing).
+      'addons_path = /opt/odoo/versions/18.0/odoo/addons,/opt/odoo/svc-addons',
+      'server_wide_modules = base,web,svc_instance',
     ]) {
       expect(text.split('\n')).toContain(line);
     }
