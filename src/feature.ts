@@ -22,7 +22,21 @@ export interface Registry {
   rootServerObservers: readonly RootServerObserver[];
   /** The series the features read at scrape time (their `metrics`). */
   metricsSources: readonly MetricsSource[];
+  /** Called after a git deploy switched a live path (the features' onGitDeploy). */
+  gitDeployObservers: readonly GitDeployObserver[];
 }
+
+/** A git deploy that switched the live path on a root server; told by git after it succeeded. Plain data. */
+export interface GitDeployEvent {
+  repository_id: number;
+  /** The git commit record deployed. */
+  commit_id: number;
+  root_server_id: number;
+  live_path: string;
+  user_id: number | null;
+}
+
+export type GitDeployObserver = (event: GitDeployEvent) => Promise<void>;
 
 /**
  * What one monitoring poll recorded, for the features that react to it (alerts). Plain data, so
@@ -93,6 +107,8 @@ export interface Feature {
   onMonitorStop?(ctx: AppContext): MonitorStopObserver;
   /** Reacts to a change of a root server (in the request that makes it). */
   onRootServerChange?(ctx: AppContext): RootServerObserver;
+  /** Reacts to a successful git deploy (in the deploy's job; a failure is told, the deploy stays done). */
+  onGitDeploy?(ctx: AppContext): GitDeployObserver;
   /** Series read at scrape time from PostgreSQL or Redis (GET /metrics of the API processes). */
   metrics?(ctx: AppContext, registry: Registry): readonly MetricsSource[];
   /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */

@@ -69,6 +69,7 @@ export function composeFeatures(ctx: AppContext, features: readonly Feature[] = 
     monitorPollObservers: features.flatMap((f) => (f.onMonitorPoll ? [f.onMonitorPoll(ctx)] : [])),
     monitorStopObservers: features.flatMap((f) => (f.onMonitorStop ? [f.onMonitorStop(ctx)] : [])),
     rootServerObservers: features.flatMap((f) => (f.onRootServerChange ? [f.onRootServerChange(ctx)] : [])),
+    gitDeployObservers: features.flatMap((f) => (f.onGitDeploy ? [f.onGitDeploy(ctx)] : [])),
     metricsSources,
   };
   // Sources may need the rest of the registry (the job catalog's queues).

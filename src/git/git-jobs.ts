@@ -8,7 +8,7 @@
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import type { JobHandlers } from '../core/jobs.js';
-import { featureJobs } from '../feature.js';
+import { featureJobs, type GitDeployEvent, type Registry } from '../feature.js';
 import { gitJobs } from './git-job-specs.js';
 import { publicJobId } from '../core/queue.js';
 import { postMessage } from '../core/chatter.js';
@@ -21,8 +21,25 @@ import { checkTarball } from './tarball-check.js';
 
 const DEPLOY_TIMEOUT_MS = 15 * 60_000;
 
-function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
+function createGitJobHandlers(ctx: AppContext, registry: Registry): JobHandlers<typeof gitJobs> {
   const host = createGitHost(ctx);
+  /** Tells the features that follow deploys (a rollout to the host's tenants); a failure there leaves the deploy done. */
+  async function tellDeployed(event: GitDeployEvent) {
+    for (const observe of registry.gitDeployObservers) {
+      try {
+        await observe(event);
+      } catch (err) {
+        await postMessage(ctx.db, {
+          model_name: 'svc.saas.git.repository',
+          rec_id: event.repository_id,
+          body: `Deployed, but what follows a deploy failed: ${(err as Error).message}`,
+          message_type: 'notification',
+          subtype_xmlid: 'mail.mt_alert',
+        });
+      }
+    }
+  }
+
   return {
     async git_push_commit(payload, job) {
       const jobId = publicJobId(job.queueName, job.id!);
@@ -97,6 +114,13 @@ function createGitJobHandlers(ctx: AppContext): JobHandlers<typeof gitJobs> {
         }
         const checked = out.report?.checked ?? { py: 0, xml: 0 };
         await report(true, `Deployed ${sha} to ${server.ip}:${livePath} (${checked.py} Python and ${checked.xml} XML files checked).`);
+        await tellDeployed({
+          repository_id: repo.id,
+          commit_id: commit.id,
+          root_server_id: server.id,
+          live_path: livePath,
+          user_id: payload.user_id,
+        });
         return { deployed: true, commit: commit.commit_id, live_path: livePath, release: out.deployedTo, checked };
       } catch (err) {
         if (!reported) await report(false, `Deploy of ${sha} failed: ${(err as Error).message}`);
