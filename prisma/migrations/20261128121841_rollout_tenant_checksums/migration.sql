@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "rollout_tenants" ADD COLUMN     "checksums" JSONB;
