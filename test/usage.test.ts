@@ -65,6 +65,12 @@ describe('a usage round', () => {
     });
     expect(du).toBeGreaterThan(40_000);
     expect(after.usage_state).toBe('ok');
+    // What svc's addon in the instance compares with svc.storage_limit_gb before it stores a file.
+    const [param] = await queryIn<{ value: string }>(
+      sub.database_name,
+      "SELECT value FROM ir_config_parameter WHERE key = 'svc.storage_used_bytes'",
+    );
+    expect(param).toEqual({ value: String(Number(size) + du) });
 
     const history = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage` });
     expect(history.statusCode, history.body).toBe(200);

@@ -41,6 +41,7 @@ export {
   setCustomerPassword,
   setIdentity,
   setPackageLimits,
+  setStorageUsed,
 } from './odoo-database.js';
 export { earlyHash, newPassword } from './odoo-password.js';
 export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, TenantRefusal, tenantRoleOf } from './tenant-session.js';

@@ -183,6 +183,14 @@ export function setPackageLimits(query: Query, sub: PackageLimits) {
   return transaction(query, PARAMS, () => setParams(query, packageParams(sub)));
 }
 
+/**
+ * svc.storage_used_bytes: the storage the usage round measured (database and filestore), which svc's
+ * addon in the instance compares with svc.storage_limit_gb before it stores a new file.
+ */
+export function setStorageUsed(query: Query, bytes: number) {
+  return transaction(query, PARAMS, () => setParams(query, { 'svc.storage_used_bytes': String(Math.round(bytes)) }));
+}
+
 /** The administrator Odoo made at install (base.user_admin), else the user with id 2 as in every Odoo database. */
 async function administrator(query: Query): Promise<{ id: number; partner_id: number }> {
   const { rows } = await query(

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { filestorePath, lockTenantTables, onServer, serverWhere } from '../instances/index.js';
+import { filestorePath, lockTenantTables, onServer, serverWhere, setStorageUsed } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance } from '../subscriptions/index.js';
@@ -56,8 +56,16 @@ export interface InstanceCounts {
  * and not share, without __system__, id 1) and the rows of each model the package limits. A model
  * without a table is reported missing, not an error. The tables are locked and checked first (Odoo's
  * plain tables, no view, rule or row security that could forge a count; see tenant-session.ts).
+ * `storageUsed` (database and filestore, when both were measured) is then written into the instance
+ * in the same session as svc.storage_used_bytes, for svc's addon to refuse new files when full; a
+ * write that fails is reported as missing `storage_used_bytes` and takes nothing else with it.
  */
-export async function instanceCounts(deps: Deps, sub: Subscription, models: readonly string[]): Promise<InstanceCounts> {
+export async function instanceCounts(
+  deps: Deps,
+  sub: Subscription,
+  models: readonly string[],
+  storageUsed: number | null = null,
+): Promise<InstanceCounts> {
   return onInstance(deps, sub, async (query) => {
     const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {} };
     const tableOf = new Map<string, string>();
@@ -89,6 +97,11 @@ export async function instanceCounts(deps: Deps, sub: Subscription, models: read
     } catch (err) {
       await query('ROLLBACK').catch(() => {});
       throw err;
+    }
+    if (storageUsed !== null) {
+      await setStorageUsed(query, storageUsed).catch((err: Error) => {
+        counts.missing.storage_used_bytes = `svc.storage_used_bytes not written: ${err.message}`;
+      });
     }
     return counts;
   });

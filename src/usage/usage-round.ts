@@ -27,6 +27,9 @@ const INSTANCE_CONCURRENCY = 8;
 const HISTORY_DAYS = 400;
 const DAY_MS = 86_400_000;
 
+/** Database and filestore as the storage limit judges them (usage.ts); null when not both measured. */
+const storageUsed = (u: Usage) => (u.db_size_bytes !== null && !u.missing.filestore ? u.db_size_bytes + (u.filestore_bytes ?? 0) : null);
+
 type Tenant = Prisma.SubscriptionGetPayload<{
   include: { database_template: { include: { postgresql_server: true; root_server: true } } };
 }>;
@@ -101,25 +104,8 @@ export function createUsageRound(ctx: AppContext) {
       }),
     );
 
-    // Users and records: one connection per running database, a few at a time.
-    const refusedByTenant = new Set<number>();
-    await mapLimited(
-      tenants.filter((t) => t.state === 'running'),
-      INSTANCE_CONCURRENCY,
-      async (t) => {
-        try {
-          const counts = await instanceCounts(ctx, t, Object.keys((t.model_limits ?? {}) as object));
-          Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
-          for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
-        } catch (err) {
-          if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
-          miss(t.id, 'active_users', (err as Error).message);
-          for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
-        }
-      },
-    );
-
-    // Filestores: one command per Odoo host.
+    // Filestores: one command per Odoo host; before the users and records, whose session writes the
+    // storage the instance has used into it (svc.storage_used_bytes, for svc's addon).
     const hosted = tenants.filter((t) => t.database_template!.root_server);
     await Promise.all(
       [...groupBy(hosted, (t) => t.database_template!.root_server_id).values()].map(async (group) => {
@@ -139,6 +125,24 @@ export function createUsageRound(ctx: AppContext) {
           for (const t of group) miss(t.id, 'filestore', (err as Error).message);
         }
       }),
+    );
+
+    // Users and records: one connection per running database, a few at a time.
+    const refusedByTenant = new Set<number>();
+    await mapLimited(
+      tenants.filter((t) => t.state === 'running'),
+      INSTANCE_CONCURRENCY,
+      async (t) => {
+        try {
+          const counts = await instanceCounts(ctx, t, Object.keys((t.model_limits ?? {}) as object), storageUsed(usage.get(t.id)!));
+          Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
+          for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
+        } catch (err) {
+          if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
+          miss(t.id, 'active_users', (err as Error).message);
+          for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
+        }
+      },
     );
 
     for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
