@@ -1,6 +1,8 @@
 # Through Odoo's HTTP server: the suspended page, the RPC error, the trial in session_info.
 import json
 
+import odoo
+
 from odoo.tests import HttpCase, tagged
 
 from ..models.res_users import SvcSuspended
@@ -68,3 +70,9 @@ class TestThroughHttp(HttpCase):
         js = self.url_open(scripts[0]).text
         self.assertIn("svc_instance.trial", js)
         self.assertIn("svc_instance.TrialSystray", js)
+
+    def test_no_scheduled_action_runs_while_suspended(self):
+        set_svc(self.env.cr, suspended="True")
+        job = {"id": 0, "cron_name": "svc test"}  # not a real job: running it would fail
+        args = (self.env.cr, job) if odoo.release.version_info[0] >= 19 else (self.env.cr.dbname, self.env.cr, job)
+        self.assertIsNone(self.registry["ir.cron"]._process_job(*args))
