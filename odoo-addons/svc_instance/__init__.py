@@ -1,2 +1,8 @@
 # svc's addon: what it contributes is imported here, one module per concern.
 from . import models
+from . import http_routing
+
+
+def post_load():
+    """Server-wide (server_wide_modules): which database a request reaches, in every process."""
+    http_routing.install()

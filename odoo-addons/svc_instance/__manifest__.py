@@ -17,4 +17,6 @@
     },
     "installable": True,
     "auto_install": False,
+    # Loaded server-wide by setup_odoo's configuration: request routing (http_routing.py).
+    "post_load": "post_load",
 }
