@@ -160,11 +160,11 @@ async function runChecks() {
 }
 
 /** GET / over HTTPS to Caddy on 127.0.0.1:443 with `hostname` as SNI, checking the chain against Pebble's root. */
-async function httpsGet(hostname: string): Promise<{ status: number; body: string; issuer: string }> {
+async function httpsGet(hostname: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; issuer: string }> {
   const ca = await lab.issuingRoot();
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: '127.0.0.1', port: 443, servername: hostname, path: '/', headers: { host: hostname }, ca, timeout: 10_000 },
+      { host: '127.0.0.1', port: 443, servername: hostname, path: '/', headers: { ...headers, host: hostname }, ca, timeout: 10_000 },
       (res) => {
         const issuer = String((res.socket as TLSSocket).getPeerCertificate().issuer?.CN);
         let body = '';
@@ -311,7 +311,7 @@ describe('a domain goes live', { timeout: 300_000 }, () => {
     expect(await siteFiles()).toEqual([]);
   });
 
-  it('once it does: the site file, a Pebble certificate read back over TLS, HTTPS to Odoo with the dbfilter header, web.base.url', async () => {
+  it('once it does: the site file, a Pebble certificate read back over TLS, HTTPS to Odoo with the database header, web.base.url', async () => {
     await lab.setA(name, ['127.0.0.1']);
     const { job, domain } = await verify(shop.id);
     expect(job.state, JSON.stringify(job)).toBe('completed');
@@ -322,13 +322,15 @@ describe('a domain goes live', { timeout: 300_000 }, () => {
     expect(notAfter - Date.now()).toBeLessThanOrEqual(10 * 86_400_000);
     expect(domain.verified_at).not.toBeNull();
 
-    expect(await readFile(domain.site_file!, 'utf8')).toContain(`header_up X-Odoo-dbfilter ^${sub.database_name}$`);
+    expect(await readFile(domain.site_file!, 'utf8')).toContain(`header_up X-Odoo-Database ${sub.database_name}`);
     const before = odoo.calls.length;
     const res = await httpsGet(name);
     expect(res).toMatchObject({ status: 200, body: 'odoo stand-in' });
     expect(res.issuer).toMatch(/Pebble Intermediate CA/);
+    // A client naming another database itself: Caddy replaces the header with the tenant's.
+    expect(await httpsGet(name, { 'X-Odoo-Database': 'another_tenant_1' })).toMatchObject({ status: 200 });
     const reached = odoo.calls.slice(before);
-    expect(reached.map((c) => c.headers['x-odoo-dbfilter'])).toEqual([`^${sub.database_name}$`]);
+    expect(reached.map((c) => c.headers['x-odoo-database'])).toEqual([sub.database_name, sub.database_name]);
     expect(reached[0]!.headers['x-forwarded-proto']).toBe('https');
 
     expect(await webBaseUrl(sub.database_name)).toBe(`https://${name}`);

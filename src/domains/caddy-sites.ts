@@ -1,6 +1,7 @@
 // A customer domain on the Odoo host: one Caddy site file, /etc/caddy/svc.d/<database>--<hostname>.caddy,
-// proxying to Odoo on 127.0.0.1:<ODOO_HTTP_PORT> with the X-Odoo-dbfilter header (OCA's
-// dbfilter_from_header: Odoo serves only that database for the request). Each change takes the
+// proxying to Odoo on 127.0.0.1:<its port> with the header X-Odoo-Database naming the tenant's
+// database, replacing whatever the client sent (svc's addon, loaded server-wide by setup_odoo, then
+// serves that database only: docs/odoo-hosts.md). Each change takes the
 // host's configuration lock, is checked with `caddy validate` and loaded with `caddy reload`; when
 // either fails the file is put back as it was, so the configuration Caddy runs is the previous one.
 // Only checked values (host name, database name, port) reach a file name, command or the config.
@@ -31,7 +32,7 @@ export interface Site {
 function checked(site: Site): Site {
   if (!HOSTNAME.test(site.hostname)) throw new UserError(`"${site.hostname}" is not a checked host name`);
   if (!DATABASE.test(site.database)) throw new UserError(`"${site.database}" is not a database name a site file can carry`);
-  if (!Number.isInteger(site.odooPort) || site.odooPort < 1 || site.odooPort > 65535) throw new UserError('ODOO_HTTP_PORT is not a port');
+  if (!Number.isInteger(site.odooPort) || site.odooPort < 1 || site.odooPort > 65535) throw new UserError(`${site.odooPort} is not a port`);
   return site;
 }
 
@@ -47,7 +48,7 @@ export function siteConfig(site: Site): string {
     `# ${database}: written by svc`,
     `${hostname} {`,
     `\treverse_proxy 127.0.0.1:${odooPort} {`,
-    `\t\theader_up X-Odoo-dbfilter ^${database}$`,
+    `\t\theader_up X-Odoo-Database ${database}`,
     '\t}',
     '}',
     '',

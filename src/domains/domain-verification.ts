@@ -276,7 +276,8 @@ export function createDomainVerification(ctx: Ctx) {
       } catch (err) {
         return failed(domain, `Root server ${server.id}: ${(err as Error).message}`, actor);
       }
-      const site = { hostname: domain.hostname, database: sub.database_name, odooPort: config.ODOO_HTTP_PORT };
+      // The port of the Odoo svc set up on the host (setup_odoo), else the one the configuration names.
+      const site = { hostname: domain.hostname, database: sub.database_name, odooPort: server.odoo_http_port ?? config.ODOO_HTTP_PORT };
       // Written elsewhere before (another database name, another host): that site goes first, or
       // Caddy would find the host name twice.
       if (domain.site_file && (domain.site_file !== siteFileOf(site) || domain.root_server_id !== server.id)) {

@@ -49,10 +49,10 @@ describe('normalizeHostname', () => {
 describe('site files', () => {
   const site = { hostname: 'erp.example.com', database: 'acme_42', odooPort: 8069 };
 
-  it('proxy to Odoo on loopback with the dbfilter header, one file per database and name', () => {
+  it("proxy to Odoo on loopback with the tenant's database in X-Odoo-Database, one file per database and name", () => {
     expect(siteFileOf(site)).toBe('/etc/caddy/svc.d/acme_42--erp.example.com.caddy');
     expect(siteConfig(site)).toBe(
-      '# acme_42: written by svc\nerp.example.com {\n\treverse_proxy 127.0.0.1:8069 {\n\t\theader_up X-Odoo-dbfilter ^acme_42$\n\t}\n}\n',
+      '# acme_42: written by svc\nerp.example.com {\n\treverse_proxy 127.0.0.1:8069 {\n\t\theader_up X-Odoo-Database acme_42\n\t}\n}\n',
     );
   });
 
