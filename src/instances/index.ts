@@ -42,7 +42,10 @@ export {
   setIdentity,
   setPackageLimits,
   setStorageUsed,
+  setSuspension,
+  SVC_ADDON,
 } from './odoo-database.js';
+export type { Suspension } from './odoo-database.js';
 export { earlyHash, newPassword } from './odoo-password.js';
 export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, TenantRefusal, tenantRoleOf } from './tenant-session.js';
 export type { TenantRole } from './tenant-session.js';

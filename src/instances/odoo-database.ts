@@ -167,9 +167,13 @@ export interface PackageLimits {
   model_limits: unknown;
 }
 
-/** The package as config parameters (svc.*) a module inside the instance can enforce. */
-export function packageParams(sub: PackageLimits): Record<string, string | null> {
+/**
+ * The package as config parameters (svc.*) svc's addon inside the instance enforces. `contact` (the
+ * support_contact setting) becomes svc.contact, which its messages name; undefined leaves it alone.
+ */
+export function packageParams(sub: PackageLimits, contact?: string | null): Record<string, string | null> {
   return {
+    ...(contact !== undefined ? { 'svc.contact': contact } : {}),
     'svc.subscription_id': String(sub.id),
     'svc.is_trial': sub.is_trial ? 'True' : 'False',
     'svc.trial_end_date': sub.is_trial && sub.trial_end_date ? odooDatetime(sub.trial_end_date) : null,
@@ -179,8 +183,44 @@ export function packageParams(sub: PackageLimits): Record<string, string | null>
   };
 }
 
-export function setPackageLimits(query: Query, sub: PackageLimits) {
-  return transaction(query, PARAMS, () => setParams(query, packageParams(sub)));
+export function setPackageLimits(query: Query, sub: PackageLimits, contact?: string | null) {
+  return transaction(query, PARAMS, () => setParams(query, packageParams(sub, contact)));
+}
+
+/** What a suspended instance's page says: why, and whom to contact. */
+export interface Suspension {
+  reason: string;
+  contact: string | null;
+}
+
+/** The module table of Odoo, where svc's addon is found installed or not. */
+const MODULES = 'ir_module_module';
+export const SVC_ADDON = 'svc_instance';
+
+/**
+ * Marks the instance suspended (svc.suspended, svc.suspension_reason, svc.contact), or lifts the
+ * mark (null), when svc's addon is installed in it: the addon then answers every request with the
+ * suspension page and every RPC with an error. Answers whether it is installed (false: nothing
+ * written, the caller closes the database instead).
+ */
+export async function setSuspension(query: Query, suspension: Suspension | null): Promise<boolean> {
+  const { rows } = await query(
+    `SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'public' AND c.relname = $1`,
+    [MODULES],
+  );
+  if (rows.length === 0) return false;
+  return transaction(query, [MODULES, ...PARAMS], async () => {
+    const installed = await query(`SELECT 1 FROM public.${MODULES} WHERE name = $1 AND state = 'installed'`, [SVC_ADDON]);
+    if (installed.rows.length === 0) return false;
+    await setParams(
+      query,
+      suspension
+        ? { 'svc.suspended': 'True', 'svc.suspension_reason': suspension.reason, 'svc.contact': suspension.contact }
+        : { 'svc.suspended': null, 'svc.suspension_reason': null },
+    );
+    return true;
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ export const settingsModel = defineModel({
     'usage_interval_minutes',
     'enforce_limits',
     'limit_grace_days',
+    'support_contact',
   ],
 });
 

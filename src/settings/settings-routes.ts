@@ -26,6 +26,12 @@ const settings = z.object({
   usage_interval_minutes: z.number().int().describe('How often every tenant is measured (rounded up to 5-minute ticks)'),
   enforce_limits: z.boolean().describe('Suspend subscriptions over their limits for longer than limit_grace_days'),
   limit_grace_days: z.number().int().describe('Days a subscription may stay over its limits before it is suspended'),
+  support_contact: z
+    .string()
+    .nullable()
+    .describe(
+      "Whom customers contact: written into every instance (svc.contact), named by a suspended instance's page and its limit messages",
+    ),
   updated_at: timestamp,
 });
 
@@ -44,6 +50,14 @@ const settingsUpdate = z
     usage_interval_minutes: z.number().int().min(5).max(1440),
     enforce_limits: z.boolean(),
     limit_grace_days: z.number().int().min(0).max(365),
+    // One line of plain text: an address, a URL or a phone number.
+    support_contact: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .regex(/^\P{Cc}*$/u, 'one line of text, no control characters')
+      .nullable(),
   })
   .partial()
   .strict()

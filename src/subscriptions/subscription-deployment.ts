@@ -47,6 +47,7 @@ import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } fr
 import { createLifecycleMail } from './subscription-mail.js';
 import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState, subscriptionUrl } from './subscription-service.js';
 import { queueInstanceSync } from './subscription-instance-sync.js';
+import { supportContact } from './subscription-suspension-page.js';
 
 export interface DeploymentResult {
   subscription_id: number;
@@ -255,7 +256,8 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       ));
       limitsReadAt = new Date();
       const latest = await ctx.db.subscription.findUniqueOrThrow({ where: { id: run.sub.id } });
-      await step(run, 'package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest));
+      const contact = await supportContact(ctx.db);
+      await step(run, 'package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest, contact));
     },
     {
       role: tenantRoleOf(template),

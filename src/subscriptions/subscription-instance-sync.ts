@@ -10,6 +10,7 @@ import { setPackageLimits } from '../instances/index.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import { onSubscription, postNotice } from './subscription-audit.js';
 import { onInstance } from './subscription-database.js';
+import { supportContact } from './subscription-suspension-page.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 
 /** The fields the instance holds as svc.* parameters. */
@@ -38,7 +39,8 @@ export async function syncInstance(ctx: Pick<AppContext, 'db' | 'secretBox' | 'c
     if (!sub?.instance_sync_pending_at) return { written: round > 0 };
     if (sub.state !== 'running') return { written: false, waiting: `the subscription is ${sub.state}` };
     try {
-      await onInstance(ctx, sub, (query) => setPackageLimits(query, sub));
+      const contact = await supportContact(ctx.db);
+      await onInstance(ctx, sub, (query) => setPackageLimits(query, sub, contact));
     } catch (err) {
       await postMessageOnce(ctx.db, {
         ...onSubscription(subscriptionId),

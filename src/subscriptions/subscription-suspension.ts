@@ -13,6 +13,7 @@ import { onSubscription, postNotice, type Actor } from './subscription-audit.js'
 import { setConnections } from './subscription-database.js';
 import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
+import { markSuspension, supportContact, suspensionReason } from './subscription-suspension-page.js';
 import { assertIdle, assertState, lockSubscription, setSubscriptionState } from './subscription-service.js';
 
 /** The row lock is held while PostgreSQL answers (connect 10 s, statements 30 s at most). */
@@ -31,7 +32,7 @@ const LIVE_STATES: readonly SubscriptionState[] = ['draft', 'confirmed', 'deploy
 
 const trialEnded = (sub: Subscription, now = Date.now()) => sub.trial_end_date !== null && sub.trial_end_date.getTime() <= now;
 
-export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'log'>) {
+export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'log' | 'config'>) {
   const { db } = ctx;
 
   /** Runs `work` under the row lock; a running instance whose package fields changed is then written. */
@@ -45,8 +46,22 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
   const withSync = (before: Subscription, data: Record<string, unknown>) =>
     changesInstance(before, data) ? { ...data, instance_sync_pending_at: new Date() } : data;
 
+  /**
+   * An instance with svc's addon stays open and answers its suspension page (see
+   * subscription-suspension-page.ts); one without it, or that cannot be written, is closed.
+   */
+  async function closeOrMark(tx: DbTx, before: Subscription, reason: SuspendReason, actor: Actor) {
+    const operation = SUSPEND_OPERATION[reason];
+    const suspension = { reason: suspensionReason(before, reason), contact: await supportContact(tx) };
+    const marked = await markSuspension(ctx, before, suspension, actor, operation, tx).catch((err: Error) => {
+      ctx.log.warn({ err, subscription_id: before.id }, 'the suspension could not be written into the instance: closing it');
+      return null;
+    });
+    return marked ?? (await setConnections(ctx, before, 'closed', actor, operation, tx));
+  }
+
   async function close(tx: DbTx, before: Subscription, reason: SuspendReason, author: Author | null, actor: Actor) {
-    const done = await setConnections(ctx, before, 'closed', actor, SUSPEND_OPERATION[reason], tx);
+    const done = await closeOrMark(tx, before, reason, actor);
     const after = await setSubscriptionState(tx, before, 'suspended', author, {
       suspended_at: new Date(),
       suspend_reason: reason,
@@ -71,7 +86,10 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
     extra: Record<string, unknown>,
     why: string,
   ) {
-    const done = await setConnections(ctx, before, 'open', actor, operation, tx);
+    let done = await setConnections(ctx, before, 'open', actor, operation, tx);
+    // Its addon's page lifted too (a failure keeps it suspended: the caller may try again).
+    const lifted = await markSuspension(ctx, before, null, actor, operation, tx);
+    if (lifted) done = `${done}; ${lifted}`;
     const after = await setSubscriptionState(tx, before, 'running', author, {
       suspended_at: null,
       suspend_reason: null,

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "settings" ADD COLUMN     "support_contact" TEXT;
