@@ -31,6 +31,7 @@ import { domains } from './domains/index.js';
 import { maintenance } from './maintenance/index.js';
 import { metrics } from './metrics/index.js';
 import { odoo } from './odoo/index.js';
+import { rollouts } from './rollouts/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -55,6 +56,7 @@ export const FEATURES: readonly Feature[] = [
   alerts,
   domains,
   odoo,
+  rollouts,
   maintenance,
   metrics,
 ];

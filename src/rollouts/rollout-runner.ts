@@ -1,0 +1,187 @@
+// A host's rollouts, run by one job per host (rollout_host): the oldest unfinished rollout first.
+// Starting one: the deploy path must be on the host's addons path (else nothing happens: the code is
+// not Odoo's); Odoo is restarted gracefully (the new code serves, no request refused); the
+// checksums of every module on the addons path are taken once; the host's tenants are listed in the
+// order of the settings. Then each tenant runs (rollout-tenant.ts), `tenants_per_host` at a time. A
+// newer rollout of the host waiting makes the older one leave its tenants not yet begun to it
+// (`superseded`): each is updated once, to the newest code.
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import { postMessage } from '../core/chatter.js';
+import { publicJobId } from '../core/queue.js';
+import type { Prisma } from '../generated/prisma/client.js';
+import { createOdooService, loadOdooHost, odooLayout } from '../odoo/index.js';
+import { openRemoteSession } from '../servers/index.js';
+import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
+import { checksumsScript, readAddonsPath, readChecksums } from './rollout-scripts.js';
+import { rolloutSettings } from './rollout-settings.js';
+
+const STEP_TIMEOUT_MS = 5 * 60_000;
+const ACTIVE = ['pending', 'copying', 'updating', 'restoring'] as const;
+
+/** The order of a host's tenants, as the settings say (then the oldest first). */
+export function tenantOrder(order: 'trials_first' | 'paid_first' | 'oldest_first'): Prisma.SubscriptionOrderByWithRelationInput[] {
+  const byAge: Prisma.SubscriptionOrderByWithRelationInput[] = [{ created_at: 'asc' }, { id: 'asc' }];
+  if (order === 'trials_first') return [{ is_trial: 'desc' }, ...byAge];
+  if (order === 'paid_first') return [{ is_trial: 'asc' }, ...byAge];
+  return byAge;
+}
+
+export function createRolloutRunner(ctx: AppContext) {
+  const db = ctx.db;
+  const tenants = createTenantRollout(ctx);
+  const odoo = createOdooService(ctx);
+
+  async function end(rolloutId: number, error: string | null) {
+    const r = await db.rollout.update({
+      where: { id: rolloutId },
+      data: { state: 'done', error, finished_at: new Date() },
+      include: { git_commit: true, tenants: { select: { state: true } } },
+    });
+    const count = (s: string) => r.tenants.filter((t) => t.state === s).length;
+    const summary = error
+      ? `Rollout ${r.id} on root server ${r.root_server_id}: ${error}`
+      : `Rollout ${r.id} on root server ${r.root_server_id}: ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('failed')} failed${count('superseded') ? `, ${count('superseded')} left to a newer rollout` : ''}.`;
+    if (r.git_commit) {
+      await postMessage(db, {
+        model_name: 'svc.saas.git.repository',
+        rec_id: r.git_commit.repository_id,
+        body: `${r.git_commit.commit_id.slice(0, 12)}: ${summary}`,
+        message_type: 'notification',
+        subtype_xmlid: count('failed') > 0 || error ? 'mail.mt_alert' : 'mail.mt_note',
+      });
+    }
+  }
+
+  /** Starts a pending rollout; answers false when it ended at once (not on the addons path, Odoo not running, the restart failed). */
+  async function start(rolloutId: number, audit: { user_id: number | null; job_id: string }): Promise<boolean> {
+    const r = await db.rollout.findUniqueOrThrow({ where: { id: rolloutId } });
+    const server = await loadOdooHost(db, r.root_server_id).catch((err: Error) => err);
+    if (server instanceof Error) return end(r.id, `nothing was rolled out: ${server.message}`).then(() => false);
+    if (server.odoo_state !== 'running')
+      return end(r.id, `nothing was rolled out: Odoo is ${server.odoo_state} on the host`).then(() => false);
+    const l = odooLayout(ctx.config.ODOO_BASE_PATH, server.odoo_http_port);
+    const session = await openRemoteSession(ctx, server, audit);
+    let dirs: string[];
+    try {
+      const res = await session.run(readAddonsPath(l), { timeoutMs: STEP_TIMEOUT_MS });
+      dirs = res.stdout
+        .trim()
+        .split(',')
+        .map((d) => d.trim())
+        .filter(Boolean);
+    } finally {
+      session.close();
+    }
+    if (r.deploy_path && !dirs.includes(r.deploy_path)) {
+      return end(
+        r.id,
+        `${r.deploy_path} is not on the addons path of Odoo on port ${server.odoo_http_port}: nothing was restarted or rolled out (setup_odoo puts the deploy paths that hold modules there)`,
+      ).then(() => false);
+    }
+    try {
+      await odoo.gracefulRestart(server.id, audit);
+    } catch (err) {
+      return end(
+        r.id,
+        `the graceful restart of Odoo failed, the old code keeps serving and no tenant was updated: ${(err as Error).message}`,
+      ).then(() => false);
+    }
+    const again = await openRemoteSession(ctx, server, audit);
+    let sums: ReturnType<typeof readChecksums>;
+    try {
+      const res = await again.run(checksumsScript(dirs), { timeoutMs: STEP_TIMEOUT_MS, label: `module checksums of ${dirs.join(',')}` });
+      if (res.exitCode !== 0) throw new Error(again.mask(`Reading the module checksums failed: ${res.stderr.slice(-1000)}`));
+      sums = readChecksums(res.stdout);
+    } finally {
+      again.close();
+    }
+    const settings = await rolloutSettings(db);
+    const subs = await db.subscription.findMany({
+      where: {
+        database_created_at: { not: null },
+        database_name: { not: null },
+        database_template: { root_server_id: server.id, postgresql_server_id: server.odoo_postgresql_server_id ?? -1 },
+      },
+      orderBy: tenantOrder(settings.order),
+      select: { id: true, database_name: true },
+    });
+    await db.$transaction([
+      db.rolloutTenant.createMany({
+        data: subs.map((s, i) => ({ rollout_id: r.id, subscription_id: s.id, database_name: s.database_name!, position: i + 1 })),
+        skipDuplicates: true,
+      }),
+      db.rollout.update({ where: { id: r.id }, data: { state: 'running', started_at: new Date(), checksums: sums } }),
+    ]);
+    return true;
+  }
+
+  async function hostOf(rolloutId: number, audit: { user_id: number | null; job_id: string }): Promise<RolloutHost> {
+    const r = await db.rollout.findUniqueOrThrow({ where: { id: rolloutId }, include: { git_commit: true } });
+    const server = await loadOdooHost(db, r.root_server_id);
+    const version = await db.odooVersion.findUniqueOrThrow({ where: { id: server.odoo_version_id! } });
+    const l = odooLayout(ctx.config.ODOO_BASE_PATH, server.odoo_http_port);
+    const taken = (r.checksums ?? {}) as { sums?: Checksums; dirs?: Record<string, string> };
+    return {
+      rolloutId: r.id,
+      serverId: server.id,
+      layout: l,
+      source: l.sourceOf(version.name),
+      sums: taken.sums ?? {},
+      dirs: taken.dirs ?? {},
+      deployPath: r.deploy_path,
+      commit: r.git_commit?.commit_id.slice(0, 12) ?? null,
+      userId: audit.user_id,
+      jobId: audit.job_id,
+      session: () => openRemoteSession(ctx, server, audit),
+    };
+  }
+
+  /** Runs the rollout's unfinished tenants, `perHost` at a time, in their order; again while some are left (a retry). */
+  async function runTenants(rolloutId: number, host: RolloutHost) {
+    for (;;) {
+      const newer = await db.rollout.count({ where: { root_server_id: host.serverId, id: { gt: rolloutId }, state: { not: 'done' } } });
+      if (newer > 0) {
+        await db.rolloutTenant.updateMany({ where: { rollout_id: rolloutId, state: 'pending' }, data: { state: 'superseded' } });
+      }
+      const left = await db.rolloutTenant.findMany({
+        where: { rollout_id: rolloutId, state: { in: [...ACTIVE] } },
+        orderBy: { position: 'asc' },
+        select: { id: true },
+      });
+      if (left.length === 0) return;
+      const { tenants_per_host } = await rolloutSettings(db);
+      let next = 0;
+      const lane = async () => {
+        while (next < left.length) {
+          const row = left[next++]!;
+          await tenants.run(host, row.id);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(tenants_per_host, left.length)) }, lane));
+    }
+  }
+
+  return {
+    /** The job of one host: its unfinished rollouts, oldest first. */
+    async runHost(payload: { root_server_id: number; user_id: number | null }, job: Job) {
+      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+      const done: number[] = [];
+      for (;;) {
+        const r = await db.rollout.findFirst({
+          where: { root_server_id: payload.root_server_id, state: { not: 'done' } },
+          orderBy: { id: 'asc' },
+        });
+        if (!r) return { rollouts: done };
+        await job.updateProgress({ rollout_id: r.id });
+        if (r.state === 'pending' && !(await start(r.id, audit))) {
+          done.push(r.id);
+          continue;
+        }
+        await runTenants(r.id, await hostOf(r.id, audit));
+        await end(r.id, null);
+        done.push(r.id);
+      }
+    },
+  };
+}

@@ -1,0 +1,151 @@
+// The shell and Python a rollout runs on the Odoo host (POSIX sh, as root through the session's
+// sudo). Only validated values appear here, each shell-quoted: database names of the subscriptions
+// (Odoo's database name rule), module names read from the host's own addons directories and
+// checked here, paths of the host's layout.
+import { UserError } from '../core/errors.js';
+import { shellQuote as q } from '../core/ssh.js';
+import { type OdooLayout, PYTHON } from '../odoo/index.js';
+
+/** A module's technical name as Odoo allows it (a Python package name). */
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+export function checkModuleNames(names: readonly string[]): string[] {
+  for (const n of names) if (!MODULE_NAME.test(n)) throw new UserError(`${JSON.stringify(n.slice(0, 140))} is not a module name`);
+  return [...names];
+}
+
+/**
+ * One checksum per module on the addons path (the first directory holding a module wins, as in
+ * Odoo), as OCA's module_auto_update and click-odoo-update count them: every file of the module
+ * by its relative path and content, without its static/, i18n/, i18n_extra/ and tests/ folders,
+ * compiled Python and translation templates. A symlink counts by its target's text (not followed).
+ * Prints `SVC-CHECKSUMS {"module": "sha256", ...}` and `SVC-DIRS {"module": "its directory"}`.
+ */
+export const CHECKSUMS_PY = `
+import hashlib, json, os, sys
+dirs = json.loads(sys.argv[1])
+SKIP_TOP = {"static", "i18n", "i18n_extra", "tests"}
+SKIP_EXT = (".pyc", ".pyo", ".pot")
+sums, where = {}, {}
+for d in dirs:
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        continue
+    for name in names:
+        mod = os.path.join(d, name)
+        if name in sums or not os.path.isdir(mod):
+            continue
+        if not any(os.path.isfile(os.path.join(mod, m)) for m in ("__manifest__.py", "__openerp__.py")):
+            continue
+        h = hashlib.sha256()
+        for root, subdirs, files in os.walk(mod):
+            rel = os.path.relpath(root, mod)
+            subdirs[:] = sorted(s for s in subdirs if s != "__pycache__" and not (rel == "." and s in SKIP_TOP))
+            for f in sorted(files):
+                if f.endswith(SKIP_EXT):
+                    continue
+                path = os.path.join(root, f)
+                h.update(os.path.normpath(os.path.join(rel, f)).encode() + b"\\0")
+                if os.path.islink(path):
+                    h.update(b"link:" + os.readlink(path).encode())
+                else:
+                    with open(path, "rb") as fh:
+                        for chunk in iter(lambda: fh.read(1 << 20), b""):
+                            h.update(chunk)
+                h.update(b"\\0")
+        sums[name] = h.hexdigest()
+        where[name] = d
+print("SVC-CHECKSUMS " + json.dumps(sums, sort_keys=True))
+print("SVC-DIRS " + json.dumps(where, sort_keys=True))
+`;
+
+/** The addons_path line of the service's configuration (only that line: the file holds the database password). */
+export const readAddonsPath = (l: OdooLayout) => `sed -n 's/^addons_path *= *//p' ${q(l.config)}`;
+
+/** The checksums of every module on these addons directories (CHECKSUMS_PY). */
+export const checksumsScript = (dirs: readonly string[]) => `${PYTHON} -c ${q(CHECKSUMS_PY)} ${q(JSON.stringify(dirs))}`;
+
+export function readChecksums(stdout: string): { sums: Record<string, string>; dirs: Record<string, string> } {
+  const line = (prefix: string) =>
+    stdout
+      .split('\n')
+      .find((l) => l.startsWith(prefix))
+      ?.slice(prefix.length) ?? '{}';
+  return { sums: JSON.parse(line('SVC-CHECKSUMS ')), dirs: JSON.parse(line('SVC-DIRS ')) };
+}
+
+/** Where the maintenance flags of a host live: one file per tenant database being updated. */
+export const maintenanceDir = (l: OdooLayout) => `${l.base}/run/maintenance`;
+
+/** The tenant answers a maintenance page while its flag exists (docs/rollouts.md). */
+export function setMaintenance(l: OdooLayout, database: string, on: boolean): string {
+  const flag = q(`${maintenanceDir(l)}/${database}`);
+  if (!on) return `rm -f ${flag}; echo "maintenance off: ${database}"`;
+  return [
+    `mkdir -p ${q(maintenanceDir(l))} && chmod 755 ${q(maintenanceDir(l))}`,
+    `date -u +%Y-%m-%dT%H:%M:%SZ > ${flag} && chmod 644 ${flag}`,
+    `echo "maintenance on: ${database}"`,
+  ].join('\n');
+}
+
+/** The lock one tenant's update holds on the host: a resumed rollout waits for an update still running. */
+const updateLock = (l: OdooLayout, database: string) => q(`${l.base}/run/rollout-${database}.lock`);
+
+/**
+ * `-u <modules>` on one database with the host's Odoo, as its odoo user, with its configuration:
+ * no HTTP, no workers, no cron, then it stops (the running service keeps its port). Under the
+ * tenant's lock. Odoo's output is kept whole in a file under the logs directory; its complaints and
+ * its end are printed. Exit code: Odoo's.
+ */
+export function updateScript(l: OdooLayout, source: string, database: string, modules: readonly string[]): string {
+  const out = q(`${l.base}/logs/${l.service}-${database}.update.log`);
+  return [
+    `cd ${q(source)} || exit 3`,
+    `exec 8>${updateLock(l, database)}`,
+    "flock -w 3600 8 || { echo 'another update of this database still runs' >&2; exit 3; }",
+    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin -c ${q(l.config)} -d ${q(database)} -u ${q(checkModuleNames(modules).join(','))} --no-http --workers=0 --max-cron-threads=0 --stop-after-init > ${out} 2>&1`,
+    'rc=$?',
+    `grep -E ' (ERROR|CRITICAL) |Traceback|Error:|^[A-Za-z.]*(Error|Exception)' ${out} | tail -n 40`,
+    `grep -E 'Loading module [A-Za-z0-9_]+|module [A-Za-z0-9_]+: (loading|creating|updating)' ${out} | tail -n 1 | sed 's/^/SVC-LAST-MODULE /'`,
+    "echo '--- end of output ---'",
+    `tail -n 20 ${out}`,
+    'exit $rc',
+  ].join('\n');
+}
+
+/** Waits until no update of the database runs (a resumed rollout, after a crash of the service). */
+export const waitForUpdate = (l: OdooLayout, database: string) =>
+  `exec 8>${updateLock(l, database)}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;
+
+const filestore = (l: OdooLayout, database: string) => `${l.dataDir}/filestore/${database}`;
+
+/**
+ * The safety copy of a filestore: hard links (Odoo never changes a stored file in place, so a link is
+ * a copy of what the file is now), a plain copy where the file system refuses; none when the tenant
+ * has no filestore. Made under a temporary name, renamed when complete.
+ */
+export function copyFilestore(l: OdooLayout, database: string, copy: string): string {
+  const src = q(filestore(l, database));
+  const dst = q(filestore(l, copy));
+  return [
+    `rm -rf -- ${dst} ${dst}.svc-tmp`,
+    `if [ ! -d ${src} ]; then echo "no filestore"; exit 0; fi`,
+    `if ! cp -al -- ${src} ${dst}.svc-tmp 2>/dev/null; then rm -rf -- ${dst}.svc-tmp; cp -a -- ${src} ${dst}.svc-tmp || { rm -rf -- ${dst}.svc-tmp; exit 1; }; fi`,
+    `mv -T -- ${dst}.svc-tmp ${dst} && echo "filestore copied"`,
+  ].join('\n');
+}
+
+/** Puts the tenant's filestore back from its copy (idempotent: without a copy, there is nothing to do). */
+export function restoreFilestore(l: OdooLayout, database: string, copy: string): string {
+  const src = q(filestore(l, copy));
+  const dst = q(filestore(l, database));
+  return [
+    `if [ ! -d ${src} ]; then echo "no filestore copy"; exit 0; fi`,
+    `rm -rf -- ${dst}.svc-old; if [ -e ${dst} ]; then mv -T -- ${dst} ${dst}.svc-old; fi`,
+    `mv -T -- ${src} ${dst} && rm -rf -- ${dst}.svc-old && echo "filestore restored"`,
+  ].join('\n');
+}
+
+export const removeFilestoreCopy = (l: OdooLayout, copy: string) =>
+  `rm -rf -- ${q(filestore(l, copy))} ${q(filestore(l, copy))}.svc-tmp; echo removed`;

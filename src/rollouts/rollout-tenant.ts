@@ -1,0 +1,373 @@
+// One tenant's part of a rollout, as a state machine persisted in rollout_tenants, so that a rollout
+// resumed after a crash of the service picks each tenant up where it was and never updates one
+// twice nor leaves one half-done:
+//   pending   → which installed modules changed (checksums); none: `unchanged`, nothing runs
+//   copying   → the safety copy: the database (CREATE DATABASE … TEMPLATE) and the filestore (hard links)
+//   updating  → `-u <changed>` with the host's Odoo; resumed here, the tenant is first put back
+//               from the copy (the interrupted update may have written part of its work), then updated
+//   restoring → the update failed: the database and filestore are put back from the copy
+// ending `updated`, `unchanged` or `failed`. The tenant's maintenance flag is on from the copy to
+// the end. Each tenant gets one action-log row, a failure also a message in its chatter.
+import type { AppContext } from '../context.js';
+import { writeActionLog } from '../core/action-log.js';
+import { postMessage } from '../core/chatter.js';
+import { UserError } from '../core/errors.js';
+import { insideTenant, lockTenantTables, onServer, type Query, tenantRoleOf } from '../instances/index.js';
+import type { OdooLayout } from '../odoo/index.js';
+import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
+import type { RemoteSession } from '../servers/index.js';
+import { copyFilestore, removeFilestoreCopy, restoreFilestore, setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
+
+const STEP_TIMEOUT_MS = 5 * 60_000;
+const UPDATE_TIMEOUT_MS = 60 * 60_000;
+
+export type Checksums = Record<string, string>;
+
+/** What a rollout knows of its host while it runs. */
+export interface RolloutHost {
+  rolloutId: number;
+  serverId: number;
+  layout: OdooLayout;
+  source: string;
+  /** The host's module checksums and the directory of each module, at the rollout's start. */
+  sums: Checksums;
+  dirs: Record<string, string>;
+  /** The deploy path the rollout is for: its modules count as changed for a tenant without a recorded checksum. */
+  deployPath: string | null;
+  /** The commit, for messages (12 hex digits), or null. */
+  commit: string | null;
+  userId: number | null;
+  jobId: string;
+  session(): Promise<RemoteSession>;
+}
+
+/**
+ * The installed modules whose code changed since the tenant's recorded checksums: those whose
+ * checksum differs, and those without one that live in the rollout's deploy path (a tenant's first
+ * rollout: what was deployed may be newer than what its database was made with). Modules not on
+ * the addons path any more are left alone (Odoo could not update them).
+ */
+export function changedModules(
+  installed: readonly string[],
+  host: Pick<RolloutHost, 'sums' | 'dirs' | 'deployPath'>,
+  recorded: Checksums | null,
+) {
+  return installed
+    .filter((m) => host.sums[m] !== undefined)
+    .filter((m) => {
+      const before = recorded?.[m];
+      if (before === undefined) return host.deployPath !== null && host.dirs[m] === host.deployPath;
+      return before !== host.sums[m];
+    })
+    .sort();
+}
+
+/** The checksums of the tenant's installed modules now (what the next rollout compares with). */
+export const checksumsOf = (installed: readonly string[], sums: Checksums): Checksums =>
+  Object.fromEntries(installed.filter((m) => sums[m] !== undefined).map((m) => [m, sums[m]!]));
+
+/** Odoo's words about a failed update: the module it was loading, and its complaints (the end). */
+export function updateError(stdout: string, exit: string): string {
+  const last = /SVC-LAST-MODULE .*?(?:Loading module|module) ([A-Za-z0-9_]+)/.exec(stdout)?.[1];
+  const said = stdout
+    .split('\n')
+    .filter((l) => !l.startsWith('SVC-LAST-MODULE '))
+    .join('\n')
+    .trim()
+    .slice(-3000);
+  return `${last ? `while updating module ${last}: ` : ''}odoo-bin exited with ${exit}\n${said}`;
+}
+
+type Row = Awaited<ReturnType<typeof loadRow>>;
+
+async function loadRow(ctx: Pick<AppContext, 'db'>, id: number) {
+  return ctx.db.rolloutTenant.findUniqueOrThrow({
+    where: { id },
+    include: { subscription: { include: { database_template: { include: { postgresql_server: true } } } } },
+  });
+}
+
+/** The tenant's last recorded checksums (its last successful update, or a rollout that found it unchanged). */
+async function recordedChecksums(ctx: Pick<AppContext, 'db'>, subscriptionId: number, before: number): Promise<Checksums | null> {
+  const last = await ctx.db.rolloutTenant.findFirst({
+    where: { subscription_id: subscriptionId, state: { in: ['updated', 'unchanged'] }, id: { not: before }, checksums: { not: undefined } },
+    orderBy: [{ finished_at: 'desc' }, { id: 'desc' }],
+    select: { checksums: true },
+  });
+  return (last?.checksums as Checksums | null | undefined) ?? null;
+}
+
+export function createTenantRollout(ctx: AppContext) {
+  const db = ctx.db;
+
+  async function installedModules(pg: PostgresqlServerRecord, row: Row): Promise<string[]> {
+    const template = row.subscription.database_template!;
+    return insideTenant(
+      ctx.secretBox,
+      pg,
+      row.database_name,
+      async (query) => {
+        await query('BEGIN');
+        try {
+          await lockTenantTables(query, ['ir_module_module'], 'ACCESS SHARE');
+          const { rows } = await query("SELECT name::text AS name FROM public.ir_module_module WHERE state IN ('installed', 'to upgrade')");
+          return rows.map((r) => String(r.name));
+        } finally {
+          await query('ROLLBACK').catch(() => {});
+        }
+      },
+      {
+        role: tenantRoleOf(template),
+        what: `Database ${row.database_name} of subscription ${row.subscription_id}`,
+        deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+      },
+    );
+  }
+
+  /** The running Odoo reloads the tenant's registry at its next request (18.0 and 19.0 name the sequence differently). */
+  async function signalRegistry(pg: PostgresqlServerRecord, row: Row) {
+    await insideTenant(
+      ctx.secretBox,
+      pg,
+      row.database_name,
+      async (query) => {
+        const { rows } = await query(
+          `SELECT c.relname::text AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = 'public' AND c.relkind = 'S' AND c.relname IN ('base_registry_signaling', 'orm_signaling_registry')`,
+        );
+        for (const r of rows) await query(`SELECT pg_catalog.nextval('public.${quoteIdent(String(r.name))}')`);
+      },
+      {
+        role: tenantRoleOf(row.subscription.database_template!),
+        what: `Database ${row.database_name}`,
+        deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+      },
+    ).catch(() => {}); // Odoo reloads anyway when its own signal went through; this only makes sure
+  }
+
+  async function onHost<T>(host: RolloutHost, script: string, what: string, timeoutMs = STEP_TIMEOUT_MS) {
+    const session = await host.session();
+    try {
+      const res = await session.run(script, { timeoutMs });
+      if (res.exitCode !== 0) throw new UserError(session.mask(`${what}: ${(res.stderr || res.stdout).trim().slice(-1500)}`));
+      return res.stdout as T & string;
+    } finally {
+      session.close();
+    }
+  }
+
+  /** Ends every session on the tenant's database (the running Odoo reconnects), then runs `work`, a few times if one came back meanwhile. */
+  async function withoutSessions<T>(query: Query, database: string, work: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      await query(
+        'SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
+        [database],
+      );
+      try {
+        return await work();
+      } catch (err) {
+        if (attempt >= 5 || !/being accessed by other users/.test((err as Error).message)) throw err;
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+  }
+
+  /** The safety copy of the database, owned by the tenant's owner; answers its oid. */
+  async function copyDatabase(pg: PostgresqlServerRecord, row: Row, copy: string): Promise<bigint> {
+    return onServer(
+      ctx.secretBox,
+      pg,
+      async (query) => {
+        await query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`);
+        const owner = (
+          await query('SELECT pg_catalog.pg_get_userbyid(datdba)::text AS owner FROM pg_catalog.pg_database WHERE datname = $1', [
+            row.database_name,
+          ])
+        ).rows[0]?.owner;
+        if (!owner) throw new UserError(`Database ${row.database_name} does not exist`);
+        await withoutSessions(query, row.database_name, () =>
+          query(`CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(String(owner))} TEMPLATE ${quoteIdent(row.database_name)}`),
+        );
+        const found = await findDatabase(query, copy);
+        if (!found) throw new UserError(`The safety copy ${copy} was not found after CREATE DATABASE`);
+        return BigInt(found.oid);
+      },
+      { timeout: '15min' },
+    );
+  }
+
+  /**
+   * Puts the database back from the copy: the tenant's database goes (only when it is still the
+   * subscription's, or the copy renamed already) and the copy takes its name; the subscription then
+   * knows the database by the copy's oid. Idempotent.
+   */
+  async function restoreDatabase(pg: PostgresqlServerRecord, row: Row) {
+    const copy = row.safety_copy!;
+    const copyOid = row.safety_copy_oid;
+    await onServer(
+      ctx.secretBox,
+      pg,
+      async (query) => {
+        const saved = await findDatabase(query, copy);
+        const current = await findDatabase(query, row.database_name);
+        if (saved) {
+          if (current && String(current.oid) !== String(row.subscription.database_oid) && String(current.oid) !== String(copyOid)) {
+            throw new UserError(`Database ${row.database_name} is no longer the subscription's (oid ${current.oid}): it was not restored`);
+          }
+          if (current) await query(`DROP DATABASE ${quoteIdent(row.database_name)} WITH (FORCE)`);
+          await query(`ALTER DATABASE ${quoteIdent(copy)} RENAME TO ${quoteIdent(row.database_name)}`);
+        } else if (!current || String(current.oid) !== String(copyOid)) {
+          throw new UserError(`Neither the safety copy ${copy} nor the restored database ${row.database_name} is there`);
+        }
+      },
+      { timeout: '15min' },
+    );
+    if (copyOid !== null) await db.subscription.update({ where: { id: row.subscription_id }, data: { database_oid: copyOid } });
+  }
+
+  async function dropCopy(pg: PostgresqlServerRecord, host: RolloutHost, copy: string) {
+    await onServer(ctx.secretBox, pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`), { timeout: '15min' });
+    await onHost(host, removeFilestoreCopy(host.layout, copy), `Removing the filestore copy ${copy}`);
+  }
+
+  async function finish(
+    host: RolloutHost,
+    row: Row,
+    state: 'updated' | 'unchanged' | 'failed',
+    data: { error?: string; checksums?: Checksums },
+  ) {
+    const finished = new Date();
+    const started = row.started_at ?? finished;
+    const duration = finished.getTime() - started.getTime();
+    await db.rolloutTenant.update({
+      where: { id: row.id },
+      data: {
+        state,
+        error: data.error ?? null,
+        checksums: data.checksums,
+        finished_at: finished,
+        duration_ms: duration,
+        safety_copy: null,
+        safety_copy_oid: null,
+      },
+    });
+    const modules = row.modules.length ? ` -u ${row.modules.join(',')}` : '';
+    const what = `${host.commit ? `commit ${host.commit}` : 'code'} on root server ${host.serverId}`;
+    const output =
+      state === 'unchanged'
+        ? 'unchanged: no installed module changed; nothing ran'
+        : state === 'updated'
+          ? `updated${modules} in ${(duration / 1000).toFixed(1)} s`
+          : `update_failed${modules}: restored from its safety copy (database and filestore) after ${(duration / 1000).toFixed(1)} s\n${data.error ?? ''}`;
+    await writeActionLog(db, {
+      model_name: 'svc.subscription',
+      rec_id: row.subscription_id,
+      action_type: 'deployment',
+      operation: 'rollout',
+      input_text: `rollout ${host.rolloutId}: ${what}, database ${row.database_name}`,
+      output_text: output,
+      status: state === 'failed' ? 'failure' : 'success',
+      user_id: host.userId,
+      job_id: host.jobId,
+    });
+    if (state === 'failed') {
+      await postMessage(db, {
+        model_name: 'svc.subscription',
+        rec_id: row.subscription_id,
+        body: `update_failed: the rollout of ${what} could not update ${row.database_name}${modules}; it was put back as it was before (database and filestore).\n${data.error ?? ''}`,
+        message_type: 'notification',
+        subtype_xmlid: 'mail.mt_alert',
+      });
+    }
+  }
+
+  /** Runs (or resumes) one tenant to its end. An error thrown here leaves its state to be resumed. */
+  async function run(host: RolloutHost, rowId: number): Promise<void> {
+    let row = await loadRow(ctx, rowId);
+    const template = row.subscription.database_template;
+    if (!template) {
+      await db.rolloutTenant.update({ where: { id: row.id }, data: { started_at: row.started_at ?? new Date() } });
+      return finish(host, await loadRow(ctx, rowId), 'failed', {
+        error: 'The subscription has no database template any more: the service cannot reach its database',
+      });
+    }
+    const pg = template.postgresql_server;
+    const resumedUpdate = row.state === 'updating';
+
+    if (row.state === 'pending') {
+      const started = new Date();
+      await db.rolloutTenant.update({ where: { id: row.id }, data: { started_at: started } });
+      row = { ...row, started_at: started };
+      const installed = await installedModules(pg, row);
+      const changed = changedModules(installed, host, await recordedChecksums(ctx, row.subscription_id, row.id));
+      if (changed.length === 0) return finish(host, row, 'unchanged', { checksums: checksumsOf(installed, host.sums) });
+      const copy = `svcrb_${row.id}`;
+      await onHost(host, setMaintenance(host.layout, row.database_name, true), 'Setting the maintenance flag');
+      await db.rolloutTenant.update({ where: { id: row.id }, data: { state: 'copying', modules: changed, safety_copy: copy } });
+      row = await loadRow(ctx, rowId);
+    }
+
+    if (row.state === 'copying') {
+      const copy = row.safety_copy!;
+      try {
+        const oid = await copyDatabase(pg, row, copy);
+        await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy_oid: oid } });
+        await onHost(host, copyFilestore(host.layout, row.database_name, copy), 'Copying the filestore');
+      } catch (err) {
+        // Not enough disk, say: the tenant is not updated, and says why.
+        await dropCopy(pg, host, copy).catch(() => {});
+        await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag').catch(() => {});
+        return finish(host, row, 'failed', {
+          error: `The safety copy could not be made, so the tenant was not updated: ${(err as Error).message}`,
+        });
+      }
+      await db.rolloutTenant.update({ where: { id: row.id }, data: { state: 'updating' } });
+      row = await loadRow(ctx, rowId);
+    }
+
+    if (row.state === 'updating') {
+      if (resumedUpdate) {
+        // The service stopped during the update: wait for an update still running on the host, put
+        // the tenant back from the copy, and update it once, from there.
+        await onHost(host, waitForUpdate(host.layout, row.database_name), 'Waiting for an earlier update', UPDATE_TIMEOUT_MS);
+        await restoreDatabase(pg, row);
+        await onHost(host, restoreFilestore(host.layout, row.database_name, row.safety_copy!), 'Restoring the filestore');
+        const oid = await copyDatabase(pg, await loadRow(ctx, rowId), row.safety_copy!);
+        await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy_oid: oid } });
+        await onHost(host, copyFilestore(host.layout, row.database_name, row.safety_copy!), 'Copying the filestore');
+        row = await loadRow(ctx, rowId);
+      }
+      const session = await host.session();
+      let res;
+      try {
+        res = await session.run(updateScript(host.layout, host.source, row.database_name, row.modules), { timeoutMs: UPDATE_TIMEOUT_MS });
+      } finally {
+        session.close();
+      }
+      if (res.exitCode === 0 && !res.timedOut) {
+        await signalRegistry(pg, row);
+        const installed = await installedModules(pg, row);
+        await dropCopy(pg, host, row.safety_copy!);
+        await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
+        return finish(host, row, 'updated', { checksums: checksumsOf(installed, host.sums) });
+      }
+      const exit = res.timedOut ? 'a timeout' : String(res.exitCode ?? res.signal);
+      await db.rolloutTenant.update({
+        where: { id: row.id },
+        data: { state: 'restoring', error: updateError(res.stdout + res.stderr, exit) },
+      });
+      row = await loadRow(ctx, rowId);
+    }
+
+    if (row.state === 'restoring') {
+      await onHost(host, waitForUpdate(host.layout, row.database_name), 'Waiting for the update to end', UPDATE_TIMEOUT_MS);
+      await restoreDatabase(pg, row);
+      await onHost(host, restoreFilestore(host.layout, row.database_name, row.safety_copy!), 'Restoring the filestore');
+      await signalRegistry(pg, await loadRow(ctx, rowId));
+      await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
+      return finish(host, row, 'failed', { error: row.error ?? 'the update failed' });
+    }
+  }
+
+  return { run };
+}
