@@ -18,6 +18,7 @@ import { type formatResult, stepFailed as hostStepFailed, openRemoteSession, typ
 import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
 import { odooLayout, type OdooLayout } from './odoo-layout.js';
 import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
+import { deployedAddons } from './odoo-deployed-addons.js';
 import {
   checkDatabaseLogin,
   describeSource,
@@ -195,7 +196,10 @@ export function createOdooSetup(ctx: AppContext) {
       const lines = described.stdout.trim().split('\n');
       const versionLine = lines[0]!.trim();
       const series = seriesOf(versionLine);
-      const addonsDirs = lines.filter((x) => x.startsWith('addons=')).map((x) => x.slice(7));
+      const addonsDirs = [
+        ...lines.filter((x) => x.startsWith('addons=')).map((x) => x.slice(7)),
+        ...(await deployedAddons(ctx, session, server.id)),
+      ];
       if (sourceChanged) touched = true; // the tree under the running Odoo's path is the new one
 
       await step('addons', 50);
