@@ -4,11 +4,22 @@
 // svc copies filestores from; the template then names that role as the owner of its copies. `build`
 // never overwrites a database; a module that does not exist or fails to install fails the job with
 // Odoo's words, and the half-built database and its filestore are removed. `update` runs `-u all`.
+// Every template gets svc's own addon (odoo-addons/svc_instance, on the host's addons path since
+// setup_odoo): `build` installs it with the modules asked for, `update` installs it in a template
+// built before it existed. So every instance copied from a template enforces its package itself.
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
-import { assertTemplateDatabase, databaseOwner, filestorePath, insideTenant, onServer, serverWhere } from '../instances/index.js';
+import {
+  assertTemplateDatabase,
+  databaseOwner,
+  filestorePath,
+  insideTenant,
+  onServer,
+  SVC_ADDON,
+  serverWhere,
+} from '../instances/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
@@ -73,13 +84,17 @@ export function createTemplateBuilder(ctx: AppContext) {
     try {
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
       const series = seriesOf((await session.run(sourceVersion(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
+      const modules = kind === 'build' ? [...new Set([...payload.modules!, SVC_ADDON])] : [SVC_ADDON];
       const args =
-        kind === 'build' ? ['-i', payload.modules!.join(','), series >= 19 ? '--without-demo' : '--without-demo=all'] : ['-u', 'all'];
+        kind === 'build'
+          ? ['-i', modules.join(','), series >= 19 ? '--without-demo' : '--without-demo=all']
+          : // -i installs it where it is missing (a template built before it); -u all updates it with the rest.
+            ['-i', SVC_ADDON, '-u', 'all'];
       const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
       const said = session.mask(res.stdout.trim()).slice(-4000);
 
       let missing: string[] = [];
-      if (kind === 'build' && res.exitCode === 0) {
+      if (res.exitCode === 0) {
         // Read as the host's role, which owns the database: the service's own role stays out of it.
         const role = { role: host.odoo_db_user, password: host.odoo_db_password };
         missing = await insideTenant(
@@ -88,13 +103,13 @@ export function createTemplateBuilder(ctx: AppContext) {
           db,
           async (query) => {
             const { rows } = await query("SELECT name FROM public.ir_module_module WHERE state = 'installed' AND name = ANY($1::text[])", [
-              payload.modules,
+              modules,
             ]);
             const installed = new Set(rows.map((r) => r.name));
-            return payload.modules!.filter((m) => !installed.has(m));
+            return modules.filter((m) => !installed.has(m));
           },
           { role, what: `Template ${db} on ${where}`, deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000 },
-        ).catch(() => payload.modules!);
+        ).catch(() => modules);
       }
       if (res.exitCode !== 0 || missing.length > 0) {
         if (kind === 'build') {
@@ -129,7 +144,7 @@ export function createTemplateBuilder(ctx: AppContext) {
       await job.updateProgress({ step: 'done', percent: 100 });
       return {
         template_db_name: db,
-        ...(kind === 'build' ? { modules: payload.modules } : { updated: 'all' }),
+        ...(kind === 'build' ? { modules } : { updated: 'all', installed: [SVC_ADDON] }),
         odoo_version: version.name,
         owner: after.owner,
         size_bytes: after.size,

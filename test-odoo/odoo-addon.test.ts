@@ -1,0 +1,229 @@
+// svc's addon (odoo-addons/svc_instance) on the real Odoo, for each tarball of ODOO_SOURCE: Odoo's
+// own tests of the addon (tests/, run by Odoo with --test-enable on the host's Odoo, as its user,
+// with its configuration), then the path through svc: setup_odoo ships the addon, build installs it
+// in the template, a trial deployed from it enforces its package. The customer adds one user over
+// JSON-RPC (accepted) and a second (refused, naming the limit); PATCH user_limit raises the limit
+// and the second is accepted at once; an attachment is refused while storage is full; the web
+// client's session carries the trial's days left; suspension answers a page and RPC an error, and
+// reactivation lifts it. Odoo ports 18400-18499 (50 per tarball).
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, test } from 'vitest';
+import { request, waitForJob } from '../test/helpers/api.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
+import { dropDatabase } from '../test/helpers/pg.js';
+import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
+import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+
+const run = promisify(execFile);
+const sources = odooSources();
+const smtp = useSmtpServer();
+const f = useOdooFixture({
+  get SMTP_URL() {
+    return smtp.url;
+  },
+  SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
+} as Record<string, string>);
+
+const GIB = 1024 ** 3;
+
+/** The result of a JSON-RPC call, or its error's message. */
+async function rpc(port: number, service: string, method: string, args: unknown[]) {
+  const res = await jsonRpc(port, service, method, args);
+  const body = JSON.parse(res.body) as { result?: unknown; error?: { data?: { message?: string }; message?: string } };
+  return body.error ? { error: body.error.data?.message ?? body.error.message ?? res.body } : { result: body.result };
+}
+
+describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_instance on Odoo $name', (src) => {
+  const made = { host: 0, templateId: 0, templateDb: '' };
+
+  test("setup_odoo ships the addon and build installs it in the template; Odoo's own tests of the addon pass", async () => {
+    const version = await f.newVersion({
+      name: `${src.name}-addon`,
+      source_url: `file://${src.file}`,
+      source_sha256: src.sha256,
+      os_packages: packagesOf(src.series),
+      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+    });
+    made.host = await f.newHost();
+    const setup = await f.runJob(made.host, 'setup_odoo', {
+      odoo_version_id: version.id,
+      postgresql_server_id: f.pgServerId,
+      http_port: src.port,
+      workers: 0,
+      max_cron_threads: 0,
+    });
+    expect(setup.state, JSON.stringify(setup)).toBe('completed');
+    made.templateDb = `svc_odoo_a_tpl${src.series}_${Date.now().toString(36)}`;
+    const template = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: {
+        name: `Odoo ${src.name} addon`,
+        postgresql_server_id: f.pgServerId,
+        template_db_name: made.templateDb,
+        root_server_id: made.host,
+      },
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    made.templateId = template.json().id;
+    const built = await f.runJob(made.templateId, 'build', { modules: ['base'] }, 'database-templates');
+    expect(built.state, JSON.stringify(built)).toBe('completed');
+    expect(built.result).toMatchObject({ modules: ['base', 'svc_instance'] });
+    expect(await queryIn(made.templateDb, "SELECT state FROM ir_module_module WHERE name = 'svc_instance'")).toEqual([
+      { state: 'installed' },
+    ]);
+
+    // Odoo's own tests, in a database of their own, by the host's Odoo as its user with its configuration.
+    const server = await f.server(made.host);
+    const odoo = `${f.base}/versions/${version.name}/odoo-bin`;
+    const testDb = `svc_odoo_a_test${src.series}_${Date.now().toString(36)}`;
+    const odooRun = (args: string[]) =>
+      run(
+        'setpriv',
+        [
+          '--reuid=odoo',
+          '--regid=odoo',
+          '--init-groups',
+          'env',
+          `HOME=${f.base}/data`,
+          '/usr/bin/python3',
+          odoo,
+          '-c',
+          `${f.base}/config/odoo-${src.port}.conf`,
+          '-d',
+          testDb,
+          '--workers=0',
+          '--max-cron-threads=0',
+          '--stop-after-init',
+          ...args,
+        ],
+        { cwd: `${f.base}/versions/${version.name}`, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60_000 },
+      ).catch((err: { stdout?: string; stderr?: string; message: string }) => ({
+        stdout: err.stdout ?? '',
+        stderr: `${err.stderr ?? ''}\n${err.message}`,
+      }));
+    try {
+      const base = await odooRun(['-i', 'base', '--no-http']);
+      expect(base.stderr, base.stderr.slice(-3000)).not.toMatch(/Traceback|CRITICAL/);
+      const tests = await odooRun([
+        '-i',
+        'svc_instance',
+        '--test-enable',
+        '--test-tags',
+        '/svc_instance',
+        `--db-filter=^${testDb}$`,
+        `--http-port=${src.port + 20}`,
+        `--gevent-port=${src.port + 23}`,
+      ]);
+      const out = `${tests.stdout}\n${tests.stderr}`;
+      const summary = /(\d+) failed, (\d+) error\(s\) of (\d+) tests/.exec(out);
+      expect(summary, out.slice(-5000)).not.toBeNull();
+      expect({ failed: summary![1], errors: summary![2] }, out.slice(-8000)).toEqual({ failed: '0', errors: '0' });
+      expect(Number(summary![3])).toBeGreaterThanOrEqual(20);
+    } finally {
+      await dropDatabase(testDb);
+    }
+    expect(server.odoo_state).toBe('running');
+  });
+
+  test('a trial deployed from it enforces its package; svc raises a limit at once, suspends and reactivates it', async () => {
+    const email = `addon-${src.series}-${Date.now()}@example.com`;
+    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    const database = `svc_odoo_a_c${src.series}_${Date.now().toString(36)}`;
+    const created = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: {
+        name: 'Trial',
+        partner_id: partner.json().id,
+        database_template_id: made.templateId,
+        database_name: database,
+        is_trial: true,
+        trial_end_date: new Date(Date.now() + 10 * 86_400_000 + 3_600_000).toISOString(),
+        user_limit: 2,
+        storage_limit_gb: 1,
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as number;
+    const act = (name: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+    expect((await act('confirm')).statusCode).toBe(200);
+    const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
+    expect(job.state, job.error).toBe('completed');
+    const text = textOf(await smtp.waitFor(email));
+    const password = /Password: +(\S+)/.exec(text)![1]!;
+
+    const uid = (await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).result as number;
+    expect(uid).toBe(2);
+    const call = (model: string, method: string, args: unknown[], kwargs: object = {}) =>
+      rpc(src.port, 'object', 'execute_kw', [database, uid, password, model, method, args, kwargs]);
+    const newUser = (login: string) => call('res.users', 'create', [{ name: login, login }]);
+
+    // user_limit 2: the customer (the template's administrator) and one more.
+    expect(await newUser('second@example.com')).toMatchObject({ result: expect.any(Number) });
+    const refused = await newUser('third@example.com');
+    expect(refused.error).toContain('Your package allows 2 internal users; this would make 3');
+    // The parameters are the operator's: the customer reads them, cannot change them.
+    expect(await call('ir.config_parameter', 'get_param', ['svc.user_limit'])).toEqual({ result: '2' });
+    expect((await call('ir.config_parameter', 'set_param', ['svc.user_limit', '50'])).error).toContain('set by your provider');
+
+    // Raised through svc: sync_instance writes it, and the next call is allowed.
+    const patched = await request(f.t.app, f.t.as.operator, {
+      method: 'PATCH',
+      url: `/api/v1/subscriptions/${id}`,
+      payload: { user_limit: 3 },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await expect
+      .poll(async () => (await queryIn(database, "SELECT value FROM ir_config_parameter WHERE key = 'svc.user_limit'"))[0]?.value, {
+        timeout: 60_000,
+      })
+      .toBe('3');
+    expect(await newUser('third@example.com')).toMatchObject({ result: expect.any(Number) });
+
+    // Storage at its limit (as the usage round would write it): a new file is refused, reading goes on.
+    await queryIn(database, "UPDATE ir_config_parameter SET value = $1 WHERE key = 'svc.storage_used_bytes'", [String(GIB)]);
+    await queryIn(
+      database,
+      "INSERT INTO ir_config_parameter (key, value) SELECT 'svc.storage_used_bytes', $1 WHERE NOT EXISTS (SELECT 1 FROM ir_config_parameter WHERE key = 'svc.storage_used_bytes')",
+      [String(GIB)],
+    );
+    const file = await call('ir.attachment', 'create', [{ name: 'a.txt', datas: Buffer.from('hello').toString('base64') }]);
+    expect(file.error).toContain('Storage is full');
+    expect(await call('ir.attachment', 'search_count', [[]])).toMatchObject({ result: expect.any(Number) });
+
+    // The web client's session: the trial's days left and its end in the user's language.
+    const headers = { 'x-forwarded-host': `${database}.odoo.test`, 'x-forwarded-proto': 'https', 'content-type': 'application/json' };
+    const session = await odooGet(src.port, '/web/session/authenticate', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { db: database, login: email, password } }),
+    });
+    const info = (await session.json()) as { result?: { svc_trial?: { days_left: number; end_date: string } }; error?: unknown };
+    const trial = info.result?.svc_trial;
+    expect(trial, JSON.stringify(info)).toMatchObject({ end_date: expect.any(String) });
+    // 10 days and an hour from now: 10 days left, or 11 when the end falls after midnight.
+    expect([10, 11]).toContain(trial!.days_left);
+
+    // Suspended: a page for the web, an error for RPC; reactivated: as before.
+    expect((await act('suspend')).statusCode).toBe(200);
+    const page = await odooGet(src.port, '/web/login', {
+      headers: { 'x-forwarded-host': `${database}.odoo.test`, 'x-forwarded-proto': 'https' },
+    });
+    expect(page.status).toBe(503);
+    const html = await page.text();
+    expect(html).toContain('This Odoo instance is suspended');
+    expect(html).toContain('Its provider suspended it');
+    expect((await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).error).toContain(
+      'This Odoo instance is suspended',
+    );
+    expect((await call('res.partner', 'search_count', [[]])).error).toContain('This Odoo instance is suspended');
+    expect((await act('reactivate')).statusCode).toBe(200);
+    expect(await call('res.partner', 'search_count', [[]])).toMatchObject({ result: expect.any(Number) });
+    const login = await odooGet(src.port, '/web/login', {
+      headers: { 'x-forwarded-host': `${database}.odoo.test`, 'x-forwarded-proto': 'https' },
+    });
+    expect(login.status).toBe(200);
+  });
+});
