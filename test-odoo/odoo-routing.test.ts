@@ -1,0 +1,397 @@
+// Which database a request reaches on a host serving several tenants, on the real Odoo and through a
+// real Caddy: two tenants deployed on one host, each reached by its own address (a wildcard site in
+// front of Odoo, dbfilter ^%d$) and by a customer domain (the very site file svc writes, which sets
+// X-Odoo-Database); a request naming the other tenant, a template, or carrying the other tenant's
+// session is refused. Also: svc's addons are on the host with the repository's checksum, readable
+// and not writable by odoo, and setup_odoo sends them again only when they differ.
+// Odoo's ports: 18300 (first source), 18350 (second); this file's Caddy: 18380-18382.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { siteConfig } from '../src/domains/caddy-sites.js';
+import { addonsBundle } from '../src/odoo/odoo-svc-addons.js';
+import { request, waitForJob } from '../test/helpers/api.js';
+import { codeFrom, textOf, useSmtpServer } from '../test/helpers/smtp.js';
+import { injectTransport, Visitor } from '../test/helpers/trial.js';
+import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+
+const sources = odooSources();
+const smtp = useSmtpServer();
+const DOMAIN = 'routing.test';
+const f = useOdooFixture({
+  get SMTP_URL() {
+    return smtp.url;
+  },
+  SUBSCRIPTION_URL: `https://{database_name}.${DOMAIN}`,
+} as Record<string, string>);
+
+const CADDY = { https: 18380, http: 18381, admin: 18382 };
+
+/** A Caddy of this file's own (its ports, its storage, certificates from its internal CA), fed the site files. */
+const caddy = { dir: '', proc: null as ChildProcess | null, output: '' };
+
+async function caddyReload() {
+  execFileSync(
+    'caddy',
+    ['reload', '--config', path.join(caddy.dir, 'Caddyfile'), '--adapter', 'caddyfile', '--address', `127.0.0.1:${CADDY.admin}`],
+    {
+      env: caddyEnv(),
+      stdio: 'pipe',
+    },
+  );
+}
+const caddyEnv = () => ({ ...process.env, HOME: caddy.dir, XDG_DATA_HOME: caddy.dir, XDG_CONFIG_HOME: caddy.dir });
+
+beforeAll(async () => {
+  caddy.dir = await mkdtemp(path.join(tmpdir(), 'svc-routing-caddy-'));
+  await mkdir(path.join(caddy.dir, 'sites'));
+  await writeFile(
+    path.join(caddy.dir, 'Caddyfile'),
+    [
+      '{',
+      `\tadmin 127.0.0.1:${CADDY.admin}`,
+      `\thttp_port ${CADDY.http}`,
+      `\thttps_port ${CADDY.https}`,
+      '\tlocal_certs',
+      '\tskip_install_trust',
+      '\tauto_https disable_redirects',
+      `\tstorage file_system ${caddy.dir}/storage`,
+      '}',
+      `import ${caddy.dir}/sites/*.caddy`,
+      '',
+    ].join('\n'),
+  );
+  const proc = spawn('caddy', ['run', '--config', path.join(caddy.dir, 'Caddyfile'), '--adapter', 'caddyfile'], { env: caddyEnv() });
+  caddy.proc = proc;
+  proc.stdout.on('data', (c: Buffer) => (caddy.output += c.toString()));
+  proc.stderr.on('data', (c: Buffer) => (caddy.output += c.toString()));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = connect(CADDY.admin, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`Caddy did not start:\n${caddy.output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+});
+
+afterAll(async () => {
+  caddy.proc?.kill('SIGTERM');
+  if (caddy.dir) await rm(caddy.dir, { recursive: true, force: true });
+});
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** A request to this file's Caddy (tried again for a few seconds while a new site's certificate is being made). */
+async function throughCaddy(host: string, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await throughCaddyOnce(host, url, init);
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/** HTTPS with the name as SNI for a customer domain, plain HTTP for the wildcard site. */
+function throughCaddyOnce(
+  host: string,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
+  const tls = !host.endsWith(`.${DOMAIN}`);
+  const options = {
+    host: '127.0.0.1',
+    port: tls ? CADDY.https : CADDY.http,
+    method: init.method ?? 'GET',
+    path: url,
+    headers: { ...init.headers, host },
+    timeout: 30_000,
+    ...(tls ? { servername: host, rejectUnauthorized: false } : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const req = (tls ? httpsRequest : httpRequest)(options, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(init.body);
+  });
+}
+
+const cookieOf = (a: Answer) => String([a.headers['set-cookie'] ?? []].flat()[0] ?? '').split(';')[0]!;
+
+async function rpcThrough(host: string, service: string, method: string, args: unknown[], headers: Record<string, string> = {}) {
+  const res = await throughCaddy(host, '/jsonrpc', {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
+  });
+  const json = JSON.parse(res.body);
+  return json.error ? `error: ${json.error.data?.name ?? json.error.message}` : json.result;
+}
+
+/** Which database and user a session cookie stands for at `host` (or the error's name). */
+async function sessionAt(host: string, cookie: string) {
+  const res = await throughCaddy(host, '/web/session/get_session_info', {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: {} }),
+  });
+  const json = JSON.parse(res.body);
+  return json.result ? { db: json.result.db, uid: json.result.uid } : String(json.error?.data?.name ?? json.error?.message);
+}
+
+/** The web login form at `host`: the sign-in's answer and the session it leaves. */
+async function webLogin(host: string, login: string, password: string, headers: Record<string, string> = {}) {
+  const form = await throughCaddy(host, '/web/login', { headers });
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(form.body)?.[1];
+  if (!csrf) return { status: form.status, form: false as const, location: form.headers.location };
+  const cookie = cookieOf(form);
+  const res = await throughCaddy(host, '/web/login', {
+    method: 'POST',
+    headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ login, password, csrf_token: csrf, redirect: '' }).toString(),
+  });
+  const session = cookieOf(res) || cookie;
+  return {
+    status: res.status,
+    form: true as const,
+    location: res.headers.location,
+    cookie: session,
+    session: await sessionAt(host, session),
+  };
+}
+
+/** What installedAddons prints on the host: the checksum of the tree there. */
+const hostAddonsSum = (dir: string) =>
+  execFileSync(
+    'sh',
+    [
+      '-c',
+      "find . -name __pycache__ -prune -o -type f ! -name '*.pyc' ! -name '.svc-*' -print | LC_ALL=C sort | xargs -r -d '\\n' sha256sum | sha256sum | cut -d' ' -f1",
+    ],
+    { cwd: dir, encoding: 'utf8' },
+  ).trim();
+
+describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))('routing on Odoo $name', (src) => {
+  const made = { host: 0, versionId: 0, templateId: 0, templateDb: '' };
+  const tenants: { id: number; database: string; login: string; password: string; domain: string }[] = [];
+  const setupBody = () => ({
+    odoo_version_id: made.versionId,
+    postgresql_server_id: f.pgServerId,
+    http_port: src.port,
+    workers: 0,
+    max_cron_threads: 0,
+  });
+
+  test("setup_odoo puts svc's addons on the host (checksum, root's, not writable by odoo) and sends them again only when they differ", async () => {
+    const version = await f.newVersion({
+      name: `${src.name}-routing`,
+      source_url: `file://${src.file}`,
+      source_sha256: src.sha256,
+      os_packages: packagesOf(src.series),
+      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+    });
+    made.versionId = version.id;
+    made.host = await f.newHost();
+    const first = await f.runJob(made.host, 'setup_odoo', setupBody());
+    expect(first.state, JSON.stringify(first)).toBe('completed');
+
+    const dir = `${f.base}/svc-addons`;
+    const bundle = addonsBundle();
+    expect(hostAddonsSum(dir)).toBe(bundle.sha256);
+    expect(
+      execFileSync('stat', ['-c', '%U:%G %a', dir, `${dir}/svc_instance/__init__.py`], { encoding: 'utf8' })
+        .trim()
+        .split('\n'),
+    ).toEqual(['root:root 755', 'root:root 644']);
+    const asOdoo = (cmd: string) =>
+      execFileSync('sh', ['-c', `setpriv --reuid=odoo --regid=odoo --init-groups sh -c '${cmd}' && echo yes || echo no`], {
+        encoding: 'utf8',
+      }).trim();
+    expect(asOdoo(`cat ${dir}/svc_instance/__manifest__.py >/dev/null`)).toBe('yes');
+    expect(asOdoo(`touch ${dir}/svc_instance/x.py 2>/dev/null`)).toBe('no');
+    const config = await readFile(`${f.base}/config/odoo-${src.port}.conf`, 'utf8');
+    expect(config).toMatch(new RegExp(`^addons_path = .*,${dir}$`, 'm'));
+    expect(config).toMatch(/^server_wide_modules = .*,svc_instance$/m);
+    expect(config).toMatch(/^dbfilter = \^%d\$$/m);
+    expect(await readFile(`${f.base}/logs/odoo-${src.port}.log`, 'utf8')).toContain('svc routing: X-Odoo-Database pins a request');
+
+    const again = await f.runJob(made.host, 'setup_odoo', setupBody());
+    expect(again.result).toMatchObject({ restarted: false, changed: { source: false, addons: false, config: false, service: false } });
+
+    // Changed on the host: found by its checksum, sent again, and Odoo restarted to load it.
+    await writeFile(`${dir}/svc_instance/__init__.py`, '# changed on the host\n', { flag: 'a' });
+    const repaired = await f.runJob(made.host, 'setup_odoo', setupBody());
+    expect(repaired.result).toMatchObject({ restarted: true, changed: { addons: true, config: false } });
+    expect(hostAddonsSum(dir)).toBe(bundle.sha256);
+  });
+
+  test('two tenants on the host (one a trial from the form to the ready mail), each reached by its own address and by its customer domain', async () => {
+    made.templateDb = `svc_odoo_r_tpl${src.series}_${Date.now().toString(36)}`;
+    const template = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: {
+        name: `Routing ${src.name}`,
+        postgresql_server_id: f.pgServerId,
+        template_db_name: made.templateDb,
+        root_server_id: made.host,
+      },
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    made.templateId = template.json().id;
+    const built = await f.runJob(made.templateId, 'build', { modules: ['base'] }, 'database-templates');
+    expect(built.state, JSON.stringify(built)).toBe('completed');
+
+    // Tenant a: a subscription an operator deploys. Tenant b: a trial from the public form to the ready mail.
+    const passwordIn = async (email: string, n: number) => {
+      const password = /Password: +(\S+)/.exec(textOf(await smtp.waitFor(email, n, 120_000)))?.[1];
+      expect(password, `the ready mail to ${email} tells a password`).toBeTruthy();
+      return password!;
+    };
+    {
+      const email = `routing-a-${src.series}-${Date.now()}@example.com`;
+      const partner = await request(f.t.app, f.t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/partners',
+        payload: { name: 'Tenant a', email },
+      });
+      const database = `svc_odoo_r_a${src.series}_${Date.now().toString(36)}`;
+      const created = await request(f.t.app, f.t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/subscriptions',
+        payload: {
+          name: 'Routing a',
+          partner_id: partner.json().id,
+          database_template_id: made.templateId,
+          database_name: database,
+          is_trial: true,
+          trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
+        },
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json().id as number;
+      const act = (name: string) =>
+        request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+      expect((await act('confirm')).statusCode).toBe(200);
+      const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
+      expect(job.state, job.error).toBe('completed');
+      tenants.push({ id, database, login: email, password: await passwordIn(email, 1), domain: `erp-a${src.series}.customer-a.example` });
+    }
+    {
+      const pkg = await request(f.t.app, f.t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/trial-packages',
+        payload: {
+          name: `Routing ${src.name}`,
+          url_string: `routing-${src.series}`,
+          auto_run_subscription: true,
+          database_template_id: made.templateId,
+        },
+      });
+      expect(pkg.statusCode, pkg.body).toBe(201);
+      const email = `routing-b-${src.series}-${Date.now()}@example.com`;
+      const visitor = new Visitor(injectTransport(f.t.app));
+      await visitor.open(`/saas/trial/routing-${src.series}`);
+      const page = await visitor.submit(email, pkg.json().id, { company_name: `Routing B ${src.series}` });
+      expect(page.status, page.html.slice(0, 500)).toBe(200);
+      expect((await visitor.verify(page.token!, codeFrom(await smtp.waitFor(email, 1, 60_000)))).status).toBe(200);
+      const password = await passwordIn(email, 2);
+      const sub = await f.t.ctx.db.subscription.findFirstOrThrow({ where: { partner: { email } } });
+      expect(sub.state).toBe('running');
+      tenants.push({ id: sub.id, database: sub.database_name!, login: email, password, domain: `erp-b${src.series}.customer-b.example` });
+    }
+
+    // The proxy: each tenant's customer domain is the site file svc writes; the tenants' own
+    // addresses go through the operator's wildcard site (no header: dbfilter ^%d$ picks the database).
+    for (const t of tenants) {
+      await writeFile(
+        path.join(caddy.dir, 'sites', `${t.database}.caddy`),
+        siteConfig({ hostname: t.domain, database: t.database, odooPort: src.port }),
+      );
+    }
+    await writeFile(
+      path.join(caddy.dir, 'sites', `wildcard-${src.port}.caddy`),
+      `http://*.${DOMAIN} {\n\treverse_proxy 127.0.0.1:${src.port}\n}\n`,
+    );
+    // One wildcard site at a time: the later source's takes over (each describe runs whole before the next).
+    for (const other of sources.map((_, i) => 18300 + 50 * i).filter((p) => p !== src.port)) {
+      await rm(path.join(caddy.dir, 'sites', `wildcard-${other}.caddy`), { force: true });
+    }
+    await caddyReload();
+
+    for (const t of tenants) {
+      for (const host of [`${t.database}.${DOMAIN}`, t.domain]) {
+        const signed = await webLogin(host, t.login, t.password);
+        expect(signed, host).toMatchObject({ status: 303, form: true, session: { db: t.database, uid: 2 } });
+        // The session stays (a browser stays signed in): 19.0's own header handling would not keep it.
+        expect(await sessionAt(host, signed.form ? signed.cookie : '')).toEqual({ db: t.database, uid: 2 });
+      }
+      expect(await rpcThrough(t.domain, 'common', 'authenticate', [t.database, t.login, t.password, {}])).toBe(2);
+    }
+  });
+
+  test("a request naming another tenant's database is refused, whatever names it", async () => {
+    const [a, b] = tenants as [(typeof tenants)[number], (typeof tenants)[number]];
+    // RPC (which core never filters) with the other tenant's real credentials, through A's domain.
+    expect(await rpcThrough(a.domain, 'common', 'authenticate', [b.database, b.login, b.password, {}])).toBe(
+      'error: odoo.exceptions.AccessDenied',
+    );
+    expect(await rpcThrough(a.domain, 'object', 'execute_kw', [b.database, 2, b.password, 'res.users', 'search_count', [[]]])).toBe(
+      'error: odoo.exceptions.AccessDenied',
+    );
+    // The header sent by the client itself: Caddy replaces it, so B's login is unknown where it lands (A).
+    const spoofed = await webLogin(a.domain, b.login, b.password, { 'X-Odoo-Database': b.database });
+    expect(spoofed).toMatchObject({ form: true, status: 200 });
+    expect(
+      await rpcThrough(a.domain, 'common', 'authenticate', [b.database, b.login, b.password, {}], { 'X-Odoo-Database': b.database }),
+    ).toBe('error: odoo.exceptions.AccessDenied');
+    // /web/session/authenticate naming B, through A's domain.
+    const named = await throughCaddy(a.domain, '/web/session/authenticate', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { db: b.database, login: b.login, password: b.password } }),
+    });
+    expect(JSON.parse(named.body).error?.data?.name).toBe('odoo.exceptions.AccessError');
+    // A's session, carried to B's domain, is not a session there.
+    const signedA = await webLogin(a.domain, a.login, a.password);
+    expect(signedA).toMatchObject({ session: { db: a.database, uid: 2 } });
+    expect(await sessionAt(b.domain, signedA.form ? signedA.cookie : '')).toBe('odoo.http.SessionExpiredException');
+    // A crafted Host for A's own address with B's header: B's domain site is the only one that names B.
+    const crafted = await webLogin(`${a.database}.${DOMAIN}`, b.login, b.password, { 'X-Forwarded-Host': `${b.database}.${DOMAIN}` });
+    expect(crafted).toMatchObject({ form: true, status: 200 });
+    // Databases to manage: refused through the proxy.
+    expect(await rpcThrough(a.domain, 'db', 'list', [])).toBe('error: odoo.exceptions.AccessDenied');
+  });
+
+  test("the template (the build's admin/admin) is not served through the proxy, though it is on the host's loopback", async () => {
+    expect(JSON.parse((await jsonRpc(src.port, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).body).result).toBe(2);
+    expect(await rpcThrough(tenants[0]!.domain, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).toBe(
+      'error: odoo.exceptions.AccessDenied',
+    );
+    const byAddress = await webLogin(`${made.templateDb}.${DOMAIN}`, 'admin', 'admin');
+    expect(byAddress.form).toBe(false);
+    expect(await rpcThrough(`${made.templateDb}.${DOMAIN}`, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).toBe(
+      'error: odoo.exceptions.AccessDenied',
+    );
+  });
+});
