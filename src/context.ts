@@ -4,7 +4,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
 import { createSecretBox, loadOrCreateMasterKey, type SecretBox } from './core/crypto.js';
-import { createQueues, createRedis, type Queues } from './core/queue.js';
+import { createQueues, type Queues } from './core/queue.js';
+import { createRedis } from './core/redis.js';
 import { createMailer, type Mailer } from './core/mail.js';
 import { loggerOptions } from './core/logger.js';
 
@@ -26,7 +27,7 @@ export async function createContext(
   { lazy = false } = {},
 ): Promise<AppContext> {
   const db = createDb(config.DATABASE_URL);
-  const redis = createRedis(config.REDIS_URL, { lazy });
+  const redis = createRedis(config, { lazy, log });
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);

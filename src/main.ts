@@ -40,7 +40,7 @@ async function main() {
   const config = readConfig();
   const log = pino(loggerOptions(config.LOG_LEVEL));
   await checkPostgres(config.DATABASE_URL);
-  await checkRedis(config.REDIS_URL);
+  await checkRedis(config);
   const applied = await applyMigrations(config.DATABASE_URL);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
 

@@ -8,6 +8,7 @@ import type { AppContext } from './context.js';
 import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
 import { instrumentWorker } from './core/metrics.js';
 import { publicJobId } from './core/queue.js';
+import { createRedis } from './core/redis.js';
 import type { BackgroundTask, Feature, Registry } from './feature.js';
 import { composeFeatures, FEATURES } from './features.js';
 import { INTERRUPTED, recordInterruption } from './jobs/job-interruption.js';
@@ -121,6 +122,9 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
   const registry = composeFeatures(ctx, features);
   const jobs = runnables(ctx, registry, features);
   const queueNames = registry.jobs.queueNames();
+  // The workers' own connection (src/core/redis.ts): it waits out a Redis that is away (a
+  // failover, a restart) instead of failing, and BullMQ duplicates it for its blocking commands.
+  const connection = createRedis(ctx.config, { use: 'workers', log: ctx.log });
   const workers = queueNames.map((queue) => {
     const worker = new Worker(
       queue,
@@ -133,7 +137,7 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
         if (job.stalledCounter > 0 && run.spec.afterCrash === 'interrupt') return failInterrupted(ctx, job, run, payload);
         return run.handler(payload, job);
       },
-      { connection: ctx.redis, prefix: ctx.queues.prefix, concurrency: concurrencyOf(queue, ctx), ...crashOptionsOf(queue, ctx, registry) },
+      { connection, prefix: ctx.queues.prefix, concurrency: concurrencyOf(queue, ctx), ...crashOptionsOf(queue, ctx, registry) },
     );
     worker.on('failed', (job, err) => ctx.log.warn({ job_id: job?.id, queue, job: job?.name, err }, 'job failed'));
     worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
@@ -153,6 +157,7 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
     async close() {
       await Promise.all(background.map((b) => b.close()));
       await Promise.all(workers.map((w) => w.close()));
+      connection.disconnect();
     },
   };
 }

@@ -43,6 +43,21 @@ const dnsServers = z
   .transform(commaList)
   .pipe(z.array(z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?$/, 'IPv4 addresses, optionally with :port')).min(1));
 
+// Comma-separated host:port pairs (a host name, an IPv4 address or a bracketed IPv6 address).
+const hostPorts = z.string().transform((v, check) => {
+  const out: { host: string; port: number }[] = [];
+  for (const item of commaList(v)) {
+    const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(item);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
+      check.addIssue({ code: 'custom', message: `not host:port: ${item}` });
+      continue;
+    }
+    out.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) });
+  }
+  if (out.length === 0) check.addIssue({ code: 'custom', message: 'names no host:port' });
+  return out;
+});
+
 // Comma-separated networks (CIDR, or a single address) that outbound HTTP may reach although they
 // are loopback, link-local or unspecified; normalized to address/prefix.
 const netList = z.string().transform((v, check) => {
@@ -66,6 +81,17 @@ function cidr(v: string): string | null {
 const envSchema = z.object({
   DATABASE_URL: url(['postgresql:', 'postgres:']).default('postgresql://postgres@127.0.0.1:5432/svc'),
   REDIS_URL: url(['redis:', 'rediss:']).default('redis://127.0.0.1:6379'),
+  // Redis through Sentinel (docs/high-availability.md): when set, every Redis connection asks
+  // these sentinels for the primary named REDIS_SENTINEL_NAME and follows its failovers; REDIS_URL
+  // is then not used. REDIS_PASSWORD is the data nodes' password (in either set-up; it wins over
+  // one in REDIS_URL), REDIS_SENTINEL_PASSWORD the sentinels' own.
+  REDIS_SENTINELS: optionalString.pipe(hostPorts.optional()),
+  REDIS_SENTINEL_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits and . _ - only')
+    .default('mymaster'),
+  REDIS_SENTINEL_PASSWORD: optionalString,
+  REDIS_PASSWORD: optionalString,
   PORT: intVar(0, 65535, 3000),
   HOST: z.string().min(1).default('0.0.0.0'),
   BASE_URL: baseUrl('http://localhost:3000'),

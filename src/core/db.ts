@@ -63,3 +63,42 @@ export function isBadValueError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return err instanceof Error && typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
+
+/** Prisma's codes for a database it cannot reach or lost the connection to (P2024: no pool connection in time). */
+const UNAVAILABLE_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+/** The driver adapter's kinds for the same. */
+const UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+/**
+ * SQLSTATEs of a server going away or not (yet) the primary: class 08 (connection exception),
+ * 57P01-57P03 (shut down, crashed, cannot connect now: starting or in recovery), 25006 (a read-only
+ * transaction: a standby, still behind the proxy while it switches).
+ */
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|25006)$/;
+/** node-postgres' own words for a connection that broke or could not be made. */
+const UNAVAILABLE_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * True when `err` says PostgreSQL cannot be used right now (it is down, a failover is under way,
+ * the connection broke): the request is answered 503 with Retry-After, and nothing about it may be
+ * taken as done. Found through Prisma (the driver adapter's error), or node-postgres directly (the
+ * webhook endpoint's pool), or a cause of either. `fromPg`: the error surely came from a pg pool,
+ * so a bare socket error (ECONNREFUSED...) is PostgreSQL's too (elsewhere it may be an SSH or
+ * HTTP peer's, which is no reason for a 503).
+ */
+export function isDatabaseUnavailable(err: unknown, { fromPg = false } = {}, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 3) return false;
+  if (err instanceof Prisma.PrismaClientInitializationError) return true;
+  if (err instanceof Prisma.PrismaClientKnownRequestError) {
+    if (UNAVAILABLE_CODES.has(err.code)) return true;
+    const cause = (err.meta as { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } } | undefined)
+      ?.driverAdapterError?.cause;
+    return UNAVAILABLE_KINDS.has(cause?.kind ?? '') || UNAVAILABLE_SQLSTATE.test(cause?.originalCode ?? '');
+  }
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && 'severity' in err && UNAVAILABLE_SQLSTATE.test(code)) return true;
+  if (fromPg && typeof code === 'string' && SOCKET_CODES.has(code) && 'syscall' in err) return true;
+  if (UNAVAILABLE_MESSAGE.test(err.message)) return true;
+  return isDatabaseUnavailable(err.cause, { fromPg }, depth + 1);
+}

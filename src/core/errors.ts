@@ -77,3 +77,16 @@ export class RateLimitedError extends AppError {
     super(429, 'rate_limited', message);
   }
 }
+
+/**
+ * PostgreSQL or Redis cannot be reached for a moment (a failover, a restart): nothing was done
+ * that the caller may count on; the same request may be sent again after `retryAfterSeconds`.
+ */
+export class ServiceUnavailableError extends AppError {
+  constructor(
+    message = 'The service cannot reach its database or Redis for a moment (a failover or a restart): nothing was done; send the request again after Retry-After seconds',
+    readonly retryAfterSeconds = 5,
+  ) {
+    super(503, 'unavailable', message);
+  }
+}

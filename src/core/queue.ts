@@ -7,7 +7,7 @@
 // 36) and is stored in it, n counts the queue's jobs within it. An id is never given twice, and
 // the epoch is what tells a worker that Redis lost its data (src/worker.ts).
 import { Queue, type Job, type JobsOptions, type RepeatOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { JobSpec } from './jobs.js';
 
@@ -17,11 +17,8 @@ const defaultJobOptions: JobsOptions = {
   removeOnFail: { age: 30 * 24 * 3600, count: 10_000 },
 };
 
-/** `lazy`: connects on first use instead of at once. */
-export function createRedis(url: string, { lazy = false } = {}): Redis {
-  // BullMQ requires maxRetriesPerRequest: null for its blocking connections.
-  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: lazy });
-}
+/** Redis connections are made in one place (./redis.ts); re-exported for the callers of old. */
+export { createRedis } from './redis.js';
 
 export function publicJobId(queue: string, bullId: string): string {
   return `${queue}-${bullId}`;

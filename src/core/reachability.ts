@@ -1,7 +1,8 @@
 // Start-up checks of the services a process cannot run without. An unreachable PostgreSQL or Redis
 // stops start-up with one line naming the variable and the address, not a stack trace (and not
 // one log line per queue retrying in the background).
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
+import { type RedisConfig, redisOptions } from './redis.js';
 import pg from 'pg';
 
 const CHECK_TIMEOUT_MS = 5_000;
@@ -43,14 +44,20 @@ export async function checkPostgres(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Connects to Redis once, without retries; an UnreachableError naming REDIS_URL when it cannot. */
-export async function checkRedis(redisUrl: string): Promise<void> {
-  const client = new Redis(redisUrl, {
+/**
+ * One connection (to `url` with `options`, or by `options` alone), without retries: PING, then
+ * `fn`; a failure is an Error saying why in a few words.
+ */
+async function once<T>(url: string | null, options: RedisOptions, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const only: RedisOptions = {
+    ...options,
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
+    reconnectOnError: null,
     connectTimeout: CHECK_TIMEOUT_MS,
-  });
+  };
+  const client = url === null ? new Redis(only) : new Redis(url, only);
   // The socket's own error (ECONNREFUSED...) comes as an event; connect() then only says "closed".
   let cause: unknown = null;
   client.on('error', (err) => {
@@ -59,9 +66,58 @@ export async function checkRedis(redisUrl: string): Promise<void> {
   try {
     await client.connect();
     await client.ping();
+    return await fn(client);
   } catch (err) {
-    throw new UnreachableError(`Cannot reach Redis at ${addressOf(redisUrl, 6379)} (REDIS_URL): ${reasonOf(cause ?? err)}`);
+    throw new Error(reasonOf(cause ?? err));
   } finally {
     client.disconnect();
+  }
+}
+
+/**
+ * Connects to Redis once, without retries; an UnreachableError naming the variable when it cannot.
+ * Through Sentinel: every sentinel is asked for the primary; none answering, none knowing
+ * REDIS_SENTINEL_NAME, or the primary they name not answering, each stops start-up saying which.
+ */
+export async function checkRedis(config: RedisConfig): Promise<void> {
+  if (!config.REDIS_SENTINELS) {
+    try {
+      await once(config.REDIS_URL, redisOptions(config), async () => {});
+    } catch (err) {
+      throw new UnreachableError(`Cannot reach Redis at ${addressOf(config.REDIS_URL, 6379)} (REDIS_URL): ${(err as Error).message}`);
+    }
+    return;
+  }
+  const sentinelOptions = config.REDIS_SENTINEL_PASSWORD ? { password: config.REDIS_SENTINEL_PASSWORD } : {};
+  const answers = await Promise.all(
+    config.REDIS_SENTINELS.map(async ({ host, port }) => {
+      const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      try {
+        const primary = await once(null, { ...sentinelOptions, host, port }, (c) =>
+          c.call('SENTINEL', 'get-master-addr-by-name', config.REDIS_SENTINEL_NAME),
+        );
+        return { at, primary: Array.isArray(primary) ? `${primary[0]}:${primary[1]}` : null, error: null };
+      } catch (err) {
+        return { at, primary: null, error: (err as Error).message };
+      }
+    }),
+  );
+  const reachable = answers.filter((a) => a.error === null);
+  if (reachable.length === 0) {
+    const why = answers.map((a) => `${a.at}: ${a.error}`).join('; ');
+    throw new UnreachableError(`No sentinel of REDIS_SENTINELS answers (${why})`);
+  }
+  const named = reachable.find((a) => a.primary !== null);
+  if (!named) {
+    throw new UnreachableError(
+      `No sentinel of REDIS_SENTINELS (${reachable.map((a) => a.at).join(', ')}) knows a primary named "${config.REDIS_SENTINEL_NAME}" (REDIS_SENTINEL_NAME)`,
+    );
+  }
+  try {
+    await once(null, redisOptions(config), async () => {});
+  } catch (err) {
+    throw new UnreachableError(
+      `Cannot reach the Redis primary ${named.primary} that the sentinels name for "${config.REDIS_SENTINEL_NAME}" (REDIS_SENTINELS): ${(err as Error).message}`,
+    );
   }
 }

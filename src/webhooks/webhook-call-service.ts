@@ -1,7 +1,10 @@
 // One call of POST /svc/webhook/<token>: find the active webhook by token
 // (none → 400), check the signature when the webhook has a signing secret (→ 400, nothing runs),
 // read the body, call trigger_action and post the message as one transaction, answer 200 {}.
-// Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details in the server log only.
+// Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details in the server log only;
+// but PostgreSQL or Redis away (a failover, docs/high-availability.md) → 503 with Retry-After:
+// the call was not stored (or it is not known that it was), so the caller sends it again. A 200 is
+// only ever answered once the transaction that stored the call committed.
 // Every call of a known webhook is appended to its call log.
 //
 // Speed (bench/webhook.ts). The webhook is found in a per-process cache kept exact by
@@ -23,7 +26,9 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { isDatabaseUnavailable } from '../core/db.js';
 import { AppError } from '../core/errors.js';
+import { isRedisUnavailable } from '../core/redis.js';
 import { MessageType, postMessage, SUBTYPES } from '../core/chatter.js';
 import type { ModelName, ModelRegistry } from '../core/models.js';
 import { assertRecordExists } from './webhook-service.js';
@@ -34,6 +39,9 @@ import { createWebhookCache, type WebhookCache, type WebhookDefinition } from '.
 import { createWebhookCallLog, type WebhookCallLog } from './webhook-call-log.js';
 
 export const UNKNOWN_ERROR = { error: 'Unknown error SSB C/W42' } as const;
+export const UNAVAILABLE = { error: 'Service unavailable: send the call again later' } as const;
+/** Seconds a caller is asked to wait (Retry-After) before sending a call answered 503 again. */
+export const RETRY_AFTER_SECONDS = 5;
 const TOKEN = /^[0-9a-f]{64}$/;
 const MAX_MESSAGE = 100_000;
 const MAX_ERROR_SUMMARY = 300;
@@ -59,9 +67,24 @@ export interface WebhookCallRequest {
 }
 
 export interface WebhookCallAnswer {
-  status: 200 | 400 | 500;
+  status: 200 | 400 | 500 | 503;
   body: Record<string, string>;
+  /** Retry-After (seconds) of a 503. */
+  retryAfter?: number;
 }
+
+/** The call could not be stored because PostgreSQL (or Redis) is away; `cause` says how. */
+class Unavailable extends Error {}
+
+/**
+ * Whether `err` means the database or Redis is away. `fromPg`: it came from the endpoint's own pg
+ * pool, where a bare socket error is PostgreSQL's.
+ */
+function unavailable(err: unknown, fromPg = false): boolean {
+  return err instanceof Unavailable || isDatabaseUnavailable(err, { fromPg }) || isRedisUnavailable(err);
+}
+
+const UNAVAILABLE_ANSWER: WebhookCallAnswer = { status: 503, body: UNAVAILABLE, retryAfter: RETRY_AFTER_SECONDS };
 
 /** Connections of the endpoint's own pool (bench/webhook.ts measures the raw-SQL ceiling at this size). */
 export const WEBHOOK_POOL_SIZE = 10;
@@ -157,13 +180,14 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
     }
 
     if (message == null) return;
-    const posted = await messages.post(model, {
-      ...ref,
-      body: message,
-      message_type: messageType,
-      subtype_xmlid: subtype,
-      author,
-    });
+    // A batch whose connection broke is not retried here: if its statement reached the server,
+    // it may have committed (the answer is what was lost). The caller's retry after the 503 is
+    // the retry; see docs/high-availability.md ("A call that may have been stored").
+    const posted = await messages
+      .post(model, { ...ref, body: message, message_type: messageType, subtype_xmlid: subtype, author })
+      .catch((err: unknown) => {
+        throw unavailable(err, true) ? new Unavailable('PostgreSQL unavailable', { cause: err }) : err;
+      });
     if (!posted) throw new Error(`${hook.model_name} ${hook.rec_id} does not exist`);
   }
 
@@ -172,7 +196,14 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
       const calledAt = new Date();
       const started = performance.now();
       if (!TOKEN.test(req.token)) return { status: 400, body: { error: 'Unknown webhook' } };
-      const hook = await cache.get(req.token);
+      let hook: WebhookDefinition | null;
+      try {
+        hook = await cache.get(req.token);
+      } catch (err) {
+        if (!unavailable(err, true)) throw err;
+        ctx.log.warn({ err }, 'webhook call answered 503: the database is unavailable');
+        return UNAVAILABLE_ANSWER;
+      }
       if (!hook) return { status: 400, body: { error: 'Unknown webhook' } };
 
       let answer: WebhookCallAnswer = { status: 200, body: {} };
@@ -182,6 +213,9 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
       } catch (err) {
         if (err instanceof CallRefused) {
           answer = { status: 400, body: { error: err.message } };
+        } else if (unavailable(err)) {
+          ctx.log.warn({ err, webhook_id: hook.id }, 'webhook call answered 503: the database or Redis is unavailable');
+          answer = UNAVAILABLE_ANSWER;
         } else {
           // The token is not logged: the webhook is named by its id.
           ctx.log.error(

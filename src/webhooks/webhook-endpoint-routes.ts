@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { MessageType, SUBTYPES } from '../core/chatter.js';
 import { clientIp } from '../core/http/client-ip.js';
-import { UNKNOWN_ERROR, type WebhookCallService } from './webhook-call-service.js';
+import { RETRY_AFTER_SECONDS, UNAVAILABLE, UNKNOWN_ERROR, type WebhookCallService } from './webhook-call-service.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -69,6 +69,12 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
                 'The method failed, the target record is gone or its trigger_action is no longer callable; details go to the log',
               body: callError(UNKNOWN_ERROR.error),
             },
+            503: {
+              description:
+                `Not stored: the service's database (or Redis) is unavailable for a moment, e.g. during a failover. Send the same call again after Retry-After seconds (${RETRY_AFTER_SECONDS}); ` +
+                'a 200 is only ever answered for a call that was stored',
+              body: callError(UNAVAILABLE.error),
+            },
           },
         },
       },
@@ -83,6 +89,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
       // The body is returned, not `reply.send()`: an async handler that returns the reply makes its
       // promise wait on the reply (a thenable) until the response has been written, per call.
       reply.code(answer.status);
+      if (answer.retryAfter) reply.header('Retry-After', String(answer.retryAfter));
       return answer.body;
     });
 

@@ -6,6 +6,11 @@
 // inserted (the rows of `ok`, materialized once and inserted whole), so a call whose record is
 // gone fails alone. The columns are those postMessage() (core/chatter.ts) writes for the same
 // message. Rows are inserted in the order they were submitted.
+// The statement runs inside BEGIN ... COMMIT, not on its own: a statement sent alone commits on the
+// server even when its client is gone by then (a failover, a cut connection while it waited on a
+// lock), so the call would have been answered 503 and stored. In a transaction, a connection lost
+// before COMMIT aborts it; only a COMMIT whose answer was lost is left unknown (answered 503 too:
+// docs/high-availability.md, "A call that may have been stored").
 import type pg from 'pg';
 import { messageRow, type NewMessage } from '../core/chatter.js';
 import type { ModelInfo } from '../core/models.js';
@@ -39,9 +44,17 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
   // The row postMessage() would write for each (core/chatter.ts): the same defaults.
   const messages = rows.map((r) => messageRow(r.msg));
   const exists = tables.map((t, i) => `WHEN ${i} THEN EXISTS (SELECT 1 FROM ${quoted(t)} r WHERE r.id = m.rec_id)`).join(' ');
-  const { rows: inserted } = await pool.query<{ n: number }>({
-    name: statementName(tables),
-    text: `WITH m AS (
+  const client = await pool.connect();
+  // A connection lost between two of the statements is an 'error' event on the checked-out
+  // client (no query to fail): unheard, it would end the process. The next query fails instead.
+  const ignore = () => {};
+  client.on('error', ignore);
+  let inserted: { n: number }[];
+  try {
+    await client.query('BEGIN');
+    ({ rows: inserted } = await client.query<{ n: number }>({
+      name: statementName(tables),
+      text: `WITH m AS (
        SELECT * FROM unnest($1::int[], $2::text[], $3::int[], $4::text[], $5::"MessageType"[], $6::text[], $7::int[], $8::text[])
          WITH ORDINALITY AS m(t, model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name, n)
      ),
@@ -51,17 +64,26 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
        SELECT model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name FROM ok ORDER BY n
      )
      SELECT n::int AS n FROM ok`,
-    values: [
-      rows.map((r) => tables.indexOf(r.table)),
-      messages.map((m) => m.model_name),
-      messages.map((m) => m.rec_id),
-      messages.map((m) => m.body),
-      messages.map((m) => m.message_type),
-      messages.map((m) => m.subtype_xmlid),
-      messages.map((m) => m.author_id),
-      messages.map((m) => m.author_name),
-    ],
-  });
+      values: [
+        rows.map((r) => tables.indexOf(r.table)),
+        messages.map((m) => m.model_name),
+        messages.map((m) => m.rec_id),
+        messages.map((m) => m.body),
+        messages.map((m) => m.message_type),
+        messages.map((m) => m.subtype_xmlid),
+        messages.map((m) => m.author_id),
+        messages.map((m) => m.author_name),
+      ],
+    }));
+    await client.query('COMMIT');
+  } catch (err) {
+    // The connection is closed, not given back (its listener stays: it may still report the
+    // socket's end): the server aborts whatever it had not committed.
+    client.release(err as Error);
+    throw err;
+  }
+  client.off('error', ignore);
+  client.release();
   const done = new Set(inserted.map((r) => r.n));
   return rows.map((_, i) => done.has(i + 1));
 }

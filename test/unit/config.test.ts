@@ -61,6 +61,20 @@ describe('config', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`\\b${name}\\b`));
   });
 
+  it('REDIS_SENTINELS: host:port pairs (IPv6 bracketed); anything else names the bad item', () => {
+    expect(loadConfig({}).REDIS_SENTINELS).toBeUndefined();
+    const config = loadConfig({ REDIS_SENTINELS: ' 10.0.0.1:26379, sentinel-b:26380,[::1]:26381 ', REDIS_SENTINEL_NAME: 'svc-primary' });
+    expect(config.REDIS_SENTINELS).toEqual([
+      { host: '10.0.0.1', port: 26379 },
+      { host: 'sentinel-b', port: 26380 },
+      { host: '::1', port: 26381 },
+    ]);
+    expect(config.REDIS_SENTINEL_NAME).toBe('svc-primary');
+    expect(loadConfig({}).REDIS_SENTINEL_NAME).toBe('mymaster');
+    expect(() => loadConfig({ REDIS_SENTINELS: '10.0.0.1:26379,10.0.0.2' })).toThrow(/REDIS_SENTINELS: not host:port: 10\.0\.0\.2/);
+    expect(() => loadConfig({ REDIS_SENTINELS: ',' })).toThrow(/REDIS_SENTINELS: names no host:port/);
+  });
+
   it('an empty number (PORT= in .env) is unset, not 0', () => {
     const config = loadConfig({ PORT: '', WORKER_CONCURRENCY: '', JOB_LOCK_MS: '' });
     expect(config).toMatchObject({ PORT: 3000, WORKER_CONCURRENCY: 10, JOB_LOCK_MS: 30_000 });

@@ -4,8 +4,9 @@
 // when the service knows it); a 500 never carries internals.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isBadValueError, Prisma, violatedIndexOf } from '../db.js';
-import { AppError, type FieldError, RateLimitedError } from '../errors.js';
+import { isBadValueError, isDatabaseUnavailable, Prisma, violatedIndexOf } from '../db.js';
+import { AppError, type FieldError, RateLimitedError, ServiceUnavailableError } from '../errors.js';
+import { isRedisUnavailable } from '../redis.js';
 
 function body(code: string, message: string, details?: unknown) {
   return { error: { code, message, ...(details === undefined ? {} : { details }) } };
@@ -65,8 +66,17 @@ function fromPrisma(err: Prisma.PrismaClientKnownRequestError, method: string, r
 
 export function registerErrorHandler(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // PostgreSQL or Redis away for a moment (a failover): 503 with Retry-After, never a 500 (and
+    // never a success: the error stopped the request before it answered).
+    const unavailable = isDatabaseUnavailable(err) || isRedisUnavailable(err);
+    if (unavailable) {
+      request.log.warn({ err }, 'a dependency is unavailable: answered 503');
+      const busy = new ServiceUnavailableError();
+      reply.header('Retry-After', String(busy.retryAfterSeconds));
+      return reply.status(busy.statusCode).send(body(busy.code, busy.message));
+    }
     if (err instanceof AppError) {
-      if (err instanceof RateLimitedError && err.retryAfterSeconds) {
+      if ((err instanceof RateLimitedError || err instanceof ServiceUnavailableError) && err.retryAfterSeconds) {
         reply.header('Retry-After', String(err.retryAfterSeconds));
       }
       return reply.status(err.statusCode).send(body(err.code, err.message, err.details));

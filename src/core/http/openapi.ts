@@ -69,7 +69,9 @@ const CLIENT_ERRORS = {
 } as const;
 
 const SERVER_ERROR = {
-  description: 'internal_error: the service failed (details are in its log, never in the answer).',
+  description:
+    'internal_error: the service failed (details are in its log, never in the answer). ' +
+    'unavailable (503, with Retry-After): PostgreSQL or Redis cannot be reached for a moment (a failover); nothing was done, send the request again.',
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 };
 
