@@ -1,8 +1,10 @@
 # svc's addon: what it contributes is imported here, one module per concern.
 from . import models
 from . import http_routing
+from . import maintenance
 
 
 def post_load():
     """Server-wide (server_wide_modules): which database a request reaches, in every process."""
     http_routing.install()
+    maintenance.install()

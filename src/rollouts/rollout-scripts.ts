@@ -75,8 +75,11 @@ export function readChecksums(stdout: string): { sums: Record<string, string>; d
   return { sums: JSON.parse(line('SVC-CHECKSUMS ')), dirs: JSON.parse(line('SVC-DIRS ')) };
 }
 
-/** Where the maintenance flags of a host live: one file per tenant database being updated. */
-export const maintenanceDir = (l: OdooLayout) => `${l.base}/run/maintenance`;
+/**
+ * Where the maintenance flags of a host live: one file per tenant database being updated, read by
+ * svc's addon (odoo-addons/svc_instance/maintenance.py) under Odoo's data_dir.
+ */
+export const maintenanceDir = (l: OdooLayout) => `${l.dataDir}/svc-maintenance`;
 
 /** The tenant answers a maintenance page while its flag exists (docs/rollouts.md). */
 export function setMaintenance(l: OdooLayout, database: string, on: boolean): string {
