@@ -3,18 +3,25 @@
 // Redis lost its data. close() lets running jobs finish. Crash recovery follows each queue's
 // afterCrash (src/core/jobs.ts): a job whose worker died is run again, or, if it changes a remote
 // system, recorded as interrupted and failed.
-import { UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { AppContext } from './context.js';
+import { isDatabaseUnavailable } from './core/db.js';
 import type { Interruption, JobHandler, JobPayload, JobSpec } from './core/jobs.js';
 import { instrumentWorker } from './core/metrics.js';
 import { publicJobId } from './core/queue.js';
-import { createRedis } from './core/redis.js';
+import { createRedis, isRedisUnavailable } from './core/redis.js';
 import type { BackgroundTask, Feature, Registry } from './feature.js';
 import { composeFeatures, FEATURES } from './features.js';
 import { INTERRUPTED, recordInterruption } from './jobs/job-interruption.js';
 
 /** Times a job of a `rerun` queue is taken up again after its worker died, before it is failed. */
 const RERUNS_AFTER_CRASH = 2;
+/**
+ * A `rerun` job that met PostgreSQL or Redis away (a failover) is put off this long and run again,
+ * up to POSTPONES_AT_MOST times (about ten minutes), instead of failing.
+ */
+const POSTPONE_MS = 5_000;
+const POSTPONES_AT_MOST = 120;
 
 interface Runnable {
   spec: JobSpec;
@@ -128,14 +135,24 @@ export async function startWorkers(ctx: AppContext, features: readonly Feature[]
   const workers = queueNames.map((queue) => {
     const worker = new Worker(
       queue,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const run = jobs.get(job.name);
         if (!run) throw new Error(`Unknown job ${job.name}`);
         const payload = run.spec.payload.parse(job.data);
         // Its worker died while it ran (BullMQ counted a stall): a job that changes a remote system
         // is not run again, only recorded as interrupted.
         if (job.stalledCounter > 0 && run.spec.afterCrash === 'interrupt') return failInterrupted(ctx, job, run, payload);
-        return run.handler(payload, job);
+        try {
+          return await run.handler(payload, job);
+        } catch (err) {
+          // A job that may run twice is safe to run again when the database or Redis was away; one
+          // that changes a remote system fails as before (what it did there is not known).
+          const away = isDatabaseUnavailable(err) || isRedisUnavailable(err);
+          if (!away || run.spec.afterCrash !== 'rerun' || !token || job.attemptsStarted > POSTPONES_AT_MOST) throw err;
+          ctx.log.warn({ err, job_id: job.id, queue: job.queueName, job: job.name }, 'database or Redis unavailable: job put off');
+          await job.moveToDelayed(Date.now() + POSTPONE_MS, token);
+          throw new DelayedError();
+        }
       },
       { connection, prefix: ctx.queues.prefix, concurrency: concurrencyOf(queue, ctx), ...crashOptionsOf(queue, ctx, registry) },
     );

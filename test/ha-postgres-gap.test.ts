@@ -4,7 +4,8 @@
 // the API answers 503 with Retry-After (never 500) and the webhook endpoint 503 with Retry-After
 // (never 200 for a call not stored); afterwards both work again in the same process, and the
 // caller's retry is stored once. A call whose statement was cut off mid-way answers 503 and leaves
-// nothing behind. (The full failover, with a streaming replica promoted behind HAProxy: bench:ha.)
+// nothing behind. A job that may run twice, met by the gap, is put off and runs once the
+// database is back. (The full failover, with a streaming replica promoted behind HAProxy: bench:ha.)
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -12,6 +13,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { type AppContext, createContext } from '../src/context.js';
+import { settingsJobs } from '../src/settings/settings-job-specs.js';
+import { startWorkers } from '../src/worker.js';
 import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { databaseUrl } from './helpers/pg.js';
@@ -108,4 +111,21 @@ describe('PostgreSQL away behind its address', () => {
       await locker.end();
     }
   });
+
+  it('a job that may run again, met by the gap, is put off and runs once the database is back (same process)', async () => {
+    const workers = await startWorkers(ctx);
+    try {
+      proxy.cut();
+      const id = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: t.as.admin.userId });
+      const job = async () => (await ctx.queues.find(id, ['maintenance']))!;
+      // It ran into the gap and waits to be run again (not failed).
+      await expect.poll(async () => (await job()).attemptsStarted, { timeout: 15_000, interval: 100 }).toBeGreaterThan(0);
+      await expect.poll(async () => (await job()).getState(), { timeout: 15_000, interval: 100 }).toBe('delayed');
+      proxy.restore();
+      await expect.poll(async () => (await job()).getState(), { timeout: 30_000, interval: 200 }).toBe('completed');
+    } finally {
+      proxy.restore();
+      await workers.close();
+    }
+  }, 60_000);
 });
