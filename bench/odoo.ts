@@ -219,6 +219,7 @@ async function main() {
       const done = await v.post('/saas/trial/verify', { token: page.token!, code }, { headers: ip });
       if (done.status !== 200) throw new Error(`verify: ${done.status}`);
       const mail = textOf(await smtp.waitFor(email, 2, 120_000));
+      const mailMs = performance.now() - start;
       const login = /Login: +(\S+)/.exec(mail)?.[1];
       const password = /Password: +(\S+)/.exec(mail)?.[1];
       const sub = await ctx.db.subscription.findFirstOrThrow({ where: { partner: { email } } });
@@ -228,10 +229,30 @@ async function main() {
       const standby = await ctx.db.message.count({
         where: { model_name: 'svc.subscription', rec_id: sub.id, body: { contains: 'taken from standby' } },
       });
-      return { ms, standby: standby > 0 };
+      return { ms, mailMs, standby: standby > 0 };
     }
+    /** Where the deployments' time went: each step from its action-log row to the next, per job (seconds). */
+    const stepTimes = async (since: number) => {
+      const jobs = (await ctx.queues.queue('deployments').getJobs(['completed'])).filter((j) => j.processedOn! > since);
+      const per = new Map<string, number[]>();
+      for (const job of jobs) {
+        const rows = await ctx.db.actionLog.findMany({
+          where: { job_id: `deployments-${job.id}`, model_name: 'svc.subscription' },
+          orderBy: { id: 'asc' },
+        });
+        const marks = [
+          ...rows.map((r) => ({ step: r.input_text.split(' ').slice(0, 3).join(' '), at: r.created_at.getTime() })),
+          { step: 'end', at: job.finishedOn! },
+        ];
+        per.set('waiting for a worker', [...(per.get('waiting for a worker') ?? []), job.processedOn! - job.timestamp]);
+        for (let i = 0; i + 1 < marks.length; i++)
+          per.set(marks[i]!.step, [...(per.get(marks[i]!.step) ?? []), marks[i + 1]!.at - marks[i]!.at]);
+      }
+      return [...per.entries()].map(([step, xs]) => `${step}: p50 ${secs(pct(xs, 50))}, max ${secs(Math.max(...xs))}`).join('; ');
+    };
     console.log(`load average before the crowd: ${loadavg()}`);
-    const runs: Promise<{ ms: number; standby: boolean }>[] = [];
+    const crowdStart = Date.now();
+    const runs: Promise<{ ms: number; mailMs: number; standby: boolean }>[] = [];
     for (let i = 0; i < VISITORS; i++) {
       runs.push(visitor());
       await sleep((SPREAD_S * 1000) / VISITORS);
@@ -241,6 +262,16 @@ async function main() {
     console.log(
       `${VISITORS} visitors within ${SPREAD_S} s, ready pool: code → customer signed in p50 ${secs(pct(ms, 50))}, p95 ${secs(pct(ms, 95))}, max ${secs(Math.max(...ms))}; ${results.filter((r) => r.standby).length} took a standby`,
     );
+    const mails = results.map((r) => r.mailMs);
+    console.log(
+      `  of which code → ready mail: p50 ${secs(pct(mails, 50))}, p95 ${secs(pct(mails, 95))}; the customer's own sign-in after the mail: p50 ${secs(
+        pct(
+          results.map((r) => r.ms - r.mailMs),
+          50,
+        ),
+      )}`,
+    );
+    console.log(`  deployment steps (from each step's action-log row to the next): ${await stepTimes(crowdStart)}`);
     const status = await api<{ processes: unknown[]; worker_processes: number; memory_bytes: number; process_memory_bytes: number[] }>(
       'POST',
       `/root-servers/${root.id}/actions/odoo_status`,
