@@ -105,7 +105,7 @@ export function updateScript(l: OdooLayout, source: string, database: string, mo
   const out = q(`${l.base}/logs/${l.service}-${database}.update.log`);
   return [
     `cd ${q(source)} || exit 3`,
-    `exec 8>${updateLock(l, database)}`,
+    `mkdir -p ${q(`${l.base}/run`)} && exec 8>${updateLock(l, database)}`,
     "flock -w 3600 8 || { echo 'another update of this database still runs' >&2; exit 3; }",
     `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin -c ${q(l.config)} -d ${q(database)} -u ${q(checkModuleNames(modules).join(','))} --no-http --workers=0 --max-cron-threads=0 --stop-after-init > ${out} 2>&1`,
     'rc=$?',
@@ -119,7 +119,7 @@ export function updateScript(l: OdooLayout, source: string, database: string, mo
 
 /** Waits until no update of the database runs (a resumed rollout, after a crash of the service). */
 export const waitForUpdate = (l: OdooLayout, database: string) =>
-  `exec 8>${updateLock(l, database)}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;
+  `mkdir -p ${q(`${l.base}/run`)} && exec 8>${updateLock(l, database)}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;
 
 const filestore = (l: OdooLayout, database: string) => `${l.dataDir}/filestore/${database}`;
 
