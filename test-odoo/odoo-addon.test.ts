@@ -8,6 +8,7 @@
 // reactivation lifts it. Odoo ports 18400-18499 (50 per tarball).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
@@ -26,6 +27,17 @@ const f = useOdooFixture({
 } as Record<string, string>);
 
 const GIB = 1024 ** 3;
+/** Where the browser test leaves its screenshots (the ones in docs/images come from here); unset: none. */
+const SHOTS = process.env.SVC_SCREENSHOTS;
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 /** The result of a JSON-RPC call, or its error's message. */
 async function rpc(port: number, service: string, method: string, args: unknown[]) {
@@ -35,7 +47,7 @@ async function rpc(port: number, service: string, method: string, args: unknown[
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_instance on Odoo $name', (src) => {
-  const made = { host: 0, templateId: 0, templateDb: '' };
+  const made = { host: 0, templateId: 0, templateDb: '', subscription: 0, database: '', email: '', password: '' };
 
   test("setup_odoo ships the addon and build installs it in the template; Odoo's own tests of the addon pass", async () => {
     const version = await f.newVersion({
@@ -128,6 +140,13 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
   });
 
   test('a trial deployed from it enforces its package; svc raises a limit at once, suspends and reactivates it', async () => {
+    // Whom customers contact: written into the instance (svc.contact), named by the addon's messages.
+    const contact = await request(f.t.app, f.t.as.admin, {
+      method: 'PATCH',
+      url: '/api/v1/settings',
+      payload: { support_contact: 'help@example.com' },
+    });
+    expect(contact.statusCode, contact.body).toBe(200);
     const email = `addon-${src.series}-${Date.now()}@example.com`;
     const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
     const database = `svc_odoo_a_c${src.series}_${Date.now().toString(36)}`;
@@ -154,6 +173,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     const text = textOf(await smtp.waitFor(email));
     const password = /Password: +(\S+)/.exec(text)![1]!;
 
+    Object.assign(made, { subscription: id, database, email, password });
     const uid = (await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).result as number;
     expect(uid).toBe(2);
     const call = (model: string, method: string, args: unknown[], kwargs: object = {}) =>
@@ -164,6 +184,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     expect(await newUser('second@example.com')).toMatchObject({ result: expect.any(Number) });
     const refused = await newUser('third@example.com');
     expect(refused.error).toContain('Your package allows 2 internal users; this would make 3');
+    expect(refused.error).toContain('contact help@example.com');
     // The parameters are the operator's: the customer reads them, cannot change them.
     expect(await call('ir.config_parameter', 'get_param', ['svc.user_limit'])).toEqual({ result: '2' });
     expect((await call('ir.config_parameter', 'set_param', ['svc.user_limit', '50'])).error).toContain('set by your provider');
@@ -215,6 +236,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     const html = await page.text();
     expect(html).toContain('This Odoo instance is suspended');
     expect(html).toContain('Its provider suspended it');
+    expect(html).toContain('To reactivate it, contact help@example.com.');
     expect((await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).error).toContain(
       'This Odoo instance is suspended',
     );
@@ -225,5 +247,48 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
       headers: { 'x-forwarded-host': `${database}.odoo.test`, 'x-forwarded-proto': 'https' },
     });
     expect(login.status).toBe(200);
+  });
+
+  test("in a browser: the trial's badge in the web client, a refused user in the form, the suspended page", async () => {
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    const act = (name: string) =>
+      request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${made.subscription}/actions/${name}` });
+    try {
+      const context = await browser.newContext({
+        extraHTTPHeaders: { 'x-forwarded-host': `${made.database}.odoo.test` },
+        viewport: { width: 1280, height: 720 },
+        locale: 'en-US',
+      });
+      const page = await context.newPage();
+      const odoo = `http://127.0.0.1:${src.port}`;
+      await page.goto(`${odoo}/web/login`);
+      await page.fill('input[name="login"]', made.email);
+      await page.fill('input[name="password"]', made.password);
+      await page.click('button[type="submit"]');
+      const badge = page.locator('.o_svc_trial');
+      await badge.waitFor({ timeout: 120_000 });
+      expect(await badge.textContent()).toMatch(/Trial: 1[01] days left/);
+      expect(await badge.getAttribute('title')).toMatch(/^Your trial ends on \w+ \d+, \d{4}\.$/);
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/odoo-addon-trial-${src.series}.png` });
+
+      // A fourth internal user (user_limit is 3 now) through the users' form: Odoo's error dialog.
+      await page.goto(`${odoo}/odoo/action-base.action_res_users/new`);
+      await page.locator('.o_field_widget[name="name"] input, .o_field_widget[name="name"] textarea').first().fill('Fourth colleague');
+      await page.locator('.o_field_widget[name="login"] input').fill('fourth@example.com');
+      await page.locator('.o_form_button_save').click();
+      const dialog = page.locator('.modal-dialog');
+      await dialog.waitFor({ timeout: 60_000 });
+      expect(await dialog.textContent()).toContain('Your package allows 3 internal users; this would make 4');
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/odoo-addon-user-limit-${src.series}.png` });
+
+      expect((await act('suspend')).statusCode).toBe(200);
+      const suspended = await page.goto(`${odoo}/odoo`);
+      expect(suspended?.status()).toBe(503);
+      expect(await page.locator('h1').textContent()).toBe('This Odoo instance is suspended');
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/odoo-addon-suspended-${src.series}.png` });
+    } finally {
+      await act('reactivate');
+      await browser.close();
+    }
   });
 });

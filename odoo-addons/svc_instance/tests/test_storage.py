@@ -27,6 +27,9 @@ class TestStorageLimit(SvcCase):
         Attachment.create({"name": "web.assets_x.min.js", "raw": b"1;", "res_model": "ir.ui.view", "url": "/web/assets/1/x.min.js"})
         kept.unlink()
         self.assertFalse(kept.exists())
+        # A new user stores its generated avatar (a field's image): records are the other limits' to govern.
+        user = self.Users.create(self.user_vals("svc-full-storage"))
+        self.assertTrue(user.partner_id.image_1920)
 
     def test_under_the_limit_or_unmeasured_files_are_stored(self):
         Attachment = self.env["ir.attachment"]
