@@ -26,3 +26,5 @@ export { odooLayout, PYTHON } from './odoo-layout.js';
 export type { OdooLayout } from './odoo-layout.js';
 export { createOdooService } from './odoo-service.js';
 export { loadOdooHost } from './odoo-store.js';
+export { odooJobs } from './odoo-job-specs.js';
+export { createTemplateBuilder } from './odoo-template-build.js';

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import { publicJobId } from '../core/queue.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { createOdooService, loadOdooHost, odooLayout } from '../odoo/index.js';
+import { createOdooService, createTemplateBuilder, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
 import { openRemoteSession } from '../servers/index.js';
 import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
 import { checksumsScript, readAddonsPath, readChecksums } from './rollout-scripts.js';
@@ -139,9 +139,10 @@ export function createRolloutRunner(ctx: AppContext) {
 
   /** Runs the rollout's unfinished tenants, `perHost` at a time, in their order; again while some are left (a retry). */
   async function runTenants(rolloutId: number, host: RolloutHost) {
+    const newer = async () =>
+      (await db.rollout.count({ where: { root_server_id: host.serverId, id: { gt: rolloutId }, state: { not: 'done' } } })) > 0;
     for (;;) {
-      const newer = await db.rollout.count({ where: { root_server_id: host.serverId, id: { gt: rolloutId }, state: { not: 'done' } } });
-      if (newer > 0) {
+      if (await newer()) {
         await db.rolloutTenant.updateMany({ where: { rollout_id: rolloutId, state: 'pending' }, data: { state: 'superseded' } });
       }
       const left = await db.rolloutTenant.findMany({
@@ -155,10 +156,31 @@ export function createRolloutRunner(ctx: AppContext) {
       const lane = async () => {
         while (next < left.length) {
           const row = left[next++]!;
+          // A push meanwhile: the tenants not begun go to its rollout (the newest code, once).
+          if (await newer()) {
+            const moved = await db.rolloutTenant.updateMany({ where: { id: row.id, state: 'pending' }, data: { state: 'superseded' } });
+            if (moved.count > 0) continue;
+          }
           await tenants.run(host, row.id);
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, Math.min(tenants_per_host, left.length)) }, lane));
+    }
+  }
+
+  /**
+   * The host's templates get `update` (-u all, odoo-template-build.ts) after a rollout: the copies
+   * made from them next then start from the new code's schema. Only those whose database exists.
+   */
+  async function updateTemplates(serverId: number, userId: number | null) {
+    const templates = await db.databaseTemplate.findMany({ where: { root_server_id: serverId }, select: { id: true } });
+    const builder = createTemplateBuilder(ctx);
+    for (const t of templates) {
+      const exists = await builder.assertBuildable(t.id, 'update').then(
+        () => true,
+        () => false,
+      );
+      if (exists) await ctx.queues.enqueue(odooJobs.odoo_update_template, { database_template_id: t.id, user_id: userId });
     }
   }
 
@@ -180,6 +202,7 @@ export function createRolloutRunner(ctx: AppContext) {
         }
         await runTenants(r.id, await hostOf(r.id, audit));
         await end(r.id, null);
+        await updateTemplates(r.root_server_id, audit.user_id);
         done.push(r.id);
       }
     },

@@ -90,7 +90,7 @@ async function loadRow(ctx: Pick<AppContext, 'db'>, id: number) {
 /** The tenant's last recorded checksums (its last successful update, or a rollout that found it unchanged). */
 async function recordedChecksums(ctx: Pick<AppContext, 'db'>, subscriptionId: number, before: number): Promise<Checksums | null> {
   const last = await ctx.db.rolloutTenant.findFirst({
-    where: { subscription_id: subscriptionId, state: { in: ['updated', 'unchanged'] }, id: { not: before }, checksums: { not: undefined } },
+    where: { subscription_id: subscriptionId, state: { in: ['updated', 'unchanged'] }, id: { not: before } },
     orderBy: [{ finished_at: 'desc' }, { id: 'desc' }],
     select: { checksums: true },
   });
@@ -298,12 +298,22 @@ export function createTenantRollout(ctx: AppContext) {
       const started = new Date();
       await db.rolloutTenant.update({ where: { id: row.id }, data: { started_at: started } });
       row = { ...row, started_at: started };
-      const installed = await installedModules(pg, row);
-      const changed = changedModules(installed, host, await recordedChecksums(ctx, row.subscription_id, row.id));
-      if (changed.length === 0) return finish(host, row, 'unchanged', { checksums: checksumsOf(installed, host.sums) });
-      const copy = `svcrb_${row.id}`;
-      await onHost(host, setMaintenance(host.layout, row.database_name, true), 'Setting the maintenance flag');
-      await db.rolloutTenant.update({ where: { id: row.id }, data: { state: 'copying', modules: changed, safety_copy: copy } });
+      // Nothing is done to the tenant before its copy: a failure here (its database dropped
+      // meanwhile, the host unreachable) fails this tenant only, with the reason.
+      let changed: string[];
+      try {
+        if (!row.subscription.database_created_at) throw new UserError('its database was dropped after the rollout began');
+        const installed = await installedModules(pg, row);
+        changed = changedModules(installed, host, await recordedChecksums(ctx, row.subscription_id, row.id));
+        if (changed.length === 0) return finish(host, row, 'unchanged', { checksums: checksumsOf(installed, host.sums) });
+        await onHost(host, setMaintenance(host.layout, row.database_name, true), 'Setting the maintenance flag');
+      } catch (err) {
+        return finish(host, row, 'failed', { error: `Not updated: ${(err as Error).message}` });
+      }
+      await db.rolloutTenant.update({
+        where: { id: row.id },
+        data: { state: 'copying', modules: changed, safety_copy: `svcrb_${row.id}` },
+      });
       row = await loadRow(ctx, rowId);
     }
 
