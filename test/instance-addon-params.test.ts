@@ -8,6 +8,7 @@ import { request } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { act, databaseRow, useLifecycle } from './helpers/lifecycle.js';
 import { configParameters, queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
+import { createSuspensionService } from '../src/subscriptions/index.js';
 
 const t = useTestApp({ workers: true });
 const fx = useLifecycle(t);
@@ -75,5 +76,22 @@ describe("svc's addon parameters", () => {
     expect((await act(t, sub.id, 'reactivate')).statusCode).toBe(200);
     expect(await databaseRow(sub.database_name)).toMatchObject({ datallowconn: true });
     expect((await svcParams(sub.database_name))['svc.suspended']).toBeUndefined();
+  });
+
+  it('over its limits, then its trial ends while suspended: the page says the new reason', async () => {
+    const sub = await fx.deployed({ is_trial: true, trial_end_date: new Date(Date.now() + 86_400_000).toISOString() });
+    await installAddon(sub.database_name);
+    const suspension = createSuspensionService(t.ctx);
+    const actor = { userId: null, jobId: null };
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { usage_state: 'exceeded', usage_exceeded_since: new Date() } });
+    expect(await suspension.suspendOverLimit(sub.id, actor)).toMatchObject({ state: 'suspended', suspend_reason: 'over_limit' });
+    expect((await svcParams(sub.database_name))['svc.suspension_reason']).toMatch(/^It has been over the limits of its package/);
+
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { trial_end_date: new Date('2026-01-02T00:00:00Z') } });
+    expect(await suspension.expireTrial(sub.id, actor)).toMatchObject({ suspend_reason: 'trial_expired' });
+    expect(await svcParams(sub.database_name)).toMatchObject({
+      'svc.suspended': 'True',
+      'svc.suspension_reason': 'Its trial ended on 2026-01-02',
+    });
   });
 });

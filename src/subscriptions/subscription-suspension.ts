@@ -188,6 +188,15 @@ export function createSuspensionService(ctx: Pick<AppContext, 'db' | 'secretBox'
         if (!before.is_trial || before.operation || !trialEnded(before)) return null;
         if (before.state === 'running') return close(tx, before, 'trial_expired', null, actor);
         if (before.state !== 'suspended' || before.suspend_reason !== 'over_limit') return null;
+        // The page of an instance that has svc's addon says the new reason (one closed has no page).
+        await markSuspension(
+          ctx,
+          before,
+          { reason: suspensionReason(before, 'trial_expired'), contact: await supportContact(tx) },
+          actor,
+          SUSPEND_OPERATION.trial_expired,
+          tx,
+        ).catch((err: Error) => ctx.log.warn({ err, subscription_id: before.id }, 'the suspension page could not be updated'));
         return amend(
           tx,
           before,
