@@ -331,7 +331,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
     }
     await writeFile(
       path.join(caddy.dir, 'sites', `wildcard-${src.port}.caddy`),
-      `http://*.${DOMAIN} {\n\treverse_proxy 127.0.0.1:${src.port}\n}\n`,
+      `http://*.${DOMAIN} {\n\treverse_proxy 127.0.0.1:${src.port} {\n\t\theader_up -X-Odoo-Database\n\t}\n}\n`,
     );
     // One wildcard site at a time: the later source's takes over (each describe runs whole before the next).
     for (const other of sources.map((_, i) => 18300 + 50 * i).filter((p) => p !== src.port)) {
@@ -376,7 +376,12 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
     const signedA = await webLogin(a.domain, a.login, a.password);
     expect(signedA).toMatchObject({ session: { db: a.database, uid: 2 } });
     expect(await sessionAt(b.domain, signedA.form ? signedA.cookie : '')).toBe('odoo.http.SessionExpiredException');
-    // A crafted Host for A's own address with B's header: B's domain site is the only one that names B.
+    // A's own address (the wildcard site, which drops a client's header) with B's header: still A.
+    expect(await webLogin(`${a.database}.${DOMAIN}`, b.login, b.password, { 'X-Odoo-Database': b.database })).toMatchObject({
+      form: true,
+      status: 200,
+    });
+    // A crafted X-Forwarded-Host at A's own address: Caddy replaces it, the database stays A's.
     const crafted = await webLogin(`${a.database}.${DOMAIN}`, b.login, b.password, { 'X-Forwarded-Host': `${b.database}.${DOMAIN}` });
     expect(crafted).toMatchObject({ form: true, status: 200 });
     // Databases to manage: refused through the proxy.
