@@ -226,8 +226,13 @@ describe('a rollout', () => {
     execFileSync('cp', ['-a', path.join(base, 'data', 'filestore', caught.database_name), path.join(base, 'data', 'filestore', copy)]);
     await queryIn(caught.database_name, 'CREATE TABLE svc_half_done ()');
     writeFileSync(path.join(base, 'data', 'filestore', caught.database_name, 'written-by-the-update'), 'x');
+    // And one that ended updated, but whose clean-up the crash cut short: its copy and flag remain.
+    const leftover = `svcrb_left_${Date.now().toString(36)}`;
+    await adminQuery(`CREATE DATABASE "${leftover}" OWNER svc_test_tenant TEMPLATE "${finished.database_name}"`);
+    mkdirSync(path.join(base, 'data', 'svc-maintenance'), { recursive: true });
+    writeFileSync(path.join(base, 'data', 'svc-maintenance', finished.database_name), 'on');
     const id = await startedRollout([
-      { subscription_id: finished.id, database_name: finished.database_name, state: 'updated' },
+      { subscription_id: finished.id, database_name: finished.database_name, state: 'updated', safety_copy: leftover },
       { subscription_id: caught.id, database_name: caught.database_name, state: 'updating', safety_copy: copy },
     ]);
     await t.ctx.db.rolloutTenant.updateMany({
@@ -242,7 +247,9 @@ describe('a rollout', () => {
     expect(existsSync(path.join(base, 'data', 'filestore', caught.database_name, 'written-by-the-update'))).toBe(false);
     expect(callsOf(caught.database_name)).toEqual([`${caught.database_name} demo`]);
     expect(callsOf(finished.database_name)).toEqual([]);
-    expect(await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [copy])).toEqual([]);
+    expect(await adminQuery('SELECT datname FROM pg_database WHERE datname = ANY($1::text[])', [[copy, leftover]])).toEqual([]);
+    expect(existsSync(path.join(base, 'data', 'svc-maintenance', finished.database_name))).toBe(false);
+    expect(r.tenants.find((x: { subscription_id: number }) => x.subscription_id === finished.id).state).toBe('updated');
   });
 
   it('retry_rollout runs its failed tenants again; a rollout a newer one followed cannot be retried (409)', async () => {

@@ -146,7 +146,8 @@ export function createRolloutRunner(ctx: AppContext) {
         await db.rolloutTenant.updateMany({ where: { rollout_id: rolloutId, state: 'pending' }, data: { state: 'superseded' } });
       }
       const left = await db.rolloutTenant.findMany({
-        where: { rollout_id: rolloutId, state: { in: [...ACTIVE] } },
+        // Also those that ended but whose clean-up a crash interrupted (a copy still named).
+        where: { rollout_id: rolloutId, OR: [{ state: { in: [...ACTIVE] } }, { safety_copy: { not: null } }] },
         orderBy: { position: 'asc' },
         select: { id: true },
       });

@@ -247,8 +247,6 @@ export function createTenantRollout(ctx: AppContext) {
         checksums: data.checksums,
         finished_at: finished,
         duration_ms: duration,
-        safety_copy: null,
-        safety_copy_oid: null,
       },
     });
     const modules = row.modules.length ? ` -u ${row.modules.join(',')}` : '';
@@ -327,6 +325,7 @@ export function createTenantRollout(ctx: AppContext) {
         // Not enough disk, say: the tenant is not updated, and says why.
         await dropCopy(pg, host, copy).catch(() => {});
         await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag').catch(() => {});
+        await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy: null, safety_copy_oid: null } });
         return finish(host, row, 'failed', {
           error: `The safety copy could not be made, so the tenant was not updated: ${(err as Error).message}`,
         });
@@ -355,11 +354,12 @@ export function createTenantRollout(ctx: AppContext) {
         session.close();
       }
       if (res.exitCode === 0 && !res.timedOut) {
+        // Recorded as updated before its users come back: a crash after this never restores the
+        // copy over what they write; it only leaves the clean-up, done when the rollout resumes.
         await signalRegistry(pg, row);
         const installed = await installedModules(pg, row);
-        await dropCopy(pg, host, row.safety_copy!);
-        await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
-        return finish(host, row, 'updated', { checksums: checksumsOf(installed, host.sums) });
+        await finish(host, row, 'updated', { checksums: checksumsOf(installed, host.sums) });
+        return cleanUp(host, await loadRow(ctx, rowId));
       }
       const exit = res.timedOut ? 'a timeout' : String(res.exitCode ?? res.signal);
       await db.rolloutTenant.update({
@@ -374,9 +374,20 @@ export function createTenantRollout(ctx: AppContext) {
       await restoreDatabase(pg, row);
       await onHost(host, restoreFilestore(host.layout, row.database_name, row.safety_copy!), 'Restoring the filestore');
       await signalRegistry(pg, await loadRow(ctx, rowId));
-      await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
-      return finish(host, row, 'failed', { error: row.error ?? 'the update failed' });
+      await finish(host, row, 'failed', { error: row.error ?? 'the update failed' });
+      return cleanUp(host, await loadRow(ctx, rowId));
     }
+
+    // Ended, but the service stopped before its clean-up (the copy, the flag): done now.
+    if (row.safety_copy) return cleanUp(host, row);
+  }
+
+  /** After a tenant's end: its maintenance flag off, what is left of its safety copy removed. */
+  async function cleanUp(host: RolloutHost, row: Row) {
+    await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
+    if (!row.safety_copy) return;
+    await dropCopy(row.subscription.database_template!.postgresql_server, host, row.safety_copy);
+    await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy: null, safety_copy_oid: null } });
   }
 
   return { run };
