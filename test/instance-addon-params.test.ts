@@ -9,6 +9,8 @@ import { useTestApp } from './helpers/app.js';
 import { act, databaseRow, useLifecycle } from './helpers/lifecycle.js';
 import { configParameters, queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
 import { createSuspensionService } from '../src/subscriptions/index.js';
+import { createUsageRound } from '../src/usage/usage-round.js';
+import { messages } from './helpers/lifecycle.js';
 
 const t = useTestApp({ workers: true });
 const fx = useLifecycle(t);
@@ -93,5 +95,20 @@ describe("svc's addon parameters", () => {
       'svc.suspended': 'True',
       'svc.suspension_reason': 'Its trial ended on 2026-01-02',
     });
+  });
+
+  it("parameters changed inside the instance (a tenant's SQL) are put back by the next usage round, with an alert in the chatter", async () => {
+    const sub = await fx.deployed({ user_limit: 3, model_limits: { 'res.partner': 100 } });
+    await queryIn(sub.database_name, "UPDATE ir_config_parameter SET value = '999' WHERE key = 'svc.user_limit'");
+    await queryIn(sub.database_name, "DELETE FROM ir_config_parameter WHERE key = 'svc.model_limits'");
+    await createUsageRound(t.ctx).collect({ userId: null, jobId: null });
+    expect(await svcParams(sub.database_name)).toMatchObject({ 'svc.user_limit': '3', 'svc.model_limits': '{"res.partner":100}' });
+    const alerts = (await messages(t, sub.id)).filter((m) => m.subtype_xmlid === 'mail.mt_alert').map((m) => m.body);
+    expect(alerts).toContainEqual(
+      expect.stringContaining('svc.user_limit (found "999"), svc.model_limits (found missing) were changed inside database'),
+    );
+    // Nothing changed since: the next round says nothing.
+    await createUsageRound(t.ctx).collect({ userId: null, jobId: null });
+    expect((await messages(t, sub.id)).filter((m) => m.subtype_xmlid === 'mail.mt_alert')).toHaveLength(alerts.length);
   });
 });

@@ -40,6 +40,8 @@ export {
   setCustomerLogin,
   setCustomerPassword,
   setIdentity,
+  packageParams,
+  restorePackageParams,
   setPackageLimits,
   setStorageUsed,
   setSuspension,

@@ -187,6 +187,22 @@ export function setPackageLimits(query: Query, sub: PackageLimits, contact?: str
   return transaction(query, PARAMS, () => setParams(query, packageParams(sub, contact)));
 }
 
+/**
+ * Puts back the package parameters found changed inside the instance (its addon refuses the ORM, so
+ * that is a tenant's SQL, or a hand edit), in one transaction. Answers what it found changed: key →
+ * the value found (null: missing); empty when all were as expected.
+ */
+export function restorePackageParams(query: Query, expected: Record<string, string | null>) {
+  return transaction(query, PARAMS, async () => {
+    const { rows } = await query('SELECT key, value FROM public.ir_config_parameter WHERE key = ANY($1::text[])', [Object.keys(expected)]);
+    const found = new Map(rows.map((r) => [String(r.key), r.value === null ? null : String(r.value)]));
+    const changed: Record<string, string | null> = {};
+    for (const [key, value] of Object.entries(expected)) if ((found.get(key) ?? null) !== value) changed[key] = found.get(key) ?? null;
+    if (Object.keys(changed).length > 0) await setParams(query, Object.fromEntries(Object.keys(changed).map((k) => [k, expected[k]!])));
+    return changed;
+  });
+}
+
 /** What a suspended instance's page says: why, and whom to contact. */
 export interface Suspension {
   reason: string;

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { filestorePath, lockTenantTables, onServer, serverWhere, setStorageUsed } from '../instances/index.js';
+import { filestorePath, lockTenantTables, onServer, restorePackageParams, serverWhere, setStorageUsed } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance } from '../subscriptions/index.js';
@@ -49,6 +49,8 @@ export interface InstanceCounts {
   active_users: number;
   record_counts: Record<string, number>;
   missing: Record<string, string>;
+  /** Package parameters found changed inside the instance and put back: key → the value found. */
+  restored: Record<string, string | null>;
 }
 
 /**
@@ -59,15 +61,18 @@ export interface InstanceCounts {
  * `storageUsed` (database and filestore, when both were measured) is then written into the instance
  * in the same session as svc.storage_used_bytes, for svc's addon to refuse new files when full; a
  * write that fails is reported as missing `storage_used_bytes` and takes nothing else with it.
+ * `expected` (the package parameters as svc last wrote them; null while a sync is pending): any
+ * found changed are put back (`restored`).
  */
 export async function instanceCounts(
   deps: Deps,
   sub: Subscription,
   models: readonly string[],
   storageUsed: number | null = null,
+  expected: Record<string, string | null> | null = null,
 ): Promise<InstanceCounts> {
   return onInstance(deps, sub, async (query) => {
-    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {} };
+    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {}, restored: {} };
     const tableOf = new Map<string, string>();
     for (const model of models) {
       if (TABLE_OF_MODEL.test(model)) tableOf.set(model, model.replaceAll('.', '_'));
@@ -101,6 +106,12 @@ export async function instanceCounts(
     if (storageUsed !== null) {
       await setStorageUsed(query, storageUsed).catch((err: Error) => {
         counts.missing.storage_used_bytes = `svc.storage_used_bytes not written: ${err.message}`;
+      });
+    }
+    if (expected) {
+      counts.restored = await restorePackageParams(query, expected).catch((err: Error) => {
+        counts.missing.package_params = `svc.* parameters not checked: ${err.message}`;
+        return {};
       });
     }
     return counts;

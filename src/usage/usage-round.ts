@@ -17,7 +17,7 @@ import {
   unjudgedMeasures,
   type Usage,
 } from '../subscriptions/index.js';
-import { TenantRefusal } from '../instances/index.js';
+import { packageParams, TenantRefusal } from '../instances/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 
@@ -134,8 +134,17 @@ export function createUsageRound(ctx: AppContext) {
       INSTANCE_CONCURRENCY,
       async (t) => {
         try {
-          const counts = await instanceCounts(ctx, t, Object.keys((t.model_limits ?? {}) as object), storageUsed(usage.get(t.id)!));
+          // The package as svc wrote it (svc.contact aside: a new setting reaches instances with their next sync).
+          const expected = t.instance_sync_pending_at ? null : packageParams(t);
+          const counts = await instanceCounts(
+            ctx,
+            t,
+            Object.keys((t.model_limits ?? {}) as object),
+            storageUsed(usage.get(t.id)!),
+            expected,
+          );
           Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
+          await reportRestored(t, counts.restored);
           for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
         } catch (err) {
           if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
@@ -147,6 +156,19 @@ export function createUsageRound(ctx: AppContext) {
 
     for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
     return { usage, unmeasured, withheld: withheldCounts(tenants, usage, unmeasured, refusedByTenant) };
+  }
+
+  /** A chatter alert naming the package parameters a change inside the instance altered (put back). */
+  async function reportRestored(t: Tenant, restored: Record<string, string | null>) {
+    const keys = Object.keys(restored);
+    if (keys.length === 0) return;
+    const found = keys.map((k) => `${k} (found ${restored[k] === null ? 'missing' : JSON.stringify(restored[k])})`).join(', ');
+    await postAlert(
+      db,
+      t.id,
+      `The package parameters ${found} were changed inside database ${t.database_name}, not by svc: put back.`,
+      null,
+    );
   }
 
   /**
