@@ -8,6 +8,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -180,6 +181,39 @@ async function webLogin(host: string, login: string, password: string, headers: 
   };
 }
 
+/** The web client's websocket handshake at `host` (a customer domain): the HTTP status it gets (101: upgraded). */
+function websocketAt(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({
+      host: '127.0.0.1',
+      port: CADDY.https,
+      path: '/websocket?version=1',
+      servername: host,
+      rejectUnauthorized: false,
+      timeout: 30_000,
+      headers: {
+        host,
+        origin: `https://${host}`,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+      },
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
 /** What installedAddons prints on the host: the checksum of the tree there. */
 const hostAddonsSum = (dir: string) =>
   execFileSync(
@@ -194,11 +228,14 @@ const hostAddonsSum = (dir: string) =>
 describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))('routing on Odoo $name', (src) => {
   const made = { host: 0, versionId: 0, templateId: 0, templateDb: '' };
   const tenants: { id: number; database: string; login: string; password: string; domain: string }[] = [];
+  // The first source runs without workers (the web client's websocket on Odoo's HTTP port), the
+  // second with one (its websocket on the evented port): the site file serves both.
+  const workers = src.index === 0 ? 0 : 1;
   const setupBody = () => ({
     odoo_version_id: made.versionId,
     postgresql_server_id: f.pgServerId,
     http_port: src.port,
-    workers: 0,
+    workers,
     max_cron_threads: 0,
   });
 
@@ -347,6 +384,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
         expect(await sessionAt(host, signed.form ? signed.cookie : '')).toEqual({ db: t.database, uid: 2 });
       }
       expect(await rpcThrough(t.domain, 'common', 'authenticate', [t.database, t.login, t.password, {}])).toBe(2);
+      expect(await websocketAt(t.domain), `the websocket of ${t.domain} (workers: ${workers})`).toBe(101);
     }
   });
 

@@ -16,6 +16,7 @@ import {
   formatResult,
   type RemoteSession,
 } from '../servers/index.js';
+import { geventPortOf } from '../odoo/index.js';
 import { HOSTNAME } from './hostname.js';
 
 /** What a subscription's database name is made of (the subscriptions' own rule). */
@@ -32,7 +33,7 @@ export interface Site {
 function checked(site: Site): Site {
   if (!HOSTNAME.test(site.hostname)) throw new UserError(`"${site.hostname}" is not a checked host name`);
   if (!DATABASE.test(site.database)) throw new UserError(`"${site.database}" is not a database name a site file can carry`);
-  if (!Number.isInteger(site.odooPort) || site.odooPort < 1 || site.odooPort > 65535) throw new UserError(`${site.odooPort} is not a port`);
+  if (!Number.isInteger(site.odooPort) || site.odooPort < 1 || site.odooPort > 65532) throw new UserError(`${site.odooPort} is not a port`);
   return site;
 }
 
@@ -41,12 +42,23 @@ export function siteFileOf(site: Site): string {
   return `${CADDY_SITES_DIR}/${database}--${hostname}.caddy`;
 }
 
-/** The file's contents: a site served over HTTPS (Caddy obtains its certificate) in front of Odoo. */
+/**
+ * The file's contents: a site served over HTTPS (Caddy obtains its certificate) in front of Odoo.
+ * The web client's /websocket goes to Odoo's evented port where Odoo runs workers (there the HTTP
+ * workers refuse it); Odoo without workers serves it on its HTTP port and has no evented port,
+ * so a refused connection there falls back to the HTTP port (and the evented one rests 30 s).
+ */
 export function siteConfig(site: Site): string {
   const { hostname, database, odooPort } = checked(site);
   return [
     `# ${database}: written by svc`,
     `${hostname} {`,
+    `\treverse_proxy /websocket 127.0.0.1:${geventPortOf(odooPort)} 127.0.0.1:${odooPort} {`,
+    '\t\tlb_policy first',
+    '\t\tlb_try_duration 2s',
+    '\t\tfail_duration 30s',
+    `\t\theader_up X-Odoo-Database ${database}`,
+    '\t}',
     `\treverse_proxy 127.0.0.1:${odooPort} {`,
     `\t\theader_up X-Odoo-Database ${database}`,
     '\t}',

@@ -52,7 +52,22 @@ describe('site files', () => {
   it("proxy to Odoo on loopback with the tenant's database in X-Odoo-Database, one file per database and name", () => {
     expect(siteFileOf(site)).toBe('/etc/caddy/svc.d/acme_42--erp.example.com.caddy');
     expect(siteConfig(site)).toBe(
-      '# acme_42: written by svc\nerp.example.com {\n\treverse_proxy 127.0.0.1:8069 {\n\t\theader_up X-Odoo-Database acme_42\n\t}\n}\n',
+      [
+        '# acme_42: written by svc',
+        'erp.example.com {',
+        // The web client's websocket: Odoo's evented port (workers), else its HTTP port (no workers).
+        '\treverse_proxy /websocket 127.0.0.1:8072 127.0.0.1:8069 {',
+        '\t\tlb_policy first',
+        '\t\tlb_try_duration 2s',
+        '\t\tfail_duration 30s',
+        '\t\theader_up X-Odoo-Database acme_42',
+        '\t}',
+        '\treverse_proxy 127.0.0.1:8069 {',
+        '\t\theader_up X-Odoo-Database acme_42',
+        '\t}',
+        '}',
+        '',
+      ].join('\n'),
     );
   });
 
