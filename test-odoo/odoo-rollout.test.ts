@@ -240,7 +240,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(String(sub.database_oid)).toBe(found!.oid);
     const messages = await f.t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: b.id } });
     expect(messages.some((m) => m.body.startsWith('update_failed') && m.body.includes('poison record'))).toBe(true);
-    expect(await adminQuery("SELECT datname FROM pg_database WHERE datname LIKE 'svcrb\\_%'")).toEqual([]);
+    const rowIds = (await f.t.ctx.db.rolloutTenant.findMany({ where: { rollout_id: rollout.id }, select: { id: true } })).map((r) => r.id);
+    const databases = (await adminQuery<{ datname: string }>('SELECT datname FROM pg_database')).map((d) => d.datname);
+    expect(databases.filter((d) => rowIds.some((id) => d.startsWith(`svcrb_${id}_`)))).toEqual([]);
     const logs = await f.t.ctx.db.actionLog.findMany({
       where: { model_name: 'svc.subscription', rec_id: { in: [a.id, b.id] }, input_text: { startsWith: 'rollout' } },
     });

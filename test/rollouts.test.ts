@@ -7,7 +7,7 @@
 // it once, finishes nothing twice, and leaves unchanged tenants alone. (The real Odoo, the restart
 // and the checksums on a real deploy: test-odoo/odoo-rollout.test.ts.)
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -191,11 +191,10 @@ describe('a rollout', () => {
     // The other updated once; no safety copy, filestore copy or maintenance flag left.
     expect(await tables(good.database_name)).toEqual(['svc_updated']);
     expect(callsOf(good.database_name)).toEqual([`${good.database_name} demo`]);
-    const copies = (await t.ctx.db.rolloutTenant.findMany({ where: { rollout_id: id }, select: { id: true } })).map(
-      (row) => `svcrb_${row.id}`,
-    );
-    expect(await adminQuery('SELECT datname FROM pg_database WHERE datname = ANY($1::text[])', [copies])).toEqual([]);
-    for (const copy of copies) expect(existsSync(path.join(base, 'data', 'filestore', copy))).toBe(false);
+    const rowIds = (await t.ctx.db.rolloutTenant.findMany({ where: { rollout_id: id }, select: { id: true } })).map((row) => row.id);
+    const copies = await adminQuery<{ datname: string }>('SELECT datname FROM pg_database');
+    expect(copies.filter((c) => rowIds.some((rowId) => c.datname.startsWith(`svcrb_${rowId}_`)))).toEqual([]);
+    expect(readdirSync(path.join(base, 'data', 'filestore')).filter((d) => d.startsWith('svcrb_'))).toEqual([]);
     expect(execFileSync('ls', ['-A', path.join(base, 'data', 'svc-maintenance')], { encoding: 'utf8' }).trim()).toBe('');
     const rows = await t.ctx.db.actionLog.findMany({
       where: { model_name: 'svc.subscription', rec_id: { in: [bad.id, good.id] }, input_text: { startsWith: 'rollout' } },
@@ -250,6 +249,25 @@ describe('a rollout', () => {
     expect(await adminQuery('SELECT datname FROM pg_database WHERE datname = ANY($1::text[])', [[copy, leftover]])).toEqual([]);
     expect(existsSync(path.join(base, 'data', 'svc-maintenance', finished.database_name))).toBe(false);
     expect(r.tenants.find((x: { subscription_id: number }) => x.subscription_id === finished.id).state).toBe('updated');
+  });
+
+  it('a second push during a rollout: the tenants not begun go to the newer rollout, and each tenant is updated once', async () => {
+    const one = await tenant();
+    const two = await tenant();
+    writeFileSync(path.join(source, 'behaviour.json'), '{}');
+    const older = await startedRollout([
+      { subscription_id: one.id, database_name: one.database_name },
+      { subscription_id: two.id, database_name: two.database_name },
+    ]);
+    const newer = await startedRollout([
+      { subscription_id: one.id, database_name: one.database_name },
+      { subscription_id: two.id, database_name: two.database_name },
+    ]);
+    await runHost();
+    expect((await rolloutOut(older)).counts).toEqual({ updated: 0, unchanged: 0, failed: 0, pending: 0, superseded: 2 });
+    expect((await rolloutOut(newer)).counts).toEqual({ updated: 2, unchanged: 0, failed: 0, pending: 0, superseded: 0 });
+    expect(callsOf(one.database_name)).toHaveLength(1);
+    expect(callsOf(two.database_name)).toHaveLength(1);
   });
 
   it('retry_rollout runs its failed tenants again; a rollout a newer one followed cannot be retried (409)', async () => {

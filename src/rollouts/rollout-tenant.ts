@@ -8,6 +8,7 @@
 //   restoring → the update failed: the database and filestore are put back from the copy
 // ending `updated`, `unchanged` or `failed`. The tenant's maintenance flag is on from the copy to
 // the end. Each tenant gets one action-log row, a failure also a message in its chatter.
+import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { postMessage } from '../core/chatter.js';
@@ -22,6 +23,12 @@ const STEP_TIMEOUT_MS = 5 * 60_000;
 const UPDATE_TIMEOUT_MS = 60 * 60_000;
 
 export type Checksums = Record<string, string>;
+
+/**
+ * The safety copy's name (its database and filestore directory): the row's id and a random part,
+ * so that two services sharing a PostgreSQL server (staging beside production, say) never meet.
+ */
+export const copyName = (rowId: number) => `svcrb_${rowId}_${randomBytes(4).toString('hex')}`;
 
 /** What a rollout knows of its host while it runs. */
 export interface RolloutHost {
@@ -310,7 +317,7 @@ export function createTenantRollout(ctx: AppContext) {
       }
       await db.rolloutTenant.update({
         where: { id: row.id },
-        data: { state: 'copying', modules: changed, safety_copy: `svcrb_${row.id}` },
+        data: { state: 'copying', modules: changed, safety_copy: copyName(row.id) },
       });
       row = await loadRow(ctx, rowId);
     }
