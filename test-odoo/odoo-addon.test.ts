@@ -39,6 +39,18 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
+/** An XML-RPC request body (strings, integers and arrays are all these calls need). */
+function xmlrpcCall(method: string, params: unknown[]): string {
+  const value = (v: unknown): string =>
+    typeof v === 'number'
+      ? `<int>${v}</int>`
+      : Array.isArray(v)
+        ? `<array><data>${v.map((x) => `<value>${value(x)}</value>`).join('')}</data></array>`
+        : `<string>${String(v).replaceAll('&', '&amp;').replaceAll('<', '&lt;')}</string>`;
+  const args = params.map((p) => `<param><value>${value(p)}</value></param>`).join('');
+  return `<?xml version="1.0"?><methodCall><methodName>${method}</methodName><params>${args}</params></methodCall>`;
+}
+
 /** The result of a JSON-RPC call, or its error's message. */
 async function rpc(port: number, service: string, method: string, args: unknown[]) {
   const res = await jsonRpc(port, service, method, args);
@@ -241,6 +253,16 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
       'This Odoo instance is suspended',
     );
     expect((await call('res.partner', 'search_count', [[]])).error).toContain('This Odoo instance is suspended');
+    // XML-RPC at the tenant's own address answers an XML-RPC fault, not the page.
+    const xml = await odooGet(src.port, '/xmlrpc/2/object', {
+      method: 'POST',
+      headers: { 'x-forwarded-host': `${database}.odoo.test`, 'content-type': 'text/xml' },
+      body: xmlrpcCall('execute_kw', [database, uid, password, 'res.partner', 'search_count', [[]]]),
+    });
+    const fault = await xml.text();
+    expect(xml.status, fault).toBe(200);
+    expect(fault).toContain('<fault>');
+    expect(fault).toContain('This Odoo instance is suspended');
     expect((await act('reactivate')).statusCode).toBe(200);
     expect(await call('res.partner', 'search_count', [[]])).toMatchObject({ result: expect.any(Number) });
     const login = await odooGet(src.port, '/web/login', {

@@ -5,6 +5,7 @@
 #   same words. /web/health still answers (the host's health is not the tenant's state).
 # - a trial's end: session_info carries the days left and the end date, formatted on the server in
 #   the user's own language and time zone, for the systray item of static/src.
+import json
 import math
 from datetime import datetime, timezone
 
@@ -21,6 +22,9 @@ from . import svc_params
 from .res_users import SvcSuspended, suspension_message
 
 ALWAYS_SERVED = ("/web/health",)
+# XML-RPC and JSON-RPC services: let through, their calls are refused in RPC's own form (a fault,
+# an error) by the sign-in and caller checks of res_users.py. An HTML page would be a protocol error.
+RPC_SERVICES = ("/xmlrpc/", "/jsonrpc")
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -82,9 +86,15 @@ class IrHttp(models.AbstractModel):
 
     @classmethod
     def _authenticate(cls, endpoint):
-        if request.httprequest.path not in ALWAYS_SERVED:
+        path = request.httprequest.path
+        if path not in ALWAYS_SERVED and not path.startswith(RPC_SERVICES):
             params = svc_params.read(request.env.cr)
             if svc_params.flag(params, "svc.suspended"):
+                if path.startswith("/json/"):
+                    # 19.0's JSON-2 API: a JSON error as its own errors are.
+                    message = suspension_message(params)
+                    body = json.dumps({"name": "odoo.exceptions.UserError", "message": message, "arguments": [message]})
+                    raise werkzeug.exceptions.ServiceUnavailable(response=Response(body, status=503, content_type="application/json"))
                 if endpoint.routing.get("type", "http") == "http":
                     raise werkzeug.exceptions.ServiceUnavailable(response=suspension_page(params))
                 raise SvcSuspended(suspension_message(params))
