@@ -84,6 +84,7 @@ describe('crash recovery per queue', () => {
       notifications: 'interrupt',
       domains: 'interrupt',
       odoo: 'interrupt',
+      rollouts: 'rerun',
     });
   });
 
