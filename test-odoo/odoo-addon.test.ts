@@ -174,6 +174,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
         trial_end_date: new Date(Date.now() + 10 * 86_400_000 + 3_600_000).toISOString(),
         user_limit: 2,
         storage_limit_gb: 1,
+        model_limits: { 'res.partner.category': 1 },
       },
     });
     expect(created.statusCode, created.body).toBe(201);
@@ -200,6 +201,12 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     // The parameters are the operator's: the customer reads them, cannot change them.
     expect(await call('ir.config_parameter', 'get_param', ['svc.user_limit'])).toEqual({ result: '2' });
     expect((await call('ir.config_parameter', 'set_param', ['svc.user_limit', '50'])).error).toContain('set by your provider');
+
+    // A model limit: one contact tag, not two.
+    expect(await call('res.partner.category', 'create', [{ name: 'First tag' }])).toMatchObject({ result: expect.any(Number) });
+    expect((await call('res.partner.category', 'create', [{ name: 'Second tag' }])).error).toContain(
+      'Your package allows 1 records of Partner Tags (res.partner.category); this would make 2',
+    );
 
     // Raised through svc: sync_instance writes it, and the next call is allowed.
     const patched = await request(f.t.app, f.t.as.operator, {

@@ -30,6 +30,6 @@ class Base(models.AbstractModel):
         after = cr.fetchone()[0]
         if after > limit:
             raise UserError(
-                "Your package allows %d %s records (%s); this would make %d. %s"
+                "Your package allows %d records of %s (%s); this would make %d. %s"
                 % (limit, self._description or self._name, self._name, after, svc_params.how_to_raise(params))
             )
