@@ -5,6 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
+import { ifMatchHeaders, ifMatchOf, withEtag } from '../core/http/etag.js';
 import { idParams, listOf, listQuery, queryId } from '../core/http/schemas.js';
 import { createRolloutService } from './rollout-service.js';
 import { retryTenant, rollout, rolloutFilters, rolloutSettingsOut, rolloutSettingsUpdate } from './rollout-schemas.js';
@@ -28,7 +29,7 @@ export function registerRolloutRoutes(parent: FastifyInstance, ctx: AppContext) 
   });
 
   app.get('/api/v1/rollouts/:id', {
-    config: { group: 'operator' },
+    config: { group: 'operator', etag: true },
     schema: {
       tags,
       operationId: operationId('/rollouts', 'get'),
@@ -37,7 +38,7 @@ export function registerRolloutRoutes(parent: FastifyInstance, ctx: AppContext) 
       params: idParams,
       response: { 200: rollout },
     },
-    handler: (req) => service.get(req.params.id),
+    handler: async (req, reply) => withEtag(reply, rollout, await service.get(req.params.id)),
   });
 
   app.get('/api/v1/git-repositories/:id/commits/:commit_id/rollouts', {
@@ -76,27 +77,35 @@ export function registerRolloutRoutes(parent: FastifyInstance, ctx: AppContext) 
     },
   });
 
+  const current = async () => present(await service.getSettings());
   app.get('/api/v1/rollout-settings', {
-    config: { group: 'operator' },
+    config: { group: 'operator', etag: true },
     schema: {
       tags,
       operationId: operationId('/rollout-settings', 'get'),
       summary: 'Get the rollout settings',
+      description: 'How many tenants of one host are updated at once, and their order.',
       response: { 200: rolloutSettingsOut },
     },
-    handler: async () => present(await service.getSettings()),
+    handler: async (_req, reply) => withEtag(reply, rolloutSettingsOut, await current()),
   });
 
   app.patch('/api/v1/rollout-settings', {
-    config: { group: 'administrator' },
+    config: { group: 'administrator', etag: true },
     schema: {
       tags,
       operationId: operationId('/rollout-settings', 'update'),
       summary: 'Update the rollout settings',
+      description:
+        'Administrators. tenants_per_host 1 to 32; order trials_first, paid_first or oldest_first. Applies from the next tenant a rollout takes.',
+      headers: ifMatchHeaders,
       body: rolloutSettingsUpdate,
       response: { 200: rolloutSettingsOut },
     },
-    handler: async (req) => present(await service.updateSettings(req.body)),
+    handler: async (req, reply) => {
+      const precondition = ifMatchOf(req, rolloutSettingsOut, current);
+      return withEtag(reply, rolloutSettingsOut, present(await service.updateSettings(req.body, precondition)));
+    },
   });
 }
 

@@ -1,6 +1,6 @@
 // Rollouts as the API shows them (zod: the output whitelist) and the settings' input rules.
 import { z } from 'zod';
-import { nullableTimestamp, refId, timestamp } from '../core/http/schemas.js';
+import { nullableTimestamp, queryId, refId, timestamp } from '../core/http/schemas.js';
 import { RolloutOrder, RolloutState, RolloutTenantState } from '../generated/prisma/enums.js';
 
 export const rolloutTenant = z.object({
@@ -40,7 +40,7 @@ export const rollout = z.object({
   finished_at: nullableTimestamp,
 });
 
-export const rolloutFilters = z.object({ root_server_id: refId.optional(), git_commit_id: refId.optional() });
+export const rolloutFilters = z.object({ root_server_id: queryId.optional(), git_commit_id: queryId.optional() });
 
 export const retryTenant = z
   .object({ subscription_id: refId })

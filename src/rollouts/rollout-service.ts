@@ -4,6 +4,7 @@
 // newer one has the host's current code.
 import type { AppContext } from '../context.js';
 import type { Author } from '../core/chatter.js';
+import { conditionalWrite, type Precondition } from '../core/conditional-write.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { Page } from '../core/lists.js';
 import { listPage } from '../core/records.js';
@@ -124,12 +125,19 @@ export function createRolloutService(ctx: Pick<AppContext, 'db' | 'queues' | 'se
     retryTenant: (id: number, subscriptionId: number, author: Author | null) => retry(id, [subscriptionId], author),
 
     getSettings: () => rolloutSettings(db),
-    async updateSettings(data: {
-      tenants_per_host?: number | undefined;
-      order?: 'trials_first' | 'paid_first' | 'oldest_first' | undefined;
-    }) {
+    /** `precondition` (If-Match) holds for the row as the update locks it. */
+    async updateSettings(
+      data: { tenants_per_host?: number | undefined; order?: 'trials_first' | 'paid_first' | 'oldest_first' | undefined },
+      precondition?: Precondition,
+    ) {
       await rolloutSettings(db);
-      return db.rolloutSettings.update({ where: { id: 1 }, data });
+      const row = { table: 'rollout_settings', id: 1, notFound: () => new NotFoundError('Rollout settings') };
+      return conditionalWrite(db, row, precondition, (lock) =>
+        db.$transaction(async (tx) => {
+          await lock(tx);
+          return tx.rolloutSettings.update({ where: { id: 1 }, data });
+        }),
+      );
     },
 
     /** After a deploy to a host svc set Odoo up on: a rollout, run by the host's job. */
