@@ -19,7 +19,7 @@ import { addonsBundle } from '../src/odoo/odoo-svc-addons.js';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { codeFrom, textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { injectTransport, Visitor } from '../test/helpers/trial.js';
-import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -275,11 +275,30 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
     const again = await f.runJob(made.host, 'setup_odoo', setupBody());
     expect(again.result).toMatchObject({ restarted: false, changed: { source: false, addons: false, config: false, service: false } });
 
-    // Changed on the host: found by its checksum, sent again, and Odoo restarted to load it.
-    await writeFile(`${dir}/svc_instance/__init__.py`, '# changed on the host\n', { flag: 'a' });
+    // Broken on the host so that it does not import (Odoo only logs a server-wide module that
+    // fails): restart_odoo sees the routing is not loaded (the probe, db.db_exist through a proxy,
+    // answered by core), stops that Odoo and marks the server failed with the end of its log.
+    await writeFile(`${dir}/svc_instance/models/__init__.py`, '\nraise ImportError("svc test: broken on the host")\n', { flag: 'a' });
+    const broken = await f.runJob(made.host, 'restart_odoo');
+    expect(broken.state, JSON.stringify(broken)).toBe('failed');
+    expect(broken.error).toContain("svc's routing is not loaded");
+    const failed = await f.server(made.host);
+    expect(failed.odoo_state).toBe('failed');
+    expect(failed.odoo_error).toMatch(
+      /^svc's routing is not loaded: Odoo answered db\.db_exist to a request through a proxy \(False\).*Odoo was stopped/,
+    );
+    expect(failed.odoo_error).toContain('svc test: broken on the host');
+    await expect(odooGet(src.port, '/web/health')).rejects.toThrow();
+
+    // Found by its checksum, sent again, and Odoo restarted to load it: running, the routing loaded.
     const repaired = await f.runJob(made.host, 'setup_odoo', setupBody());
     expect(repaired.result).toMatchObject({ restarted: true, changed: { addons: true, config: false } });
     expect(hostAddonsSum(dir)).toBe(bundle.sha256);
+    const status = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/root-servers/${made.host}/actions/odoo_status`,
+    });
+    expect(status.json()).toMatchObject({ odoo_state: 'running', healthy: true, routing_loaded: true });
   });
 
   test('two tenants on the host (one a trial from the form to the ready mail), each reached by its own address and by its customer domain', async () => {

@@ -39,6 +39,15 @@ const statusOut = z.object({
   service: z.enum(['running', 'stopped']),
   healthy: z.boolean().describe('/web/health answered 200 on the host'),
   health: z.string().describe("/web/health's answer, or why there was none"),
+  routing_loaded: z
+    .boolean()
+    .nullable()
+    .describe(
+      "Whether svc's routing (svc_instance) is loaded in the running Odoo; null when Odoo is not healthy. False marks the server failed",
+    ),
+  routing: z
+    .string()
+    .describe("The routing probe's answer (db.db_exist through a proxy: refused with the routing), or why it was not probed"),
   version: z.string().nullable().describe('odoo-bin --version of the tree it runs'),
   odoo_version_id: z.number().int().nullable(),
   workers: z.number().int().nullable().describe('Workers in its configuration (0: threaded)'),

@@ -418,6 +418,45 @@ export function waitHealthy(port: number, seconds: number): string {
   ].join('\n');
 }
 
+/**
+ * Whether svc's routing (svc_instance, server-wide) is loaded in the Odoo answering on the port: a
+ * JSON-RPC db.db_exist sent as if through a proxy (X-Forwarded-For) is refused by the routing
+ * (AccessDenied) and answered by core without it. Odoo only logs a server-wide module that fails to
+ * import, so without this check the routing would be off unseen. Exit code 3 with the reason on
+ * stderr when it is not loaded (or /jsonrpc does not tell: 19.0 needs the rpc server-wide module).
+ */
+export function routingProbe(port: number): string {
+  return [
+    `${PYTHON} - ${port} <<'PY'`,
+    'import json, sys, urllib.error, urllib.request',
+    'port = int(sys.argv[1])',
+    'opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))',
+    'body = {"jsonrpc": "2.0", "method": "call", "id": 1, "params": {"service": "db", "method": "db_exist", "args": ["svc_routing_probe"]}}',
+    'headers = {"Content-Type": "application/json", "X-Forwarded-For": "192.0.2.1"}',
+    'req = urllib.request.Request("http://127.0.0.1:%d/jsonrpc" % port, json.dumps(body).encode(), headers)',
+    'try:',
+    '    with opener.open(req, timeout=30) as r:',
+    '        answer = json.loads(r.read())',
+    'except urllib.error.HTTPError as e:',
+    '    print("/jsonrpc answered HTTP %d to the probe (db.db_exist through a proxy), so it cannot tell" % e.code, file=sys.stderr)',
+    '    sys.exit(3)',
+    'except Exception as e:',
+    '    print("/jsonrpc did not answer the probe: %s" % getattr(e, "reason", e), file=sys.stderr)',
+    '    sys.exit(3)',
+    'error = answer.get("error") if isinstance(answer, dict) else None',
+    'name = ((error or {}).get("data") or {}).get("name", "")',
+    'if name.endswith("AccessDenied"):',
+    '    print("routing loaded: db.db_exist through a proxy refused")',
+    '    sys.exit(0)',
+    'if isinstance(answer, dict) and "result" in answer:',
+    '    print("Odoo answered db.db_exist to a request through a proxy (%r), which svc_instance refuses" % (answer["result"],), file=sys.stderr)',
+    'else:',
+    '    print("unexpected answer to db.db_exist through a proxy: %s" % json.dumps(answer)[:300], file=sys.stderr)',
+    'sys.exit(3)',
+    'PY',
+  ].join('\n');
+}
+
 /** The end of Odoo's output. */
 export const logTail = (l: OdooLayout, lines = 40) => `tail -n ${lines} ${q(l.log)} 2>/dev/null || true`;
 

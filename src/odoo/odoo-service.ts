@@ -3,8 +3,8 @@ import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { publicJobId } from '../core/queue.js';
 import { openRemoteSession, type RemoteSession } from '../servers/index.js';
-import { odooLayout } from './odoo-layout.js';
-import { gracefulRestart, startService, statusScript, stopService } from './odoo-scripts.js';
+import { type OdooLayout, odooLayout } from './odoo-layout.js';
+import { gracefulRestart, logTail, routingProbe, startService, statusScript, stopService } from './odoo-scripts.js';
 import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
 
@@ -14,6 +14,22 @@ type Payload = { root_server_id: number; user_id: number | null };
 
 export function createOdooService(ctx: AppContext) {
   const store = odooHostStore(ctx);
+
+  /**
+   * odoo_status's check of svc's routing (routingProbe): a running Odoo without it is marked
+   * `failed` with the reason and the end of its log (not stopped: a status read changes no service).
+   */
+  async function probeRouting(session: RemoteSession, l: OdooLayout, port: number, id: number, state: string, userId: number | null) {
+    const probe = await session.run(routingProbe(port), { timeoutMs: STEP_TIMEOUT_MS });
+    const said = session.mask(probe.stderr.trim() || probe.stdout.trim() || 'no answer');
+    if (probe.exitCode === 0) return { loaded: true, said };
+    if (state === 'running') {
+      const tail = await session.run(logTail(l), { timeoutMs: STEP_TIMEOUT_MS });
+      const error = session.mask(`svc's routing is not loaded: ${said}\n--- end of ${l.log} ---\n${tail.stdout.trim()}`).slice(-8000);
+      await store.setState(id, { odoo_state: 'failed', odoo_error: error }, userId);
+    }
+    return { loaded: false, said };
+  }
 
   async function withHost<T>(
     id: number,
@@ -43,7 +59,7 @@ export function createOdooService(ctx: AppContext) {
           await store.setState(server.id, { odoo_state: 'failed', odoo_error: session.mask(err) }, payload.user_id);
           stepFailed(session, `Starting Odoo on port ${port} failed`, started);
         }
-        const health = await store.waitHealthy(session, l, port, server.id, payload.user_id);
+        const health = await store.waitReady(session, l, port, server.id, payload.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, payload.user_id);
         return { odoo_state: 'running' as const, http_port: port, health };
       });
@@ -62,7 +78,7 @@ export function createOdooService(ctx: AppContext) {
           timeoutMs: ctx.config.ODOO_HEALTH_TIMEOUT_MS + STEP_TIMEOUT_MS,
         });
         if (res.exitCode !== 0) stepFailed(session, `Restarting Odoo on port ${port} gracefully failed (the old one keeps serving)`, res);
-        const health = await store.waitHealthy(session, l, port, server.id, audit.user_id);
+        const health = await store.waitReady(session, l, port, server.id, audit.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, audit.user_id);
         return { restarted: session.mask(res.stdout.trim().split('\n').pop() ?? ''), health };
       });
@@ -95,11 +111,15 @@ export function createOdooService(ctx: AppContext) {
         const status = JSON.parse(raw!) as { health: string; processes: { pid: number; rss_bytes: number; gevent: boolean }[] };
         const workers = Number(kv.get('workers'));
         const http = status.processes.filter((p) => !p.gevent);
+        const healthy = /^HTTP 200\b/.test(status.health);
+        const routing = healthy ? await probeRouting(session, l, port, server.id, server.odoo_state, userId) : null;
         return {
-          odoo_state: server.odoo_state,
+          odoo_state: routing?.loaded === false && server.odoo_state === 'running' ? ('failed' as const) : server.odoo_state,
+          routing_loaded: routing?.loaded ?? null,
+          routing: routing?.said ?? 'not probed: Odoo is not healthy',
           http_port: port,
           service: kv.get('service') === 'running' ? ('running' as const) : ('stopped' as const),
-          healthy: /^HTTP 200\b/.test(status.health),
+          healthy,
           health: status.health,
           version: kv.get('version') || null,
           odoo_version_id: server.odoo_version_id,

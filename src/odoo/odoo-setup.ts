@@ -255,7 +255,7 @@ export function createOdooSetup(ctx: AppContext) {
         if (started.exitCode !== 0) stepFailed(session, `Starting Odoo on port ${port} failed`, started);
       }
       await step('health', 90);
-      await store.waitHealthy(session, l, port, server.id, payload.user_id);
+      await store.waitReady(session, l, port, server.id, payload.user_id);
 
       // Moved to another port: the service on the old one goes, with its files (its configuration holds the password).
       if (before.port !== null && before.port !== port) await store.removeService(session, odooLayout(l.base, before.port));

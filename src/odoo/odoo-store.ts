@@ -8,7 +8,7 @@ import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { loadRootServer, type RemoteSession, requireConfirmed, updateRootServer } from '../servers/index.js';
 import type { OdooLayout } from './odoo-layout.js';
-import { logTail, removeService, waitHealthy } from './odoo-scripts.js';
+import { logTail, removeService, routingProbe, stopService, waitHealthy } from './odoo-scripts.js';
 
 type StateChange = Parameters<typeof updateRootServer>[2];
 const STEP_TIMEOUT_MS = 2 * 60_000;
@@ -21,7 +21,7 @@ export function odooHostStore(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config
     return ctx.db.$transaction((tx) => updateRootServer(tx, id, data, author));
   }
 
-  return {
+  const store = {
     setState,
 
     async loadForSetup(p: { root_server_id: number; odoo_version_id: number; postgresql_server_id: number }) {
@@ -84,12 +84,39 @@ export function odooHostStore(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config
       throw new UserError(session.mask(`Odoo on port ${port} did not become healthy: ${said}`));
     },
 
+    /**
+     * Proves svc's routing is loaded in the Odoo answering on the port (routingProbe). When it is
+     * not, that Odoo is stopped (fails closed: through the proxy it would serve templates, standbys
+     * and any database by RPC) and the server is `failed` with the reason and the end of Odoo's log.
+     */
+    async requireRouting(session: RemoteSession, l: OdooLayout, port: number, id: number, userId: number | null) {
+      const probe = await session.run(routingProbe(port), { timeoutMs: STEP_TIMEOUT_MS });
+      if (probe.exitCode === 0) return probe.stdout.trim();
+      const said = probe.stderr.trim() || probe.stdout.trim() || 'no answer';
+      const stopped = await session.run(stopService(l), { timeoutMs: STEP_TIMEOUT_MS });
+      const tail = await session.run(logTail(l), { timeoutMs: STEP_TIMEOUT_MS });
+      const action = stopped.exitCode === 0 ? 'Odoo was stopped' : `stopping Odoo failed too: ${stopped.stderr.trim()}`;
+      const error = session.mask(`svc's routing is not loaded: ${said} (${action})\n--- end of ${l.log} ---\n${tail.stdout.trim()}`);
+      await setState(id, { odoo_state: 'failed', odoo_error: error.slice(-8000) }, userId);
+      throw new UserError(
+        session.mask(`svc's routing is not loaded in Odoo on port ${port}: ${said} (${action}; odoo_error has the end of its log)`),
+      );
+    },
+
+    /** Health, then the routing: what every start of Odoo waits for. */
+    async waitReady(session: RemoteSession, l: OdooLayout, port: number, id: number, userId: number | null) {
+      const health = await store.waitHealthy(session, l, port, id, userId);
+      await store.requireRouting(session, l, port, id, userId);
+      return health;
+    },
+
     /** Stops a service and removes its files (its configuration holds the database password). */
     async removeService(session: RemoteSession, l: OdooLayout) {
       const res = await session.run(removeService(l), { timeoutMs: STEP_TIMEOUT_MS });
       if (res.exitCode !== 0) throw new UserError(session.mask(`Removing the Odoo service ${l.service} failed: ${res.stderr.trim()}`));
     },
   };
+  return store;
 }
 
 /** The server, which must have Odoo set up (409 otherwise), with its port. */
