@@ -289,4 +289,29 @@ describe('a rollout', () => {
     expect(refused.statusCode).toBe(409);
     await runHost();
   });
+
+  it('settings: operators read, administrators change them (ETag, If-Match); bad values are refused', async () => {
+    const url = '/api/v1/rollout-settings';
+    const got = await request(t.app, t.as.operator, { method: 'GET', url });
+    expect(got.json()).toMatchObject({ tenants_per_host: 1, order: 'trials_first' });
+    expect((await request(t.app, t.as.operator, { method: 'PATCH', url, payload: { tenants_per_host: 2 } })).statusCode).toBe(403);
+    expect((await request(t.app, t.as.admin, { method: 'PATCH', url, payload: { tenants_per_host: 0 } })).statusCode).toBe(400);
+    expect((await request(t.app, t.as.admin, { method: 'PATCH', url, payload: { order: 'newest_first' } })).statusCode).toBe(400);
+    const stale = await request(t.app, t.as.admin, {
+      method: 'PATCH',
+      url,
+      headers: { 'if-match': '"stale"' },
+      payload: { order: 'paid_first' },
+    });
+    expect(stale.statusCode).toBe(412);
+    const changed = await request(t.app, t.as.admin, {
+      method: 'PATCH',
+      url,
+      headers: { 'if-match': String(got.headers.etag) },
+      payload: { tenants_per_host: 2, order: 'paid_first' },
+    });
+    expect(changed.statusCode, changed.body).toBe(200);
+    expect(changed.json()).toMatchObject({ tenants_per_host: 2, order: 'paid_first' });
+    await request(t.app, t.as.admin, { method: 'PATCH', url, payload: { tenants_per_host: 1, order: 'trials_first' } });
+  });
 });
