@@ -207,7 +207,7 @@ async function main() {
         } catch {
           // Redis away for a moment: the next one
         }
-        await sleep(300);
+        await sleep(1_000);
       }
     })();
 
@@ -216,7 +216,8 @@ async function main() {
       const deadline = since + timeoutMs;
       while (Date.now() < deadline) {
         try {
-          const id = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null });
+          // Not deduplicated (its key would answer an older one still waiting): a job of its own.
+          const id = await ctx.queues.enqueue(settingsJobs.rotate_encryption_key, { user_id: null }, { deduplication: undefined });
           const job = await ctx.queues.find(id, ['maintenance']);
           if (job && job.timestamp >= since) {
             for (let i = 0; i < 200; i++) {
@@ -238,7 +239,10 @@ async function main() {
     function window(from: number, to: number) {
       const bad = answers.filter((a) => a.at >= from && a.at <= to && a.status !== 200);
       const byStatus: Record<string, number> = {};
-      for (const a of bad) byStatus[a.status === 0 ? 'no answer' : String(a.status)] = (byStatus[String(a.status)] ?? 0) + 1;
+      for (const a of bad) {
+        const key = a.status === 0 ? 'no answer' : String(a.status);
+        byStatus[key] = (byStatus[key] ?? 0) + 1;
+      }
       const ok = answers.filter((a) => a.at >= from && a.at <= to && a.status === 200).length;
       return {
         ms: bad.length > 0 ? bad[bad.length - 1]!.at - bad[0]!.at : 0,
@@ -276,7 +280,7 @@ async function main() {
       pgSet.kill(pgSet.primary);
       // The failure is noticed (Patroni's TTL, or an operator) — here a fixed second — then promoted.
       await sleep(1_000);
-      pgSet.promote(pgSet.replica);
+      await pgSet.promote(pgSet.replica);
       let tSwitch = Number.NaN;
       for (let i = 0; i < 600 && Number.isNaN(tSwitch); i++) {
         if ((await pgSet.servedBy())?.name === 'b') tSwitch = Date.now();
@@ -364,6 +368,14 @@ async function main() {
         `ssh queue: ${JSON.stringify(jobCounts)}`,
     );
     console.log(`processes restarted by hand: none (the bench restarts none); surviving processes that exited: ${restarted} (target 0)`);
+    console.log(`HAProxy (PostgreSQL) saw: ${pgSet.proxyEvents().join('; ')}`);
+    // What the surviving worker said last (errors and warnings), to read a figure that missed.
+    for (const line of workers[1]!
+      .output()
+      .split('\n')
+      .filter((l) => /"level":(40|50)/.test(l))
+      .slice(-8))
+      console.log(`  worker: ${line.slice(0, 300)}`);
     console.log(
       `load average at the end ${os
         .loadavg()
@@ -371,6 +383,9 @@ async function main() {
         .join(' ')}`,
     );
     await ctx.close();
+  } catch (err) {
+    console.error(`HAProxy (PostgreSQL) saw: ${pgSet.proxyEvents().join('; ')}`);
+    throw err;
   } finally {
     for (const p of processes) await p.kill9();
     if (balancer && balancer.exitCode === null) balancer.kill('SIGKILL');

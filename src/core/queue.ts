@@ -49,6 +49,9 @@ export function createQueues(redis: Redis, prefix: string) {
     let q = queues.get(name);
     if (!q) {
       q = new Queue(name, { connection: redis, prefix, defaultJobOptions });
+      // Each reconnection attempt's error is also an 'error' of every queue, which BullMQ prints
+      // on stderr when nobody listens: the connection's outage is logged once (./redis.ts).
+      q.on('error', () => {});
       queues.set(name, q);
     }
     return q;

@@ -16,7 +16,7 @@ import { freePort } from './sshd.js';
 
 const SERVERS = '/usr/lib/postgresql';
 /** HAProxy's check interval (ms); three failed checks in a row mark a server down, one passed marks it up. */
-export const CHECK_INTER_MS = 500;
+export const CHECK_INTER_MS = 1_000;
 
 function serverBin(): string {
   const versions = existsSync(SERVERS) ? readdirSync(SERVERS).filter((v) => existsSync(`${SERVERS}/${v}/bin/pg_basebackup`)) : [];
@@ -47,8 +47,14 @@ export interface PgFailover {
   replica: PgNode;
   /** `pg_ctl stop -m immediate` of a server: as a crash, nothing written at shutdown. */
   kill(node: PgNode): void;
-  /** `pg_ctl promote`: the replica becomes a primary (a new timeline). */
-  promote(node: PgNode): void;
+  /**
+   * `pg_ctl promote`: the replica becomes a primary (a new timeline). With no standby of its own
+   * yet, it must not wait for one: synchronous replication is turned off on it, as Patroni's
+   * synchronous_mode does when the last standby is gone (otherwise every COMMIT waits forever).
+   */
+  promote(node: PgNode): Promise<void>;
+  /** HAProxy's lines saying a server went down or up, with the time they were read. */
+  proxyEvents(): string[];
   /** The server a new connection through HAProxy reaches now (null: none, or it is not answering). */
   servedBy(): Promise<PgNode | null>;
   stop(): Promise<void>;
@@ -71,15 +77,15 @@ export async function startPgFailover(database = 'svc'): Promise<PgFailover> {
       'wal_level = replica',
       'max_wal_senders = 5',
       'hot_standby = on',
-      `synchronous_standby_names = '*'`,
-      'synchronous_commit = on',
       `cluster_name = 'svc-${node.name}'`,
       '',
     ].join('\n');
+  // Only the primary waits for a synchronous standby (the replica has none until it is promoted).
+  const synchronous = [`synchronous_standby_names = '*'`, 'synchronous_commit = on', ''].join('\n');
   const start = (node: PgNode) => asPostgres(`${bin}/pg_ctl`, ['-D', node.data, '-l', `${node.data}.log`, '-w', '-t', '60', 'start']);
 
   asPostgres(`${bin}/initdb`, ['-D', primary.data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-  appendFileSync(path.join(primary.data, 'postgresql.conf'), settings(primary));
+  appendFileSync(path.join(primary.data, 'postgresql.conf'), settings(primary) + synchronous);
   appendFileSync(path.join(primary.data, 'pg_hba.conf'), 'host replication all 127.0.0.1/32 trust\n');
   start(primary);
   const admin = new pg.Client({ host: '127.0.0.1', port: primary.port, user: 'postgres', database: 'postgres' });
@@ -114,7 +120,7 @@ export async function startPgFailover(database = 'svc'): Promise<PgFailover> {
     [
       '#!/bin/sh',
       '# HAProxy external check: $3 address, $4 port of the server. Passes only on a primary.',
-      'export PGCONNECT_TIMEOUT=2',
+      'export PGCONNECT_TIMEOUT=5',
       `[ "$(psql -h "$3" -p "$4" -U postgres -d postgres -XAtqc 'SELECT pg_is_in_recovery()' 2>/dev/null)" = f ]`,
       '',
     ].join('\n'),
@@ -135,7 +141,7 @@ export async function startPgFailover(database = 'svc'): Promise<PgFailover> {
       '  timeout server 1h',
       // A check that is slow on a busy machine is not a failed one: a primary marked down by
       // mistake would have every session cut.
-      '  timeout check 5s',
+      '  timeout check 10s',
       'listen postgresql',
       `  bind 127.0.0.1:${proxyPort}`,
       '  option external-check',
@@ -149,7 +155,14 @@ export async function startPgFailover(database = 'svc'): Promise<PgFailover> {
   );
   const haproxy: ChildProcess = spawn('haproxy', ['-db', '-f', path.join(dir, 'haproxy.cfg')], { stdio: ['ignore', 'ignore', 'pipe'] });
   let haproxyLog = '';
-  haproxy.stderr!.on('data', (chunk: Buffer) => (haproxyLog += chunk.toString()));
+  const events: string[] = [];
+  haproxy.stderr!.on('data', (chunk: Buffer) => {
+    haproxyLog += chunk.toString();
+    for (const line of chunk.toString().split('\n')) {
+      const m = /Server postgresql\/(\w+) is (UP|DOWN)(, reason: [^,]*)?/.exec(line);
+      if (m) events.push(`${new Date().toISOString().slice(11, 23)} ${m[1]} ${m[2]}${m[3] ?? ''}`);
+    }
+  });
 
   const url = `postgresql://postgres@127.0.0.1:${proxyPort}/${database}`;
   // HAProxy starts with every server up: only once the replica failed its first check does it
@@ -166,12 +179,21 @@ export async function startPgFailover(database = 'svc'): Promise<PgFailover> {
     directUrl: (node) => `postgresql://postgres@127.0.0.1:${node.port}/${database}`,
     primary,
     replica,
+    proxyEvents: () => [...events],
     kill(node) {
       asPostgres(`${bin}/pg_ctl`, ['-D', node.data, '-m', 'immediate', '-w', 'stop']);
       stopped.add(node.name);
     },
-    promote(node) {
+    async promote(node) {
       asPostgres(`${bin}/pg_ctl`, ['-D', node.data, '-w', 'promote']);
+      const c = new pg.Client({ host: '127.0.0.1', port: node.port, user: 'postgres', database: 'postgres' });
+      await c.connect();
+      try {
+        await c.query(`ALTER SYSTEM SET synchronous_standby_names = ''`);
+        await c.query('SELECT pg_reload_conf()');
+      } finally {
+        await c.end();
+      }
     },
     async servedBy() {
       const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
