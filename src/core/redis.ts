@@ -29,11 +29,12 @@ const COMMAND_RETRIES = 2;
 const COMMAND_TIMEOUT_MS = 3_000;
 
 /**
- * A primary that Sentinel demoted answers writes with READONLY while clients still hold their
- * connection to it: reconnect (the sentinels then name the new primary) and send the command again.
+ * A primary that Sentinel demoted answers writes with READONLY (and ends blocking commands with
+ * UNBLOCKED) while clients still hold their connection to it: reconnect (the sentinels then name
+ * the new primary) and send the command again.
  */
 export function reconnectOnReadonly(err: Error): 2 | false {
-  return err.message.startsWith('READONLY') ? 2 : false;
+  return /^(READONLY|UNBLOCKED)\b/.test(err.message) ? 2 : false;
 }
 
 /** The connection options of `config` (without the URL of a single Redis). */
@@ -49,9 +50,10 @@ export function redisOptions(config: RedisConfig, use: RedisUse = 'commands'): R
     sentinels: config.REDIS_SENTINELS,
     name: config.REDIS_SENTINEL_NAME,
     ...(config.REDIS_SENTINEL_PASSWORD ? { sentinelPassword: config.REDIS_SENTINEL_PASSWORD } : {}),
-    // Subscribes to the sentinels' +switch-master: the connection moves as soon as a failover is
-    // announced, not only when the old primary's socket breaks (or READONLY comes back).
-    failoverDetector: true,
+    // Not ioredis's failoverDetector: its disconnect on +switch-master, arriving while the
+    // connection is still asking the sentinels (the old primary just died), ends the connection for
+    // good (ioredis sets "end" when a connect attempt is cut). A dead primary breaks the socket, a
+    // demoted one answers READONLY/UNBLOCKED: both reconnect through the sentinels anyway.
     // After asking every sentinel in turn without reaching a primary, start again shortly (null
     // would end the connection for good: ioredis does not retry a failed search).
     sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
@@ -69,8 +71,36 @@ export function createRedis(
   const config: RedisConfig = typeof target === 'string' ? { REDIS_URL: target, REDIS_SENTINEL_NAME: 'mymaster' } : target;
   const options = { ...redisOptions(config, use), lazyConnect: lazy };
   const redis = config.REDIS_SENTINELS ? new Redis(options) : new Redis(config.REDIS_URL, options);
+  keepConnecting(redis, log);
   if (log) reportOutages(redis, use, log);
   return redis;
+}
+
+/**
+ * ioredis gives a connection up ("end") when a connect attempt is cut while it asks the sentinels,
+ * although nobody asked it to close. Such a connection is connected again after a second; one
+ * closed by svc (disconnect(), quit()) is left closed.
+ */
+function keepConnecting(redis: Redis, log?: Logger) {
+  let closedOnPurpose = false;
+  const disconnect = redis.disconnect.bind(redis);
+  const quit = redis.quit.bind(redis);
+  redis.disconnect = (reconnect = false) => {
+    if (!reconnect) closedOnPurpose = true;
+    disconnect(reconnect);
+  };
+  redis.quit = ((...args: Parameters<Redis['quit']>) => {
+    closedOnPurpose = true;
+    return quit(...args);
+  }) as Redis['quit'];
+  redis.on('end', () => {
+    if (closedOnPurpose) return;
+    setTimeout(() => {
+      if (closedOnPurpose || redis.status !== 'end') return;
+      log?.warn('Redis connection had given up: connecting again');
+      redis.connect().catch(() => {});
+    }, 1_000).unref();
+  });
 }
 
 /**
