@@ -13,6 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { rolloutJobs } from '../src/rollouts/rollout-job-specs.js';
 import { useTestApp } from './helpers/app.js';
 import { useLifecycle } from './helpers/lifecycle.js';
 import { queryIn, tenantUrl } from './helpers/odoo-template.js';
@@ -143,7 +144,7 @@ async function startedRollout(
 }
 
 async function runHost() {
-  const job = await t.ctx.queues.enqueue((await import('../src/rollouts/rollout-job-specs.js')).rolloutJobs.rollout_host, {
+  const job = await t.ctx.queues.enqueue(rolloutJobs.rollout_host, {
     root_server_id: hostId,
   });
   const done = await waitForJob(t.app, t.as.operator, job, 120_000);
@@ -288,6 +289,17 @@ describe('a rollout', () => {
     const refused = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/rollouts/${id}/actions/retry_rollout` });
     expect(refused.statusCode).toBe(409);
     await runHost();
+  });
+
+  it('a rollout on a host whose Odoo is no longer set up ends, saying so (it does not fail again at every resume)', async () => {
+    const other = await t.ctx.db.rootServer.create({ data: { name: 'gone', ip: '127.0.0.1', state: 'confirmed' } });
+    const r = await t.ctx.db.rollout.create({ data: { root_server_id: other.id, state: 'running', started_at: new Date() } });
+    const job = await t.ctx.queues.enqueue(rolloutJobs.rollout_host, { root_server_id: other.id });
+    expect((await waitForJob(t.app, t.as.operator, job, 60_000)).state).toBe('completed');
+    expect(await t.ctx.db.rollout.findUniqueOrThrow({ where: { id: r.id } })).toMatchObject({
+      state: 'done',
+      error: expect.stringMatching(/^stopped: Odoo is not set up on this root server/),
+    });
   });
 
   it('settings: operators read, administrators change them (ETag, If-Match); bad values are refused', async () => {

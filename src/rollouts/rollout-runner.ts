@@ -8,6 +8,7 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { createOdooService, createTemplateBuilder, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
@@ -201,7 +202,16 @@ export function createRolloutRunner(ctx: AppContext) {
           done.push(r.id);
           continue;
         }
-        await runTenants(r.id, await hostOf(r.id, audit));
+        // A host that no longer runs Odoo set up by svc (its set-up undone meanwhile): the rollout
+        // ends saying so, instead of failing again at every resume.
+        const host = await hostOf(r.id, audit).catch((err: Error) => err);
+        if (host instanceof ConflictError || host instanceof NotFoundError) {
+          await end(r.id, `stopped: ${host.message}`);
+          done.push(r.id);
+          continue;
+        }
+        if (host instanceof Error) throw host;
+        await runTenants(r.id, host);
         await end(r.id, null);
         await updateTemplates(r.root_server_id, audit.user_id);
         done.push(r.id);
