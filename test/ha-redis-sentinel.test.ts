@@ -3,9 +3,11 @@
 // Sentinel set that names no reachable sentinel or a primary it does not know, saying which; the
 // primary killed, Sentinel promotes the replica and the same process (API and workers) carries on:
 // a job queued after the failover runs; with every sentinel gone, a request that needs Redis is
-// answered 503 with Retry-After, and the process recovers once they are back.
+// answered 503 with Retry-After, and the process recovers once they are back. A connection that
+// ioredis gives up on ("end") without svc closing it is connected again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRedis } from '../src/core/reachability.js';
+import { createRedis } from '../src/core/redis.js';
 import { settingsJobs } from '../src/settings/settings-job-specs.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
@@ -90,4 +92,30 @@ describe('a Sentinel failover', () => {
     await expect.poll(async () => (await getJob()).statusCode, { timeout: 30_000, interval: 200 }).toBe(200);
     await jobRuns();
   }, 90_000);
+
+  it('a connection ioredis gave up on without svc closing it is connected again; one svc closed stays closed', async () => {
+    const redis = createRedis(t.ctx.config);
+    try {
+      expect(await redis.ping()).toBe('PONG');
+      const name = `ha-end-${Date.now()}`;
+      await redis.client('SETNAME', name);
+      // ioredis ends a connection for good when a reconnection is not wanted: as it does when a
+      // connect attempt is cut during the sentinel search.
+      const retry = redis.options.retryStrategy;
+      redis.options.retryStrategy = () => null as unknown as number;
+      const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+      const list = (await t.ctx.redis.client('LIST')) as string;
+      const id = /id=(\d+)/.exec(list.split('\n').find((l) => l.includes(`name=${name}`))!)![1]!;
+      await t.ctx.redis.client('KILL', 'ID', id);
+      await ended;
+      redis.options.retryStrategy = retry;
+      expect(redis.status).toBe('end');
+      await expect.poll(() => redis.status, { timeout: 10_000, interval: 100 }).toBe('ready');
+      expect(await redis.ping()).toBe('PONG');
+    } finally {
+      redis.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(redis.status).toBe('end');
+  });
 });
