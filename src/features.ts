@@ -32,6 +32,7 @@ import { maintenance } from './maintenance/index.js';
 import { metrics } from './metrics/index.js';
 import { odoo } from './odoo/index.js';
 import { rollouts } from './rollouts/index.js';
+import { staging } from './staging/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -57,6 +58,7 @@ export const FEATURES: readonly Feature[] = [
   domains,
   odoo,
   rollouts,
+  staging,
   maintenance,
   metrics,
 ];

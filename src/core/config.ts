@@ -120,6 +120,18 @@ const envSchema = z.object({
       (v) => isUrl(v.replaceAll('{database_name}', 'db'), ['http:', 'https:']),
       'must be an http:// or https:// URL once {database_name} is replaced',
     ),
+  // Address of a staging copy (src/staging): {database_name} is the copy's; the operator's
+  // staging domain, never a customer's.
+  STAGING_URL: z
+    .string()
+    .default('http://{database_name}.staging.localhost:8069')
+    .refine((v) => v.includes('{database_name}'), 'must contain {database_name}')
+    .refine(
+      (v) => isUrl(v.replaceAll('{database_name}', 'db'), ['http:', 'https:']),
+      'must be an http:// or https:// URL once {database_name} is replaced',
+    ),
+  // Days a staging copy lives before it is dropped.
+  STAGING_DAYS: intVar(1, 365, 7),
   // Tuning knobs with safe defaults.
   // Redis key prefix of the job queues: services sharing one Redis keep their jobs apart.
   QUEUE_PREFIX: z

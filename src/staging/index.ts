@@ -1,0 +1,31 @@
+// Staging copies of customers' instances (DESIGN §20, docs/staging.md): create_staging makes a
+// neutralized online copy of a running subscription's database on its Odoo host; copies are
+// listed per subscription and dropped after STAGING_DAYS or on request.
+import type { AppContext } from '../context.js';
+import type { Feature } from '../feature.js';
+import { featureJobs } from '../feature.js';
+import { stagingJobs } from './staging-job-specs.js';
+import { registerStagingRoutes } from './staging-routes.js';
+import { createStagingService } from './staging-service.js';
+
+/** How often copies past their expiry are looked for. */
+const EXPIRE_EVERY_MS = 10 * 60_000;
+
+export const staging: Feature = {
+  name: 'staging',
+  routes: registerStagingRoutes,
+  jobs: featureJobs(
+    stagingJobs,
+    (ctx) => {
+      const service = createStagingService(ctx);
+      return {
+        staging_create: (payload, job) => service.create(payload, job),
+        staging_drop: (payload, job) => service.drop(payload, job),
+        staging_expire: (_payload, job) => service.expire(job),
+      };
+    },
+    {},
+  ),
+  schedules: (ctx: AppContext) =>
+    ctx.queues.schedule('staging-expire', { every: EXPIRE_EVERY_MS }, stagingJobs.staging_expire, { user_id: null }),
+};

@@ -1,0 +1,14 @@
+// The staging jobs. Each is idempotent and run again after a crash: create starts over (what an
+// earlier run left of its copy is dropped first), drop and expire drop what is still there.
+import { z } from 'zod';
+import { refId } from '../core/http/schemas.js';
+import { defineJobs, job, requestedBy } from '../core/jobs.js';
+
+const onCopy = z.object({ staging_instance_id: refId, ...requestedBy });
+const perCopy = (p: { staging_instance_id: number }) => String(p.staging_instance_id);
+
+export const stagingJobs = defineJobs({
+  staging_create: job({ queue: 'staging', payload: onCopy, key: perCopy, afterCrash: 'rerun' }),
+  staging_drop: job({ queue: 'staging', payload: onCopy, key: perCopy, afterCrash: 'rerun' }),
+  staging_expire: job({ queue: 'staging', payload: z.object({ ...requestedBy }), key: () => 'all', afterCrash: 'rerun' }),
+});

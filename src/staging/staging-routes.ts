@@ -1,0 +1,68 @@
+// A subscription's staging copies (operators): create_staging (202), the list, DELETE (202).
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { action, operationId, registerActions } from '../core/http/actions.js';
+import { idParams, jobAccepted, queryId } from '../core/http/schemas.js';
+import { StagingState } from '../generated/prisma/enums.js';
+import { createStagingService } from './staging-service.js';
+
+const stagingInstance = z.object({
+  id: z.number().int(),
+  subscription_id: z.number().int(),
+  database_name: z.string(),
+  url: z.string().describe("The copy's own address under the staging domain (STAGING_URL)"),
+  state: z.enum(StagingState),
+  error: z.string().nullable(),
+  created_at: z.date(),
+  expires_at: z.date().describe('When it is dropped (STAGING_DAYS after it was asked for)'),
+});
+
+export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) {
+  const app = parent.withTypeProvider<ZodTypeProvider>();
+  const service = createStagingService(ctx);
+  const tags = ['staging'];
+
+  registerActions(parent, {
+    path: '/subscriptions',
+    tag: 'staging',
+    group: 'operator',
+    actions: {
+      create_staging: action({
+        summary: 'Make a staging copy of the instance',
+        description:
+          "In a job: an online copy of the running subscription's database (pg_dump | pg_restore: the customer's instance keeps answering), owned by the same role, neutralized by Odoo (odoo-bin neutralize: crons, outgoing mail, payment providers and webhooks off; the ribbon), with its own database.uuid, database.secret and web.base.url (STAGING_URL), the filestore hard-linked; dropped after STAGING_DAYS. 409 when the subscription is not running or has no Odoo host running.",
+        response: 'job',
+        run: ({ id, user }) => service.request(id, user.id),
+      }),
+    },
+  });
+
+  app.get('/api/v1/subscriptions/:id/staging-instances', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      operationId: operationId('/subscriptions', 'listStagingInstances'),
+      summary: "A subscription's staging copies",
+      description: 'Newest first: database, url, state (creating, ready, failed), created_at and expires_at.',
+      params: idParams,
+      response: { 200: z.object({ items: z.array(stagingInstance) }) },
+    },
+    handler: async (req) => ({ items: await service.list(req.params.id) }),
+  });
+
+  app.delete('/api/v1/subscriptions/:id/staging-instances/:staging_id', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      operationId: operationId('/subscriptions', 'dropStagingInstance'),
+      summary: 'Drop a staging copy',
+      description: 'In a job: its database and filestore go. 409 while it is being made.',
+      params: z.object({ id: queryId, staging_id: queryId }),
+      response: { 202: jobAccepted },
+    },
+    handler: async (req, reply) =>
+      reply.status(202).send({ job_id: await service.requestDrop(req.params.id, req.params.staging_id, req.user!.id) }),
+  });
+}

@@ -1,0 +1,81 @@
+// What create_staging runs on the Odoo host (over SSH) and beside the service (pg_dump | pg_restore).
+import { spawn } from 'node:child_process';
+import { shellQuote as q } from '../core/ssh.js';
+import { type OdooLayout, PYTHON } from '../odoo/index.js';
+
+/**
+ * Odoo's own neutralization of a database (`odoo-bin neutralize`, 18.0 and 19.0): every installed
+ * module's data/neutralize.sql — crons off (but the autovacuum), outgoing mail servers off and a
+ * dummy one that cannot send, webhooks and payment providers off, the neutralized ribbon, and
+ * database.is_neutralized — run as odoo with the host's configuration (its role, its addons path).
+ */
+export function neutralizeScript(l: OdooLayout, source: string, database: string): string {
+  const out = q(`${l.base}/logs/${l.service}-${database}.neutralize.log`);
+  return [
+    `cd ${q(source)} || exit 3`,
+    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin neutralize -c ${q(l.config)} -d ${q(database)} > ${out} 2>&1`,
+    'rc=$?',
+    `tail -n 15 ${out}`,
+    'exit $rc',
+  ].join('\n');
+}
+
+export interface PgConnection {
+  host: string;
+  port: number;
+  user: string;
+  password: string | null;
+}
+
+/**
+ * A consistent online copy: pg_dump takes one snapshot of the live database (the customer's Odoo
+ * keeps reading and writing; nothing is locked but against DDL) and pg_restore writes it into
+ * `target`, every object owned by `owner` (SET ROLE, no ACL of the source). Answers pg_restore's
+ * end of output; rejects with both programs' errors.
+ */
+export function dumpAndRestore(pg: PgConnection, source: string, target: string, owner: string, timeoutMs: number): Promise<string> {
+  const env = { ...process.env, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' };
+  const conn = ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
+  return new Promise((resolve, reject) => {
+    const dump = spawn('pg_dump', [...conn, '-Fc', '-Z', '0', '-d', source], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const restore = spawn('pg_restore', [...conn, '--no-owner', '--no-acl', `--role=${owner}`, '--exit-on-error', '-d', target], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let dumpErr = '';
+    let restoreOut = '';
+    dump.stderr.on('data', (c: Buffer) => (dumpErr += c.toString()));
+    restore.stderr.on('data', (c: Buffer) => (restoreOut += c.toString()));
+    restore.stdout.on('data', (c: Buffer) => (restoreOut += c.toString()));
+    dump.stdout.pipe(restore.stdin);
+    restore.stdin.on('error', () => {}); // pg_restore gone: its own exit says why
+    const timer = setTimeout(() => {
+      dump.kill('SIGKILL');
+      restore.kill('SIGKILL');
+    }, timeoutMs);
+    const codes: { dump?: number | null; restore?: number | null } = {};
+    const settle = () => {
+      if (!('dump' in codes) || !('restore' in codes)) return;
+      clearTimeout(timer);
+      if (codes.dump === 0 && codes.restore === 0) resolve(restoreOut.trim().slice(-500));
+      else {
+        const said = [dumpErr.trim() && `pg_dump: ${dumpErr.trim()}`, restoreOut.trim() && `pg_restore: ${restoreOut.trim()}`]
+          .filter(Boolean)
+          .join('\n');
+        reject(
+          new Error(`copying ${source} to ${target} failed (pg_dump ${codes.dump}, pg_restore ${codes.restore}): ${said.slice(-1500)}`),
+        );
+      }
+    };
+    dump.on('error', reject);
+    restore.on('error', reject);
+    dump.on('close', (code) => {
+      codes.dump = code;
+      settle();
+    });
+    restore.on('close', (code) => {
+      codes.restore = code;
+      settle();
+    });
+  });
+}

@@ -1,0 +1,213 @@
+// create_staging (DESIGN §20): a neutralized online copy of a running subscription's database on
+// its Odoo host, with an identity and an address of its own (STAGING_URL, the operator's staging
+// domain: never a customer domain), its filestore hard-linked; listed per subscription, dropped
+// after STAGING_DAYS or on request. Its steps go to the subscription's action log and chatter.
+import { randomBytes } from 'node:crypto';
+import type { Job } from 'bullmq';
+import type { AppContext } from '../context.js';
+import { runLoggedStep } from '../core/action-log.js';
+import { authorOfUser, postMessage } from '../core/chatter.js';
+import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import { publicJobId } from '../core/queue.js';
+import { createFilestores, databaseOwner, insideTenant, onServer, type Query, setIdentity, tenantRoleOf } from '../instances/index.js';
+import { loadOdooHost, odooLayout } from '../odoo/index.js';
+import { quoteIdent } from '../postgresql/index.js';
+import { openRemoteSession } from '../servers/index.js';
+import { stagingJobs } from './staging-job-specs.js';
+import { dumpAndRestore, neutralizeScript } from './staging-scripts.js';
+
+const COPY_TIMEOUT_MS = 60 * 60_000;
+const STEP_TIMEOUT_MS = 10 * 60_000;
+
+type Payload = { staging_instance_id: number; user_id: number | null };
+
+export function createStagingService(ctx: AppContext) {
+  const { db } = ctx;
+  const filestores = createFilestores(ctx);
+
+  async function subscriptionOf(id: number) {
+    const sub = await db.subscription.findUnique({
+      where: { id },
+      include: { database_template: { include: { root_server: true, postgresql_server: true } } },
+    });
+    if (!sub) throw new NotFoundError('Subscription');
+    return sub;
+  }
+
+  /** Where the subscription's instance lives: its database, PostgreSQL server, Odoo host (409 when it cannot be copied). */
+  async function placeOf(id: number) {
+    const sub = await subscriptionOf(id);
+    if (sub.state !== 'running' || !sub.database_name || !sub.database_created_at) {
+      throw new ConflictError(`Subscription ${id} is ${sub.state}: only the instance of a running subscription is copied`, {
+        state: sub.state,
+      });
+    }
+    const template = sub.database_template;
+    if (!template?.root_server) throw new ConflictError(`Subscription ${id} has no Odoo host (its database template names no root server)`);
+    const host = await loadOdooHost(db, template.root_server.id);
+    if (host.odoo_state !== 'running') throw new ConflictError(`Odoo on root server ${host.id} is ${host.odoo_state}, not running`);
+    return { sub, database: sub.database_name, template, pg: template.postgresql_server, host };
+  }
+
+  const note = async (subscriptionId: number, body: string, userId: number | null) =>
+    postMessage(db, { model_name: 'svc.subscription', rec_id: subscriptionId, body, author: await authorOfUser(db, userId) });
+
+  const logged = <T>(subscriptionId: number, audit: { user_id: number | null; job_id: string }, input: string, work: () => Promise<T>) =>
+    runLoggedStep(
+      db,
+      {
+        model_name: 'svc.subscription',
+        rec_id: subscriptionId,
+        action_type: 'database',
+        user_id: audit.user_id,
+        job_id: audit.job_id,
+        input_text: input,
+      },
+      work,
+      (out) => (typeof out === 'string' ? out : 'done'),
+    );
+
+  async function dropCopy(row: { subscription_id: number; database_name: string }, audit: { user_id: number | null; job_id: string }) {
+    const sub = await subscriptionOf(row.subscription_id);
+    const template = sub.database_template;
+    if (!template) throw new UserError(`Subscription ${sub.id} has no database template: where ${row.database_name} lives is not known`);
+    await logged(row.subscription_id, audit, `DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`, () =>
+      onServer(
+        ctx.secretBox,
+        template.postgresql_server,
+        (q) => q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`),
+        {
+          timeout: '15min',
+        },
+      ).then(() => 'dropped'),
+    );
+    if (template.root_server) await filestores.remove(template.root_server, row.database_name, audit);
+  }
+
+  /** What the copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */
+  async function neutralized(query: Query) {
+    const { rows } = await query(
+      `SELECT (SELECT value FROM public.ir_config_parameter WHERE key = 'database.is_neutralized') AS flag,
+              (SELECT count(*) FROM public.ir_cron c WHERE c.active AND c.id NOT IN (
+                 SELECT res_id FROM public.ir_model_data WHERE model = 'ir.cron' AND module = 'base' AND name = 'autovacuum_job'))::int AS crons,
+              (SELECT count(*) FROM public.ir_mail_server WHERE active AND smtp_host <> 'invalid')::int AS mail_servers`,
+    );
+    const r = rows[0] as { flag: string | null; crons: number; mail_servers: number };
+    if (r.flag !== 'true' || r.crons > 0 || r.mail_servers > 0) {
+      throw new UserError(
+        `The copy is not neutralized: database.is_neutralized=${r.flag ?? 'unset'}, ${r.crons} active cron(s), ${r.mail_servers} active mail server(s)`,
+      );
+    }
+  }
+
+  const service = {
+    /** Checks the subscription can be copied, records the copy (creating) and queues its job. */
+    async request(subscriptionId: number, userId: number | null) {
+      const { database } = await placeOf(subscriptionId);
+      const name = `${database.slice(0, 46)}_stg_${randomBytes(4).toString('hex')}`;
+      const url = ctx.config.STAGING_URL.replaceAll('{database_name}', name);
+      const expires = new Date(Date.now() + ctx.config.STAGING_DAYS * 86_400_000);
+      const row = await db.stagingInstance.create({
+        data: { subscription_id: subscriptionId, database_name: name, url, expires_at: expires },
+      });
+      await note(
+        subscriptionId,
+        `Staging copy ${name} requested (${url}); it is dropped on ${expires.toISOString().slice(0, 10)}.`,
+        userId,
+      );
+      return ctx.queues.enqueue(stagingJobs.staging_create, { staging_instance_id: row.id, user_id: userId });
+    },
+
+    list: (subscriptionId: number) => db.stagingInstance.findMany({ where: { subscription_id: subscriptionId }, orderBy: { id: 'desc' } }),
+
+    /** Queues the drop of a copy (409 while it is being made). */
+    async requestDrop(subscriptionId: number, id: number, userId: number | null) {
+      const row = await db.stagingInstance.findFirst({ where: { id, subscription_id: subscriptionId } });
+      if (!row) throw new NotFoundError('Staging instance');
+      if (row.state === 'creating')
+        throw new ConflictError(`Staging copy ${row.database_name} is being made: drop it once it is ready or failed`);
+      return ctx.queues.enqueue(stagingJobs.staging_drop, { staging_instance_id: id, user_id: userId });
+    },
+
+    async create(payload: Payload, job: Job) {
+      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+      const row = await db.stagingInstance.findUnique({ where: { id: payload.staging_instance_id } });
+      if (row?.state !== 'creating') return { staging_instance_id: payload.staging_instance_id, state: row?.state ?? 'dropped' };
+      const copy = row.database_name;
+      const started = Date.now();
+      try {
+        const { database, template, pg, host } = await placeOf(row.subscription_id);
+        await dropCopy(row, audit); // what an earlier run of this job left
+        const owner = await onServer(ctx.secretBox, pg, async (q) => {
+          const who = await databaseOwner(q, database);
+          if (!who) throw new UserError(`Database ${database} does not exist`);
+          const { rows } = await q(
+            'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
+            [database],
+          );
+          const d = rows[0] as { enc: string; datcollate: string; datctype: string };
+          const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
+          await q(
+            `CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(who)} TEMPLATE template0 ENCODING ${lit(d.enc)} LC_COLLATE ${lit(d.datcollate)} LC_CTYPE ${lit(d.datctype)}`,
+          );
+          return who;
+        });
+        const password = await ctx.secretBox.reveal(pg.password);
+        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner --role=${owner} -d ${copy}`, () =>
+          dumpAndRestore({ host: pg.ip, port: pg.port, user: pg.username ?? 'postgres', password }, database, copy, owner, COPY_TIMEOUT_MS),
+        );
+        await filestores.copy(host, database, copy, audit);
+        const tenant = {
+          role: tenantRoleOf(template),
+          deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
+          what: `Staging copy ${copy}`,
+        };
+        await insideTenant(ctx.secretBox, pg, copy, (q) => setIdentity(q, { url: row.url }), tenant);
+
+        const version = await db.odooVersion.findUniqueOrThrow({ where: { id: host.odoo_version_id! } });
+        const l = odooLayout(ctx.config.ODOO_BASE_PATH, host.odoo_http_port);
+        const session = await openRemoteSession(ctx, host, audit);
+        try {
+          const res = await session.run(neutralizeScript(l, l.sourceOf(version.name), copy), { timeoutMs: STEP_TIMEOUT_MS });
+          if (res.exitCode !== 0)
+            throw new UserError(session.mask(`odoo-bin neutralize failed on ${copy}: ${res.stdout.trim().slice(-1500)}`));
+        } finally {
+          session.close();
+        }
+        await insideTenant(ctx.secretBox, pg, copy, neutralized, tenant);
+        await db.stagingInstance.update({ where: { id: row.id }, data: { state: 'ready', error: null } });
+        const seconds = ((Date.now() - started) / 1000).toFixed(1);
+        await note(
+          row.subscription_id,
+          `Staging copy ${copy} is ready at ${row.url} (neutralized by Odoo; made in ${seconds} s).`,
+          payload.user_id,
+        );
+        return { staging_instance_id: row.id, database_name: copy, url: row.url, state: 'ready' as const, seconds: Number(seconds) };
+      } catch (err) {
+        const message = (err as Error).message.slice(-4000);
+        await dropCopy(row, audit).catch(() => {});
+        await db.stagingInstance.update({ where: { id: row.id }, data: { state: 'failed', error: message } });
+        await note(row.subscription_id, `Staging copy ${copy} failed and was removed: ${message}`, payload.user_id);
+        throw err;
+      }
+    },
+
+    async drop(payload: Payload, job: Job) {
+      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+      const row = await db.stagingInstance.findUnique({ where: { id: payload.staging_instance_id } });
+      if (!row) return { staging_instance_id: payload.staging_instance_id, dropped: true };
+      await dropCopy(row, audit);
+      await db.stagingInstance.delete({ where: { id: row.id } });
+      await note(row.subscription_id, `Staging copy ${row.database_name} dropped.`, payload.user_id);
+      return { staging_instance_id: row.id, dropped: true };
+    },
+
+    /** Drops the copies past their expires_at (not one being made). */
+    async expire(job: Job) {
+      const due = await db.stagingInstance.findMany({ where: { expires_at: { lte: new Date() }, state: { not: 'creating' } } });
+      for (const row of due) await service.drop({ staging_instance_id: row.id, user_id: null }, job);
+      return { dropped: due.map((r) => r.database_name) };
+    },
+  };
+  return service;
+}
