@@ -8,7 +8,7 @@
 // is fixed updates it.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
@@ -283,5 +283,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     const again = await rolloutOf(commitId);
     expect(again.counts).toMatchObject({ updated: 2, failed: 0, pending: 0 });
     expect(await columnsOf(b.database)).toContain('code');
+    // The template was updated after the rollout (-u all): the next copies have the new field.
+    await vi.waitUntil(async () => (await columnsOf(templateDb)).includes('code'), { timeout: 5 * 60_000, interval: 1000 });
   });
 });
