@@ -155,7 +155,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(template.statusCode, template.body).toBe(201);
     const built = await f.runJob(template.json().id, 'build', { modules: [MODULE] }, 'database-templates');
     expect(built.state, JSON.stringify(built)).toBe('completed');
-    const tenants: { id: number; database: string; login: string; password: string }[] = [];
+    const tenants: { id: number; database: string; oid: bigint | null; login: string; password: string }[] = [];
     for (const name of ['a', 'b']) {
       const database = `svc_odoo_r_${name}${src.series}_${Date.now().toString(36)}`;
       const email = `rollout-${name}-${src.series}-${Date.now()}@example.com`;
@@ -178,7 +178,8 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
       expect((await act('confirm')).statusCode).toBe(200);
       const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
       expect(job.state, job.error).toBe('completed');
-      tenants.push({ id, database, ...credentialsIn(textOf(await smtp.waitFor(email))) });
+      const { database_oid: oid } = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id } });
+      tenants.push({ id, database, oid, ...credentialsIn(textOf(await smtp.waitFor(email))) });
     }
     const [a, b] = tenants as [(typeof tenants)[0], (typeof tenants)[0]];
     await queryIn(a.database, "INSERT INTO svc_rollout_demo (name) VALUES ('alpha')");
@@ -240,9 +241,8 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(String(sub.database_oid)).toBe(found!.oid);
     const messages = await f.t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: b.id } });
     expect(messages.some((m) => m.body.startsWith('update_failed') && m.body.includes('poison record'))).toBe(true);
-    const rowIds = (await f.t.ctx.db.rolloutTenant.findMany({ where: { rollout_id: rollout.id }, select: { id: true } })).map((r) => r.id);
     const databases = (await adminQuery<{ datname: string }>('SELECT datname FROM pg_database')).map((d) => d.datname);
-    expect(databases.filter((d) => rowIds.some((id) => d.startsWith(`svcrb_${id}_`)))).toEqual([]);
+    expect(databases.filter((d) => [a, b].some((x) => d.startsWith(`svcrb_${x.oid}_`)))).toEqual([]);
     const logs = await f.t.ctx.db.actionLog.findMany({
       where: { model_name: 'svc.subscription', rec_id: { in: [a.id, b.id] }, input_text: { startsWith: 'rollout' } },
     });

@@ -25,10 +25,12 @@ const UPDATE_TIMEOUT_MS = 60 * 60_000;
 export type Checksums = Record<string, string>;
 
 /**
- * The safety copy's name (its database and filestore directory): the row's id and a random part,
- * so that two services sharing a PostgreSQL server (staging beside production, say) never meet.
+ * The safety copy's name (its database and filestore directory): the oid of the tenant's database
+ * (unique on its PostgreSQL server, whoever else uses it: another service, a staging beside
+ * production) and a random part.
  */
-export const copyName = (rowId: number) => `svcrb_${rowId}_${randomBytes(4).toString('hex')}`;
+export const copyName = (databaseOid: bigint | null, rowId: number) =>
+  `svcrb_${databaseOid ?? `r${rowId}`}_${randomBytes(4).toString('hex')}`;
 
 /** What a rollout knows of its host while it runs. */
 export interface RolloutHost {
@@ -317,7 +319,7 @@ export function createTenantRollout(ctx: AppContext) {
       }
       await db.rolloutTenant.update({
         where: { id: row.id },
-        data: { state: 'copying', modules: changed, safety_copy: copyName(row.id) },
+        data: { state: 'copying', modules: changed, safety_copy: copyName(row.subscription.database_oid, row.id) },
       });
       row = await loadRow(ctx, rowId);
     }
