@@ -85,6 +85,7 @@ describe('crash recovery per queue', () => {
       domains: 'interrupt',
       odoo: 'interrupt',
       rollouts: 'rerun',
+      staging: 'rerun',
     });
   });
 

@@ -59,6 +59,8 @@ describe('Redis restarted empty', () => {
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',
       'maintenance/verify-domains',
+      'rollouts/rollout-resume',
+      'staging/staging-expire',
     ];
     expect(await schedulers()).toEqual(expected);
 
