@@ -361,7 +361,7 @@ async function main() {
       `webhook calls: ${answers.length} answers, ${acked.size} acknowledged (200); acknowledged calls lost: ${lost.length} (target 0: ${lost.length === 0 ? 'met' : 'missed'})`,
     );
     console.log(
-      `  calls stored twice: ${twice.length} (each was first answered without a 200 — cut off mid-call — and sent again: at-least-once, see docs/high-availability.md)`,
+      `  calls stored twice: ${twice.length} (each was answered without a 200 and sent again: only when its COMMIT's outcome stayed unknown past the 5 s bound, see docs/high-availability.md)`,
     );
     console.log(
       `at-most-once jobs (run_cmd): ${marks.length} queued, ${starts.size} started, run twice: ${ranTwice} (target 0: ${ranTwice === 0 ? 'met' : 'missed'}); ` +

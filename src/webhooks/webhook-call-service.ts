@@ -3,7 +3,7 @@
 // read the body, call trigger_action and post the message as one transaction, answer 200 {}.
 // Any exception → 500 {"error": "Unknown error SSB C/W42"}, the details in the server log only;
 // but PostgreSQL or Redis away (a failover, docs/high-availability.md) → 503 with Retry-After:
-// the call was not stored (or it is not known that it was), so the caller sends it again. A 200 is
+// the call was not stored (or, rarely, it is not known that it was), so the caller sends it again. A 200 is
 // only ever answered once the transaction that stored the call committed.
 // Every call of a known webhook is appended to its call log.
 //
@@ -180,9 +180,9 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
     }
 
     if (message == null) return;
-    // A batch whose connection broke is not retried here: if its statement reached the server,
-    // it may have committed (the answer is what was lost). The caller's retry after the 503 is
-    // the retry; see docs/high-availability.md ("A call that may have been stored").
+    // A batch whose connection broke is not retried here: the caller's retry after the 503 is the
+    // retry. A batch whose COMMIT was sent when it broke finds out whether it committed before it
+    // settles (webhook-message.ts): committed → 200, else 503; see docs/high-availability.md.
     const posted = await messages
       .post(model, { ...ref, body: message, message_type: messageType, subtype_xmlid: subtype, author })
       .catch((err: unknown) => {

@@ -9,10 +9,17 @@
 // The statement runs inside BEGIN ... COMMIT, not on its own: a statement sent alone commits on the
 // server even when its client is gone by then (a failover, a cut connection while it waited on a
 // lock), so the call would have been answered 503 and stored. In a transaction, a connection lost
-// before COMMIT aborts it; only a COMMIT whose answer was lost is left unknown (answered 503 too:
-// docs/high-availability.md, "A call that may have been stored").
-import type pg from 'pg';
+// before COMMIT aborts it. A COMMIT sent when the connection broke (its answer lost: a failover in
+// that instant) is found out (commitOutcome): the statement answered the inserted rows' ids, their
+// transaction's xid and its backend's pid, and once the database answers again on a fresh
+// connection (within COMMIT_CHECK_MS) the batch ends the old backend if it still holds the
+// transaction, then reads whether its rows are there: there → the batch succeeded; not there →
+// the connection error (503, the caller's retry is then stored once); still unknown → the same
+// 503 (docs/high-availability.md, "A call whose COMMIT's answer was lost").
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { messageRow, type NewMessage } from '../core/chatter.js';
+import { isDatabaseUnavailable } from '../core/db.js';
 import type { ModelInfo } from '../core/models.js';
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js';
 
@@ -49,10 +56,13 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
   // client (no query to fail): unheard, it would end the process. The next query fails instead.
   const ignore = () => {};
   client.on('error', ignore);
-  let inserted: { n: number }[];
+  let batch: InsertedBatch | undefined;
+  let commitSent = false;
   try {
     await client.query('BEGIN');
-    ({ rows: inserted } = await client.query<{ n: number }>({
+    ({
+      rows: [batch],
+    } = await client.query<InsertedBatch>({
       name: statementName(tables),
       text: `WITH m AS (
        SELECT * FROM unnest($1::int[], $2::text[], $3::int[], $4::text[], $5::"MessageType"[], $6::text[], $7::int[], $8::text[])
@@ -62,8 +72,13 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
      ins AS (
        INSERT INTO messages (model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name)
        SELECT model_name, rec_id, body, message_type, subtype_xmlid, author_id, author_name FROM ok ORDER BY n
+       RETURNING id, created_at
      )
-     SELECT n::int AS n FROM ok`,
+     SELECT coalesce((SELECT array_agg(n::int) FROM ok), '{}') AS ns,
+       coalesce((SELECT array_agg(id) FROM ins), '{}') AS ids,
+       (SELECT min(created_at) FROM ins)::text AS created_at,
+       pg_backend_pid() AS pid,
+       xid(pg_current_xact_id_if_assigned())::text AS xid`,
       values: [
         rows.map((r) => tables.indexOf(r.table)),
         messages.map((m) => m.model_name),
@@ -75,17 +90,86 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
         messages.map((m) => m.author_name),
       ],
     }));
+    commitSent = true;
     await client.query('COMMIT');
+    client.off('error', ignore);
+    client.release();
   } catch (err) {
     // The connection is closed, not given back (its listener stays: it may still report the
     // socket's end): the server aborts whatever it had not committed.
     client.release(err as Error);
-    throw err;
+    // Nothing inserted, nothing to find out; a COMMIT refused by a live server (an error answer,
+    // no broken connection) is known not to have committed.
+    if (!(commitSent && batch && batch.ids.length > 0 && isDatabaseUnavailable(err, { fromPg: true }))) throw err;
+    if ((await commitOutcome(pool.options, batch)) !== 'committed') throw err;
   }
-  client.off('error', ignore);
-  client.release();
-  const done = new Set(inserted.map((r) => r.n));
+  const done = new Set(batch!.ns);
   return rows.map((_, i) => done.has(i + 1));
+}
+
+/** What the batch's statement answered: which rows it inserted, and how to find them and their transaction again. */
+interface InsertedBatch {
+  /** The submitted rows inserted (1-based). */
+  ns: number[];
+  ids: number[];
+  /** The rows' created_at (the transaction's start), as PostgreSQL writes it. */
+  created_at: string;
+  pid: number;
+  xid: string;
+}
+
+/** How long a batch whose COMMIT's answer was lost waits at most to find out whether it committed. */
+export const COMMIT_CHECK_MS = 5_000;
+const CHECK_TIMEOUT_MS = 1_000;
+const CHECK_PAUSE_MS = 200;
+
+/**
+ * Whether a batch whose COMMIT was sent when its connection broke committed, read on fresh
+ * connections until the database answers (a primary: a standby may not have replayed it yet) or
+ * COMMIT_CHECK_MS have passed ('unknown'). The old backend may still hold the transaction (the
+ * COMMIT unread in its socket, or being written): it is ended first, so what is read is final
+ * (ended before its commit record, the transaction aborts; after, it is committed). It is found by
+ * pid and xid together, so another backend is never ended; after a failover it is not there.
+ * Rows are matched by id and created_at, so a row the new primary gave a reused id is not taken
+ * for one of the batch's.
+ */
+export async function commitOutcome(
+  config: pg.ClientConfig,
+  batch: Pick<InsertedBatch, 'ids' | 'created_at' | 'pid' | 'xid'>,
+  boundMs = COMMIT_CHECK_MS,
+): Promise<'committed' | 'absent' | 'unknown'> {
+  const deadline = Date.now() + boundMs;
+  while (Date.now() < deadline) {
+    const client = new pg.Client({
+      ...config,
+      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+      query_timeout: CHECK_TIMEOUT_MS,
+      statement_timeout: CHECK_TIMEOUT_MS,
+    });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      const { rows: held } = await client.query(
+        `SELECT pg_terminate_backend(pid, ${CHECK_TIMEOUT_MS / 2}) FROM pg_stat_activity WHERE pid = $1 AND backend_xid = $2::xid`,
+        [batch.pid, batch.xid],
+      );
+      if (held.length > 0) continue; // ended, or ending: looked at again
+      const {
+        rows: [seen],
+      } = await client.query<{ primary: boolean; there: boolean }>(
+        `SELECT NOT pg_is_in_recovery() AS primary,
+           EXISTS (SELECT 1 FROM messages WHERE id = ANY($1::int[]) AND created_at = $2::timestamp) AS there`,
+        [batch.ids, batch.created_at],
+      );
+      if (seen!.primary) return seen!.there ? 'committed' : 'absent';
+    } catch {
+      // Not answering yet: tried again after a pause.
+    } finally {
+      await client.end().catch(() => {});
+    }
+    await sleep(Math.min(CHECK_PAUSE_MS, Math.max(0, deadline - Date.now())));
+  }
+  return 'unknown';
 }
 
 export type MessageWriter = ReturnType<typeof createMessageWriter>;
