@@ -1,11 +1,13 @@
-// Code rollouts on the real Odoo: a host running Odoo, a git repository deploying an addon into a
-// path on its addons path, a template built with that addon and two tenants copied from it. A push
-// changing the addon's model restarts Odoo gracefully (/web/health never stops answering) and rolls
-// out: one tenant is updated (the new field is there and readable over JSON-RPC through the running
-// Odoo), the other, whose data makes the new code fail, is restored from its safety copy (no new
-// column, its data as before) and marked update_failed with Odoo's error in its chatter; the rollout
-// shows its counts and each tenant's result and duration. Retrying that tenant alone after its data
-// is fixed updates it.
+// Code rollouts on the real Odoo (issue 37's check): a host running Odoo, a git repository deploying
+// an addon into a path on its addons path, one template built with that addon and four tenants
+// copied from it, the fourth with the addon uninstalled. A push changing the addon's model restarts
+// Odoo gracefully (/web/health never stops answering) and rolls out: the three tenants with the
+// addon are updated (the new field is there and readable over JSON-RPC through the running Odoo),
+// the fourth is untouched (unchanged, no module, no copy, nothing ran). A second push whose view no
+// longer validates fails in all three: each is put back as it was before that push (its database
+// from the safety copy: the field and the data of push one still there), marked update_failed with
+// the module and Odoo's message in its chatter, and the rollout's counts say so. Retrying one tenant
+// alone fails the same way and restores it again; the maintenance flag gives the page.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
@@ -39,12 +41,16 @@ const f = useOdooFixture({
 
 const MODULE = 'svc_rollout_demo';
 
-/** The addon at version `version`; v2 adds the field `code`, and refuses to load in a database holding a record named "poison". */
-function addon(version: 1 | 2): Record<string, string> {
-  const v2 = version === 2;
+/**
+ * The addon at version `version`: v2 adds the field `code`; v3 adds a form view naming a field that
+ * does not exist (Odoo refuses it when it validates the view during -u; the Python is v2's, so the
+ * running Odoo still loads the tenants' registries).
+ */
+function addon(version: 1 | 2 | 3): Record<string, string> {
+  const data = ['security/ir.model.access.csv', ...(version === 3 ? ['views/demo.xml'] : [])];
   return {
     [`${MODULE}/__init__.py`]: 'from . import models\n',
-    [`${MODULE}/__manifest__.py`]: `{"name": "svc rollout demo", "version": "${version}.0", "depends": ["base"], "data": ["security/ir.model.access.csv"], "license": "LGPL-3", "installable": True}\n`,
+    [`${MODULE}/__manifest__.py`]: `{"name": "svc rollout demo", "version": "${version}.0", "depends": ["base"], "data": ${JSON.stringify(data)}, "license": "LGPL-3", "installable": True}\n`,
     [`${MODULE}/security/ir.model.access.csv`]:
       'id,name,model_id:id,group_id:id,perm_read,perm_write,perm_create,perm_unlink\naccess_demo,demo,model_svc_rollout_demo,base.group_user,1,1,1,1\n',
     [`${MODULE}/models/__init__.py`]: 'from . import demo\n',
@@ -57,20 +63,23 @@ function addon(version: 1 | 2): Record<string, string> {
       '    _description = "svc rollout demo"',
       '',
       '    name = fields.Char()',
-      ...(v2
-        ? [
-            '    code = fields.Char(default="v2")',
-            '',
-            '    def _auto_init(self):',
-            '        res = super()._auto_init()',
-            '        self.env.cr.execute("SELECT 1 FROM svc_rollout_demo WHERE name = %s", ["poison"])',
-            '        if self.env.cr.fetchone():',
-            '            raise ValueError("svc rollout test: this tenant holds a poison record")',
-            '        return res',
-          ]
-        : []),
+      ...(version >= 2 ? ['    code = fields.Char(default="v2")'] : []),
       '',
     ].join('\n'),
+    ...(version === 3
+      ? {
+          [`${MODULE}/views/demo.xml`]: [
+            '<odoo>',
+            '  <record id="view_svc_rollout_demo_form" model="ir.ui.view">',
+            '    <field name="name">svc.rollout.demo.form</field>',
+            '    <field name="model">svc.rollout.demo</field>',
+            '    <field name="arch" type="xml"><form><field name="name"/><field name="no_such_field"/></form></field>',
+            '  </record>',
+            '</odoo>',
+            '',
+          ].join('\n'),
+        }
+      : {}),
     // Translations and tests do not count: a change there alone updates nothing.
     [`${MODULE}/i18n/fr.po`]: `# ${version}\n`,
   };
@@ -88,8 +97,11 @@ const columnsOf = async (database: string) =>
     await queryIn<{ c: string }>(database, "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_rollout_demo'")
   ).map((r) => r.c);
 
+type Tenant = { id: number; name: string; database: string; oid: bigint | null; login: string; password: string };
+type TenantResult = { subscription_id: number; state: string; modules: string[]; error: string | null; duration_ms: number };
+
 describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts on Odoo $name', (src) => {
-  test('a push changing a model: Odoo restarted gracefully, one tenant updated, one restored and marked, then retried alone', async () => {
+  test('a push changing a model updates the three tenants with it and leaves the fourth untouched; a push breaking it restores all three, marked', async () => {
     const version = await f.newVersion({
       name: `${src.name}-rollout`,
       source_url: `file://${src.file}`,
@@ -136,7 +148,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
         });
         expect(res.statusCode, res.body).toBe(200);
         const [r] = res.json().items;
-        if (r?.state === 'done') return r;
+        if (r?.state === 'done') return r as { id: number; error: string | null; counts: Record<string, number>; tenants: TenantResult[] };
         if (Date.now() > deadline) throw new Error(`the rollout did not end: ${res.body}`);
         await new Promise((ok) => setTimeout(ok, 500));
       }
@@ -144,7 +156,8 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     const first = await rolloutOf(await push());
     expect(first.error).toMatch(/is not on the addons path/);
 
-    // setup_odoo puts the deploy path on the addons path; a template with the addon, two tenants.
+    // setup_odoo puts the deploy path on the addons path; one template with the addon, four tenants
+    // copied from it (b a trial).
     expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
     const templateDb = `svc_odoo_r_tpl${src.series}_${Date.now().toString(36)}`;
     const template = await request(f.t.app, f.t.as.operator, {
@@ -153,10 +166,11 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
       payload: { name: `rollout ${src.name}`, postgresql_server_id: f.pgServerId, template_db_name: templateDb, root_server_id: host },
     });
     expect(template.statusCode, template.body).toBe(201);
-    const built = await f.runJob(template.json().id, 'build', { modules: [MODULE] }, 'database-templates');
+    const templateId = template.json().id as number;
+    const built = await f.runJob(templateId, 'build', { modules: [MODULE] }, 'database-templates');
     expect(built.state, JSON.stringify(built)).toBe('completed');
-    const tenants: { id: number; database: string; oid: bigint | null; login: string; password: string }[] = [];
-    for (const name of ['a', 'b']) {
+    const tenants: Tenant[] = [];
+    for (const name of ['a', 'b', 'c', 'd']) {
       const database = `svc_odoo_r_${name}${src.series}_${Date.now().toString(36)}`;
       const email = `rollout-${name}-${src.series}-${Date.now()}@example.com`;
       const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name, email } });
@@ -166,7 +180,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
         payload: {
           name: `Rollout ${name}`,
           partner_id: partner.json().id,
-          database_template_id: template.json().id,
+          database_template_id: templateId,
           database_name: database,
           is_trial: name === 'b',
           trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
@@ -179,13 +193,51 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
       const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
       expect(job.state, job.error).toBe('completed');
       const { database_oid: oid } = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id } });
-      tenants.push({ id, database, oid, ...credentialsIn(textOf(await smtp.waitFor(email))) });
+      tenants.push({ id, name, database, oid, ...credentialsIn(textOf(await smtp.waitFor(email))) });
     }
-    const [a, b] = tenants as [(typeof tenants)[0], (typeof tenants)[0]];
-    await queryIn(a.database, "INSERT INTO svc_rollout_demo (name) VALUES ('alpha')");
-    await queryIn(b.database, "INSERT INTO svc_rollout_demo (name) VALUES ('poison')");
+    const [a, b, c, d] = tenants as [Tenant, Tenant, Tenant, Tenant];
+    const withModule = [a, b, c];
+    const rpc = async (t: Tenant, model: string, method: string, args: unknown[], kw: Record<string, unknown> = {}) => {
+      const res = await jsonRpc(src.port, 'object', 'execute_kw', [t.database, 2, t.password, model, method, args, kw]);
+      const body = JSON.parse(res.body);
+      if (body.error) throw new Error(`${t.name} ${model}.${method}: ${res.body}`);
+      return body.result;
+    };
+    for (const t of tenants) {
+      const uid = JSON.parse((await jsonRpc(src.port, 'common', 'authenticate', [t.database, t.login, t.password, {}])).body).result;
+      expect(uid).toBe(2);
+    }
+    // d: the addon uninstalled by Odoo (its table goes); a, b, c: a record each.
+    const [mod] = await rpc(d, 'ir.module.module', 'search', [[['name', '=', MODULE]]]);
+    await rpc(d, 'ir.module.module', 'button_immediate_uninstall', [[mod]]);
+    expect(await queryIn(d.database, 'SELECT state FROM ir_module_module WHERE name = $1', [MODULE])).toEqual([{ state: 'uninstalled' }]);
+    const dColumns = await columnsOf(d.database);
+    expect(dColumns).not.toContain('code');
+    for (const t of withModule) await queryIn(t.database, 'INSERT INTO svc_rollout_demo (name) VALUES ($1)', [`rec-${t.name}`]);
 
-    // The push of v2, with Odoo's health asked all along: the graceful restart refuses nothing.
+    const untouched = async (rollout: Awaited<ReturnType<typeof rolloutOf>>) => {
+      // d: unchanged, no module to update (so no safety copy and no update), its database the same.
+      expect(rollout.tenants.find((t) => t.subscription_id === d.id)).toMatchObject({ state: 'unchanged', modules: [], error: null });
+      const sub = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: d.id } });
+      expect(sub.database_oid).toBe(d.oid);
+      expect(await columnsOf(d.database)).toEqual(dColumns);
+      const logs = await f.t.ctx.db.actionLog.findMany({
+        where: { model_name: 'svc.subscription', rec_id: d.id, input_text: { startsWith: `rollout: rollout ${rollout.id}:` } },
+      });
+      expect(logs.map((l) => `${l.status} ${l.output_text}`)).toEqual(['success unchanged: no installed module changed; nothing ran']);
+      expect(
+        await f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: d.id, body: { startsWith: 'update_failed' } } }),
+      ).toBe(0);
+    };
+    // The template's update job: its remote steps' rows, none left running once it ended.
+    const templateRunning = () =>
+      f.t.ctx.db.actionLog.count({ where: { model_name: 'svc.database.template', rec_id: templateId, status: 'running' } });
+    const templateFailures = () =>
+      f.t.ctx.db.message.count({
+        where: { model_name: 'svc.database.template', rec_id: templateId, body: { startsWith: 'update failed' } },
+      });
+
+    // Push one (v2, a new field), with Odoo's health asked all along: the graceful restart refuses nothing.
     remote.commit(addon(2), 'v2: a new field');
     let polling = true;
     const health = { ok: 0, failed: [] as string[] };
@@ -202,55 +254,81 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
         await new Promise((ok) => setTimeout(ok, 50));
       }
     })();
-    const commitId = await push();
-    const rollout = await rolloutOf(commitId);
+    const rollout = await rolloutOf(await push());
     polling = false;
     await poller;
     expect(health.failed, `health answers: ${health.ok}`).toEqual([]);
     expect(health.ok).toBeGreaterThan(10);
 
     expect(rollout.error).toBeNull();
-    expect(rollout.counts).toEqual({ updated: 1, unchanged: 0, failed: 1, pending: 0, superseded: 0 });
-    const byId = new Map(rollout.tenants.map((t: { subscription_id: number }) => [t.subscription_id, t]));
-    // Trials first (the default order): b, then a.
-    expect(rollout.tenants.map((t: { subscription_id: number }) => t.subscription_id)).toEqual([b.id, a.id]);
-    expect(byId.get(a.id)).toMatchObject({ state: 'updated', modules: [MODULE], error: null });
-    expect(byId.get(b.id)).toMatchObject({ state: 'failed', modules: [MODULE] });
-    expect((byId.get(b.id) as { error: string }).error).toMatch(/poison record/);
-    for (const t of rollout.tenants) expect(t.duration_ms).toBeGreaterThan(0);
-
-    // a: the new field, through the running Odoo (its registry reloaded).
-    expect(await columnsOf(a.database)).toContain('code');
-    const uid = JSON.parse((await jsonRpc(src.port, 'common', 'authenticate', [a.database, a.login, a.password, {}])).body).result;
-    expect(uid).toBe(2);
-    const read = await jsonRpc(src.port, 'object', 'execute_kw', [
-      a.database,
-      uid,
-      a.password,
-      'svc.rollout.demo',
-      'search_read',
-      [[]],
-      { fields: ['name', 'code'] },
-    ]);
-    expect(JSON.parse(read.body).result, read.body).toEqual([expect.objectContaining({ name: 'alpha' })]);
-    // b: as it was (no new column, its data), marked in its chatter; no copy or flag left behind.
-    expect(await columnsOf(b.database)).not.toContain('code');
-    expect(await queryIn(b.database, 'SELECT name FROM svc_rollout_demo')).toEqual([{ name: 'poison' }]);
-    const sub = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: b.id } });
-    const [found] = await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [b.database]);
-    expect(String(sub.database_oid)).toBe(found!.oid);
-    const messages = await f.t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: b.id } });
-    expect(messages.some((m) => m.body.startsWith('update_failed') && m.body.includes('poison record'))).toBe(true);
-    const databases = (await adminQuery<{ datname: string }>('SELECT datname FROM pg_database')).map((d) => d.datname);
-    expect(databases.filter((d) => [a, b].some((x) => d.startsWith(`svcrb_${x.oid}_`)))).toEqual([]);
-    const logs = await f.t.ctx.db.actionLog.findMany({
-      where: { model_name: 'svc.subscription', rec_id: { in: [a.id, b.id] }, input_text: { startsWith: 'rollout' } },
+    expect(rollout.counts).toEqual({ updated: 3, unchanged: 1, failed: 0, pending: 0, superseded: 0 });
+    // Trials first (the default order).
+    expect(rollout.tenants[0]!.subscription_id).toBe(b.id);
+    for (const t of withModule) {
+      expect(rollout.tenants.find((r) => r.subscription_id === t.id)).toMatchObject({ state: 'updated', modules: [MODULE], error: null });
+    }
+    for (const t of rollout.tenants) expect(t.duration_ms).toBeGreaterThanOrEqual(0);
+    await untouched(rollout);
+    // a, b, c: the new field, read and written over JSON-RPC through the running Odoo (its registry reloaded).
+    for (const t of withModule) {
+      expect(await columnsOf(t.database)).toContain('code');
+      const [row] = await rpc(t, 'svc.rollout.demo', 'search_read', [[]], { fields: ['name', 'code'] });
+      expect(row).toMatchObject({ name: `rec-${t.name}` });
+      expect(row).toHaveProperty('code');
+      await rpc(t, 'svc.rollout.demo', 'write', [[row.id], { code: `kept-${t.name}` }]);
+    }
+    const afterOne = new Map<number, bigint | null>();
+    for (const t of withModule) afterOne.set(t.id, (await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: t.id } })).database_oid);
+    // The template is updated after the rollout (-u all): the next copies have the new field.
+    await vi.waitUntil(async () => (await columnsOf(templateDb)).includes('code') && (await templateRunning()) === 0, {
+      timeout: 5 * 60_000,
+      interval: 1000,
     });
-    expect(logs.map((l) => `${l.rec_id}:${l.status}`).sort()).toEqual([`${a.id}:success`, `${b.id}:failure`].sort());
-    expect(JSON.stringify(logs)).not.toContain(a.password);
+    expect(await templateFailures()).toBe(0);
+
+    // Push two (v3: a view that no longer validates): every tenant with the addon is put back as it
+    // was before it (database from its safety copy: push one's field and data), marked with the
+    // module and Odoo's message; d untouched again.
+    remote.commit(addon(3), 'v3: a broken view');
+    const brokenCommit = await push();
+    const broken = await rolloutOf(brokenCommit);
+    expect(broken.error).toBeNull();
+    expect(broken.counts).toEqual({ updated: 0, unchanged: 1, failed: 3, pending: 0, superseded: 0 });
+    await untouched(broken);
+    const databases = (await adminQuery<{ datname: string }>('SELECT datname FROM pg_database')).map((x) => x.datname);
+    for (const t of withModule) {
+      const result = broken.tenants.find((r) => r.subscription_id === t.id)!;
+      expect(result).toMatchObject({ state: 'failed', modules: [MODULE] });
+      expect(result.error).toMatch(/no_such_field/);
+      // Restored: the subscription knows the database by the copy's oid, which is the database now.
+      const sub = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: t.id } });
+      expect(sub.database_oid).not.toBe(afterOne.get(t.id));
+      const [found] = await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [t.database]);
+      expect(String(sub.database_oid)).toBe(found!.oid);
+      expect(databases.filter((x) => x.startsWith(`svcrb_${afterOne.get(t.id)}_`) || x.startsWith(`svcrb_${t.oid}_`))).toEqual([]);
+      // As before push two: the field and the value written after push one, no view of v3.
+      const rows = await rpc(t, 'svc.rollout.demo', 'search_read', [[]], { fields: ['name', 'code'] });
+      expect(rows).toEqual([expect.objectContaining({ name: `rec-${t.name}`, code: `kept-${t.name}` })]);
+      expect(await queryIn(t.database, "SELECT 1 FROM ir_ui_view WHERE model = 'svc.rollout.demo'")).toEqual([]);
+      const messages = await f.t.ctx.db.message.findMany({
+        where: { model_name: 'svc.subscription', rec_id: t.id, body: { startsWith: 'update_failed' } },
+      });
+      expect(messages).toHaveLength(1);
+      expect(messages[0]!.body).toContain(MODULE);
+      expect(messages[0]!.body).toMatch(/no_such_field/);
+    }
+    const logs = await f.t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.subscription', input_text: { startsWith: `rollout: rollout ${broken.id}:` } },
+    });
+    expect(logs.map((l) => `${l.rec_id}:${l.status}`).sort()).toEqual(
+      [...withModule.map((t) => `${t.id}:failure`), `${d.id}:success`].sort(),
+    );
+    for (const t of tenants) expect(JSON.stringify(logs)).not.toContain(t.password);
+    // The template's update after it fails too (the same view), and is told.
+    await vi.waitUntil(async () => (await templateFailures()) === 1, { timeout: 5 * 60_000, interval: 1000 });
 
     // While a tenant's maintenance flag is there (as during its update), it answers the maintenance
-    // page and RPC a clear error; the other tenant answers as usual.
+    // page and RPC a clear error; the other tenants answer as usual.
     const flag = path.join(f.base, 'data', 'svc-maintenance', a.database);
     await mkdir(path.dirname(flag), { recursive: true });
     await writeFile(flag, 'test\n');
@@ -265,25 +343,36 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     const other = await page(b.database);
     expect(other.status).toBe(200);
     await other.arrayBuffer();
-    const rpc = await jsonRpc(src.port, 'common', 'authenticate', [a.database, a.login, a.password, {}]);
-    expect(rpc.body).toContain('is being updated');
+    const refused = await jsonRpc(src.port, 'common', 'authenticate', [a.database, a.login, a.password, {}]);
+    expect(refused.body).toContain('is being updated');
     await rm(flag);
     const after = await page(a.database);
     expect(after.status).toBe(200);
     await after.arrayBuffer();
 
-    // b's data fixed, b retried alone: updated.
-    await queryIn(b.database, "UPDATE svc_rollout_demo SET name = 'fixed'");
+    // c retried alone: it fails the same way and is restored again; the others are not run again.
     const retried = await request(f.t.app, f.t.as.operator, {
       method: 'POST',
-      url: `/api/v1/rollouts/${rollout.id}/actions/retry_tenant`,
-      payload: { subscription_id: b.id },
+      url: `/api/v1/rollouts/${broken.id}/actions/retry_tenant`,
+      payload: { subscription_id: c.id },
     });
     expect(retried.statusCode, retried.body).toBe(202);
-    const again = await rolloutOf(commitId);
-    expect(again.counts).toMatchObject({ updated: 2, failed: 0, pending: 0 });
-    expect(await columnsOf(b.database)).toContain('code');
-    // The template was updated after the rollout (-u all): the next copies have the new field.
-    await vi.waitUntil(async () => (await columnsOf(templateDb)).includes('code'), { timeout: 5 * 60_000, interval: 1000 });
+    await vi.waitUntil(
+      async () =>
+        (await f.t.ctx.db.message.count({
+          where: { model_name: 'svc.subscription', rec_id: c.id, body: { startsWith: 'update_failed' } },
+        })) === 2,
+      { timeout: 5 * 60_000, interval: 500 },
+    );
+    const again = await rolloutOf(brokenCommit);
+    expect(again.counts).toEqual({ updated: 0, unchanged: 1, failed: 3, pending: 0, superseded: 0 });
+    expect(await rpc(c, 'svc.rollout.demo', 'search_read', [[]], { fields: ['code'] })).toEqual([
+      expect.objectContaining({ code: 'kept-c' }),
+    ]);
+    for (const t of [a, b]) {
+      expect(
+        await f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: t.id, body: { startsWith: 'update_failed' } } }),
+      ).toBe(1);
+    }
   });
 });
