@@ -122,7 +122,19 @@ async function seed(doc: Doc): Promise<Seeded> {
     },
   });
   await db.alert.create({ data: { rule_id: 1, root_server_id: 1, metric: 'cpu_percent', threshold: 85, value: 97 } });
-  await db.gitCommit.create({ data: { commit_id: 'a'.repeat(40), branch: 'main', repository_id: 1, commit_message: 'seed' } });
+  const commit = await db.gitCommit.create({
+    data: { commit_id: 'a'.repeat(40), branch: 'main', repository_id: 1, commit_message: 'seed' },
+  });
+  await db.stagingInstance.create({
+    data: {
+      subscription_id: 1,
+      database_name: 'staging_seed',
+      url: 'https://staging_seed.staging.example',
+      state: 'ready',
+      expires_at: new Date(Date.now() + 86_400_000),
+    },
+  });
+  await db.rollout.create({ data: { root_server_id: 1, git_commit_id: commit.id, state: 'done', finished_at: new Date() } });
 
   const activities = new Map<string, number>();
   for (const { path, op } of operations(doc).filter((o) => o.method === 'post' && o.path.endsWith('/{id}/activities'))) {
