@@ -324,8 +324,18 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
       [...withModule.map((t) => `${t.id}:failure`), `${d.id}:success`].sort(),
     );
     for (const t of tenants) expect(JSON.stringify(logs)).not.toContain(t.password);
-    // The template's update after it fails too (the same view), and is told.
-    await vi.waitUntil(async () => (await templateFailures()) === 1, { timeout: 5 * 60_000, interval: 1000 });
+    // The template is not updated with code that failed the tenants (its -u all would not be undone):
+    // the commit's chatter says so, and the template still has push one's field and no failure.
+    await vi.waitUntil(
+      async () =>
+        (await f.t.ctx.db.message.count({
+          where: { model_name: 'svc.saas.git.repository', rec_id: repo.id, body: { contains: "The host's templates are not updated" } },
+        })) === 1,
+      { timeout: 60_000, interval: 500 },
+    );
+    expect(await templateFailures()).toBe(0);
+    expect(await templateRunning()).toBe(0);
+    expect(await columnsOf(templateDb)).toContain('code');
 
     // While a tenant's maintenance flag is there (as during its update), it answers the maintenance
     // page and RPC a clear error; the other tenants answer as usual.

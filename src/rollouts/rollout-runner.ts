@@ -40,9 +40,11 @@ export function createRolloutRunner(ctx: AppContext) {
       include: { git_commit: true, tenants: { select: { state: true } } },
     });
     const count = (s: string) => r.tenants.filter((t) => t.state === s).length;
+    // A tenant the new code failed to update: the templates keep the code before (see runHost).
+    const kept = count('failed') > 0 ? " The host's templates are not updated: a tenant's update failed." : '';
     const summary = error
       ? `Rollout ${r.id} on root server ${r.root_server_id}: ${error}`
-      : `Rollout ${r.id} on root server ${r.root_server_id}: ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('failed')} failed${count('superseded') ? `, ${count('superseded')} left to a newer rollout` : ''}.`;
+      : `Rollout ${r.id} on root server ${r.root_server_id}: ${count('updated')} updated, ${count('unchanged')} unchanged, ${count('failed')} failed${count('superseded') ? `, ${count('superseded')} left to a newer rollout` : ''}.${kept}`;
     if (r.git_commit) {
       await postMessage(db, {
         model_name: 'svc.saas.git.repository',
@@ -52,6 +54,7 @@ export function createRolloutRunner(ctx: AppContext) {
         subtype_xmlid: count('failed') > 0 || error ? 'mail.mt_alert' : 'mail.mt_note',
       });
     }
+    return { failed: count('failed') };
   }
 
   /** Starts a pending rollout; answers false when it ended at once (not on the addons path, Odoo not running, the restart failed). */
@@ -212,8 +215,10 @@ export function createRolloutRunner(ctx: AppContext) {
         }
         if (host instanceof Error) throw host;
         await runTenants(r.id, host);
-        await end(r.id, null);
-        await updateTemplates(r.root_server_id, audit.user_id);
+        // Code that failed a tenant's update would fail the template's too, and `-u all` is not
+        // undone there: a half-updated template would be copied into every new instance.
+        const { failed } = await end(r.id, null);
+        if (failed === 0) await updateTemplates(r.root_server_id, audit.user_id);
         done.push(r.id);
       }
     },
