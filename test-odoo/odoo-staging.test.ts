@@ -101,6 +101,28 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     const [stored] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'probe.txt'");
     expect(stored?.store_fname).toBeTruthy();
 
+    // The tenant's own SQL: a CHECK calling its function while the copy's rows are written. Run in a
+    // session of the server's administrator, the function's RESET ROLE would make it a superuser.
+    const [{ owner } = { owner: '' }] = await adminQuery<{ owner: string }>(
+      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
+      [database],
+    );
+    await queryIn(
+      database,
+      `SET ROLE "${owner}";
+       CREATE FUNCTION public.svc_probe(i int) RETURNS bool LANGUAGE plpgsql AS $fn$
+       BEGIN
+         IF current_database() LIKE '%_stg_%' THEN
+           RESET ROLE;
+           IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN EXECUTE 'CREATE ROLE svc_staging_escalated'; END IF;
+         END IF;
+         RETURN true;
+       END $fn$;
+       CREATE TABLE public.svc_probe_rows (id int CHECK (public.svc_probe(id)));
+       INSERT INTO public.svc_probe_rows VALUES (1);
+       RESET ROLE`,
+    );
+
     // The customer's instance is asked all along while the copy is made.
     const asked = { ok: 0, failed: [] as string[], stop: false };
     const asking = (async () => {
@@ -118,6 +140,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     const staged = await waitForJob(f.t.app, f.t.as.operator, (await act('create_staging')).json().job_id, 10 * 60_000);
     asked.stop = true;
     await asking;
+    const escalated = await adminQuery("SELECT 1 FROM pg_roles WHERE rolname = 'svc_staging_escalated'");
+    await adminQuery('DROP ROLE IF EXISTS svc_staging_escalated');
+    expect(escalated, 'the tenant function ran as a superuser during the copy').toEqual([]);
     expect(staged.state, JSON.stringify(staged)).toBe('completed');
     expect(asked.failed).toEqual([]);
     expect(asked.ok).toBeGreaterThan(0);

@@ -30,15 +30,15 @@ export interface PgConnection {
 /**
  * A consistent online copy: pg_dump takes one snapshot of the live database (the customer's Odoo
  * keeps reading and writing; nothing is locked but against DDL) and pg_restore writes it into
- * `target`, every object owned by `owner` (SET ROLE, no ACL of the source). Answers pg_restore's
- * end of output; rejects with both programs' errors.
+ * `target`, both as `pg.user` (the tenant's own role: every object of the copy is its own, no ACL
+ * of the source). Answers pg_restore's end of output; rejects with both programs' errors.
  */
-export function dumpAndRestore(pg: PgConnection, source: string, target: string, owner: string, timeoutMs: number): Promise<string> {
+export function dumpAndRestore(pg: PgConnection, source: string, target: string, timeoutMs: number): Promise<string> {
   const env = { ...process.env, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' };
   const conn = ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
   return new Promise((resolve, reject) => {
     const dump = spawn('pg_dump', [...conn, '-Fc', '-Z', '0', '-d', source], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const restore = spawn('pg_restore', [...conn, '--no-owner', '--no-acl', `--role=${owner}`, '--exit-on-error', '-d', target], {
+    const restore = spawn('pg_restore', [...conn, '--no-owner', '--no-acl', '--exit-on-error', '-d', target], {
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
     });

@@ -9,7 +9,16 @@ import { runLoggedStep } from '../core/action-log.js';
 import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
-import { createFilestores, databaseOwner, insideTenant, onServer, type Query, setIdentity, tenantRoleOf } from '../instances/index.js';
+import {
+  assertTenantRole,
+  createFilestores,
+  databaseOwner,
+  insideTenant,
+  onServer,
+  type Query,
+  setIdentity,
+  tenantRoleOf,
+} from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
@@ -138,9 +147,14 @@ export function createStagingService(ctx: AppContext) {
       try {
         const { database, template, pg, host } = await placeOf(row.subscription_id);
         await dropCopy(row, audit); // what an earlier run of this job left
+        // The copy is read and written as the tenant's own role, never as the server's administrator:
+        // restoring runs the tenant's own SQL (CHECK constraints call its functions during COPY), which
+        // in an administrator's session could RESET ROLE to a superuser (as inside every tenant session).
+        const tenantRole = tenantRoleOf(template);
         const owner = await onServer(ctx.secretBox, pg, async (q) => {
           const who = await databaseOwner(q, database);
           if (!who) throw new UserError(`Database ${database} does not exist`);
+          await assertTenantRole(q, tenantRole?.role ?? who, `The staging copy of ${database}`);
           const { rows } = await q(
             'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
             [database],
@@ -152,9 +166,10 @@ export function createStagingService(ctx: AppContext) {
           );
           return who;
         });
-        const password = await ctx.secretBox.reveal(pg.password);
-        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner --role=${owner} -d ${copy}`, () =>
-          dumpAndRestore({ host: pg.ip, port: pg.port, user: pg.username ?? 'postgres', password }, database, copy, owner, COPY_TIMEOUT_MS),
+        const user = tenantRole?.role ?? owner;
+        const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
+        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`, () =>
+          dumpAndRestore({ host: pg.ip, port: pg.port, user, password }, database, copy, COPY_TIMEOUT_MS),
         );
         await filestores.copy(host, database, copy, audit);
         const tenant = {
