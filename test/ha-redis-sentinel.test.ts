@@ -65,7 +65,8 @@ describe('a Sentinel failover', () => {
     await jobRuns();
     const before = await set.primary();
     // Every write so far is on the replica before the primary dies (replication is asynchronous).
-    expect(await t.ctx.redis.call('WAIT', 1, 5_000)).toBe(1);
+    // (WAIT's own bound under the request connection's 3 s command timeout, asked again until it holds.)
+    await expect.poll(() => t.ctx.redis.call('WAIT', 1, 1_000), { timeout: 30_000, interval: 100 }).toBe(1);
     const killedAt = Date.now();
     await set.killPrimary();
     const after = await set.waitForNewPrimary(before);
