@@ -132,6 +132,9 @@ const envSchema = z.object({
     ),
   // Days a staging copy lives before it is dropped.
   STAGING_DAYS: intVar(1, 365, 7),
+  // Where the local programs svc runs (pg_dump, pg_restore) are found: the process's own PATH. They
+  // get it and what they need, never the service's environment (its keys and URLs).
+  PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),
   // Tuning knobs with safe defaults.
   // Redis key prefix of the job queues: services sharing one Redis keep their jobs apart.
   QUEUE_PREFIX: z

@@ -33,8 +33,9 @@ export interface PgConnection {
  * `target`, both as `pg.user` (the tenant's own role: every object of the copy is its own, no ACL
  * of the source). Answers pg_restore's end of output; rejects with both programs' errors.
  */
-export function dumpAndRestore(pg: PgConnection, source: string, target: string, timeoutMs: number): Promise<string> {
-  const env = { ...process.env, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' };
+export function dumpAndRestore(pg: PgConnection, source: string, target: string, timeoutMs: number, path: string): Promise<string> {
+  // Only what the two programs need: not the service's environment (its master key, its URLs).
+  const env = { PATH: path, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' };
   const conn = ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
   return new Promise((resolve, reject) => {
     const dump = spawn('pg_dump', [...conn, '-Fc', '-Z', '0', '-d', source], { env, stdio: ['ignore', 'pipe', 'pipe'] });
