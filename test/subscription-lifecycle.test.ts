@@ -127,11 +127,8 @@ describe('suspend and reactivate', () => {
   it('PostgreSQL unreachable: 400 saying so, state unchanged, a failed action-log row', async () => {
     const sub = await fx.deployed();
     const dead = await t.ctx.db.postgresqlServer.create({ data: { name: 'dead', ip: '127.0.0.1', port: await freePort() } });
-    const template = await t.ctx.db.databaseTemplate.create({
-      data: { name: 'dead', postgresql_server_id: dead.id, template_db_name: 'x' },
-    });
-    // As if its server had become unreachable (the API refuses to move a live database's template).
-    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { database_template_id: template.id } });
+    // As if its server had become unreachable: the subscription's database lives there.
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { postgresql_server_id: dead.id } });
 
     const res = await act(t, sub.id, 'suspend');
     expect(res.statusCode).toBe(400);

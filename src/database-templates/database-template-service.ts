@@ -9,6 +9,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js
 import { createRecordService } from '../core/records.js';
 import type { Precondition } from '../core/conditional-write.js';
 import {
+  basePathOf,
   assertOdooDatabase,
   assertTemplateDatabase,
   filestorePath,
@@ -62,7 +63,7 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
     requireConfirmed(host);
     const session = await openRemoteSession(ctx, host, { user_id: userId });
     try {
-      const dir = shellQuote(filestorePath(ctx.config.ODOO_BASE_PATH, database));
+      const dir = shellQuote(filestorePath(basePathOf(ctx.config, host), database));
       const res = await session.run(`if [ -d ${dir} ]; then echo present; else echo absent; fi`);
       return res.stdout.trim() === 'present' ? 'present' : 'absent';
     } finally {

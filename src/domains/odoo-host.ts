@@ -1,5 +1,5 @@
-// The Odoo host of a subscription's instance: the root server named by its database template
-// (root_server_id), where its filestore lives and where Caddy serves its domains. A customer's
+// The Odoo host of a subscription's instance: the root server it was deployed on (its database
+// template's) or moved to, where its filestore lives and where Caddy serves its domains. A customer's
 // DNS must point at that host's address: A/AAAA records to the address the server record names
 // (or, when that is a name, to the addresses it resolves to).
 import { isIP } from 'node:net';
@@ -7,25 +7,25 @@ import type { Db } from '../core/db.js';
 import { ConflictError } from '../core/errors.js';
 import type { OutboundTarget } from '../core/outbound-log.js';
 import type { RootServer, Subscription } from '../generated/prisma/client.js';
+import { PLACEMENT_INCLUDE, placementOf } from '../instances/index.js';
 import type { createDomainLookup } from '../settings/index.js';
 
 /** The root server serving the subscription's domains; 409 naming what is missing. */
-export async function odooHostOf(db: Db, sub: Pick<Subscription, 'id' | 'database_template_id'>): Promise<RootServer> {
-  const template = sub.database_template_id
-    ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
-    : null;
-  if (!template) {
+export async function odooHostOf(db: Db, sub: Pick<Subscription, 'id'>): Promise<RootServer> {
+  const found = await db.subscription.findUnique({ where: { id: sub.id }, include: PLACEMENT_INCLUDE });
+  if (!found?.database_template) {
     throw new ConflictError(`Subscription ${sub.id} has no database template, so no Odoo host serves its domains`, {
       fields: [{ field: 'subscription_id', message: 'no database template' }],
     });
   }
-  if (!template.root_server) {
+  const { template, host } = placementOf(found);
+  if (!host) {
     throw new ConflictError(
       `Database template ${template.id} (${template.name}) of subscription ${sub.id} has no root_server_id: no Odoo host serves its domains`,
       { fields: [{ field: 'subscription_id', message: `template ${template.id} has no root server` }] },
     );
   }
-  return template.root_server;
+  return host;
 }
 
 /** The addresses the customer's records must point to. */

@@ -17,6 +17,10 @@ const QUICK_TIMEOUT_MS = 5 * 60_000;
 /** A database name as a directory name: no path separator, no dot first. */
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/;
 
+/** Where Odoo lives on a host: the base path its first setup_odoo chose, else ODOO_BASE_PATH. */
+export const basePathOf = (config: { ODOO_BASE_PATH: string }, server: Pick<RootServer, 'odoo_base_path'>) =>
+  server.odoo_base_path ?? config.ODOO_BASE_PATH;
+
 export function filestorePath(basePath: string, database: string): string {
   if (!SAFE_NAME.test(database)) throw new UserError(`${JSON.stringify(database)} cannot name a filestore directory`);
   return `${basePath}/data/filestore/${database}`;
@@ -84,14 +88,14 @@ async function runOn(ctx: FilestoreHost, server: RootServer, audit: Audit, scrip
 }
 
 export function createFilestores(ctx: FilestoreHost) {
-  const path = (database: string) => filestorePath(ctx.config.ODOO_BASE_PATH, database);
+  const path = (server: RootServer, database: string) => filestorePath(basePathOf(ctx.config, server), database);
   return {
     path,
     copy: (server: RootServer, from: string, to: string, audit: Audit) =>
-      runOn(ctx, server, audit, copyFilestoreScript(path(from), path(to)), COPY_TIMEOUT_MS),
+      runOn(ctx, server, audit, copyFilestoreScript(path(server, from), path(server, to)), COPY_TIMEOUT_MS),
     rename: (server: RootServer, from: string, to: string, audit: Audit) =>
-      runOn(ctx, server, audit, renameFilestoreScript(path(from), path(to)), QUICK_TIMEOUT_MS),
+      runOn(ctx, server, audit, renameFilestoreScript(path(server, from), path(server, to)), QUICK_TIMEOUT_MS),
     remove: (server: RootServer, database: string, audit: Audit) =>
-      runOn(ctx, server, audit, removeFilestoreScript(path(database)), QUICK_TIMEOUT_MS),
+      runOn(ctx, server, audit, removeFilestoreScript(path(server, database)), QUICK_TIMEOUT_MS),
   };
 }

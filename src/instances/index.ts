@@ -21,7 +21,7 @@ export const instances: Feature = {
 };
 
 // What other features use from this one: they import it from here, never from the files.
-export { createFilestores, filestorePath } from './filestore.js';
+export { basePathOf, createFilestores, filestorePath } from './filestore.js';
 export {
   LONG_STATEMENT_TIMEOUT,
   assertTemplateDatabase,
@@ -61,3 +61,4 @@ export {
   takeStandby,
 } from './standby-pool.js';
 export type { Standby } from './standby-pool.js';
+export { loadPlacement, PLACEMENT_INCLUDE, placementOf, type Placement } from './placement.js';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { refId } from '../core/http/schemas.js';
 import { defineJobs, job, requestedBy } from '../core/jobs.js';
-import { dbfilter, httpPort, moduleName } from './odoo-names.js';
+import { basePath, dbfilter, httpPort, moduleName } from './odoo-names.js';
 
 const onServer = z.object({ root_server_id: refId, ...requestedBy });
 /** One such job per server at a time. */
@@ -18,6 +18,7 @@ export const odooJobs = defineJobs({
       odoo_version_id: refId,
       postgresql_server_id: refId,
       http_port: httpPort.optional(),
+      base_path: basePath.optional(),
       workers: z.number().int().min(0).max(256).optional(),
       max_cron_threads: z.number().int().min(0).max(16),
       dbfilter,

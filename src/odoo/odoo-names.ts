@@ -124,3 +124,10 @@ export const DEFAULT_OS_PACKAGES = [
 ] as const;
 
 export const DEFAULT_SERVER_WIDE_MODULES = ['base', 'web'] as const;
+
+/** Where Odoo lives on a host (its versions, configuration, data and logs): an absolute path. */
+export const basePath = z
+  .string()
+  .max(200)
+  .regex(/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/, 'an absolute path (letters, digits and . _ - / only)')
+  .refine((v) => !v.split('/').includes('..') && !v.includes('//'), 'must not contain .. or //');

@@ -9,9 +9,10 @@ import { refId } from '../core/http/schemas.js';
 import { OdooState } from '../generated/prisma/enums.js';
 import { loadRootServer, requireConfirmed } from '../servers/index.js';
 import { odooJobs } from './odoo-job-specs.js';
-import { dbfilter, httpPort, moduleName } from './odoo-names.js';
+import { basePath, dbfilter, httpPort, moduleName } from './odoo-names.js';
 import { createTemplateBuilder } from './odoo-template-build.js';
 import { createOdooService } from './odoo-service.js';
+import { setupBasePath } from './odoo-store.js';
 
 const setupBody = z
   .object({
@@ -25,6 +26,11 @@ const setupBody = z
       .max(256)
       .optional()
       .describe('Worker processes (0: one threaded process); default: from the cores and memory of the host'),
+    base_path: basePath
+      .optional()
+      .describe(
+        'Where Odoo lives on the host (versions, configuration, data, logs): chosen by the first setup (default ODOO_BASE_PATH) and kept; another one later is refused',
+      ),
     max_cron_threads: z.number().int().min(0).max(16).default(1).describe('Processes running scheduled actions (default 1)'),
     dbfilter: dbfilter
       .default('^%d$')
@@ -87,6 +93,7 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
               { field: 'postgresql_server_id', message: 'no such PostgreSQL server' },
             ]);
           }
+          setupBasePath(ctx.config, server, body.base_path);
           return ctx.queues.enqueue(odooJobs.odoo_setup, { root_server_id: id, ...body, user_id: user.id });
         },
       }),

@@ -7,6 +7,7 @@ import { type OdooLayout, odooLayout } from './odoo-layout.js';
 import { gracefulRestart, logTail, routingProbe, startService, statusScript, stopService } from './odoo-scripts.js';
 import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
+import { basePathOf } from '../instances/index.js';
 
 const STEP_TIMEOUT_MS = 2 * 60_000;
 
@@ -52,7 +53,7 @@ export function createOdooService(ctx: AppContext) {
     async restart(payload: Payload, job: Job) {
       const jobId = publicJobId(job.queueName, job.id!);
       return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
-        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const l = odooLayout(basePathOf(ctx.config, server), port);
         const started = await session.run(startService(l, port), { timeoutMs: STEP_TIMEOUT_MS });
         if (started.exitCode !== 0) {
           const err = `Starting Odoo on port ${port} failed: ${(started.stderr || started.stdout).trim().slice(-2000)}`;
@@ -72,7 +73,7 @@ export function createOdooService(ctx: AppContext) {
      */
     async gracefulRestart(id: number, audit: { user_id: number | null; job_id?: string }) {
       return withHost(id, audit, async (session, port, server) => {
-        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const l = odooLayout(basePathOf(ctx.config, server), port);
         const seconds = Math.ceil(ctx.config.ODOO_HEALTH_TIMEOUT_MS / 1000);
         const res = await session.run(gracefulRestart(l, port, seconds), {
           timeoutMs: ctx.config.ODOO_HEALTH_TIMEOUT_MS + STEP_TIMEOUT_MS,
@@ -87,7 +88,7 @@ export function createOdooService(ctx: AppContext) {
     async stop(payload: Payload, job: Job) {
       const jobId = publicJobId(job.queueName, job.id!);
       return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
-        const stopped = await session.run(stopService(odooLayout(ctx.config.ODOO_BASE_PATH, port)), { timeoutMs: STEP_TIMEOUT_MS });
+        const stopped = await session.run(stopService(odooLayout(basePathOf(ctx.config, server), port)), { timeoutMs: STEP_TIMEOUT_MS });
         if (stopped.exitCode !== 0) stepFailed(session, `Stopping Odoo on port ${port} failed`, stopped);
         await store.setState(server.id, { odoo_state: 'stopped', odoo_error: null }, payload.user_id);
         return { odoo_state: 'stopped' as const, http_port: port };
@@ -98,7 +99,7 @@ export function createOdooService(ctx: AppContext) {
     async status(id: number, userId: number | null) {
       return withHost(id, { user_id: userId }, async (session, port, server) => {
         const version = await ctx.db.odooVersion.findUnique({ where: { id: server.odoo_version_id! } });
-        const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+        const l = odooLayout(basePathOf(ctx.config, server), port);
         const res = await session.run(statusScript(l, port, l.sourceOf(version?.name ?? '')), { timeoutMs: STEP_TIMEOUT_MS });
         const kv = new Map(
           session

@@ -36,7 +36,7 @@ import {
   unpackSource,
   writeIfChanged,
 } from './odoo-scripts.js';
-import { type OdooHostStore, odooHostStore } from './odoo-store.js';
+import { type OdooHostStore, odooHostStore, setupBasePath } from './odoo-store.js';
 import { addonsBundle, installAddons, installedAddons } from './odoo-svc-addons.js';
 
 const INSTALL_TIMEOUT_MS = 20 * 60_000;
@@ -50,6 +50,7 @@ export interface SetupPayload {
   odoo_version_id: number;
   postgresql_server_id: number;
   http_port?: number | undefined;
+  base_path?: string | undefined;
   workers?: number | undefined;
   max_cron_threads: number;
   dbfilter: string;
@@ -165,9 +166,9 @@ export function createOdooSetup(ctx: AppContext) {
     const { server, version, pgServer } = await store.loadForSetup(payload);
     const before = { state: server.odoo_state, port: server.odoo_http_port };
     const port = payload.http_port ?? server.odoo_http_port ?? ctx.config.ODOO_HTTP_PORT;
-    const l = odooLayout(ctx.config.ODOO_BASE_PATH, port);
+    const l = odooLayout(setupBasePath(ctx.config, server, payload.base_path), port);
     const secrets = await hostSecrets(ctx, store, server, pgServer.id);
-    await store.setState(server.id, { odoo_state: 'installing' }, payload.user_id);
+    await store.setState(server.id, { odoo_state: 'installing', odoo_base_path: l.base }, payload.user_id);
 
     const session = await openRemoteSession(ctx, server, {
       user_id: payload.user_id,

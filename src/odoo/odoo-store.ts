@@ -129,3 +129,21 @@ export async function loadOdooHost(db: AppContext['db'], id: number): Promise<Ro
   }
   return server as RootServer & { odoo_http_port: number };
 }
+
+/**
+ * Where a setup puts Odoo: the place the host already has (another is refused: it holds the data and
+ * filestores), else the one asked for, else ODOO_BASE_PATH.
+ */
+export function setupBasePath(
+  config: { ODOO_BASE_PATH: string },
+  server: Pick<RootServer, 'id' | 'odoo_base_path' | 'odoo_state'>,
+  asked: string | undefined,
+): string {
+  const current = server.odoo_base_path ?? (server.odoo_state === 'not_installed' ? null : config.ODOO_BASE_PATH);
+  if (current && asked && asked !== current) {
+    throw new ConflictError(
+      `Odoo on root server ${server.id} lives in ${current}: base_path cannot change (its data and filestores are there)`,
+    );
+  }
+  return current ?? asked ?? config.ODOO_BASE_PATH;
+}

@@ -12,6 +12,7 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import {
+  basePathOf,
   assertTemplateDatabase,
   databaseOwner,
   filestorePath,
@@ -77,9 +78,9 @@ export function createTemplateBuilder(ctx: AppContext) {
       );
     }
 
-    const l = odooLayout(ctx.config.ODOO_BASE_PATH, host.odoo_http_port);
+    const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
     const source = l.sourceOf(version.name);
-    const filestore = filestorePath(ctx.config.ODOO_BASE_PATH, db);
+    const filestore = filestorePath(l.base, db);
     const session = await openRemoteSession(ctx, host, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
     try {
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });

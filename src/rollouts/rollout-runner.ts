@@ -16,6 +16,7 @@ import { openRemoteSession } from '../servers/index.js';
 import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
 import { checksumsScript, readAddonsPath, readChecksums } from './rollout-scripts.js';
 import { rolloutSettings } from './rollout-settings.js';
+import { basePathOf } from '../instances/index.js';
 
 const STEP_TIMEOUT_MS = 5 * 60_000;
 const ACTIVE = ['pending', 'copying', 'updating', 'restoring'] as const;
@@ -64,7 +65,7 @@ export function createRolloutRunner(ctx: AppContext) {
     if (server instanceof Error) return end(r.id, `nothing was rolled out: ${server.message}`).then(() => false);
     if (server.odoo_state !== 'running')
       return end(r.id, `nothing was rolled out: Odoo is ${server.odoo_state} on the host`).then(() => false);
-    const l = odooLayout(ctx.config.ODOO_BASE_PATH, server.odoo_http_port);
+    const l = odooLayout(basePathOf(ctx.config, server), server.odoo_http_port);
     const session = await openRemoteSession(ctx, server, audit);
     let dirs: string[];
     try {
@@ -105,7 +106,8 @@ export function createRolloutRunner(ctx: AppContext) {
       where: {
         database_created_at: { not: null },
         database_name: { not: null },
-        database_template: { root_server_id: server.id, postgresql_server_id: server.odoo_postgresql_server_id ?? -1 },
+        root_server_id: server.id,
+        postgresql_server_id: server.odoo_postgresql_server_id ?? -1,
       },
       orderBy: tenantOrder(settings.order),
       select: { id: true, database_name: true },
@@ -124,7 +126,7 @@ export function createRolloutRunner(ctx: AppContext) {
     const r = await db.rollout.findUniqueOrThrow({ where: { id: rolloutId }, include: { git_commit: true } });
     const server = await loadOdooHost(db, r.root_server_id);
     const version = await db.odooVersion.findUniqueOrThrow({ where: { id: server.odoo_version_id! } });
-    const l = odooLayout(ctx.config.ODOO_BASE_PATH, server.odoo_http_port);
+    const l = odooLayout(basePathOf(ctx.config, server), server.odoo_http_port);
     const taken = (r.checksums ?? {}) as { sums?: Checksums; dirs?: Record<string, string> };
     return {
       rolloutId: r.id,

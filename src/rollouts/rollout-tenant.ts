@@ -13,7 +13,7 @@ import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { postMessage } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
-import { insideTenant, lockTenantTables, onServer, type Query, tenantRoleOf } from '../instances/index.js';
+import { insideTenant, lockTenantTables, onServer, PLACEMENT_INCLUDE, placementOf, type Query } from '../instances/index.js';
 import type { OdooLayout } from '../odoo/index.js';
 import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
 import type { RemoteSession } from '../servers/index.js';
@@ -92,7 +92,7 @@ type Row = Awaited<ReturnType<typeof loadRow>>;
 async function loadRow(ctx: Pick<AppContext, 'db'>, id: number) {
   return ctx.db.rolloutTenant.findUniqueOrThrow({
     where: { id },
-    include: { subscription: { include: { database_template: { include: { postgresql_server: true } } } } },
+    include: { subscription: { include: PLACEMENT_INCLUDE } },
   });
 }
 
@@ -110,7 +110,6 @@ export function createTenantRollout(ctx: AppContext) {
   const db = ctx.db;
 
   async function installedModules(pg: PostgresqlServerRecord, row: Row): Promise<string[]> {
-    const template = row.subscription.database_template!;
     return insideTenant(
       ctx.secretBox,
       pg,
@@ -126,7 +125,7 @@ export function createTenantRollout(ctx: AppContext) {
         }
       },
       {
-        role: tenantRoleOf(template),
+        role: placementOf(row.subscription).tenantRole,
         what: `Database ${row.database_name} of subscription ${row.subscription_id}`,
         deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
       },
@@ -147,7 +146,7 @@ export function createTenantRollout(ctx: AppContext) {
         for (const r of rows) await query(`SELECT pg_catalog.nextval('public.${quoteIdent(String(r.name))}')`);
       },
       {
-        role: tenantRoleOf(row.subscription.database_template!),
+        role: placementOf(row.subscription).tenantRole,
         what: `Database ${row.database_name}`,
         deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
       },
@@ -298,7 +297,7 @@ export function createTenantRollout(ctx: AppContext) {
         error: 'The subscription has no database template any more: the service cannot reach its database',
       });
     }
-    const pg = template.postgresql_server;
+    const pg = placementOf(row.subscription).pg;
     const resumedUpdate = row.state === 'updating';
 
     if (row.state === 'pending') {
@@ -395,7 +394,7 @@ export function createTenantRollout(ctx: AppContext) {
   async function cleanUp(host: RolloutHost, row: Row) {
     await onHost(host, setMaintenance(host.layout, row.database_name, false), 'Clearing the maintenance flag');
     if (!row.safety_copy) return;
-    await dropCopy(row.subscription.database_template!.postgresql_server, host, row.safety_copy);
+    await dropCopy(placementOf(row.subscription).pg, host, row.safety_copy);
     await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy: null, safety_copy_oid: null } });
   }
 

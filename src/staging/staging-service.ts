@@ -9,7 +9,9 @@ import { runLoggedStep } from '../core/action-log.js';
 import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
+import type { StagingInstance } from '../generated/prisma/client.js';
 import {
+  basePathOf,
   assertTenantRole,
   createFilestores,
   databaseOwner,
@@ -17,7 +19,8 @@ import {
   onServer,
   type Query,
   setIdentity,
-  tenantRoleOf,
+  PLACEMENT_INCLUDE,
+  placementOf,
 } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
@@ -35,10 +38,7 @@ export function createStagingService(ctx: AppContext) {
   const filestores = createFilestores(ctx);
 
   async function subscriptionOf(id: number) {
-    const sub = await db.subscription.findUnique({
-      where: { id },
-      include: { database_template: { include: { root_server: true, postgresql_server: true } } },
-    });
+    const sub = await db.subscription.findUnique({ where: { id }, include: PLACEMENT_INCLUDE });
     if (!sub) throw new NotFoundError('Subscription');
     return sub;
   }
@@ -51,11 +51,12 @@ export function createStagingService(ctx: AppContext) {
         state: sub.state,
       });
     }
-    const template = sub.database_template;
-    if (!template?.root_server) throw new ConflictError(`Subscription ${id} has no Odoo host (its database template names no root server)`);
-    const host = await loadOdooHost(db, template.root_server.id);
+    if (!sub.database_template) throw new ConflictError(`Subscription ${id} has no database template: where its database lives is unknown`);
+    const place = placementOf(sub);
+    if (!place.host) throw new ConflictError(`Subscription ${id} has no Odoo host (its database template names no root server)`);
+    const host = await loadOdooHost(db, place.host.id);
     if (host.odoo_state !== 'running') throw new ConflictError(`Odoo on root server ${host.id} is ${host.odoo_state}, not running`);
-    return { sub, database: sub.database_name, template, pg: template.postgresql_server, host };
+    return { sub, database: sub.database_name, pg: place.pg, host, tenantRole: place.tenantRole };
   }
 
   const note = async (subscriptionId: number, body: string, userId: number | null) =>
@@ -76,21 +77,18 @@ export function createStagingService(ctx: AppContext) {
       (out) => (typeof out === 'string' ? out : 'done'),
     );
 
-  async function dropCopy(row: { subscription_id: number; database_name: string }, audit: { user_id: number | null; job_id: string }) {
-    const sub = await subscriptionOf(row.subscription_id);
-    const template = sub.database_template;
-    if (!template) throw new UserError(`Subscription ${sub.id} has no database template: where ${row.database_name} lives is not known`);
+  async function dropCopy(row: StagingInstance, audit: { user_id: number | null; job_id: string }) {
+    const [pg, host] = await Promise.all([
+      row.postgresql_server_id === null ? null : db.postgresqlServer.findUnique({ where: { id: row.postgresql_server_id } }),
+      row.root_server_id === null ? null : db.rootServer.findUnique({ where: { id: row.root_server_id } }),
+    ]);
+    if (!pg) throw new UserError(`The PostgreSQL server of staging copy ${row.database_name} is not known`);
     await logged(row.subscription_id, audit, `DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`, () =>
-      onServer(
-        ctx.secretBox,
-        template.postgresql_server,
-        (q) => q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`),
-        {
-          timeout: '15min',
-        },
-      ).then(() => 'dropped'),
+      onServer(ctx.secretBox, pg, (q) => q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`), {
+        timeout: '15min',
+      }).then(() => 'dropped'),
     );
-    if (template.root_server) await filestores.remove(template.root_server, row.database_name, audit);
+    if (host) await filestores.remove(host, row.database_name, audit);
   }
 
   /** What the copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */
@@ -112,12 +110,19 @@ export function createStagingService(ctx: AppContext) {
   const service = {
     /** Checks the subscription can be copied, records the copy (creating) and queues its job. */
     async request(subscriptionId: number, userId: number | null) {
-      const { database } = await placeOf(subscriptionId);
+      const { database, pg, host } = await placeOf(subscriptionId);
       const name = `${database.slice(0, 46)}_stg_${randomBytes(4).toString('hex')}`;
       const url = ctx.config.STAGING_URL.replaceAll('{database_name}', name);
       const expires = new Date(Date.now() + ctx.config.STAGING_DAYS * 86_400_000);
       const row = await db.stagingInstance.create({
-        data: { subscription_id: subscriptionId, database_name: name, url, expires_at: expires },
+        data: {
+          subscription_id: subscriptionId,
+          database_name: name,
+          postgresql_server_id: pg.id,
+          root_server_id: host.id,
+          url,
+          expires_at: expires,
+        },
       });
       await note(
         subscriptionId,
@@ -145,12 +150,13 @@ export function createStagingService(ctx: AppContext) {
       const copy = row.database_name;
       const started = Date.now();
       try {
-        const { database, template, pg, host } = await placeOf(row.subscription_id);
+        const { database, pg, host, tenantRole } = await placeOf(row.subscription_id);
+        if (pg.id !== row.postgresql_server_id || host.id !== row.root_server_id)
+          throw new UserError(`Subscription ${row.subscription_id} moved since the copy was asked for: ask for a new one`);
         await dropCopy(row, audit); // what an earlier run of this job left
         // The copy is read and written as the tenant's own role, never as the server's administrator:
         // restoring runs the tenant's own SQL (CHECK constraints call its functions during COPY), which
         // in an administrator's session could RESET ROLE to a superuser (as inside every tenant session).
-        const tenantRole = tenantRoleOf(template);
         const owner = await onServer(ctx.secretBox, pg, async (q) => {
           const who = await databaseOwner(q, database);
           if (!who) throw new UserError(`Database ${database} does not exist`);
@@ -173,14 +179,14 @@ export function createStagingService(ctx: AppContext) {
         );
         await filestores.copy(host, database, copy, audit);
         const tenant = {
-          role: tenantRoleOf(template),
+          role: tenantRole,
           deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
           what: `Staging copy ${copy}`,
         };
         await insideTenant(ctx.secretBox, pg, copy, (q) => setIdentity(q, { url: row.url }), tenant);
 
         const version = await db.odooVersion.findUniqueOrThrow({ where: { id: host.odoo_version_id! } });
-        const l = odooLayout(ctx.config.ODOO_BASE_PATH, host.odoo_http_port);
+        const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
         const session = await openRemoteSession(ctx, host, audit);
         try {
           const res = await session.run(neutralizeScript(l, l.sourceOf(version.name), copy), { timeoutMs: STEP_TIMEOUT_MS });
@@ -217,9 +223,14 @@ export function createStagingService(ctx: AppContext) {
       return { staging_instance_id: row.id, dropped: true };
     },
 
-    /** Drops the copies past their expires_at (not one being made). */
+    /** Drops the copies past their expires_at, and those of a subscription whose database was dropped (not one being made). */
     async expire(job: Job) {
-      const due = await db.stagingInstance.findMany({ where: { expires_at: { lte: new Date() }, state: { not: 'creating' } } });
+      const due = await db.stagingInstance.findMany({
+        where: {
+          state: { not: 'creating' },
+          OR: [{ expires_at: { lte: new Date() } }, { subscription: { database_dropped_at: { not: null } } }],
+        },
+      });
       for (const row of due) await service.drop({ staging_instance_id: row.id, user_id: null }, job);
       return { dropped: due.map((r) => r.database_name) };
     },

@@ -14,6 +14,7 @@ const OPERABLE_STATES: Record<SubscriptionOperation, readonly SubscriptionState[
   backup: ['running', 'suspended', 'cancelled'],
   restore: ['running'],
   drop_database: ['suspended', 'cancelled'],
+  move: ['running'],
 };
 
 /** The checks an operation starts with, at the API (a quick 409/400) and again when its job claims the row. */

@@ -25,7 +25,7 @@ import {
   type DatabaseIdentity,
   type FoundDatabase,
 } from '../postgresql/index.js';
-import { insideTenant, LONG_STATEMENT_TIMEOUT, onServer, serverWhere, tenantRoleOf } from '../instances/index.js';
+import { insideTenant, loadPlacement, LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/index.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 
@@ -59,12 +59,8 @@ export function assertOwnDatabase(sub: Sub): asserts sub is Sub & { database_nam
  */
 export async function databaseLocation(db: Db | DbTx, sub: Sub) {
   assertOwnDatabase(sub);
-  const template = sub.database_template_id
-    ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { postgresql_server: true } })
-    : null;
-  if (!template) throw new UserError(`Subscription ${sub.id} has no database template, so the server of its database is unknown`);
-  const server = template.postgresql_server;
-  return { server, template, name: sub.database_name, where: serverWhere(server) };
+  const { pg: server, tenantRole } = await loadPlacement(db, sub.id);
+  return { server, tenantRole, name: sub.database_name, where: serverWhere(server) };
 }
 
 type Location = Awaited<ReturnType<typeof databaseLocation>>;
@@ -271,7 +267,7 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
 export async function onInstance<T>(deps: InstanceDeps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
   const at = await databaseLocation(deps.db, sub);
   return insideTenant(deps.secretBox, at.server, at.name, work, {
-    role: tenantRoleOf(at.template),
+    role: at.tenantRole,
     deadlineMs: deps.config.TENANT_DEADLINE_SECONDS * 1000,
     what: `Database ${at.name} of subscription ${sub.id}`,
     // Checked on the session's own maintenance connection: one connection fewer per piece of work.

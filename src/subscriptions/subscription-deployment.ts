@@ -331,6 +331,9 @@ function markRunning(run: Run, source: Source, standby: Standby | null, limitsRe
     const after = await setSubscriptionState(tx, before, 'running', author, {
       database_dropped_at: null,
       database_created_at: new Date(),
+      // Where it lives from now on (a move changes it): the servers its database was made on.
+      postgresql_server_id: standby ? standby.postgresql_server_id : source.server.id,
+      root_server_id: standby ? standby.root_server_id : source.template.root_server_id,
       suspended_at: null,
       suspend_reason: null,
       instance_sync_pending_at: pending,

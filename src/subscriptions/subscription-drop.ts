@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { authorOfUser, type Author } from '../core/chatter.js';
 import type { Subscription } from '../generated/prisma/client.js';
-import { createFilestores } from '../instances/index.js';
+import { createFilestores, loadPlacement } from '../instances/index.js';
 import type { RemoteBackup } from '../backup/index.js';
 import { actorFields, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { backupDone, createBackupOperations } from './subscription-backup.js';
@@ -71,18 +71,16 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
   }
 
   /**
-   * The dropped database's filestore on the template's Odoo host. The drop is done whatever happens
+   * The dropped database's filestore on its Odoo host. The drop is done whatever happens
    * here: a failure is an alert in the chatter (the command and its output are in the root server's
    * action log).
    */
   async function removeFilestore(sub: Subscription, actor: Actor, author: Author | null) {
-    const template = sub.database_template_id
-      ? await db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
-      : null;
-    if (!template?.root_server) return;
+    const { host } = await loadPlacement(db, sub.id);
+    if (!host) return;
     try {
-      const out = await filestores.remove(template.root_server, sub.database_name!, { ...actorFields(actor), operation: 'drop_database' });
-      await postNotice(db, sub.id, `Filestore removed on root server ${template.root_server.id}: ${out}`, author);
+      const out = await filestores.remove(host, sub.database_name!, { ...actorFields(actor), operation: 'drop_database' });
+      await postNotice(db, sub.id, `Filestore removed on root server ${host.id}: ${out}`, author);
     } catch (err) {
       await postAlert(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author);
     }

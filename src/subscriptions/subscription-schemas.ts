@@ -45,6 +45,11 @@ export const subscription = z.object({
   grace_end_date: nullableTimestamp,
   database_template_id: z.number().nullable(),
   database_name: z.string().nullable(),
+  postgresql_server_id: z
+    .number()
+    .nullable()
+    .describe('Where its database lives (set by the deployment, changed by a move); null before a deployment: its template\'s'),
+  root_server_id: z.number().nullable().describe('The Odoo host serving its instance (set by the deployment, changed by a move)'),
   backup_server_id: z.number().nullable(),
   backup_state: z.enum(BackupState),
   url: z.string().nullable().describe("The customer's instance (SUBSCRIPTION_URL); null without a database"),

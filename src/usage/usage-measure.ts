@@ -6,7 +6,15 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { filestorePath, lockTenantTables, onServer, restorePackageParams, serverWhere, setStorageUsed } from '../instances/index.js';
+import {
+  basePathOf,
+  filestorePath,
+  lockTenantTables,
+  onServer,
+  restorePackageParams,
+  serverWhere,
+  setStorageUsed,
+} from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance } from '../subscriptions/index.js';
@@ -124,7 +132,7 @@ export async function instanceCounts(
  */
 export async function filestoreSizes(deps: Deps, server: RootServer, databases: readonly string[]): Promise<Map<string, number>> {
   requireConfirmed(server);
-  const dirs = databases.map((d) => shellQuote(filestorePath(deps.config.ODOO_BASE_PATH, d)));
+  const dirs = databases.map((d) => shellQuote(filestorePath(basePathOf(deps.config, server), d)));
   const session = await openRemoteSession(deps, server, { user_id: null }).catch((err: Error) => {
     throw new UserError(`Odoo host ${server.name ?? server.ip} (root server ${server.id}) could not be reached: ${err.message}`);
   });

@@ -17,7 +17,7 @@ import {
   unjudgedMeasures,
   type Usage,
 } from '../subscriptions/index.js';
-import { packageParams, TenantRefusal } from '../instances/index.js';
+import { packageParams, PLACEMENT_INCLUDE, type Placement, placementOf, TenantRefusal } from '../instances/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 
@@ -30,9 +30,7 @@ const DAY_MS = 86_400_000;
 /** Database and filestore as the storage limit judges them (usage.ts); null when not both measured. */
 const storageUsed = (u: Usage) => (u.db_size_bytes !== null && !u.missing.filestore ? u.db_size_bytes + (u.filestore_bytes ?? 0) : null);
 
-type Tenant = Prisma.SubscriptionGetPayload<{
-  include: { database_template: { include: { postgresql_server: true; root_server: true } } };
-}>;
+type Tenant = Prisma.SubscriptionGetPayload<{ include: typeof PLACEMENT_INCLUDE }> & { place: Placement };
 
 export interface RoundResult {
   skipped?: string;
@@ -83,8 +81,8 @@ export function createUsageRound(ctx: AppContext) {
     // Database sizes: one query per PostgreSQL server.
     const unmeasured = new Set<number>();
     await Promise.all(
-      [...groupBy(tenants, (t) => t.database_template!.postgresql_server_id).values()].map(async (group) => {
-        const server = group[0]!.database_template!.postgresql_server;
+      [...groupBy(tenants, (t) => t.place.pg.id).values()].map(async (group) => {
+        const server = group[0]!.place.pg;
         let sizes: Sizes;
         try {
           sizes = await databaseSizes(ctx, server, group);
@@ -106,10 +104,10 @@ export function createUsageRound(ctx: AppContext) {
 
     // Filestores: one command per Odoo host; before the users and records, whose session writes the
     // storage the instance has used into it (svc.storage_used_bytes, for svc's addon).
-    const hosted = tenants.filter((t) => t.database_template!.root_server);
+    const hosted = tenants.filter((t) => t.place.host);
     await Promise.all(
-      [...groupBy(hosted, (t) => t.database_template!.root_server_id).values()].map(async (group) => {
-        const host = group[0]!.database_template!.root_server!;
+      [...groupBy(hosted, (t) => t.place.host!.id).values()].map(async (group) => {
+        const host = group[0]!.place.host!;
         try {
           const sizes = await filestoreSizes(
             ctx,
@@ -180,7 +178,7 @@ export function createUsageRound(ctx: AppContext) {
   function withheldCounts(tenants: Tenant[], usage: Map<number, Usage>, unmeasured: Set<number>, refusedByTenant: Set<number>) {
     const withheld = new Map<number, string[]>();
     const running = tenants.filter((t) => t.state === 'running');
-    for (const [server, group] of groupBy(running, (t) => t.database_template!.postgresql_server_id)) {
+    for (const [server, group] of groupBy(running, (t) => t.place.pg.id)) {
       const serverFine = !unmeasured.has(server) && (group.length === 1 || group.some((t) => usage.get(t.id)!.active_users !== null));
       if (!serverFine) continue;
       for (const t of group.filter((g) => refusedByTenant.has(g.id))) {
@@ -214,28 +212,28 @@ export function createUsageRound(ctx: AppContext) {
 
   /** Whether the platform is failing this tenant (or is being worked on): then its limits are not enforced. */
   async function holdBack(t: Tenant, unmeasured: Set<number>, inMaintenance: Set<number>): Promise<string | null> {
-    const template = t.database_template!;
-    if (unmeasured.has(template.postgresql_server_id))
-      return `its PostgreSQL server ${template.postgresql_server_id} could not be measured in this round`;
-    if (template.root_server_id === null) return null;
-    if (inMaintenance.has(template.root_server_id))
-      return `its Odoo host (root server ${template.root_server_id}) is in a maintenance window`;
-    const firing = await db.alert.count({ where: { root_server_id: template.root_server_id, state: 'firing' } });
-    if (firing > 0) return `an alert fires on its Odoo host (root server ${template.root_server_id})`;
+    const pgId = t.place.pg.id;
+    const hostId = t.place.host?.id ?? null;
+    if (unmeasured.has(pgId)) return `its PostgreSQL server ${pgId} could not be measured in this round`;
+    if (hostId === null) return null;
+    if (inMaintenance.has(hostId)) return `its Odoo host (root server ${hostId}) is in a maintenance window`;
+    const firing = await db.alert.count({ where: { root_server_id: hostId, state: 'firing' } });
+    if (firing > 0) return `an alert fires on its Odoo host (root server ${hostId})`;
     return null;
   }
 
   async function round(actor: Actor, result: RoundResult) {
-    const tenants = await db.subscription.findMany({
+    const loaded = await db.subscription.findMany({
       where: {
         state: { in: ['running', 'suspended'] },
         database_created_at: { not: null },
         database_oid: { not: null },
         database_template_id: { not: null },
       },
-      include: { database_template: { include: { postgresql_server: true, root_server: true } } },
+      include: PLACEMENT_INCLUDE,
       orderBy: { id: 'asc' },
     });
+    const tenants = loaded.map((t) => ({ ...t, place: placementOf(t) }));
     const { usage, unmeasured, withheld } = await measureAll(tenants, result);
     const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
     const now = Date.now();
