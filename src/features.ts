@@ -33,6 +33,7 @@ import { metrics } from './metrics/index.js';
 import { odoo } from './odoo/index.js';
 import { rollouts } from './rollouts/index.js';
 import { staging } from './staging/index.js';
+import { moves } from './moves/index.js';
 
 export const FEATURES: readonly Feature[] = [
   health,
@@ -59,6 +60,7 @@ export const FEATURES: readonly Feature[] = [
   odoo,
   rollouts,
   staging,
+  moves,
   maintenance,
   metrics,
 ];

@@ -132,6 +132,8 @@ const envSchema = z.object({
     ),
   // Days a staging copy lives before it is dropped.
   STAGING_DAYS: intVar(1, 365, 7),
+  // Days the old copy of a moved instance is kept (a move_back until then).
+  MOVE_KEEP_DAYS: intVar(0, 365, 3),
   // Where the local programs svc runs (pg_dump, pg_restore) are found: the process's own PATH. They
   // get it and what they need, never the service's environment (its keys and URLs).
   PATH: z.string().default('/usr/local/bin:/usr/bin:/bin'),

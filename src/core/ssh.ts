@@ -6,7 +6,7 @@
 // tarball): piped with backpressure once the command runs, destroyed when the command ends without
 // reading it all, and a stream that fails kills the command.
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 // ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
 import ssh2, { type ClientChannel } from 'ssh2';
 import { SshError } from './ssh-error.js';
@@ -47,6 +47,11 @@ export interface ExecOptions {
   stdin?: string | Readable;
   /** Sees the output as it comes (stdout and stderr interleaved), e.g. to show progress. */
   onOutput?: (chunk: Buffer) => void;
+  /**
+   * Where stdout goes instead of the result: piped at the pace `stdoutTo` takes it and ended with
+   * the command (a byte stream for another command's stdin); the result's stdout is then empty.
+   */
+  stdoutTo?: Writable;
 }
 
 export interface ExecResult {
@@ -279,7 +284,8 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           chunks.push(part);
           size[key] += part.length;
         };
-        ch.on('data', keep(out, 'out'));
+        if (o.stdoutTo) ch.pipe(o.stdoutTo);
+        else ch.on('data', keep(out, 'out'));
         keepErr = keep(errOut, 'err');
         ch.stderr.on('data', (data: Buffer) => (handshake ? handshake.feed(data) : keepErr(data)));
         ch.on('exit', (code: number | null, sig?: string) => {

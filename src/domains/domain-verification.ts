@@ -223,10 +223,29 @@ export function createDomainVerification(ctx: Ctx) {
     if (domain.base_url_at) await baseUrlAfterChange(domain.subscription_id, actor);
   }
 
+  /**
+   * After the subscription moved to another Odoo host: each domain's site leaves the old host and the
+   * domain waits for its DNS to point at the new one (`dnsTarget`); verification then writes its site
+   * there and Caddy obtains its certificate again.
+   */
+  async function rehome(subscriptionId: number, dnsTarget: string, actor: DomainRun): Promise<string[]> {
+    const said: string[] = [];
+    for (const domain of await db.domain.findMany({ where: { subscription_id: subscriptionId } })) {
+      const left = await removeSite(domain, actor).catch((err: Error) => `Its site could not be removed: ${err.message}`);
+      await db.domain.update({
+        where: { id: domain.id },
+        data: { state: 'pending_dns', dns_target: dnsTarget, root_server_id: null, site_file: null, verified_at: null, last_error: null },
+      });
+      said.push(`${domain.hostname}: point its DNS at ${dnsTarget}.${left ? ` ${left}` : ''}`);
+    }
+    return said;
+  }
+
   return {
     noticeExpiry,
     baseUrlAfterChange,
     remove,
+    rehome,
 
     async verify(domainId: number, actor: DomainRun): Promise<VerifyResult> {
       const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });

@@ -12,3 +12,6 @@ export const domains: Feature = {
   jobs: domainJobHandlers,
   schedules: registerDomainSchedules,
 };
+
+export { createDomainVerification } from './domain-verification.js';
+export { dnsTargetOf, hostAddresses } from './odoo-host.js';

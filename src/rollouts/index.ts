@@ -35,3 +35,5 @@ export const rollouts: Feature = {
     return (event) => service.afterDeploy(event);
   },
 };
+
+export { setMaintenance } from './rollout-scripts.js';

@@ -29,3 +29,5 @@ export const staging: Feature = {
   schedules: (ctx: AppContext) =>
     ctx.queues.schedule('staging-expire', { every: EXPIRE_EVERY_MS }, stagingJobs.staging_expire, { user_id: null }),
 };
+
+export { dumpAndRestore, type PgConnection } from './staging-scripts.js';

@@ -30,17 +30,25 @@ export interface PgConnection {
 /**
  * A consistent online copy: pg_dump takes one snapshot of the live database (the customer's Odoo
  * keeps reading and writing; nothing is locked but against DDL) and pg_restore writes it into
- * `target`, both as `pg.user` (the tenant's own role: every object of the copy is its own, no ACL
- * of the source). Answers pg_restore's end of output; rejects with both programs' errors.
+ * `target` as `to.user` (the tenant's own role: every object of the copy is its own, no ACL of the
+ * source). `from` and `to` may be two servers. Answers pg_restore's end of output; rejects with both
+ * programs' errors.
  */
-export function dumpAndRestore(pg: PgConnection, source: string, target: string, timeoutMs: number, path: string): Promise<string> {
+export function dumpAndRestore(
+  from: PgConnection,
+  to: PgConnection,
+  source: string,
+  target: string,
+  timeoutMs: number,
+  path: string,
+): Promise<string> {
   // Only what the two programs need: not the service's environment (its master key, its URLs).
-  const env = { PATH: path, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' };
-  const conn = ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
+  const env = (pg: PgConnection) => ({ PATH: path, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' });
+  const conn = (pg: PgConnection) => ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
   return new Promise((resolve, reject) => {
-    const dump = spawn('pg_dump', [...conn, '-Fc', '-Z', '0', '-d', source], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const restore = spawn('pg_restore', [...conn, '--no-owner', '--no-acl', '--exit-on-error', '-d', target], {
-      env,
+    const dump = spawn('pg_dump', [...conn(from), '-Fc', '-Z', '0', '-d', source], { env: env(from), stdio: ['ignore', 'pipe', 'pipe'] });
+    const restore = spawn('pg_restore', [...conn(to), '--no-owner', '--no-acl', '--exit-on-error', '-d', target], {
+      env: env(to),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let dumpErr = '';

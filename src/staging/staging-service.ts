@@ -174,9 +174,10 @@ export function createStagingService(ctx: AppContext) {
         });
         const user = tenantRole?.role ?? owner;
         const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
-        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`, () =>
-          dumpAndRestore({ host: pg.ip, port: pg.port, user, password }, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH),
-        );
+        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`, () => {
+          const conn = { host: pg.ip, port: pg.port, user, password };
+          return dumpAndRestore(conn, conn, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
+        });
         await filestores.copy(host, database, copy, audit);
         const tenant = {
           role: tenantRole,

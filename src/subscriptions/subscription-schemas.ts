@@ -48,7 +48,7 @@ export const subscription = z.object({
   postgresql_server_id: z
     .number()
     .nullable()
-    .describe('Where its database lives (set by the deployment, changed by a move); null before a deployment: its template\'s'),
+    .describe("Where its database lives (set by the deployment, changed by a move); null before a deployment: its template's"),
   root_server_id: z.number().nullable().describe('The Odoo host serving its instance (set by the deployment, changed by a move)'),
   backup_server_id: z.number().nullable(),
   backup_state: z.enum(BackupState),

@@ -1,0 +1,30 @@
+// Moves of customers' instances (DESIGN §20, docs/moves.md): a running subscription's database and
+// filestore go to another Odoo host and its PostgreSQL server with a short freeze; the old copy is
+// kept MOVE_KEEP_DAYS (move_back until then) and then dropped.
+import type { AppContext } from '../context.js';
+import type { Feature } from '../feature.js';
+import { featureJobs } from '../feature.js';
+import { moveJobs } from './move-job-specs.js';
+import { registerMoveRoutes } from './move-routes.js';
+import { createMoveService } from './move-service.js';
+
+/** How often old copies past their keep period are looked for. */
+const DROP_OLD_EVERY_MS = 10 * 60_000;
+
+export const moves: Feature = {
+  name: 'moves',
+  routes: registerMoveRoutes,
+  jobs: featureJobs(
+    moveJobs,
+    (ctx) => {
+      const service = createMoveService(ctx);
+      return {
+        subscription_move: (payload, job) => service.run(payload, job),
+        move_drop_old: (_payload, job) => service.dropOld(job),
+      };
+    },
+    {},
+  ),
+  schedules: (ctx: AppContext) =>
+    ctx.queues.schedule('move-drop-old', { every: DROP_OLD_EVERY_MS }, moveJobs.move_drop_old, { user_id: null }),
+};

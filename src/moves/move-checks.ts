@@ -1,0 +1,121 @@
+// Whether a subscription can move where it is asked to (409 naming why otherwise): a running
+// instance on an Odoo host, to another host that runs the same Odoo version on another PostgreSQL
+// server, where no database has its name and the host has room for it.
+import type { AppContext } from '../context.js';
+import { ConflictError, NotFoundError } from '../core/errors.js';
+import type { PostgresqlServer, RootServer, SubscriptionMove } from '../generated/prisma/client.js';
+import { basePathOf, filestorePath, onServer, PLACEMENT_INCLUDE, placementOf } from '../instances/index.js';
+import { loadOdooHost, odooLayout } from '../odoo/index.js';
+import { findDatabase } from '../postgresql/index.js';
+import { openRemoteSession } from '../servers/index.js';
+import { filestoreBytesScript, freeBytesScript } from './move-scripts.js';
+
+/** Room asked on the target beyond the instance's size (its database is rebuilt there, with indexes). */
+const HEADROOM = 1.5;
+
+export interface Target {
+  postgresql_server_id?: number | undefined;
+  root_server_id?: number | undefined;
+}
+
+export interface MoveEnds {
+  from: { pg: PostgresqlServer; host: RootServer };
+  to: { pg: PostgresqlServer; host: RootServer };
+}
+
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
+
+/** A running subscription with an Odoo host and nothing else under way: where it is now. */
+export async function movableFrom(ctx: Ctx, id: number) {
+  const sub = await ctx.db.subscription.findUnique({ where: { id }, include: PLACEMENT_INCLUDE });
+  if (!sub) throw new NotFoundError('Subscription');
+  if (sub.state !== 'running' || !sub.database_name || !sub.database_created_at) {
+    throw new ConflictError(`Subscription ${id} is ${sub.state}: only the instance of a running subscription is moved`, {
+      state: sub.state,
+    });
+  }
+  if (sub.operation) throw new ConflictError(`Subscription ${id} is busy with a ${sub.operation}: move it once that has ended`);
+  if (!sub.database_template) throw new ConflictError(`Subscription ${id} has no database template: where its database lives is unknown`);
+  const place = placementOf(sub);
+  if (!place.host) throw new ConflictError(`Subscription ${id} has no Odoo host: only an instance served by one is moved`);
+  return { sub: { ...sub, database_name: sub.database_name }, from: { pg: place.pg, host: place.host } };
+}
+
+/** The Odoo host asked for (or the one host on the PostgreSQL server asked for) and its server. */
+async function targetOf(ctx: Ctx, target: Target, versionId: number | null) {
+  let hostId = target.root_server_id;
+  if (hostId === undefined) {
+    const hosts = await ctx.db.rootServer.findMany({
+      where: { odoo_postgresql_server_id: target.postgresql_server_id, odoo_state: 'running', odoo_version_id: versionId },
+      select: { id: true },
+    });
+    if (hosts.length !== 1) {
+      throw new ConflictError(
+        `PostgreSQL server ${target.postgresql_server_id} is used by ${hosts.length === 0 ? 'no' : hosts.length} running Odoo host(s) of the same version: name the one to move to (root_server_id)`,
+      );
+    }
+    hostId = hosts[0]!.id;
+  }
+  const host = await loadOdooHost(ctx.db, hostId);
+  if (host.odoo_state !== 'running') throw new ConflictError(`Odoo on root server ${host.id} is ${host.odoo_state}, not running`);
+  if (!host.odoo_postgresql_server_id || !host.odoo_db_user) throw new ConflictError(`Odoo on root server ${host.id} has no database role`);
+  if (target.postgresql_server_id !== undefined && target.postgresql_server_id !== host.odoo_postgresql_server_id) {
+    throw new ConflictError(
+      `Odoo on root server ${host.id} reads the databases of PostgreSQL server ${host.odoo_postgresql_server_id}, not ${target.postgresql_server_id}`,
+    );
+  }
+  const pg = await ctx.db.postgresqlServer.findUniqueOrThrow({ where: { id: host.odoo_postgresql_server_id } });
+  return { host, pg };
+}
+
+/** The checks of a move, with what it needs; `sizeBytes` is the instance's size (database and filestore). */
+export async function checkMove(ctx: Ctx, id: number, target: Target, userId: number | null, back: SubscriptionMove | null = null) {
+  const { sub, from } = await movableFrom(ctx, id);
+  const to = await targetOf(ctx, target, from.host.odoo_version_id);
+  if (to.host.id === from.host.id) throw new ConflictError(`Subscription ${id} is already on root server ${to.host.id}`);
+  if (to.pg.id === from.pg.id) {
+    throw new ConflictError(
+      `Root server ${to.host.id} uses PostgreSQL server ${to.pg.id}, where the database already is: a move goes to another PostgreSQL server (two Odoo hosts of one server each own their databases)`,
+    );
+  }
+  if (to.host.odoo_version_id !== from.host.odoo_version_id) {
+    throw new ConflictError(
+      `Root server ${to.host.id} runs another Odoo version than root server ${from.host.id}, where the instance runs`,
+    );
+  }
+  const name = sub.database_name;
+  const [dbBytes, taken] = await Promise.all([
+    onServer(ctx.secretBox, from.pg, async (q) => {
+      const { rows } = await q('SELECT pg_catalog.pg_database_size($1)::text AS size', [name]);
+      return Number(rows[0]!.size);
+    }),
+    onServer(ctx.secretBox, to.pg, (q) => findDatabase(q, name)),
+  ]);
+  const kept = back && taken?.oid === back.from_database_oid && taken.systemIdentifier === back.from_system_identifier;
+  if (taken && !kept) throw new ConflictError(`PostgreSQL server ${to.pg.id} already has a database named ${name}`);
+  const fileBytes = Number(
+    await runOn(ctx, from.host, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), userId),
+  );
+  const dataDir = odooLayout(basePathOf(ctx.config, to.host), to.host.odoo_http_port).dataDir;
+  const free = Number(await runOn(ctx, to.host, freeBytesScript(dataDir), userId));
+  const needed = Math.ceil((dbBytes + fileBytes) * HEADROOM);
+  if (!(free >= needed)) {
+    throw new ConflictError(
+      `Root server ${to.host.id} has no room: ${gb(free)} free in ${dataDir}, the instance needs ${gb(needed)} (${gb(dbBytes + fileBytes)} and a margin)`,
+    );
+  }
+  return { sub, ends: { from, to } satisfies MoveEnds, sizeBytes: dbBytes + fileBytes };
+}
+
+const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
+
+async function runOn(ctx: Ctx, host: RootServer, script: string, userId: number | null): Promise<string> {
+  const session = await openRemoteSession(ctx, host, { user_id: userId, operation: 'move (checks)' });
+  try {
+    const res = await session.run(script, { timeoutMs: 5 * 60_000 });
+    if (res.exitCode !== 0) throw new ConflictError(session.mask(`On root server ${host.id}: ${res.stderr.trim().slice(-500)}`));
+    return res.stdout.trim();
+  } finally {
+    session.close();
+  }
+}

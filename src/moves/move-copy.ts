@@ -1,0 +1,102 @@
+// The copying parts of a move: the database on the target server (made empty, owned by the target
+// host's role, then filled by pg_dump | pg_restore as that role) and the filestore streamed from one
+// host to the other through the service.
+import { PassThrough } from 'node:stream';
+import type { AppContext } from '../context.js';
+import { UserError } from '../core/errors.js';
+import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js';
+import { assertTenantRole, basePathOf, filestorePath, onServer, type Query } from '../instances/index.js';
+import { quoteIdent } from '../postgresql/index.js';
+import { openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { dumpAndRestore, type PgConnection } from '../staging/index.js';
+import { listFilesScript, receiveScript, sendMissingScript } from './move-scripts.js';
+
+type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
+type Audit = { user_id: number | null; job_id: string };
+
+const COPY_TIMEOUT_MS = 2 * 60 * 60_000;
+const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/** The new, empty database on the target: owned by `owner` (checked to be a tenant's role), the source's encoding and collation. */
+export async function createTargetDatabase(ctx: Ctx, from: PostgresqlServer, to: PostgresqlServer, name: string, owner: string) {
+  const locale = await onServer(ctx.secretBox, from, async (q) => {
+    const { rows } = await q(
+      'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
+      [name],
+    );
+    if (!rows[0]) throw new UserError(`Database ${name} does not exist on ${from.ip}:${from.port}`);
+    return rows[0] as { enc: string; datcollate: string; datctype: string };
+  });
+  await onServer(ctx.secretBox, to, async (q: Query) => {
+    await assertTenantRole(q, owner, `The moved database ${name}`);
+    await q(
+      `CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE template0 ENCODING ${lit(locale.enc)} LC_COLLATE ${lit(locale.datcollate)} LC_CTYPE ${lit(locale.datctype)}`,
+    );
+  });
+}
+
+/**
+ * The whole database, read by the source server's administrator (it alone still connects to the
+ * frozen database: CONNECTION LIMIT 0) and written by the target host's role: restoring runs the
+ * tenant's own SQL (its CHECK functions), which must never run with more than the tenant's rights.
+ */
+export async function copyDatabase(
+  ctx: Ctx,
+  from: PostgresqlServer,
+  to: PostgresqlServer,
+  role: { user: string; password: string | null },
+  name: string,
+) {
+  const admin: PgConnection = {
+    host: from.ip,
+    port: from.port,
+    user: from.username ?? 'postgres',
+    password: await ctx.secretBox.reveal(from.password),
+  };
+  const tenant: PgConnection = { host: to.ip, port: to.port, user: role.user, password: await ctx.secretBox.reveal(role.password) };
+  return dumpAndRestore(admin, tenant, name, name, COPY_TIMEOUT_MS, ctx.config.PATH);
+}
+
+/**
+ * One pass of the filestore from one host to the other: the files the target lacks, as a tar
+ * stream through the service (never more than a pipe's worth held here). Answers what each side said.
+ */
+export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, name: string, audit: Audit): Promise<string> {
+  const src = filestorePath(basePathOf(ctx.config, from), name);
+  const dst = filestorePath(basePathOf(ctx.config, to), name);
+  const operation = 'move';
+  const sender = await openRemoteSession(ctx, from, { ...audit, operation });
+  let receiver: RemoteSession | undefined;
+  try {
+    receiver = await openRemoteSession(ctx, to, { ...audit, operation });
+    const have = await receiver.run(listFilesScript(dst), { timeoutMs: COPY_TIMEOUT_MS, maxOutputBytes: 512 * 1024 * 1024 });
+    if (have.exitCode !== 0)
+      throw new UserError(receiver.mask(`Listing ${dst} on root server ${to.id} failed: ${have.stderr.slice(-1000)}`));
+    const pipe = new PassThrough();
+    const opts = { timeoutMs: COPY_TIMEOUT_MS };
+    const receiving = receiver.run(receiveScript(dst), { ...opts, stdin: pipe });
+    const sending = sender.run(sendMissingScript(src), {
+      ...opts,
+      stdin: have.stdout,
+      stdoutTo: pipe,
+      label: `${sendMissingScript(src)} | (root server ${to.id}) ${receiveScript(dst)}`,
+    });
+    // A receiver that gives up leaves the sender writing into nothing: end it too.
+    receiving.then(
+      (r) => r.exitCode !== 0 && sender.close(),
+      () => sender.close(),
+    );
+    const [sent, received] = await Promise.all([sending, receiving]);
+    if (sent.exitCode !== 0 || received.exitCode !== 0) {
+      throw new UserError(
+        sender.mask(
+          `Sending the filestore ${src} (root server ${from.id}) to ${dst} (root server ${to.id}) failed: ${sent.stderr.trim().slice(-800)} ${received.stdout.trim()} ${received.stderr.trim().slice(-800)}`,
+        ),
+      );
+    }
+    return `${sent.stderr.trim()}; ${received.stdout.trim()}`;
+  } finally {
+    sender.close();
+    receiver?.close();
+  }
+}

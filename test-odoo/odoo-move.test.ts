@@ -1,0 +1,250 @@
+// move and move_back on the real Odoo (18.0 and 19.0), between two PostgreSQL clusters and two Odoo
+// host directories of this machine: refusals (409) before the subscription runs, to where it is,
+// and to a cluster where its database name is taken; a move the tenant's own SQL makes fail during
+// the copy leaves the instance where it was, open and answering; a move keeps every record and
+// file written before it, the customer signs in at the new place with the same password, the old
+// copy stays closed until its keep period ends and is dropped then; move_back brings it home with
+// what was written after the move.
+// Odoo's ports: 19100 (host A) and 19150 (host B) for the first source, 19200/19250 for the second.
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { request, waitForJob } from '../test/helpers/api.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
+import { adminQuery } from '../test/helpers/pg.js';
+import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
+import { freePort } from '../test/helpers/sshd.js';
+import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+
+const sources = odooSources();
+const smtp = useSmtpServer();
+const f = useOdooFixture({
+  get SMTP_URL() {
+    return smtp.url;
+  },
+  SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
+} as Record<string, string>);
+
+/** A second PostgreSQL cluster of this machine (trust on 127.0.0.1), run as the postgres OS user. */
+function startCluster(port: number) {
+  const versions = readdirSync('/usr/lib/postgresql').filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
+  const bin = `/usr/lib/postgresql/${versions.sort((a, b) => Number(b) - Number(a))[0]}/bin`;
+  const dir = mkdtempSync('/tmp/svc-pg-move-');
+  execFileSync('chown', ['postgres:postgres', dir]);
+  const as = (cmd: string, args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' });
+  as(`${bin}/initdb`, ['-D', `${dir}/data`, '-U', 'postgres', '-A', 'trust', '--no-sync']);
+  appendFileSync(
+    `${dir}/data/postgresql.conf`,
+    [
+      `port = ${port}`,
+      "listen_addresses = '127.0.0.1'",
+      `unix_socket_directories = '${dir}'`,
+      'fsync = off',
+      'max_connections = 40',
+      '',
+    ].join('\n'),
+  );
+  as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-w', '-l', `${dir}/log`, 'start']);
+  return {
+    port,
+    stop() {
+      try {
+        as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-m', 'immediate', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+async function queryOn<R extends pg.QueryResultRow>(port: number, database: string, sql: string, params: unknown[] = []) {
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+function credentialsIn(text: string) {
+  const login = /Login: +(\S+)/.exec(text)?.[1];
+  const password = /Password: +(\S+)/.exec(text)?.[1];
+  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
+  return { login, password };
+}
+
+const result = (body: string) => {
+  const answer = JSON.parse(body);
+  if (answer.error) throw new Error(JSON.stringify(answer.error));
+  return answer.result;
+};
+
+let cluster: ReturnType<typeof startCluster>;
+let pgB: number;
+beforeAll(async () => {
+  cluster = startCluster(await freePort());
+  const res = await request(f.t.app, f.t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/postgresql-servers',
+    payload: { name: 'second cluster', ip: '127.0.0.1', port: cluster.port, username: 'postgres' },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  pgB = res.json().id;
+}, 120_000);
+afterAll(() => cluster?.stop());
+
+describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 19150 + 100 * i })))('move on Odoo $name', (src) => {
+  test('refusals, a failed move that changes nothing, a move and a move back that keep every record and file', async () => {
+    const version = await f.newVersion({
+      name: `${src.name}-move`,
+      source_url: `file://${src.file}`,
+      source_sha256: src.sha256,
+      os_packages: packagesOf(src.series),
+      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+    });
+    const setup = async (pgServer: number, port: number, base?: string) => {
+      const host = await f.newHost();
+      const res = await f.runJob(host, 'setup_odoo', {
+        odoo_version_id: version.id,
+        postgresql_server_id: pgServer,
+        http_port: port,
+        workers: 0,
+        max_cron_threads: 0,
+        ...(base ? { base_path: base } : {}),
+      });
+      expect(res.state, JSON.stringify(res)).toBe('completed');
+      return host;
+    };
+    const baseB = `${f.base}/host-b-${src.series}`;
+    const hostA = await setup(f.pgServerId, src.portA);
+    const hostB = await setup(pgB, src.portB, baseB);
+
+    const templateDb = `svc_odoo_m_tpl${src.series}_${Date.now().toString(36)}`;
+    const template = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: { name: `Odoo ${src.name} move`, postgresql_server_id: f.pgServerId, template_db_name: templateDb, root_server_id: hostA },
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    expect((await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates')).state).toBe('completed');
+
+    const database = `svc_odoo_m_c${src.series}_${Date.now().toString(36)}`;
+    const email = `move-${src.series}-${Date.now()}@example.com`;
+    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    const created = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: { name: 'Paid', partner_id: partner.json().id, database_template_id: template.json().id, database_name: database },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as number;
+    const act = (name: string, payload?: object) =>
+      request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}`, payload });
+    const run = async (name: string, payload?: object) => {
+      const res = await act(name, payload);
+      expect(res.statusCode, res.body).toBe(202);
+      return waitForJob(f.t.app, f.t.as.operator, res.json().job_id, 10 * 60_000);
+    };
+
+    expect((await act('confirm')).statusCode).toBe(200);
+    const early = await act('move', { root_server_id: hostB });
+    expect(early.statusCode, early.body).toBe(409);
+    expect(early.body).toContain('only the instance of a running subscription is moved');
+    expect((await run('deploy')).state).toBe('completed');
+    const { login, password } = credentialsIn(textOf(await smtp.waitFor(email)));
+
+    // Refusals: where it already is, and a cluster where its name is taken.
+    const same = await act('move', { root_server_id: hostA });
+    expect(same.statusCode, same.body).toBe(409);
+    expect(same.body).toContain(`already on root server ${hostA}`);
+    await queryOn(cluster.port, 'postgres', `CREATE DATABASE "${database}"`);
+    const taken = await act('move', { root_server_id: hostB });
+    expect(taken.statusCode, taken.body).toBe(409);
+    expect(taken.body).toContain(`already has a database named ${database}`);
+    await queryOn(cluster.port, 'postgres', `DROP DATABASE "${database}"`);
+    const noHost = await act('move', { postgresql_server_id: f.pgServerId });
+    expect(noHost.statusCode, noHost.body).toBe(409);
+
+    // Records and a file before the move.
+    const rpc = (port: number, db: string, uid: number, model: string, method: string, args: unknown[], kw: object = {}) =>
+      jsonRpc(port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]).then((r) => result(r.body));
+    const uid = result((await jsonRpc(src.portA, 'common', 'authenticate', [database, login, password, {}])).body) as number;
+    await rpc(src.portA, database, uid, 'res.partner', 'create', [{ name: 'Before the move' }]);
+    const fileText = `move ${Date.now()}`;
+    await rpc(src.portA, database, uid, 'ir.attachment', 'create', [
+      { name: 'probe.txt', datas: Buffer.from(fileText).toString('base64') },
+    ]);
+    const [stored] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'probe.txt'");
+
+    // The tenant's own SQL fails the copy on the other cluster (its CHECK runs there, as the host's
+    // role): the move fails before the switch and the instance is where it was, open and answering.
+    const [{ owner } = { owner: '' }] = await adminQuery<{ owner: string }>(
+      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
+      [database],
+    );
+    await queryIn(
+      database,
+      `SET ROLE "${owner}";
+       CREATE FUNCTION public.svc_here(i int) RETURNS bool LANGUAGE sql AS $fn$ SELECT inet_server_port() = 5432 $fn$;
+       CREATE TABLE public.svc_pinned (id int CHECK (public.svc_here(id)));
+       INSERT INTO public.svc_pinned VALUES (1);
+       RESET ROLE`,
+    );
+    const failed = await run('move', { root_server_id: hostB });
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toContain('svc_pinned');
+    const stayed = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
+    expect(stayed).toMatchObject({ state: 'running', postgresql_server_id: f.pgServerId, root_server_id: hostA });
+    expect(await queryOn(cluster.port, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+    expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();
+    expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
+    await queryIn(database, 'DROP TABLE public.svc_pinned; DROP FUNCTION public.svc_here(int)');
+
+    // The move.
+    const moved = await run('move', { root_server_id: hostB });
+    expect(moved.state, JSON.stringify(moved)).toBe('completed');
+    const r = moved.result as { freeze_seconds: number; postgresql_server_id: number; root_server_id: number };
+    expect(r).toMatchObject({ postgresql_server_id: pgB, root_server_id: hostB });
+    expect(r.freeze_seconds).toBeGreaterThan(0);
+    const after = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
+    expect(after).toMatchObject({ state: 'running', postgresql_server_id: pgB, root_server_id: hostB });
+    expect(await rpc(src.portB, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
+    expect(result((await jsonRpc(src.portB, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(uid);
+    const [att] = await rpc(src.portB, database, uid, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], {
+      fields: ['datas'],
+    });
+    expect(Buffer.from(att.datas, 'base64').toString()).toBe(fileText);
+    expect(statSync(`${baseB}/data/filestore/${database}/${stored!.store_fname}`).isFile()).toBe(true);
+    const [old] = await adminQuery<{ datallowconn: boolean }>('SELECT datallowconn FROM pg_database WHERE datname = $1', [database]);
+    expect(old).toEqual({ datallowconn: false }); // kept, closed
+    const moves = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/moves` })).json().items;
+    expect(moves[0]).toMatchObject({ state: 'done', from_root_server_id: hostA, to_root_server_id: hostB, old_dropped_at: null });
+    expect(moves[1]).toMatchObject({ state: 'failed', step: 'freeze' });
+    const keep = (Date.parse(moves[0].keep_until) - Date.parse(moves[0].switched_at)) / 86_400_000;
+    expect(keep).toBeCloseTo(3, 1);
+
+    // Written at the new place, then back home with it: the stale old copy is replaced.
+    await rpc(src.portB, database, uid, 'res.partner', 'create', [{ name: 'After the move' }]);
+    const back = await run('move_back');
+    expect(back.state, JSON.stringify(back)).toBe('completed');
+    expect(
+      await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', 'in', ['Before the move', 'After the move']]]]),
+    ).toBe(2);
+    const home = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
+    expect(home).toMatchObject({ postgresql_server_id: f.pgServerId, root_server_id: hostA });
+
+    // The keep period of the copy left on the second cluster ends: dropped, with its filestore.
+    const [backMove] = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/moves` })).json().items;
+    await f.t.ctx.db.subscriptionMove.update({ where: { id: backMove.id }, data: { keep_until: new Date(Date.now() - 1000) } });
+    const { moveJobs } = await import('../src/moves/move-job-specs.js');
+    const dropId = await f.t.ctx.queues.enqueue(moveJobs.move_drop_old, { user_id: null });
+    expect((await waitForJob(f.t.app, f.t.as.operator, dropId, 5 * 60_000)).state).toBe('completed');
+    expect(await queryOn(cluster.port, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+    expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();
+    expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'After the move']]])).toBe(1);
+    const noneLeft = await act('move_back');
+    expect(noneLeft.statusCode, noneLeft.body).toBe(409);
+  });
+});
