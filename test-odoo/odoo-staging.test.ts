@@ -1,7 +1,8 @@
 // create_staging on the real Odoo (18.0 and 19.0): a subscription deployed on a host svc set up,
 // with a record and an attachment in its filestore; a staging copy made while the customer's
 // instance is asked all along (every request answered), which has the data and the file (a hard
-// link), Odoo's neutralized state, its own uuid, secret and address; listed, dropped by DELETE,
+// link), Odoo's neutralized state, its own uuid, secret and address, its ready mail to the operator
+// (not the customer); listed, dropped by DELETE,
 // and a second one dropped when it expires; refused (409) before the subscription runs.
 // Odoo's ports: 18900 (first source), 18950 (second).
 import { statSync } from 'node:fs';
@@ -147,6 +148,13 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(asked.failed).toEqual([]);
     expect(asked.ok).toBeGreaterThan(0);
     const copy = (staged.result as { database_name: string }).database_name;
+
+    // The ready mail went to the operator who asked, not to the customer.
+    const mailedTo = (staged.result as { mailed_to: string | null }).mailed_to;
+    expect(mailedTo).toBeTruthy();
+    expect(mailedTo).not.toBe(email);
+    expect(textOf(await smtp.waitFor(mailedTo!))).toContain(`https://${copy}.staging.test`);
+    expect(smtp.messages.filter((m) => m.to.includes(email))).toHaveLength(1); // the credentials only
 
     const listed = await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/staging-instances` });
     expect(listed.statusCode, listed.body).toBe(200);

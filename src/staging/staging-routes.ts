@@ -33,8 +33,17 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
         summary: 'Make a staging copy of the instance',
         description:
           "In a job: an online copy of the running subscription's database (pg_dump | pg_restore: the customer's instance keeps answering), owned by the same role, neutralized by Odoo (odoo-bin neutralize: crons, outgoing mail, payment providers and webhooks off; the ribbon), with its own database.uuid, database.secret and web.base.url (STAGING_URL), the filestore hard-linked; dropped after STAGING_DAYS. 409 when the subscription is not running or has no Odoo host running.",
+        body: z
+          .object({
+            notify_customer: z
+              .boolean()
+              .default(false)
+              .describe('Send the ready mail to the customer (default: to the operator who asked, not the customer)'),
+          })
+          .strict()
+          .default({ notify_customer: false }),
         response: 'job',
-        run: ({ id, user }) => service.request(id, user.id),
+        run: ({ id, body, user }) => service.request(id, user.id, body.notify_customer),
       }),
     },
   });

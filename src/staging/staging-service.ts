@@ -8,6 +8,7 @@ import type { AppContext } from '../context.js';
 import { runLoggedStep } from '../core/action-log.js';
 import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import { renderMail } from '../core/mail.js';
 import { publicJobId } from '../core/queue.js';
 import type { StagingInstance } from '../generated/prisma/client.js';
 import {
@@ -25,17 +26,19 @@ import {
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
+import { createCustomerMail, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
 import { dumpAndRestore, neutralizeScript } from './staging-scripts.js';
 
 const COPY_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 10 * 60_000;
 
-type Payload = { staging_instance_id: number; user_id: number | null };
+type Payload = { staging_instance_id: number; user_id: number | null; notify_customer?: boolean };
 
 export function createStagingService(ctx: AppContext) {
   const { db } = ctx;
   const filestores = createFilestores(ctx);
+  const mailCustomer = createCustomerMail(ctx);
 
   async function subscriptionOf(id: number) {
     const sub = await db.subscription.findUnique({ where: { id }, include: PLACEMENT_INCLUDE });
@@ -107,9 +110,38 @@ export function createStagingService(ctx: AppContext) {
     }
   }
 
+  /**
+   * The ready mail: to the operator who asked, or the customer when asked so (a copy in the chatter;
+   * a failure is an alert there). Answers the address, or null when there was nobody to tell.
+   */
+  async function mailReady(row: StagingInstance, payload: Payload, copiedAt: Date): Promise<string | null> {
+    const sub = await db.subscription.findUniqueOrThrow({ where: { id: row.subscription_id }, include: { partner: true } });
+    const operator = payload.user_id === null ? null : await db.user.findUnique({ where: { id: payload.user_id } });
+    const to = payload.notify_customer
+      ? { email: sub.partner.email, name: sub.partner.name }
+      : operator && { email: operator.email, name: operator.name || operator.email };
+    if (!to) return null;
+    const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
+    const data = {
+      name: to.name,
+      subscriptionName: sub.name,
+      url: row.url,
+      liveUrl: subscriptionUrl(ctx.config, sub) ?? sub.database_name,
+      copiedAt: copiedAt.toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      expiresOn: row.expires_at.toISOString().slice(0, 10),
+      brand: settings.brand_name,
+    };
+    const failed = await mailCustomer(row.subscription_id, 'staging_ready', async () => ({
+      to: to.email,
+      subject: `Staging copy of ${sub.name} is ready`,
+      ...renderMail('staging_ready', data),
+    }));
+    return failed ? null : to.email;
+  }
+
   const service = {
     /** Checks the subscription can be copied, records the copy (creating) and queues its job. */
-    async request(subscriptionId: number, userId: number | null) {
+    async request(subscriptionId: number, userId: number | null, notifyCustomer = false) {
       const { database, pg, host } = await placeOf(subscriptionId);
       const name = `${database.slice(0, 46)}_stg_${randomBytes(4).toString('hex')}`;
       const url = ctx.config.STAGING_URL.replaceAll('{database_name}', name);
@@ -129,7 +161,11 @@ export function createStagingService(ctx: AppContext) {
         `Staging copy ${name} requested (${url}); it is dropped on ${expires.toISOString().slice(0, 10)}.`,
         userId,
       );
-      return ctx.queues.enqueue(stagingJobs.staging_create, { staging_instance_id: row.id, user_id: userId });
+      return ctx.queues.enqueue(stagingJobs.staging_create, {
+        staging_instance_id: row.id,
+        user_id: userId,
+        notify_customer: notifyCustomer,
+      });
     },
 
     list: (subscriptionId: number) => db.stagingInstance.findMany({ where: { subscription_id: subscriptionId }, orderBy: { id: 'desc' } }),
@@ -204,7 +240,15 @@ export function createStagingService(ctx: AppContext) {
           `Staging copy ${copy} is ready at ${row.url} (neutralized by Odoo; made in ${seconds} s).`,
           payload.user_id,
         );
-        return { staging_instance_id: row.id, database_name: copy, url: row.url, state: 'ready' as const, seconds: Number(seconds) };
+        const mailedTo = await mailReady(row, payload, new Date(started));
+        return {
+          staging_instance_id: row.id,
+          database_name: copy,
+          url: row.url,
+          state: 'ready' as const,
+          seconds: Number(seconds),
+          mailed_to: mailedTo,
+        };
       } catch (err) {
         const message = (err as Error).message.slice(-4000);
         await dropCopy(row, audit).catch(() => {});
