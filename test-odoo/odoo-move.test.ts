@@ -6,13 +6,12 @@
 // copy stays closed until its keep period ends and is dropped then; move_back brings it home with
 // what was written after the move.
 // Odoo's ports: 19100 (host A) and 19150 (host B) for the first source, 19200/19250 for the second.
-import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import pg from 'pg';
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
+import { type LocalCluster, startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { freePort } from '../test/helpers/sshd.js';
 import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
@@ -25,48 +24,6 @@ const f = useOdooFixture({
   },
   SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
 } as Record<string, string>);
-
-/** A second PostgreSQL cluster of this machine (trust on 127.0.0.1), run as the postgres OS user. */
-function startCluster(port: number) {
-  const versions = readdirSync('/usr/lib/postgresql').filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
-  const bin = `/usr/lib/postgresql/${versions.sort((a, b) => Number(b) - Number(a))[0]}/bin`;
-  const dir = mkdtempSync('/tmp/svc-pg-move-');
-  execFileSync('chown', ['postgres:postgres', dir]);
-  const as = (cmd: string, args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' });
-  as(`${bin}/initdb`, ['-D', `${dir}/data`, '-U', 'postgres', '-A', 'trust', '--no-sync']);
-  appendFileSync(
-    `${dir}/data/postgresql.conf`,
-    [
-      `port = ${port}`,
-      "listen_addresses = '127.0.0.1'",
-      `unix_socket_directories = '${dir}'`,
-      'fsync = off',
-      'max_connections = 40',
-      '',
-    ].join('\n'),
-  );
-  as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-w', '-l', `${dir}/log`, 'start']);
-  return {
-    port,
-    stop() {
-      try {
-        as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-m', 'immediate', 'stop']);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  };
-}
-
-async function queryOn<R extends pg.QueryResultRow>(port: number, database: string, sql: string, params: unknown[] = []) {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', database });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql, params)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 function credentialsIn(text: string) {
   const login = /Login: +(\S+)/.exec(text)?.[1];
@@ -81,10 +38,10 @@ const result = (body: string) => {
   return answer.result;
 };
 
-let cluster: ReturnType<typeof startCluster>;
+let cluster: LocalCluster;
 let pgB: number;
 beforeAll(async () => {
-  cluster = startCluster(await freePort());
+  cluster = startLocalCluster(await freePort());
   const res = await request(f.t.app, f.t.as.operator, {
     method: 'POST',
     url: '/api/v1/postgresql-servers',
@@ -159,11 +116,11 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     const same = await act('move', { root_server_id: hostA });
     expect(same.statusCode, same.body).toBe(409);
     expect(same.body).toContain(`already on root server ${hostA}`);
-    await queryOn(cluster.port, 'postgres', `CREATE DATABASE "${database}"`);
+    await cluster.query('postgres', `CREATE DATABASE "${database}"`);
     const taken = await act('move', { root_server_id: hostB });
     expect(taken.statusCode, taken.body).toBe(409);
     expect(taken.body).toContain(`already has a database named ${database}`);
-    await queryOn(cluster.port, 'postgres', `DROP DATABASE "${database}"`);
+    await cluster.query('postgres', `DROP DATABASE "${database}"`);
     const noHost = await act('move', { postgresql_server_id: f.pgServerId });
     expect(noHost.statusCode, noHost.body).toBe(409);
 
@@ -197,7 +154,7 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     expect(failed.error).toContain('svc_pinned');
     const stayed = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
     expect(stayed).toMatchObject({ state: 'running', postgresql_server_id: f.pgServerId, root_server_id: hostA });
-    expect(await queryOn(cluster.port, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+    expect(await cluster.query('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
     expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();
     expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
     await queryIn(database, 'DROP TABLE public.svc_pinned; DROP FUNCTION public.svc_here(int)');
@@ -241,7 +198,7 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     const { moveJobs } = await import('../src/moves/move-job-specs.js');
     const dropId = await f.t.ctx.queues.enqueue(moveJobs.move_drop_old, { user_id: null });
     expect((await waitForJob(f.t.app, f.t.as.operator, dropId, 5 * 60_000)).state).toBe('completed');
-    expect(await queryOn(cluster.port, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+    expect(await cluster.query('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
     expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();
     expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'After the move']]])).toBe(1);
     const noneLeft = await act('move_back');
