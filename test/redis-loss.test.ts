@@ -59,6 +59,7 @@ describe('Redis restarted empty', () => {
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',
       'maintenance/verify-domains',
+      'moves/move-drop-old',
       'rollouts/rollout-resume',
       'staging/staging-expire',
     ];

@@ -296,7 +296,10 @@ export function createMoveService(ctx: AppContext) {
     /** Back to where the last move took it from, while that move's old copy is kept. */
     async requestBack(id: number, userId: number | null) {
       const last = await db.subscriptionMove.findFirst({ where: { subscription_id: id }, orderBy: { id: 'desc' } });
-      if (!last) throw new NotFoundError('Move');
+      if (!last) {
+        if (!(await db.subscription.findUnique({ where: { id }, select: { id: true } }))) throw new NotFoundError('Subscription');
+        throw new ConflictError(`Subscription ${id} was never moved: there is nothing to move back to`);
+      }
       if (last.state !== 'done' || last.old_dropped_at) {
         throw new ConflictError(
           `The last move of subscription ${id} is ${last.old_dropped_at ? 'past its keep period (its old copy was dropped)' : last.state}: there is nothing to move back to`,

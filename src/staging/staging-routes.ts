@@ -41,9 +41,10 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
               .describe('Send the ready mail to the customer (default: to the operator who asked, not the customer)'),
           })
           .strict()
-          .default({ notify_customer: false }),
+          .nullable()
+          .describe('Optional'),
         response: 'job',
-        run: ({ id, body, user }) => service.request(id, user.id, body.notify_customer),
+        run: ({ id, body, user }) => service.request(id, user.id, body?.notify_customer ?? false),
       }),
     },
   });
