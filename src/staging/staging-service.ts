@@ -127,7 +127,7 @@ export function createStagingService(ctx: AppContext) {
       subscriptionName: sub.name,
       url: row.url,
       liveUrl: subscriptionUrl(ctx.config, sub) ?? sub.database_name,
-      copiedAt: copiedAt.toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      copiedAt: `${copiedAt.toISOString().replace('T', ' ').slice(0, 16)} UTC`,
       expiresOn: row.expires_at.toISOString().slice(0, 10),
       brand: settings.brand_name,
     };
