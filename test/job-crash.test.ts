@@ -86,6 +86,7 @@ describe('crash recovery per queue', () => {
       odoo: 'interrupt',
       rollouts: 'rerun',
       staging: 'rerun',
+      moves: 'rerun',
     });
   });
 

@@ -41,8 +41,9 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
               .describe('Send the ready mail to the customer (default: to the operator who asked, not the customer)'),
           })
           .strict()
+          .meta({ example: { notify_customer: false } })
           .nullable()
-          .describe('Optional'),
+          .optional(),
         response: 'job',
         run: ({ id, body, user }) => service.request(id, user.id, body?.notify_customer ?? false),
       }),
