@@ -308,7 +308,10 @@ export function createMoveService(ctx: AppContext) {
       return start(id, { root_server_id: last.from_root_server_id }, userId, last);
     },
 
-    list: (id: number) => db.subscriptionMove.findMany({ where: { subscription_id: id }, orderBy: { id: 'desc' } }),
+    async list(id: number) {
+      if (!(await db.subscription.findUnique({ where: { id }, select: { id: true } }))) throw new NotFoundError('Subscription');
+      return db.subscriptionMove.findMany({ where: { subscription_id: id }, orderBy: { id: 'desc' } });
+    },
 
     async run(payload: Payload, job: Job) {
       let move = await db.subscriptionMove.findUnique({ where: { id: payload.move_id } });

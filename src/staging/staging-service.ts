@@ -168,7 +168,10 @@ export function createStagingService(ctx: AppContext) {
       });
     },
 
-    list: (subscriptionId: number) => db.stagingInstance.findMany({ where: { subscription_id: subscriptionId }, orderBy: { id: 'desc' } }),
+    async list(subscriptionId: number) {
+      await subscriptionOf(subscriptionId); // 404 for a subscription that does not exist
+      return db.stagingInstance.findMany({ where: { subscription_id: subscriptionId }, orderBy: { id: 'desc' } });
+    },
 
     /** Queues the drop of a copy (409 while it is being made). */
     async requestDrop(subscriptionId: number, id: number, userId: number | null) {
