@@ -69,3 +69,13 @@ export function runBench(main: () => Promise<void>): void {
     },
   );
 }
+
+/** The load average now, for the figures' context ("1.20 0.95 0.80"). */
+export const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
+/** A target's line: met or missed. */
+export const verdict = (ok: boolean) => (ok ? 'met' : 'missed');

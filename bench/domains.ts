@@ -24,7 +24,7 @@ import { createOdooTemplate } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSshd } from '../test/helpers/sshd.js';
 import { completedJob, registerOdooHost, startBenchService } from './bench-api.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -43,12 +43,6 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
-const loadavg = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 
 /** Status of GET / over HTTPS to 127.0.0.1:443 with `hostname` as SNI, the chain checked against `ca`; 0 when refused. */
 function httpsStatus(hostname: string, ca: string): Promise<number> {

@@ -10,20 +10,18 @@
 //    freeze (target ≤ 30 s for 1 GB), and what the client saw.
 // Needs root (sshd, sudo) and the OS packages of Odoo (run npm run test:odoo once). Ports 19390/19395.
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_OS_PACKAGES } from '../src/odoo/odoo-names.js';
+import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { freePort, startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { completedJob, startBenchService } from './bench-api.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -35,32 +33,17 @@ const PORT_A = 19390;
 const PORT_B = 19395;
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const loadavg = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
 
-function odooSource() {
-  const file = (process.env.ODOO_SOURCE ?? '').split(',').find(Boolean);
-  if (!file) {
-    console.error('ODOO_SOURCE is not set: e.g. ODOO_SOURCE=/path/to/odoo-18.0-core.tar.gz npm run bench:move');
-    process.exit(2);
-  }
-  const abs = path.resolve(file);
-  const top = execFileSync('tar', ['-tzf', abs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
-    .split('\n')
-    .find((e) => /^(\.\/)?([^/]+\/)?odoo\/release\.py$/.test(e));
-  if (!top) throw new Error(`${abs} holds no odoo/release.py`);
-  const series = Number(
-    /version_info\s*=\s*\(\s*(?:'saas~)?(\d+)/.exec(execFileSync('tar', ['-xzOf', abs, top], { encoding: 'utf8' }))?.[1],
-  );
-  const packages =
-    series < 19
-      ? [...DEFAULT_OS_PACKAGES]
-      : [...DEFAULT_OS_PACKAGES.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
-  return { file: abs, sha256: createHash('sha256').update(readFileSync(abs)).digest('hex'), series, packages };
+/** One JSON-RPC call to the Odoo on `port` of this machine: its answer (an HTTP error throws). */
+async function jsonRpc(port: number, service: string, method: string, args: unknown[]): Promise<{ result?: unknown }> {
+  const res = await fetch(`http://127.0.0.1:${port}/jsonrpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+  return (await res.json()) as { result?: unknown };
 }
 
 /** Asks the instance without pause until stopped: every answer's time and whether it was right. */
@@ -72,18 +55,8 @@ function askAllTheTime(port: () => number, database: string, uid: number, passwo
       const at = performance.now();
       let ok = false;
       try {
-        const res = await fetch(`http://127.0.0.1:${port()}/jsonrpc`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            method: 'call',
-            id: 1,
-            params: { service: 'object', method: 'execute_kw', args: [database, uid, password, 'res.partner', 'search_count', [[]]] },
-          }),
-          signal: AbortSignal.timeout(30_000),
-        });
-        ok = res.status === 200 && typeof ((await res.json()) as { result?: unknown }).result === 'number';
+        const answer = await jsonRpc(port(), 'object', 'execute_kw', [database, uid, password, 'res.partner', 'search_count', [[]]]);
+        ok = typeof answer.result === 'number';
       } catch {
         ok = false;
       }
@@ -101,7 +74,7 @@ function askAllTheTime(port: () => number, database: string, uid: number, passwo
 }
 
 async function main() {
-  const src = odooSource();
+  const src = benchOdooSource('bench:move', process.env.ODOO_SOURCE);
   const smtp = await startSmtpServer();
   const sshd = await startSshd();
   const cluster = startLocalCluster(await freePort());
@@ -132,7 +105,7 @@ async function main() {
       source_url: `file://${src.file}`,
       source_sha256: src.sha256,
       os_packages: src.packages,
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      server_wide_modules: serverWideModulesOf(src.series),
     });
     const host = async (pgServer: number, port: number, basePath: string) => {
       const root = await api!('POST', '/root-servers', {
@@ -208,17 +181,7 @@ async function main() {
       `tenant filled in ${secs(performance.now() - filled)}: database ${(Number(size) / 1e6).toFixed(0)} MB, filestore ${(filesBytes / 1e6).toFixed(0)} MB`,
     );
 
-    const auth = await fetch(`http://127.0.0.1:${PORT_A}/jsonrpc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        method: 'call',
-        id: 1,
-        params: { service: 'common', method: 'authenticate', args: [database, login, password, {}] },
-      }),
-    });
-    const uid = ((await auth.json()) as { result: number }).result;
+    const uid = (await jsonRpc(PORT_A, 'common', 'authenticate', [database, login, password, {}])).result as number;
 
     // 1. A staging copy while the live instance is asked.
     let port = PORT_A;

@@ -11,21 +11,19 @@
 // Prints Odoo's memory per process (odoo_status) and the machine's load. Needs root (sshd, sudo).
 // Odoo's port: 18390 (the routing tests' range). No cron threads (as in test:odoo).
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sleep } from '../src/core/sleep.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
-import { DEFAULT_OS_PACKAGES } from '../src/odoo/odoo-names.js';
+import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { codeFrom, startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { httpTransport, Visitor } from '../test/helpers/trial.js';
 import { completedJob, startBenchService } from './bench-api.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number | undefined): number | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -42,36 +40,6 @@ const pct = (xs: number[], p: number) => {
 };
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(0)} MB`;
-const loadavg = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
-
-/** The first tarball of ODOO_SOURCE, its checksum and series. */
-function odooSource() {
-  const file = (process.env.ODOO_SOURCE ?? '').split(',').find(Boolean);
-  if (!file) {
-    console.error('ODOO_SOURCE is not set: name an Odoo source tarball (see README, "Tests with a real Odoo"), e.g.');
-    console.error('  ODOO_SOURCE=/path/to/odoo-18.0-core.tar.gz npm run bench:odoo');
-    process.exit(2);
-  }
-  const abs = path.resolve(file);
-  const top = execFileSync('tar', ['-tzf', abs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
-    .split('\n')
-    .find((e) => /^(\.\/)?([^/]+\/)?odoo\/release\.py$/.test(e));
-  if (!top) throw new Error(`${abs} holds no odoo/release.py: not an Odoo source tree`);
-  const series = Number(
-    /version_info\s*=\s*\(\s*(?:'saas~)?(\d+)/.exec(execFileSync('tar', ['-xzOf', abs, top], { encoding: 'utf8' }))?.[1],
-  );
-  const sha256 = createHash('sha256').update(readFileSync(abs)).digest('hex');
-  const packages =
-    series < 19
-      ? [...DEFAULT_OS_PACKAGES]
-      : [...DEFAULT_OS_PACKAGES.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
-  return { file: abs, sha256, series, packages };
-}
 
 /** JSON-RPC common.authenticate on the host's Odoo (this machine). */
 async function signIn(database: string, login: string, password: string): Promise<unknown> {
@@ -89,7 +57,7 @@ async function signIn(database: string, login: string, password: string): Promis
 }
 
 async function main() {
-  const src = odooSource();
+  const src = benchOdooSource('bench:odoo', process.env.ODOO_SOURCE);
   const missing = execFileSync(
     'sh',
     ['-c', `dpkg-query -W -f='\${Package} \${Status}\\n' ${src.packages.join(' ')} 2>/dev/null | grep -c ' install ok installed$' || true`],
@@ -141,7 +109,7 @@ async function main() {
       source_url: `file://${src.file}`,
       source_sha256: src.sha256,
       os_packages: src.packages,
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      server_wide_modules: serverWideModulesOf(src.series),
     });
 
     // 1. setup_odoo on a fresh directory, the packages present.

@@ -13,22 +13,19 @@
 //    moment that failed (target 0; any answer but 200 counts), the maintenance pages served, the
 //    restored tenant, and met/missed for DESIGN §18's targets.
 // Needs root (sshd, sudo) and the OS packages of Odoo (run npm run test:odoo once). Port 18790.
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sleep } from '../src/core/sleep.js';
-import { DEFAULT_OS_PACKAGES } from '../src/odoo/odoo-names.js';
 import { startFakeGitHost } from '../test/helpers/git-host.js';
+import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { completedJob, startBenchService } from './bench-api.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,33 +42,6 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : 0;
 };
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const loadavg = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
-const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
-
-function odooSource() {
-  const file = (process.env.ODOO_SOURCE ?? '').split(',').find(Boolean);
-  if (!file) {
-    console.error('ODOO_SOURCE is not set: e.g. ODOO_SOURCE=/path/to/odoo-18.0-core.tar.gz npm run bench:rollout');
-    process.exit(2);
-  }
-  const abs = path.resolve(file);
-  const top = execFileSync('tar', ['-tzf', abs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
-    .split('\n')
-    .find((e) => /^(\.\/)?([^/]+\/)?odoo\/release\.py$/.test(e));
-  if (!top) throw new Error(`${abs} holds no odoo/release.py`);
-  const series = Number(
-    /version_info\s*=\s*\(\s*(?:'saas~)?(\d+)/.exec(execFileSync('tar', ['-xzOf', abs, top], { encoding: 'utf8' }))?.[1],
-  );
-  const packages =
-    series < 19
-      ? [...DEFAULT_OS_PACKAGES]
-      : [...DEFAULT_OS_PACKAGES.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
-  return { file: abs, sha256: createHash('sha256').update(readFileSync(abs)).digest('hex'), series, packages };
-}
 
 function addon(version: 1 | 2): Record<string, string> {
   return {
@@ -105,7 +75,7 @@ function addon(version: 1 | 2): Record<string, string> {
 }
 
 async function main() {
-  const src = odooSource();
+  const src = benchOdooSource('bench:rollout', process.env.ODOO_SOURCE);
   const smtp = await startSmtpServer();
   const sshd = await startSshd();
   const git = await startFakeGitHost(TOKEN);
@@ -143,7 +113,7 @@ async function main() {
       source_url: `file://${src.file}`,
       source_sha256: src.sha256,
       os_packages: src.packages,
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      server_wide_modules: serverWideModulesOf(src.series),
     });
     const setup = async () => {
       const job = await api!<{ job_id: string }>('POST', `/root-servers/${root.id}/actions/setup_odoo`, {

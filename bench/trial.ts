@@ -22,7 +22,7 @@ import { codeFrom, startSmtpServer } from '../test/helpers/smtp.js';
 import { startSshd } from '../test/helpers/sshd.js';
 import { registerOdooHost, startBenchService } from './bench-api.js';
 import { httpTransport, Visitor } from '../test/helpers/trial.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,11 +38,6 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const loadavg = () =>
-  os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 
 async function main() {
   const smtp = await startSmtpServer();
@@ -184,7 +179,6 @@ async function main() {
     console.log(
       `deployments one at a time, no standby: code → mail ${alone.map(secs).join(', ')}; deploy job until running ${running.map(secs).join(', ')}, until its mail was sent ${aloneDeploy.map((d) => secs(d.job)).join(', ')}`,
     );
-    const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
     const ratioLine = `${verdict(ratio <= 1.2)}: a deployment without a standby takes ${ratio.toFixed(2)} × the plain copy until the instance runs (${secs(pct(running, 50))} / ${secs(pct(plain, 50))}) ≤ 1.2`;
 
     // 3. and 4. A crowd, without and with a pool.

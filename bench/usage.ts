@@ -14,7 +14,7 @@ import { createUsageRound } from '../src/usage/usage-round.js';
 import { createOdooTemplate, queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
-import { createBenchContext, runBench } from './bench-context.js';
+import { createBenchContext, runBench, verdict } from './bench-context.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -130,7 +130,6 @@ async function main() {
       if (seconds > worst.seconds) worst = { ...worst, seconds };
       if (service > worst.cpu) worst = { ...worst, cpu: service };
     }
-    const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
     console.log(`${verdict(worst.seconds <= 30)}: the slowest round took ${worst.seconds.toFixed(2)} s ≤ 30 s`);
     console.log(`${verdict(worst.cpu <= 10)}: the most service CPU in a round was ${worst.cpu.toFixed(2)} s ≤ 10 s`);
   } finally {

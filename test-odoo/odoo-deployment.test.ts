@@ -4,6 +4,7 @@
 // through the web login form, and web.base.url stays the service's.
 import { describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
+import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
@@ -19,12 +20,6 @@ const f = useOdooFixture({
 } as Record<string, string>);
 
 /** The login and password the trial_ready mail tells. */
-function credentialsIn(text: string) {
-  const login = /Login: +(\S+)/.exec(text)?.[1];
-  const password = /Password: +(\S+)/.exec(text)?.[1];
-  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
-  return { login, password };
-}
 
 /** The web login form of `database`, reached as the proxy would (X-Forwarded-Host, for the dbfilter). */
 async function webLogin(port: number, database: string, login: string, password: string, host = `${database}.odoo.test`) {

@@ -3,9 +3,6 @@
 // directory, the local PostgreSQL as the host's database server, and an Odoo version per tarball of
 // ODOO_SOURCE (file:// on the host, with its real SHA-256). Teardown stops every Odoo it started and
 // drops the roles and databases it made.
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,42 +11,15 @@ import { confirmedRootServer, request, waitForJob } from '../test/helpers/api.js
 import { useTestApp, type TestApp } from '../test/helpers/app.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { TEST_USERS, useSshd, type Sshd } from '../test/helpers/sshd.js';
-import { DEFAULT_OS_PACKAGES } from '../src/odoo/odoo-names.js';
+import { describeOdooSource, type OdooSource, odooSourceFiles } from '../test/helpers/odoo-source.js';
 
-export interface OdooSource {
-  file: string;
-  sha256: string;
-  /** 18, 19... from odoo/release.py */
-  series: number;
-  /** e.g. "18.0" */
-  name: string;
-}
-
-/** Odoo 18.0's Debian packages: the service's own default list. */
-const PACKAGES_18: readonly string[] = DEFAULT_OS_PACKAGES;
-
-/** What a version of this series needs (19.0: without decorator and typing-extensions, with magic). */
-export function packagesOf(series: number): string[] {
-  if (series < 19) return [...PACKAGES_18];
-  return [...PACKAGES_18.filter((p) => p !== 'python3-decorator' && p !== 'python3-typing-extensions'), 'python3-magic'];
-}
+export { packagesOf, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 
 /** The tarballs of ODOO_SOURCE, described (the suite's script checked that they exist). */
 export function odooSources(): OdooSource[] {
-  const list = (process.env.ODOO_SOURCE ?? '').split(',').filter(Boolean);
+  const list = odooSourceFiles(process.env.ODOO_SOURCE);
   if (list.length === 0) throw new Error('ODOO_SOURCE is not set: run the suite with npm run test:odoo (it says how to get a source)');
-  return list.map((file) => {
-    const abs = path.resolve(file);
-    const sha256 = createHash('sha256').update(readFileSync(abs)).digest('hex');
-    const top = execFileSync('tar', ['-tzf', abs], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 })
-      .split('\n')
-      .find((e) => /^(\.\/)?([^/]+\/)?odoo\/release\.py$/.test(e));
-    if (!top) throw new Error(`${abs} holds no odoo/release.py: not an Odoo source tree`);
-    const release = execFileSync('tar', ['-xzOf', abs, top], { encoding: 'utf8' });
-    const series = Number(/version_info\s*=\s*\(\s*(?:'saas~)?(\d+)/.exec(release)?.[1]);
-    if (!series) throw new Error(`${abs}: no version_info in odoo/release.py`);
-    return { file: abs, sha256, series, name: `${series}.0` };
-  });
+  return list.map(describeOdooSource);
 }
 
 export interface OdooFixture {
@@ -150,4 +120,11 @@ export async function jsonRpc(port: number, service: string, method: string, arg
     body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
   });
   return { status: res.status, body: (await res.text()) as string };
+}
+
+/** A JSON-RPC answer's result; an Error with Odoo's error when it has one. */
+export function rpcResult(body: string) {
+  const answer = JSON.parse(body);
+  if (answer.error) throw new Error(JSON.stringify(answer.error));
+  return answer.result;
 }

@@ -9,12 +9,13 @@
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
+import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { type LocalCluster, startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { freePort } from '../test/helpers/sshd.js';
-import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooSources, packagesOf, useOdooFixture, rpcResult } from './odoo-fixture.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -24,19 +25,6 @@ const f = useOdooFixture({
   },
   SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
 } as Record<string, string>);
-
-function credentialsIn(text: string) {
-  const login = /Login: +(\S+)/.exec(text)?.[1];
-  const password = /Password: +(\S+)/.exec(text)?.[1];
-  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
-  return { login, password };
-}
-
-const result = (body: string) => {
-  const answer = JSON.parse(body);
-  if (answer.error) throw new Error(JSON.stringify(answer.error));
-  return answer.result;
-};
 
 let cluster: LocalCluster;
 let pgB: number;
@@ -126,8 +114,8 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
 
     // Records and a file before the move.
     const rpc = (port: number, db: string, uid: number, model: string, method: string, args: unknown[], kw: object = {}) =>
-      jsonRpc(port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]).then((r) => result(r.body));
-    const uid = result((await jsonRpc(src.portA, 'common', 'authenticate', [database, login, password, {}])).body) as number;
+      jsonRpc(port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]).then((r) => rpcResult(r.body));
+    const uid = rpcResult((await jsonRpc(src.portA, 'common', 'authenticate', [database, login, password, {}])).body) as number;
     await rpc(src.portA, database, uid, 'res.partner', 'create', [{ name: 'Before the move' }]);
     const fileText = `move ${Date.now()}`;
     await rpc(src.portA, database, uid, 'ir.attachment', 'create', [
@@ -168,7 +156,7 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     const after = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
     expect(after).toMatchObject({ state: 'running', postgresql_server_id: pgB, root_server_id: hostB });
     expect(await rpc(src.portB, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
-    expect(result((await jsonRpc(src.portB, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(uid);
+    expect(rpcResult((await jsonRpc(src.portB, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(uid);
     const [att] = await rpc(src.portB, database, uid, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], {
       fields: ['datas'],
     });

@@ -12,6 +12,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
+import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
@@ -83,13 +84,6 @@ function addon(version: 1 | 2 | 3): Record<string, string> {
     // Translations and tests do not count: a change there alone updates nothing.
     [`${MODULE}/i18n/fr.po`]: `# ${version}\n`,
   };
-}
-
-function credentialsIn(text: string) {
-  const login = /Login: +(\S+)/.exec(text)?.[1];
-  const password = /Password: +(\S+)/.exec(text)?.[1];
-  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
-  return { login, password };
 }
 
 const columnsOf = async (database: string) =>

@@ -8,10 +8,11 @@
 import { statSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
+import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
-import { jsonRpc, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooSources, packagesOf, useOdooFixture, rpcResult } from './odoo-fixture.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -22,19 +23,6 @@ const f = useOdooFixture({
   SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
   STAGING_URL: 'https://{database_name}.staging.test',
 } as Record<string, string>);
-
-function credentialsIn(text: string) {
-  const login = /Login: +(\S+)/.exec(text)?.[1];
-  const password = /Password: +(\S+)/.exec(text)?.[1];
-  if (!login || !password) throw new Error(`no credentials in:\n${text}`);
-  return { login, password };
-}
-
-const result = (body: string) => {
-  const answer = JSON.parse(body);
-  if (answer.error) throw new Error(JSON.stringify(answer.error));
-  return answer.result;
-};
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging on Odoo $name', (src) => {
   test('a neutralized online copy with the data and files, its own identity; listed, dropped, expired', async () => {
@@ -91,12 +79,12 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     const { login, password } = credentialsIn(textOf(await smtp.waitFor(email)));
 
     // Data and a file in the live instance.
-    const uid = result((await jsonRpc(src.port, 'common', 'authenticate', [database, login, password, {}])).body) as number;
+    const uid = rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [database, login, password, {}])).body) as number;
     const call = (db: string, model: string, method: string, args: unknown[], kw: object = {}) =>
       jsonRpc(src.port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]);
-    result((await call(database, 'res.partner', 'create', [{ name: 'Staging probe' }])).body);
+    rpcResult((await call(database, 'res.partner', 'create', [{ name: 'Staging probe' }])).body);
     const fileText = `staging ${Date.now()}`;
-    result(
+    rpcResult(
       (await call(database, 'ir.attachment', 'create', [{ name: 'probe.txt', datas: Buffer.from(fileText).toString('base64') }])).body,
     );
     const [stored] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'probe.txt'");
@@ -129,7 +117,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     const asking = (async () => {
       while (!asked.stop) {
         try {
-          const n = result((await call(database, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body);
+          const n = rpcResult((await call(database, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body);
           if (n === 1) asked.ok++;
           else asked.failed.push(`count ${n}`);
         } catch (err) {
@@ -164,9 +152,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(days).toBeCloseTo(7, 2);
 
     // The copy: the customer signs in with the same password, sees the record and the file.
-    expect(result((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
-    expect(result((await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body)).toBe(1);
-    const [att] = result((await call(copy, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], { fields: ['datas'] })).body);
+    expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
+    expect(rpcResult((await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body)).toBe(1);
+    const [att] = rpcResult((await call(copy, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], { fields: ['datas'] })).body);
     expect(Buffer.from(att.datas, 'base64').toString()).toBe(fileText);
     const fileOf = (db: string) => `${f.base}/data/filestore/${db}/${stored!.store_fname}`;
     expect(statSync(fileOf(copy)).ino).toBe(statSync(fileOf(database)).ino); // a hard link
