@@ -64,6 +64,35 @@ describe('a PostgreSQL server record holding subscription databases', () => {
     expect(renamed.json()).toMatchObject({ ip: '127.0.0.1', port: 5432 });
   });
 
+  it('holding a moved subscription or the old copy a move keeps: its ip and port cannot change either (409)', async () => {
+    const sub = await fx.deployed();
+    const elsewhere = (
+      await post('/api/v1/postgresql-servers', { name: 'moved to', ip: '127.0.0.2', port: 5432, username: 'postgres' })
+    ).json();
+    const kept = (
+      await post('/api/v1/postgresql-servers', { name: 'moved from', ip: '127.0.0.3', port: 5432, username: 'postgres' })
+    ).json();
+    // As a move leaves them: the subscription on one server, the old copy kept on the other.
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { postgresql_server_id: elsewhere.id } });
+    const root = await t.ctx.db.rootServer.create({ data: { ip: '127.0.0.1' } });
+    await t.ctx.db.subscriptionMove.create({
+      data: {
+        subscription_id: sub.id,
+        state: 'done',
+        database_name: sub.database_name,
+        from_postgresql_server_id: kept.id,
+        from_root_server_id: root.id,
+        to_postgresql_server_id: elsewhere.id,
+        to_root_server_id: root.id,
+        keep_until: new Date(Date.now() + 86_400_000),
+      },
+    });
+    for (const server of [elsewhere, kept]) {
+      const res = await patch(`/api/v1/postgresql-servers/${server.id}`, { port: 5433 });
+      expect(res.statusCode, `${server.name}: ${res.body}`).toBe(409);
+    }
+  });
+
   it("pointed at the service's own cluster after a deploy on the operator's own: suspend, backup and drop touch nothing", async () => {
     // The operator's cluster, a template there, and a subscription named after the service's own database.
     const server = await post('/api/v1/postgresql-servers', {

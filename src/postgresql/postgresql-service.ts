@@ -25,10 +25,17 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'secretBox'
       const bound =
         (await tx.subscription.count({
           where: {
-            database_template: { postgresql_server_id: before.id },
-            OR: [{ database_created_at: { not: null } }, { state: 'deploying' }],
+            OR: [
+              // Being deployed there, or (deployed before subscriptions recorded their server) living there.
+              { database_template: { postgresql_server_id: before.id }, OR: [{ state: 'deploying' }, { postgresql_server_id: null }] },
+              { postgresql_server_id: before.id },
+            ],
+            AND: [{ OR: [{ database_created_at: { not: null } }, { state: 'deploying' }] }],
           },
-        })) + (await tx.standbyDatabase.count({ where: { postgresql_server_id: before.id } }));
+        })) +
+        (await tx.standbyDatabase.count({ where: { postgresql_server_id: before.id } })) +
+        // The old copies moves keep there (dropped by their recorded identity later).
+        (await tx.subscriptionMove.count({ where: { from_postgresql_server_id: before.id, state: 'done', old_dropped_at: null } }));
       if (bound > 0) {
         throw new ConflictError(
           `${bound} subscription or standby database(s) live on this PostgreSQL server: ${fields.join(' and ')} cannot change`,
