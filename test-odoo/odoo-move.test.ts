@@ -1,12 +1,13 @@
 // move and move_back on the real Odoo (18.0 and 19.0), between two PostgreSQL clusters and two Odoo
-// host directories of this machine: refusals (409) before the subscription runs, to where it is,
-// and to a cluster where its database name is taken; a move the tenant's own SQL makes fail during
-// the copy leaves the instance where it was, open and answering; a move keeps every record and
-// file written before it, the customer signs in at the new place with the same password, the old
-// copy stays closed until its keep period ends and is dropped then; move_back brings it home with
-// what was written after the move.
+// host directories of this machine: refusals (409) before the subscription runs, to where it is, to
+// a cluster where its database name is taken and to a host without room (a 1 MB tmpfs); a move the
+// tenant's own SQL makes fail during the copy leaves the instance where it was, open and answering;
+// a move keeps every record and file written before it, the customer signs in at the new place
+// with the same password, the old copy stays closed until its keep period ends and is dropped then;
+// move_back brings it home with what was written after the move.
 // Odoo's ports: 19100 (host A) and 19150 (host B) for the first source, 19200/19250 for the second.
-import { statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
@@ -109,6 +110,28 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     expect(taken.statusCode, taken.body).toBe(409);
     expect(taken.body).toContain(`already has a database named ${database}`);
     await cluster.query('postgres', `DROP DATABASE "${database}"`);
+    // No room: a host like B whose data directory is a 1 MB file system.
+    const small = `${f.base}/small-${src.series}`;
+    mkdirSync(`${small}/data`, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', `${small}/data`]);
+    try {
+      const {
+        id: _id,
+        uuid: _uuid,
+        created_at: _c,
+        updated_at: _u,
+        ...likeB
+      } = await f.t.ctx.db.rootServer.findUniqueOrThrow({
+        where: { id: hostB },
+      });
+      const full = await f.t.ctx.db.rootServer.create({ data: { ...likeB, name: 'full', odoo_base_path: small } });
+      const refused = await act('move', { root_server_id: full.id });
+      expect(refused.statusCode, refused.body).toBe(409);
+      expect(refused.json().error.message).toMatch(new RegExp(`^Root server ${full.id} has no room: 0\\.00 GB free in ${small}/data`));
+      await f.t.ctx.db.rootServer.delete({ where: { id: full.id } });
+    } finally {
+      execFileSync('umount', [`${small}/data`]);
+    }
     const noHost = await act('move', { postgresql_server_id: f.pgServerId });
     expect(noHost.statusCode, noHost.body).toBe(409);
 
