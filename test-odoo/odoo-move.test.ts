@@ -207,7 +207,7 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     const [backMove] = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/moves` })).json().items;
     await f.t.ctx.db.subscriptionMove.update({ where: { id: backMove.id }, data: { keep_until: new Date(Date.now() - 1000) } });
     const { moveJobs } = await import('../src/moves/move-job-specs.js');
-    const dropId = await f.t.ctx.queues.enqueue(moveJobs.move_drop_old, { user_id: null });
+    const dropId = await f.t.ctx.queues.enqueue(moveJobs.moves_sweep, { user_id: null });
     expect((await waitForJob(f.t.app, f.t.as.operator, dropId, 5 * 60_000)).state).toBe('completed');
     expect(await cluster.query('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
     expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();

@@ -1,9 +1,11 @@
 // Where a subscription lives, and the checks of move, move_back and the per-host base path that need
 // no Odoo (the moves themselves run against the real Odoo: test-odoo/odoo-move.test.ts).
 import { describe, expect, it } from 'vitest';
-import { request } from './helpers/api.js';
+import { moveJobs } from '../src/moves/move-job-specs.js';
+import { request, waitForJob } from './helpers/api.js';
 import { useTestApp } from './helpers/app.js';
 import { act, useLifecycle } from './helpers/lifecycle.js';
+import { freePort } from './helpers/sshd.js';
 
 const t = useTestApp({ workers: true });
 const fx = useLifecycle(t);
@@ -44,6 +46,36 @@ describe('move and move_back', () => {
     const back = await act(t, sub.id, 'move_back');
     expect(back.statusCode, back.body).toBe(409);
     expect(back.json().error.message).toBe(`Subscription ${sub.id} was never moved: there is nothing to move back to`);
+  });
+
+  it('a move whose job was lost with Redis is queued again by the sweep: it fails cleanly and the subscription is released', async () => {
+    const sub = await fx.deployed();
+    const gone = await t.ctx.db.postgresqlServer.create({ data: { name: 'gone', ip: '127.0.0.1', port: await freePort() } });
+    const host = await t.ctx.db.rootServer.create({ data: { ip: '127.0.0.1', port: await freePort(), state: 'confirmed' } });
+    const move = await t.ctx.db.subscriptionMove.create({
+      data: {
+        subscription_id: sub.id,
+        database_name: sub.database_name,
+        from_postgresql_server_id: sub.postgresql_server_id as number,
+        from_root_server_id: host.id,
+        to_postgresql_server_id: gone.id,
+        to_root_server_id: host.id,
+      },
+    });
+    // Claimed for the move, and no job anywhere (as after Redis restarted empty).
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { operation: 'move', operation_job_id: `move:${move.id}` } });
+    const sweep = await waitForJob(t.app, t.as.operator, await t.ctx.queues.enqueue(moveJobs.moves_sweep, { user_id: null }), 30_000);
+    expect(sweep.result).toMatchObject({ requeued: [move.id] });
+    await expect
+      .poll(async () => (await t.ctx.db.subscriptionMove.findUniqueOrThrow({ where: { id: move.id } })).state, { timeout: 60_000 })
+      .toBe('failed');
+    const after = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+    expect(after).toMatchObject({
+      state: 'running',
+      operation: null,
+      operation_job_id: null,
+      postgresql_server_id: sub.postgresql_server_id,
+    });
   });
 
   it('the lists of a subscription that does not exist: 404', async () => {

@@ -59,7 +59,7 @@ describe('Redis restarted empty', () => {
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',
       'maintenance/verify-domains',
-      'moves/move-drop-old',
+      'moves/moves-sweep',
       'rollouts/rollout-resume',
       'staging/staging-expire',
     ];

@@ -8,8 +8,8 @@ import { moveJobs } from './move-job-specs.js';
 import { registerMoveRoutes } from './move-routes.js';
 import { createMoveService } from './move-service.js';
 
-/** How often old copies past their keep period are looked for. */
-const DROP_OLD_EVERY_MS = 10 * 60_000;
+/** How often moves are swept: lost ones queued again, old copies past their keep period dropped. */
+const SWEEP_EVERY_MS = 10 * 60_000;
 
 export const moves: Feature = {
   name: 'moves',
@@ -20,11 +20,10 @@ export const moves: Feature = {
       const service = createMoveService(ctx);
       return {
         subscription_move: (payload, job) => service.run(payload, job),
-        move_drop_old: (_payload, job) => service.dropOld(job),
+        moves_sweep: (_payload, job) => service.sweep(job),
       };
     },
     {},
   ),
-  schedules: (ctx: AppContext) =>
-    ctx.queues.schedule('move-drop-old', { every: DROP_OLD_EVERY_MS }, moveJobs.move_drop_old, { user_id: null }),
+  schedules: (ctx: AppContext) => ctx.queues.schedule('moves-sweep', { every: SWEEP_EVERY_MS }, moveJobs.moves_sweep, { user_id: null }),
 };

@@ -11,5 +11,5 @@ export const moveJobs = defineJobs({
     key: (p) => String(p.move_id),
     afterCrash: 'rerun',
   }),
-  move_drop_old: job({ queue: 'moves', payload: z.object({ ...requestedBy }), key: () => 'all', afterCrash: 'rerun' }),
+  moves_sweep: job({ queue: 'moves', payload: z.object({ ...requestedBy }), key: () => 'all', afterCrash: 'rerun' }),
 });

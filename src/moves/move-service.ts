@@ -393,16 +393,22 @@ export function createMoveService(ctx: AppContext) {
       };
     },
 
-    /** Drops the old copies past their keep period. */
-    async dropOld(job: Job) {
+    /**
+     * Every few minutes: a move still `moving` is queued again (a no-op while its job waits or runs:
+     * its id is the move's; it runs again when Redis lost it, so the subscription is never left
+     * claimed), and the old copies past their keep period are dropped.
+     */
+    async sweep(job: Job) {
       const audit = { user_id: null, job_id: publicJobId(job.queueName, job.id!) };
+      const moving = await db.subscriptionMove.findMany({ where: { state: 'moving' }, select: { id: true } });
+      for (const m of moving) await ctx.queues.enqueue(moveJobs.subscription_move, { move_id: m.id, user_id: null });
       const due = await db.subscriptionMove.findMany({ where: { state: 'done', old_dropped_at: null, keep_until: { lte: new Date() } } });
       const dropped: string[] = [];
       for (const move of due) {
         await dropOldCopy(move, audit);
         dropped.push(`${move.database_name}@${move.from_postgresql_server_id}`);
       }
-      return { dropped };
+      return { requeued: moving.map((m) => m.id), dropped };
     },
   };
   return service;
