@@ -7,7 +7,15 @@
 // series could be read.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { counter, createScrapeRegistry, gauge, histogram, METRICS_CONTENT_TYPE, processMetrics } from '../core/metrics.js';
+import {
+  cellHistogram,
+  counter,
+  createScrapeRegistry,
+  gauge,
+  type HistogramCell,
+  METRICS_CONTENT_TYPE,
+  processMetrics,
+} from '../core/metrics.js';
 import { noAnswer, withTimeout } from '../core/timeout.js';
 import type { Registry } from '../feature.js';
 import { createScrapeAuth } from './metrics-auth.js';
@@ -30,28 +38,52 @@ async function probe(what: () => Promise<unknown>, name: string): Promise<boolea
   }
 }
 
-/** Counts every request of the API by method, route template (never the raw URL) and status, with its duration. */
+/**
+ * Counts every request of the API by method, route template (never the raw URL) and status, with its
+ * duration. Per request, the label set's cell is found through three small maps and counted into
+ * (prom-client's inc() and observe() with a labels object: 3.4 µs a request in the CPU profile of
+ * bench:webhook); the request counter is the cells' counts, read when scraped.
+ */
 export function instrumentHttp(app: FastifyInstance) {
-  const requests = counter({
-    name: 'svc_http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status (webhook calls: route="/svc/webhook/:token")',
-    labelNames: ['method', 'route', 'status'],
-  });
-  const duration = histogram({
+  const duration = cellHistogram({
     name: 'svc_http_request_duration_seconds',
     help: 'Time to answer an HTTP request, by method, route template and status',
     labelNames: ['method', 'route', 'status'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   });
+  counter({
+    name: 'svc_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status (webhook calls: route="/svc/webhook/:token")',
+    labelNames: ['method', 'route', 'status'],
+    collect() {
+      this.reset();
+      for (const cell of duration.cells()) this.inc(cell.labels, cell.count);
+    },
+  });
+  // method → route → status → cell. Unknown paths share one label value: the label set stays
+  // bounded whatever is requested.
+  const cells = new Map<string, Map<string, Map<number, HistogramCell>>>();
+  const cellOf = (method: string, route: string, status: number) => {
+    let byRoute = cells.get(method);
+    if (!byRoute) {
+      byRoute = new Map();
+      cells.set(method, byRoute);
+    }
+    let byStatus = byRoute.get(route);
+    if (!byStatus) {
+      byStatus = new Map();
+      byRoute.set(route, byStatus);
+    }
+    let cell = byStatus.get(status);
+    if (!cell) {
+      cell = duration.cell({ method, route, status: String(status) });
+      byStatus.set(status, cell);
+    }
+    return cell;
+  };
   app.addHook('onResponse', (req, reply, done) => {
-    // Unknown paths share one label value: the label set stays bounded whatever is requested.
-    const labels = {
-      method: METHODS.has(req.method) ? req.method : 'other',
-      route: req.routeOptions.url ?? 'unmatched',
-      status: String(reply.statusCode),
-    };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    const method = METHODS.has(req.method) ? req.method : 'other';
+    cellOf(method, req.routeOptions.url ?? 'unmatched', reply.statusCode).observe(reply.elapsedTime / 1000);
     done();
   });
 }

@@ -74,14 +74,24 @@ export async function createWebhookCache(pool: pg.Pool, databaseUrl: string, log
 
   await listen();
 
+  /** The cached definition of this token, if the cache may be used and holds it. */
+  function peek(token: string, now: number): WebhookDefinition | undefined {
+    if (!listening) return undefined;
+    const hit = entries.get(token);
+    return hit && hit.expires > now ? hit.hook : undefined;
+  }
+
   return {
+    /** The active webhook with this token when it is cached (no promise to wait on: every call asks), else undefined. */
+    cached(token: string): WebhookDefinition | undefined {
+      return peek(token, Date.now());
+    },
+
     /** The active webhook with this token, or null. */
     async get(token: string): Promise<WebhookDefinition | null> {
       const now = Date.now();
-      if (listening) {
-        const hit = entries.get(token);
-        if (hit && hit.expires > now) return hit.hook;
-      }
+      const hit = peek(token, now);
+      if (hit) return hit;
       const startedAt = generation;
       const { rows } = await pool.query<WebhookDefinition>(
         `SELECT id, model_name, rec_id, trigger_action, message_type::text AS message_type, subtype_xmlid, signing_secret

@@ -3,13 +3,16 @@
 // of its own for logging. The buffer is flushed when the app closes and before the process's own
 // reads of the log; a crash can lose at most the last ~100 ms of log lines (never a message, which
 // is committed before the call is answered). Rows of webhooks deleted meanwhile are skipped; ids
-// follow the order of the calls.
+// follow the order of the calls. The columns go as array literals (core/pg-arrays.ts), called_at as
+// milliseconds since the epoch.
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { numberArray, textArray } from '../core/pg-arrays.js';
 
 export interface WebhookCallRow {
   webhook_id: number;
-  called_at: Date;
+  /** Milliseconds since the epoch (Date.now()). */
+  called_at: number;
   status: number;
   duration_ms: number;
   source_ip: string;
@@ -32,19 +35,20 @@ export function createWebhookCallLog(pool: pg.Pool, log: Logger) {
     try {
       await pool.query(
         `INSERT INTO webhook_calls (webhook_id, called_at, status, duration_ms, source_ip, body_size, error)
-         SELECT c.webhook_id, c.called_at, c.status, c.duration_ms, c.source_ip, c.body_size, c.error
-         FROM unnest($1::int[], $2::timestamptz[], $3::int[], $4::float8[], $5::text[], $6::int[], $7::text[])
+         SELECT c.webhook_id, timestamptz 'epoch' + c.called_at * interval '1 millisecond', c.status, c.duration_ms, c.source_ip,
+           c.body_size, c.error
+         FROM unnest($1::int[], $2::float8[], $3::int[], $4::float8[], $5::text[], $6::int[], $7::text[])
            WITH ORDINALITY AS c(webhook_id, called_at, status, duration_ms, source_ip, body_size, error, n)
          WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = c.webhook_id)
          ORDER BY c.n`,
         [
-          rows.map((r) => r.webhook_id),
-          rows.map((r) => r.called_at),
-          rows.map((r) => r.status),
-          rows.map((r) => r.duration_ms),
-          rows.map((r) => r.source_ip),
-          rows.map((r) => r.body_size),
-          rows.map((r) => r.error),
+          numberArray(rows.map((r) => r.webhook_id)),
+          numberArray(rows.map((r) => r.called_at)),
+          numberArray(rows.map((r) => r.status)),
+          numberArray(rows.map((r) => r.duration_ms)),
+          textArray(rows.map((r) => r.source_ip)),
+          numberArray(rows.map((r) => r.body_size)),
+          textArray(rows.map((r) => r.error)),
         ],
       );
     } catch (err) {

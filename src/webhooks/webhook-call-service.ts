@@ -89,11 +89,15 @@ const UNAVAILABLE_ANSWER: WebhookCallAnswer = { status: 503, body: UNAVAILABLE, 
 /** Connections of the endpoint's own pool (bench/webhook.ts measures the raw-SQL ceiling at this size). */
 export const WEBHOOK_POOL_SIZE = 10;
 
-/** The endpoint's own small pool: plain pg, short timeouts (every outbound call has one). */
+/**
+ * The endpoint's own small pool: plain pg, short timeouts (every outbound call has one), pipeline
+ * mode (a message batch sends BEGIN and its statement together: webhook-message.ts).
+ */
 function createWebhookPool(databaseUrl: string, log: Logger, max = WEBHOOK_POOL_SIZE): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
+    pipeline: true,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     statement_timeout: 10_000,
@@ -193,16 +197,18 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
 
   return {
     async handle(req: WebhookCallRequest): Promise<WebhookCallAnswer> {
-      const calledAt = new Date();
+      const calledAt = Date.now();
       const started = performance.now();
       if (!TOKEN.test(req.token)) return { status: 400, body: { error: 'Unknown webhook' } };
-      let hook: WebhookDefinition | null;
-      try {
-        hook = await cache.get(req.token);
-      } catch (err) {
-        if (!unavailable(err, true)) throw err;
-        ctx.log.warn({ err }, 'webhook call answered 503: the database is unavailable');
-        return UNAVAILABLE_ANSWER;
+      let hook: WebhookDefinition | null | undefined = cache.cached(req.token);
+      if (hook === undefined) {
+        try {
+          hook = await cache.get(req.token);
+        } catch (err) {
+          if (!unavailable(err, true)) throw err;
+          ctx.log.warn({ err }, 'webhook call answered 503: the database is unavailable');
+          return UNAVAILABLE_ANSWER;
+        }
       }
       if (!hook) return { status: 400, body: { error: 'Unknown webhook' } };
 

@@ -5,5 +5,6 @@ import type { FastifyRequest } from 'fastify';
  * trustProxy). IPv4 clients of a dual-stack socket are written without the `::ffff:` prefix.
  */
 export function clientIp(request: FastifyRequest): string {
-  return request.ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
+  const ip = request.ip;
+  return ip.startsWith('::ffff:') ? ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '') : ip;
 }
