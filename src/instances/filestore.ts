@@ -66,8 +66,14 @@ export function removeFilestoreScript(dst: string): string {
 
 export type FilestoreHost = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 
-/** Runs one filestore script on the Odoo host; a failure is a UserError naming the server. */
-async function runOn(ctx: FilestoreHost, server: RootServer, audit: Audit, script: string, timeoutMs: number): Promise<string> {
+/** Runs one script on an Odoo host and answers its output; a failure is a UserError naming the server. */
+export async function runOnOdooHost(
+  ctx: FilestoreHost,
+  server: RootServer,
+  audit: Audit,
+  script: string,
+  timeoutMs: number,
+): Promise<string> {
   const name = server.name ?? server.ip;
   requireConfirmed(server);
   let session;
@@ -92,10 +98,10 @@ export function createFilestores(ctx: FilestoreHost) {
   return {
     path,
     copy: (server: RootServer, from: string, to: string, audit: Audit) =>
-      runOn(ctx, server, audit, copyFilestoreScript(path(server, from), path(server, to)), COPY_TIMEOUT_MS),
+      runOnOdooHost(ctx, server, audit, copyFilestoreScript(path(server, from), path(server, to)), COPY_TIMEOUT_MS),
     rename: (server: RootServer, from: string, to: string, audit: Audit) =>
-      runOn(ctx, server, audit, renameFilestoreScript(path(server, from), path(server, to)), QUICK_TIMEOUT_MS),
+      runOnOdooHost(ctx, server, audit, renameFilestoreScript(path(server, from), path(server, to)), QUICK_TIMEOUT_MS),
     remove: (server: RootServer, database: string, audit: Audit) =>
-      runOn(ctx, server, audit, removeFilestoreScript(path(server, database)), QUICK_TIMEOUT_MS),
+      runOnOdooHost(ctx, server, audit, removeFilestoreScript(path(server, database)), QUICK_TIMEOUT_MS),
   };
 }

@@ -4,14 +4,14 @@
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer, SubscriptionMove } from '../generated/prisma/client.js';
-import { basePathOf, filestorePath, onServer, PLACEMENT_INCLUDE, placementOf } from '../instances/index.js';
+import { basePathOf, filestorePath, onServer, PLACEMENT_INCLUDE, placementOf, runOnOdooHost } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase } from '../postgresql/index.js';
-import { openRemoteSession } from '../servers/index.js';
 import { filestoreBytesScript, freeBytesScript } from './move-scripts.js';
 
 /** Room asked on the target beyond the instance's size (its database is rebuilt there, with indexes). */
 const HEADROOM = 1.5;
+const STEP_MS = 5 * 60_000;
 
 export interface Target {
   postgresql_server_id?: number | undefined;
@@ -84,6 +84,7 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
     );
   }
   const name = sub.database_name;
+  const checks = { user_id: userId, operation: 'move (checks)' };
   const [dbBytes, taken] = await Promise.all([
     onServer(ctx.secretBox, from.pg, async (q) => {
       const { rows } = await q('SELECT pg_catalog.pg_database_size($1)::text AS size', [name]);
@@ -94,10 +95,10 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
   const kept = back && taken?.oid === back.from_database_oid && taken.systemIdentifier === back.from_system_identifier;
   if (taken && !kept) throw new ConflictError(`PostgreSQL server ${to.pg.id} already has a database named ${name}`);
   const fileBytes = Number(
-    await runOn(ctx, from.host, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), userId),
+    await runOnOdooHost(ctx, from.host, checks, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), STEP_MS),
   );
   const dataDir = odooLayout(basePathOf(ctx.config, to.host), to.host.odoo_http_port).dataDir;
-  const free = Number(await runOn(ctx, to.host, freeBytesScript(dataDir), userId));
+  const free = Number(await runOnOdooHost(ctx, to.host, checks, freeBytesScript(dataDir), STEP_MS));
   const needed = Math.ceil((dbBytes + fileBytes) * HEADROOM);
   if (!(free >= needed)) {
     throw new ConflictError(
@@ -108,14 +109,3 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
 }
 
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
-
-async function runOn(ctx: Ctx, host: RootServer, script: string, userId: number | null): Promise<string> {
-  const session = await openRemoteSession(ctx, host, { user_id: userId, operation: 'move (checks)' });
-  try {
-    const res = await session.run(script, { timeoutMs: 5 * 60_000 });
-    if (res.exitCode !== 0) throw new ConflictError(session.mask(`On root server ${host.id}: ${res.stderr.trim().slice(-500)}`));
-    return res.stdout.trim();
-  } finally {
-    session.close();
-  }
-}

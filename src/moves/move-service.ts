@@ -12,11 +12,10 @@ import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { createDomainVerification, dnsTargetOf, hostAddresses } from '../domains/index.js';
 import type { SubscriptionMove } from '../generated/prisma/client.js';
-import { basePathOf, createFilestores, onServer, type Query } from '../instances/index.js';
+import { basePathOf, createFilestores, onServer, type Query, runOnOdooHost } from '../instances/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
-import { openRemoteSession } from '../servers/index.js';
 import { createDomainLookup } from '../settings/index.js';
 import { lockSubscription } from '../subscriptions/index.js';
 import { checkMove, type MoveEnds, type Target } from './move-checks.js';
@@ -72,24 +71,13 @@ export function createMoveService(ctx: AppContext) {
     return { from: { pg: fromPg, host: fromHost }, to: { pg: toPg, host: toHost } };
   }
 
-  /** Runs `script` on a host; a failure is a UserError naming it. */
-  async function onHost(host: MoveEnds['from']['host'], audit: Audit, what: string, script: string) {
-    const session = await openRemoteSession(ctx, host, { ...audit, operation: 'move' });
-    try {
-      const res = await session.run(script, { timeoutMs: 2 * 60_000 });
-      if (res.exitCode !== 0) throw new UserError(session.mask(`${what} on root server ${host.id} failed: ${res.stderr.slice(-1000)}`));
-      return res.stdout.trim();
-    } finally {
-      session.close();
-    }
-  }
-
   const maintenance = (host: MoveEnds['from']['host'], name: string, on: boolean, audit: Audit) =>
-    onHost(
+    runOnOdooHost(
+      ctx,
       host,
-      audit,
-      `Maintenance ${on ? 'on' : 'off'}`,
+      { ...audit, operation: 'move' },
       setMaintenance(odooLayout(basePathOf(ctx.config, host), host.odoo_http_port!), name, on),
+      2 * 60_000,
     );
 
   /** Work on the source database, once it is known to be the subscription's own (cluster and oid). */
