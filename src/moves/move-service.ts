@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { runLoggedStep } from '../core/action-log.js';
-import { authorOfUser, postMessage } from '../core/chatter.js';
+import { authorOfUser } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { createDomainVerification, dnsTargetOf, hostAddresses } from '../domains/index.js';
@@ -17,7 +17,7 @@ import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
 import { createDomainLookup } from '../settings/index.js';
-import { lockSubscription } from '../subscriptions/index.js';
+import { lockSubscription, postAlert, postNotice } from '../subscriptions/index.js';
 import { checkMove, type MoveEnds, type Target } from './move-checks.js';
 import { copyDatabase, createTargetDatabase, sendFilestore } from './move-copy.js';
 import { moveJobs } from './move-job-specs.js';
@@ -34,15 +34,9 @@ export function createMoveService(ctx: AppContext) {
   const domains = createDomainVerification(ctx);
   const lookup = createDomainLookup(ctx);
 
+  /** A notice in the subscription's chatter (an alert when something went wrong), by whoever asked. */
   const note = async (subscriptionId: number, body: string, userId: number | null, alert = false) =>
-    postMessage(db, {
-      model_name: 'svc.subscription',
-      rec_id: subscriptionId,
-      body,
-      message_type: 'notification',
-      ...(alert ? { subtype_xmlid: 'mail.mt_alert' } : {}),
-      author: await authorOfUser(db, userId),
-    });
+    (alert ? postAlert : postNotice)(db, subscriptionId, body, await authorOfUser(db, userId));
 
   /** One step of the move in the subscription's action log. */
   const logged = <T>(move: SubscriptionMove, audit: Audit, input: string, work: () => Promise<T>) =>
