@@ -26,6 +26,8 @@ export {
   LONG_STATEMENT_TIMEOUT,
   assertTemplateDatabase,
   copyTemplate,
+  createEmptyDatabase,
+  databaseLocale,
   dropMadeDatabase,
   onServer,
   renameMadeDatabase,

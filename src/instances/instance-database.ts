@@ -135,3 +135,26 @@ export async function dropMadeDatabase(query: Query, made: MadeDatabase): Promis
   await query(`DROP DATABASE ${quoteIdent(made.name)} WITH (FORCE)`);
   return true;
 }
+
+/** A database's encoding and collation, as a copy of it is made with (null: no such database). */
+export interface DatabaseLocale {
+  enc: string;
+  datcollate: string;
+  datctype: string;
+}
+
+export async function databaseLocale(query: Query, name: string): Promise<DatabaseLocale | null> {
+  const { rows } = await query(
+    'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
+    [name],
+  );
+  return (rows[0] as DatabaseLocale | undefined) ?? null;
+}
+
+/** An empty database (from template0) owned by `owner`, with `locale`: what a copy is restored into. */
+export async function createEmptyDatabase(query: Query, name: string, owner: string, locale: DatabaseLocale): Promise<void> {
+  const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
+  await query(
+    `CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE template0 ENCODING ${lit(locale.enc)} LC_COLLATE ${lit(locale.datcollate)} LC_CTYPE ${lit(locale.datctype)}`,
+  );
+}

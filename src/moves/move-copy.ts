@@ -5,8 +5,7 @@ import { PassThrough } from 'node:stream';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js';
-import { assertTenantRole, basePathOf, filestorePath, onServer, type Query } from '../instances/index.js';
-import { quoteIdent } from '../postgresql/index.js';
+import { assertTenantRole, basePathOf, createEmptyDatabase, databaseLocale, filestorePath, onServer } from '../instances/index.js';
 import { openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { dumpAndRestore, type PgConnection } from '../staging/index.js';
 import { listFilesScript, receiveScript, sendMissingScript } from './move-scripts.js';
@@ -15,23 +14,14 @@ type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Audit = { user_id: number | null; job_id: string };
 
 const COPY_TIMEOUT_MS = 2 * 60 * 60_000;
-const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** The new, empty database on the target: owned by `owner` (checked to be a tenant's role), the source's encoding and collation. */
 export async function createTargetDatabase(ctx: Ctx, from: PostgresqlServer, to: PostgresqlServer, name: string, owner: string) {
-  const locale = await onServer(ctx.secretBox, from, async (q) => {
-    const { rows } = await q(
-      'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
-      [name],
-    );
-    if (!rows[0]) throw new UserError(`Database ${name} does not exist on ${from.ip}:${from.port}`);
-    return rows[0] as { enc: string; datcollate: string; datctype: string };
-  });
-  await onServer(ctx.secretBox, to, async (q: Query) => {
+  const locale = await onServer(ctx.secretBox, from, (q) => databaseLocale(q, name));
+  if (!locale) throw new UserError(`Database ${name} does not exist on ${from.ip}:${from.port}`);
+  await onServer(ctx.secretBox, to, async (q) => {
     await assertTenantRole(q, owner, `The moved database ${name}`);
-    await q(
-      `CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE template0 ENCODING ${lit(locale.enc)} LC_COLLATE ${lit(locale.datcollate)} LC_CTYPE ${lit(locale.datctype)}`,
-    );
+    await createEmptyDatabase(q, name, owner, locale);
   });
 }
 

@@ -14,7 +14,9 @@ import type { StagingInstance } from '../generated/prisma/client.js';
 import {
   basePathOf,
   assertTenantRole,
+  createEmptyDatabase,
   createFilestores,
+  databaseLocale,
   databaseOwner,
   insideTenant,
   onServer,
@@ -200,15 +202,7 @@ export function createStagingService(ctx: AppContext) {
           const who = await databaseOwner(q, database);
           if (!who) throw new UserError(`Database ${database} does not exist`);
           await assertTenantRole(q, tenantRole?.role ?? who, `The staging copy of ${database}`);
-          const { rows } = await q(
-            'SELECT pg_catalog.pg_encoding_to_char(encoding) AS enc, datcollate, datctype FROM pg_catalog.pg_database WHERE datname = $1',
-            [database],
-          );
-          const d = rows[0] as { enc: string; datcollate: string; datctype: string };
-          const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
-          await q(
-            `CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(who)} TEMPLATE template0 ENCODING ${lit(d.enc)} LC_COLLATE ${lit(d.datcollate)} LC_CTYPE ${lit(d.datctype)}`,
-          );
+          await createEmptyDatabase(q, copy, who, (await databaseLocale(q, database))!);
           return who;
         });
         const user = tenantRole?.role ?? owner;
