@@ -71,9 +71,11 @@ export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, 
       stdoutTo: pipe,
       label: `${sendMissingScript(src)} | (root server ${to.id}) ${receiveScript(dst)}`,
     });
-    // A receiver that gives up leaves the sender writing into nothing: end it too.
+    // A receiver that gives up leaves the sender writing into nothing: end it too. One that is done
+    // (tar stops at the archive's end marker) leaves the archive's padding unread: drain it, or the
+    // sender blocks on a full pipe and never ends.
     receiving.then(
-      (r) => r.exitCode !== 0 && sender.close(),
+      (r) => (r.exitCode === 0 ? pipe.resume() : sender.close()),
       () => sender.close(),
     );
     const [sent, received] = await Promise.all([sending, receiving]);
