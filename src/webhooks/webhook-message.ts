@@ -33,7 +33,7 @@ export interface MessageRow {
 }
 
 /** Batching of the message insert: see docs/decisions.md ("Group commit of webhook messages"). */
-export const MESSAGE_BATCHING = { windowMs: 5, maxRows: 500, maxInFlight: 4, maxSize: 4_000_000 } as const;
+export const MESSAGE_BATCHING = { windowMs: 5, maxRows: 500, maxInFlight: 1, maxSize: 4_000_000 } as const;
 
 const quoted = (table: string) => `"${table.replaceAll('"', '""')}"`;
 
