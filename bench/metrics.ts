@@ -19,7 +19,6 @@
 //   path, so two checkouts cannot share one database); both need the same schema.
 // Needs /usr/sbin/sshd (run as root: the harness creates users), PostgreSQL and Redis like the tests.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +36,7 @@ import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
 import { startSshd, type Sshd } from '../test/helpers/sshd.js';
 import { createBenchContext, runBench } from './bench-context.js';
 import { createServers } from './fleet.js';
+import { processCpu } from './process-cpu.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const ARGS = parseArgs();
@@ -148,13 +148,6 @@ async function scrapeCost() {
     await app.close();
     await bench.close();
   }
-}
-
-/** CPU seconds (user + system) of a process, from /proc. */
-function processCpu(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 function startWorker(dir: string, env: Record<string, string>): ChildProcess {

@@ -6,7 +6,9 @@
 // directly with node-pg by as many clients as the endpoint's pool has connections (no HTTP). Then
 // light load (1 connection): the latency a lone caller pays for its message beyond the insert
 // itself. Last, the crash case: callers post messages, the service is killed with SIGKILL, and
-// every call answered 200 must have its message stored. Prints met/missed lines for the targets.
+// every call answered 200 must have its message stored. Prints met/missed lines for the targets,
+// and for the three HTTP cases at 50 connections the CPU a call cost the service's process and
+// PostgreSQL's (read from /proc: where the ratios between the cases come from).
 // Environment: BENCH_PG_URL (default postgresql://postgres@127.0.0.1:5432), REDIS_URL,
 // BENCH_SECONDS (default 10), BENCH_LIGHT_SECONDS (5), BENCH_CONNECTIONS (50), BENCH_LOG_LEVEL (warn).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -23,6 +25,7 @@ import { WEBHOOK_POOL_SIZE } from '../src/webhooks/webhook-call-service.js';
 import { runBench } from './bench-context.js';
 import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
 import { freePort } from '../test/helpers/sshd.js';
+import { postgresCpu, processCpu } from './process-cpu.js';
 
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -63,6 +66,20 @@ async function measure(url: string, body: string, seconds = SECONDS, connections
     headers: { 'content-type': 'application/json' },
     body,
   });
+}
+
+/** CPU µs per call of the service process and of PostgreSQL's processes while `run` ran. */
+async function withCpu(pid: number, run: () => Promise<Result>) {
+  const service0 = processCpu(pid);
+  const pg0 = postgresCpu();
+  const result = await run();
+  const calls = result.requests.total;
+  const pg1 = postgresCpu();
+  return {
+    result,
+    serviceUs: ((processCpu(pid) - service0) * 1e6) / calls,
+    postgresUs: pg0 === null || pg1 === null ? null : ((pg1 - pg0) * 1e6) / calls,
+  };
 }
 
 interface Timing {
@@ -202,8 +219,10 @@ async function main() {
     await rawInserts(dbUrl, rawTargetId, WEBHOOK_POOL_SIZE, 2);
 
     const before = await countMessages(subscriptionId);
-    const empty = await measure(emptyUrl, withMessage);
-    const messageRun = await measure(hookUrl, withMessage);
+    const emptyServer = children[1]!;
+    const { result: empty, serviceUs: emptyUs } = await withCpu(emptyServer.pid!, () => measure(emptyUrl, withMessage));
+    const messageCpu = await withCpu(service.pid!, () => measure(hookUrl, withMessage));
+    const messageRun = messageCpu.result;
     const stored = (await countMessages(subscriptionId)) - before;
     // One transaction per batch: the distinct xmin of the run's rows count the batches.
     const { rows: batchRows } = await db.query<{ batches: number }>(
@@ -211,7 +230,8 @@ async function main() {
       [subscriptionId, before],
     );
     const batches = batchRows[0]!.batches;
-    const noMessage = await measure(hookUrl, '{}');
+    const noMessageCpu = await withCpu(service.pid!, () => measure(hookUrl, '{}'));
+    const noMessage = noMessageCpu.result;
     const raw = await rawInserts(dbUrl, rawTargetId, WEBHOOK_POOL_SIZE, SECONDS);
     const light = {
       message: timing(await measure(hookUrl, withMessage, LIGHT_SECONDS, 1), 1),
@@ -241,6 +261,12 @@ async function main() {
     console.log(row('1 connection: webhook POST with a message', light.message));
     console.log(row('1 connection: webhook POST without a message', light.noMessage));
     console.log(row('1 client: raw single INSERT', light.raw));
+    const us = (v: number | null) => (v === null ? 'n/a' : `${v.toFixed(1)} µs`);
+    console.log('');
+    console.log(`CPU per call at ${CONNECTIONS} connections (service process / PostgreSQL):`);
+    console.log(`  empty Fastify route:            ${us(emptyUs)} / —`);
+    console.log(`  webhook POST with a message:    ${us(messageCpu.serviceUs)} / ${us(messageCpu.postgresUs)}`);
+    console.log(`  webhook POST without a message: ${us(noMessageCpu.serviceUs)} / ${us(noMessageCpu.postgresUs)}`);
 
     const ratio = (a: Timing, b: Timing) => a.perSecond / b.perSecond;
     const withVsWithout = ratio(heavy.message, heavy.noMessage);
