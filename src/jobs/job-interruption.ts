@@ -10,6 +10,15 @@ import { interruptActionLogs, writeActionLog } from '../core/action-log.js';
 import { postMessage } from '../core/chatter.js';
 
 export const INTERRUPTED = 'interrupted: the worker stopped while the job ran; it was not run again because it changes a remote system';
+/** The same for a job Redis lost while it ran (its data emptied): found by the claim it left (src/subscriptions/subscription-lost-jobs.ts). */
+export const LOST_WITH_REDIS = 'interrupted: Redis lost the job while it ran; it was not run again because it changes a remote system';
+
+/** Why a job ended without finishing: its worker died, or Redis lost the job. */
+export type InterruptionCause = 'worker' | 'redis';
+const CAUSES: Record<InterruptionCause, { output: string; what: string }> = {
+  worker: { output: INTERRUPTED, what: 'the worker stopped while it ran' },
+  redis: { output: LOST_WITH_REDIS, what: 'Redis lost the job while it ran' },
+};
 
 /** BullMQ's failedReason when a job stalled more often than its queue's maxStalledCount allows. */
 export const BULLMQ_STALLED_REASON = 'job stalled more than allowable limit';
@@ -21,19 +30,21 @@ export async function recordInterruption(
   ctx: AppContext,
   job: { name: string; id: string; payload: JobPayload<JobSpec> },
   how: Interruption<JobSpec, AppContext>,
+  cause: InterruptionCause = 'worker',
 ): Promise<void> {
+  const { output, what } = CAUSES[cause];
   const record = how.record(job.payload);
   const userId = (job.payload as { user_id?: number | null }).user_id ?? null;
   await ctx.db.$transaction(
     async (tx) => {
-      const rows = await interruptActionLogs(tx, job.id, INTERRUPTED);
+      const rows = await interruptActionLogs(tx, job.id, output);
       if (rows === 0) {
         await writeActionLog(tx, {
           ...record,
           action_type: how.action_type,
           status: 'failure',
           input_text: `${job.name} (job ${job.id})`,
-          output_text: INTERRUPTED,
+          output_text: output,
           user_id: userId,
           job_id: job.id,
         });
@@ -41,7 +52,7 @@ export async function recordInterruption(
       await postMessage(tx, {
         ...record,
         body:
-          `${job.name} (job ${job.id}) was interrupted: the worker stopped while it ran. It was not run again ` +
+          `${job.name} (job ${job.id}) was interrupted: ${what}. It was not run again ` +
           'because it changes a remote system; check the remote side before running it again.',
         message_type: 'notification',
         subtype_xmlid: 'mail.mt_alert',

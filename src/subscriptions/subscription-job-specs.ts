@@ -56,4 +56,10 @@ export const subscriptionJobs = defineJobs({
     // updates), so a re-run, or two runs at once, do each thing once; its drops are separate jobs.
     afterCrash: 'rerun',
   }),
+  // Every 10 minutes: a backup, restore or drop whose job Redis lost ends as interrupted (its claim released).
+  recover_lost_operations: job({
+    queue: 'lifecycle',
+    payload: z.object({ ...requestedBy }),
+    afterCrash: 'rerun', // reads the claims and Redis again; a claim is recorded once (it ends with it)
+  }),
 });

@@ -1,6 +1,6 @@
-// Subscription jobs: the deployment of the customer database, its backups, restores and drop, and
-// the trial lifecycle run (every 5 minutes, a BullMQ job scheduler: one run per interval across
-// every worker process).
+// Subscription jobs: the deployment of the customer database, its backups, restores and drop, the
+// trial lifecycle run (every 5 minutes, a BullMQ job scheduler: one run per interval across every
+// worker process) and the recovery of operations whose job Redis lost (every 10 minutes).
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
@@ -15,8 +15,10 @@ import { createDropOperation } from './subscription-drop.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { syncInstance } from './subscription-instance-sync.js';
 import { runTrialLifecycle } from './subscription-lifecycle.js';
+import { recoverLostOperations } from './subscription-lost-jobs.js';
 
 export const TRIAL_LIFECYCLE_EVERY_MS = 5 * 60_000;
+export const LOST_OPERATIONS_EVERY_MS = 10 * 60_000;
 
 const actorOf = (payload: { user_id: number | null }, job: Job): Actor => ({
   userId: payload.user_id,
@@ -25,6 +27,16 @@ const actorOf = (payload: { user_id: number | null }, job: Job): Actor => ({
 const recordOf = (p: { subscription_id: number }) => onSubscription(p.subscription_id);
 const releaseOperation = (tx: DbTx, p: { subscription_id: number }, jobId: string, ctx: AppContext) =>
   createBackupOperations(ctx).interrupted(tx, p.subscription_id, jobId);
+
+// Not run again (a backup or restore may be under way on the backup server): the claim ends.
+const backupInterrupted = { record: recordOf, action_type: 'database', onInterrupted: releaseOperation } as const;
+// PostgreSQL is asked whether the database is still there: cancelled if it is gone, unchanged if not.
+const dropInterrupted = {
+  record: recordOf,
+  action_type: 'database',
+  onInterrupted: (tx: DbTx, payload: { subscription_id: number }, jobId: string, ctx: AppContext) =>
+    createDropOperation(ctx).interrupted(tx, payload.subscription_id, jobId),
+} as const;
 
 export const subscriptionJobHandlers = featureJobs(
   subscriptionJobs,
@@ -41,6 +53,12 @@ export const subscriptionJobHandlers = featureJobs(
       drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
       sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
       trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, actorOf(payload, job)),
+      recover_lost_operations: () =>
+        recoverLostOperations(ctx, {
+          backup_subscription: backupInterrupted,
+          restore_subscription: backupInterrupted,
+          drop_subscription_database: dropInterrupted,
+        }),
     };
   },
   {
@@ -52,19 +70,16 @@ export const subscriptionJobHandlers = featureJobs(
     },
     // Not run again (the password may be set, never told): the chatter says so; the operator runs it again.
     resend_credentials: { record: recordOf, action_type: 'database' },
-    // Not run again (a backup or restore may be under way on the backup server): the claim ends.
-    backup_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },
-    restore_subscription: { record: recordOf, action_type: 'database', onInterrupted: releaseOperation },
-    // PostgreSQL is asked whether the database is still there: cancelled if it is gone, unchanged if not.
-    drop_subscription_database: {
-      record: recordOf,
-      action_type: 'database',
-      onInterrupted: (tx, payload, jobId, ctx) => createDropOperation(ctx).interrupted(tx, payload.subscription_id, jobId),
-    },
+    backup_subscription: backupInterrupted,
+    restore_subscription: backupInterrupted,
+    drop_subscription_database: dropInterrupted,
   },
 );
 
-/** The lifecycle run every 5 minutes (idempotent: upserting the scheduler at every worker start is safe). */
+/** The lifecycle runs (idempotent: upserting the schedulers at every worker start is safe). */
 export async function registerSubscriptionSchedules(ctx: AppContext) {
   await ctx.queues.schedule('trial-lifecycle', { every: TRIAL_LIFECYCLE_EVERY_MS }, subscriptionJobs.trial_lifecycle, { user_id: null });
+  await ctx.queues.schedule('lost-operations', { every: LOST_OPERATIONS_EVERY_MS }, subscriptionJobs.recover_lost_operations, {
+    user_id: null,
+  });
 }
