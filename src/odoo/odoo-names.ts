@@ -125,9 +125,49 @@ export const DEFAULT_OS_PACKAGES = [
 
 export const DEFAULT_SERVER_WIDE_MODULES = ['base', 'web'] as const;
 
+/**
+ * setup_odoo makes the base path mode 755 and puts versions/, config/, data/ and logs/ in it: on a
+ * directory of the system itself that drops /tmp's sticky bit, opens /root to every user, or
+ * scatters Odoo's directories in /etc or /var. So a base path is never one of these; nor inside
+ * the ones that hold no lasting data of their own (virtual, in memory, the boot partition).
+ */
+const SYSTEM_DIRECTORIES = new Set([
+  '/bin',
+  '/boot',
+  '/dev',
+  '/etc',
+  '/home',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/media',
+  '/mnt',
+  '/opt',
+  '/proc',
+  '/root',
+  '/run',
+  '/sbin',
+  '/srv',
+  '/sys',
+  '/tmp',
+  '/usr',
+  '/usr/local',
+  '/var',
+  '/var/lib',
+  '/var/log',
+  '/var/tmp',
+]);
+const NOTHING_LASTS_INSIDE = ['/boot', '/dev', '/proc', '/run', '/sys'];
+const isSystemDirectory = (path: string) => SYSTEM_DIRECTORIES.has(path) || NOTHING_LASTS_INSIDE.some((dir) => path.startsWith(`${dir}/`));
+
 /** Where Odoo lives on a host (its versions, configuration, data and logs): an absolute path. */
 export const basePath = z
   .string()
   .max(200)
   .regex(/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/, 'an absolute path (letters, digits and . _ - / only)')
-  .refine((v) => !v.split('/').includes('..') && !v.includes('//'), 'must not contain .. or //');
+  .refine((v) => !v.split('/').includes('..') && !v.includes('//'), 'must not contain .. or //')
+  .refine(
+    (v) => !isSystemDirectory(v),
+    'must not be a system directory such as /tmp, /root, /etc or /var, nor inside /proc, /sys, /dev, /run or /boot',
+  );

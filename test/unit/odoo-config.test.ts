@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { odooConfig, sizeWorkers } from '../../src/odoo/odoo-config.js';
 import { odooLayout } from '../../src/odoo/odoo-layout.js';
-import { dbfilter, moduleName, osPackage, sourceUrl, versionName } from '../../src/odoo/odoo-names.js';
+import { basePath, dbfilter, moduleName, osPackage, sourceUrl, versionName } from '../../src/odoo/odoo-names.js';
 import { odooPasswordHash, randomSecret, scramVerifier } from '../../src/odoo/odoo-role.js';
 import { parseFacts, seriesOf } from '../../src/odoo/odoo-setup.js';
 
@@ -83,6 +83,27 @@ describe('values that reach a shell or the configuration', () => {
       expect(sourceUrl.safeParse(bad).success, bad).toBe(false);
     for (const good of ['https://x.example/odoo-18.0.tar.gz?sig=1', 'file:///srv/odoo-18.0.tar.gz'])
       expect(sourceUrl.safeParse(good).success, good).toBe(true);
+  });
+
+  it('a base path is absolute and plain, never a system directory itself, nor inside one whose content does not last', () => {
+    for (const bad of [
+      'srv/odoo',
+      '/srv/../etc',
+      '/srv//odoo',
+      '/srv/od oo',
+      '/tmp',
+      '/root',
+      '/etc',
+      '/usr',
+      '/var',
+      '/opt',
+      '/proc/1',
+      '/dev/shm/odoo',
+      '/run/odoo',
+    ])
+      expect(basePath.safeParse(bad).success, bad).toBe(false);
+    for (const good of ['/opt/odoo', '/srv/odoo-a', '/odoo', '/home/odoo', '/usr/local/odoo', '/var/lib/odoo', '/tmp/svc-odoo-x1'])
+      expect(basePath.safeParse(good).success, good).toBe(true);
   });
 });
 
