@@ -7,11 +7,21 @@ import type { PostgresqlServer, RootServer, SubscriptionMove } from '../generate
 import { basePathOf, filestorePath, onServer, PLACEMENT_INCLUDE, placementOf, runOnOdooHost } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase } from '../postgresql/index.js';
+import type { Usage } from '../subscriptions/index.js';
 import { filestoreBytesScript, freeBytesScript } from './move-scripts.js';
 
 /** Room asked on the target beyond the instance's size (its database is rebuilt there, with indexes). */
 const HEADROOM = 1.5;
 const STEP_MS = 5 * 60_000;
+/** A usage round's filestore size younger than this stands for the filestore (the margin covers a day's growth). */
+const MEASURED_FILESTORE_MS = 24 * 3600_000;
+
+/** The filestore's size from the last usage round when it is recent: `du` over a large filestore takes minutes. */
+export function measuredFilestoreBytes(usage: unknown, now = Date.now()): number | null {
+  const u = usage as Partial<Usage> | null;
+  if (typeof u?.filestore_bytes !== 'number' || typeof u.measured_at !== 'string') return null;
+  return now - Date.parse(u.measured_at) <= MEASURED_FILESTORE_MS ? u.filestore_bytes : null;
+}
 
 export interface Target {
   postgresql_server_id?: number | undefined;
@@ -94,9 +104,11 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
   ]);
   const kept = back && taken?.oid === back.from_database_oid && taken.systemIdentifier === back.from_system_identifier;
   if (taken && !kept) throw new ConflictError(`PostgreSQL server ${to.pg.id} already has a database named ${name}`);
-  const fileBytes = Number(
-    await runOnOdooHost(ctx, from.host, checks, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), STEP_MS),
-  );
+  const fileBytes =
+    measuredFilestoreBytes(sub.usage) ??
+    Number(
+      await runOnOdooHost(ctx, from.host, checks, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), STEP_MS),
+    );
   const dataDir = odooLayout(basePathOf(ctx.config, to.host), to.host.odoo_http_port).dataDir;
   const free = Number(await runOnOdooHost(ctx, to.host, checks, freeBytesScript(dataDir), STEP_MS));
   const needed = Math.ceil((dbBytes + fileBytes) * HEADROOM);
