@@ -136,6 +136,10 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(asked.failed).toEqual([]);
     expect(asked.ok).toBeGreaterThan(0);
     const copy = (staged.result as { database_name: string }).database_name;
+    // Every action-log row of the copy names its operation (the SQL, the SSH commands, the filestore).
+    const operationsOf = async (jobId: string) =>
+      new Set((await f.t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).map((r) => r.input_text.split(':')[0]));
+    expect(await operationsOf(staged.id)).toEqual(new Set(['create_staging']));
 
     // The ready mail went to the operator who asked, not to the customer.
     const mailedTo = (staged.result as { mailed_to: string | null }).mailed_to;
@@ -199,6 +203,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     });
     expect(del.statusCode, del.body).toBe(202);
     expect((await waitForJob(f.t.app, f.t.as.operator, del.json().job_id, 5 * 60_000)).state).toBe('completed');
+    expect(await operationsOf(del.json().job_id)).toEqual(new Set(['drop_staging']));
     expect(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [copy])).toEqual([]);
     expect(() => statSync(`${f.base}/data/filestore/${copy}`)).toThrow();
     expect(statSync(fileOf(database)).isFile()).toBe(true);

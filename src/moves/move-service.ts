@@ -6,7 +6,6 @@
 // for MOVE_KEEP_DAYS. A failure before the switch leaves the instance where it was, open again.
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
-import { runLoggedStep } from '../core/action-log.js';
 import { authorOfUser } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
@@ -17,7 +16,7 @@ import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
 import { createDomainLookup } from '../settings/index.js';
-import { lockSubscription, postAlert, postNotice } from '../subscriptions/index.js';
+import { databaseStep, lockSubscription, postAlert, postNotice } from '../subscriptions/index.js';
 import { checkMove, type MoveEnds, type Target } from './move-checks.js';
 import { copyDatabase, createTargetDatabase, sendFilestore } from './move-copy.js';
 import { moveJobs } from './move-job-specs.js';
@@ -40,20 +39,7 @@ export function createMoveService(ctx: AppContext) {
 
   /** One step of the move in the subscription's action log. */
   const logged = <T>(move: SubscriptionMove, audit: Audit, input: string, work: () => Promise<T>) =>
-    runLoggedStep(
-      db,
-      {
-        model_name: 'svc.subscription',
-        rec_id: move.subscription_id,
-        action_type: 'database',
-        operation: move.is_back ? 'move_back' : 'move',
-        user_id: audit.user_id,
-        job_id: audit.job_id,
-        input_text: input,
-      },
-      work,
-      (out) => (typeof out === 'string' ? out : 'done'),
-    );
+    databaseStep(db, move.subscription_id, { ...audit, operation: move.is_back ? 'move_back' : 'move' }, input, work);
 
   async function endsOf(move: SubscriptionMove): Promise<MoveEnds> {
     const [fromPg, fromHost, toPg, toHost] = await Promise.all([

@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
-import { runLoggedStep } from '../core/action-log.js';
 import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { renderMail } from '../core/mail.js';
@@ -28,7 +27,7 @@ import {
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
-import { createCustomerMail, subscriptionUrl } from '../subscriptions/index.js';
+import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
 import { dumpAndRestore, neutralizeScript } from './staging-scripts.js';
 
@@ -67,28 +66,13 @@ export function createStagingService(ctx: AppContext) {
   const note = async (subscriptionId: number, body: string, userId: number | null) =>
     postMessage(db, { model_name: 'svc.subscription', rec_id: subscriptionId, body, author: await authorOfUser(db, userId) });
 
-  const logged = <T>(subscriptionId: number, audit: { user_id: number | null; job_id: string }, input: string, work: () => Promise<T>) =>
-    runLoggedStep(
-      db,
-      {
-        model_name: 'svc.subscription',
-        rec_id: subscriptionId,
-        action_type: 'database',
-        user_id: audit.user_id,
-        job_id: audit.job_id,
-        input_text: input,
-      },
-      work,
-      (out) => (typeof out === 'string' ? out : 'done'),
-    );
-
-  async function dropCopy(row: StagingInstance, audit: { user_id: number | null; job_id: string }) {
+  async function dropCopy(row: StagingInstance, audit: StepAudit) {
     const [pg, host] = await Promise.all([
       row.postgresql_server_id === null ? null : db.postgresqlServer.findUnique({ where: { id: row.postgresql_server_id } }),
       row.root_server_id === null ? null : db.rootServer.findUnique({ where: { id: row.root_server_id } }),
     ]);
     if (!pg) throw new UserError(`The PostgreSQL server of staging copy ${row.database_name} is not known`);
-    await logged(row.subscription_id, audit, `DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`, () =>
+    await databaseStep(db, row.subscription_id, audit, `DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`, () =>
       onServer(ctx.secretBox, pg, (q) => q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`), {
         timeout: '15min',
       }).then(() => 'dropped'),
@@ -185,7 +169,7 @@ export function createStagingService(ctx: AppContext) {
     },
 
     async create(payload: Payload, job: Job) {
-      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!), operation: 'create_staging' };
       const row = await db.stagingInstance.findUnique({ where: { id: payload.staging_instance_id } });
       if (row?.state !== 'creating') return { staging_instance_id: payload.staging_instance_id, state: row?.state ?? 'dropped' };
       const copy = row.database_name;
@@ -207,10 +191,16 @@ export function createStagingService(ctx: AppContext) {
         });
         const user = tenantRole?.role ?? owner;
         const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
-        await logged(row.subscription_id, audit, `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`, () => {
-          const conn = { host: pg.ip, port: pg.port, user, password };
-          return dumpAndRestore(conn, conn, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
-        });
+        await databaseStep(
+          db,
+          row.subscription_id,
+          audit,
+          `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`,
+          () => {
+            const conn = { host: pg.ip, port: pg.port, user, password };
+            return dumpAndRestore(conn, conn, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
+          },
+        );
         await filestores.copy(host, database, copy, audit);
         const tenant = {
           role: tenantRole,
@@ -256,7 +246,7 @@ export function createStagingService(ctx: AppContext) {
     },
 
     async drop(payload: Payload, job: Job) {
-      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+      const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!), operation: 'drop_staging' };
       const row = await db.stagingInstance.findUnique({ where: { id: payload.staging_instance_id } });
       if (!row) return { staging_instance_id: payload.staging_instance_id, dropped: true };
       await dropCopy(row, audit);
