@@ -11,7 +11,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSsh, describeConnectError, type SshConnection, type SshTarget } from '../src/core/ssh.js';
 import { SshError } from '../src/core/ssh-error.js';
@@ -239,6 +239,15 @@ describe('commands', () => {
     const res = await conn.exec('sleep 30', { stdin: endless, timeoutMs: 500 });
     expect(res.timedOut).toBe(true);
     expect(endless.destroyed).toBe(true);
+  });
+
+  it('output piped to a stream that closes first (its reader done) is dropped: the command runs to its end', async () => {
+    // A move's filestore: the sender's stdout into the receiver's stdin, which exec destroys when the
+    // receiving tar has ended. 32 MiB is more than the channel's window and the socket buffers hold.
+    const receiver = new PassThrough();
+    receiver.once('readable', () => receiver.destroy());
+    const res = await conn.exec('head -c 33554432 /dev/zero; echo sent >&2', { stdoutTo: receiver, timeoutMs: 60_000 });
+    expect(res).toMatchObject({ exitCode: 0, timedOut: false, stderr: 'sent\n' });
   });
 
   it('runs commands in parallel on one connection', async () => {

@@ -49,9 +49,24 @@ export interface ExecOptions {
   onOutput?: (chunk: Buffer) => void;
   /**
    * Where stdout goes instead of the result: piped at the pace `stdoutTo` takes it and ended with
-   * the command (a byte stream for another command's stdin); the result's stdout is then empty.
+   * the command (a byte stream for another command's stdin); the result's stdout is then empty. If
+   * `stdoutTo` closes first (its reader is done), the rest of the output is read and dropped.
    */
   stdoutTo?: Writable;
+}
+
+/**
+ * The channel's stdout into `to`. A destination that closes before the command has ended (a
+ * receiving command done with its input, which exec then destroys) unpipes the channel, which Node
+ * leaves paused: its output unread, the command blocks on it or its channel never ends, and exec
+ * waits until its timeout. So the rest is read and dropped.
+ */
+function pipeOutput(ch: ClientChannel, to: Writable) {
+  ch.pipe(to);
+  to.once('close', () => {
+    ch.unpipe(to);
+    ch.resume();
+  });
 }
 
 export interface ExecResult {
@@ -284,7 +299,7 @@ export async function connectSsh(target: SshTarget, opts: ConnectOptions = {}): 
           chunks.push(part);
           size[key] += part.length;
         };
-        if (o.stdoutTo) ch.pipe(o.stdoutTo);
+        if (o.stdoutTo) pipeOutput(ch, o.stdoutTo);
         else ch.on('data', keep(out, 'out'));
         keepErr = keep(errOut, 'err');
         ch.stderr.on('data', (data: Buffer) => (handshake ? handshake.feed(data) : keepErr(data)));

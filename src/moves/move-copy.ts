@@ -1,7 +1,7 @@
 // The copying parts of a move: the database on the target server (made empty, owned by the target
 // host's role, then filled by pg_dump | pg_restore as that role) and the filestore streamed from one
 // host to the other through the service.
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js';
@@ -51,32 +51,6 @@ export async function copyDatabase(
  * One pass of the filestore from one host to the other: the files the target lacks, as a tar
  * stream through the service (never more than a pipe's worth held here). Answers what each side said.
  */
-/**
- * The sender's output on its way into the receiver's input, dropped once that input is closed. A
- * receiving tar stops reading at the archive's end marker and its command ends; the SSH client then
- * destroys the input it did not read to the end. Piped straight into it, the sender's channel was
- * unpiped and paused with the archive's padding unread: its command had ended, but its channel never
- * did, and the move waited in its freeze (the instance in maintenance) until the copy's timeout.
- */
-export function forwardWhileOpen(to: Writable): Writable {
-  return new Writable({
-    write(chunk, _encoding, done) {
-      if (to.destroyed || to.writableEnded || to.write(chunk)) return done();
-      const go = () => {
-        to.off('drain', go);
-        to.off('close', go);
-        done();
-      };
-      to.on('drain', go);
-      to.on('close', go);
-    },
-    final(done) {
-      if (!to.destroyed && !to.writableEnded) to.end();
-      done();
-    },
-  });
-}
-
 export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, name: string, audit: Audit): Promise<string> {
   const src = filestorePath(basePathOf(ctx.config, from), name);
   const dst = filestorePath(basePathOf(ctx.config, to), name);
@@ -94,10 +68,11 @@ export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, 
     const sending = sender.run(sendMissingScript(src), {
       ...opts,
       stdin: have.stdout,
-      stdoutTo: forwardWhileOpen(pipe),
+      stdoutTo: pipe,
       label: `${sendMissingScript(src)} | (root server ${to.id}) ${receiveScript(dst)}`,
     });
-    // A receiver that gives up leaves the sender writing into nothing: end it too.
+    // A receiver that gives up leaves the sender writing into nothing: end it too. (One that is done
+    // leaves the archive's padding unread: the SSH client drops it once the receiver's input closed.)
     receiving.then(
       (r) => (r.exitCode === 0 ? undefined : sender.close()),
       () => sender.close(),
