@@ -53,12 +53,17 @@ describe('secret columns', () => {
       },
     });
     const pg = await post('/api/v1/postgresql-servers', { ip: '10.0.0.2', password: 'pg-pw' });
-    await post('/api/v1/database-templates', {
+    const template = await post('/api/v1/database-templates', {
       name: 'T',
       postgresql_server_id: pg.id,
       template_db_name: 'secret_columns_tpl',
       owner_role: 'tenant_owner',
       owner_password: 'owner-pw',
+    });
+    // build keeps the template administrator's password (no request writes it).
+    await t.ctx.db.databaseTemplate.update({
+      where: { id: template.id },
+      data: { admin_password: await t.ctx.secretBox.encrypt('template-admin-pw') },
     });
     await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
     const ntfy = await post('/api/v1/notification-servers', {

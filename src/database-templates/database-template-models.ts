@@ -8,7 +8,7 @@ export const databaseTemplateModel = defineModel({
   readGroup: 'user',
   search: ['name', 'template_db_name'],
   tracked: ['name', 'postgresql_server_id', 'template_db_name', 'root_server_id', 'owner_role'],
-  secrets: ['owner_password'],
+  secrets: ['owner_password', 'admin_password'],
   // The password is sent to the server as that role: a change of either forgets it.
   destinations: ['postgresql_server_id', 'owner_role'],
 });

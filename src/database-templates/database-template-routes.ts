@@ -18,6 +18,19 @@ const databaseTemplate = z.object({
   root_server_id: z.number().nullable(),
   owner_role: z.string().nullable(),
   owner_password_set: z.boolean(),
+  template_system_identifier: z
+    .string()
+    .nullable()
+    .describe(
+      "Read-only: the system identifier of the template database's cluster, recorded when build, check or accept_database accepts it",
+    ),
+  template_oid: z
+    .number()
+    .nullable()
+    .describe('Read-only: the oid of the template database; a copy or update refuses another database under template_db_name'),
+  admin_password_set: z
+    .boolean()
+    .describe("Whether build (or update) set the template's random Odoo administrator password (never readable)"),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -61,6 +74,8 @@ const checkReport = z.object({
   template_db_name: z.string(),
   size_bytes: z.number().describe('pg_database_size of the template'),
   filestore: z.enum(['present', 'absent', 'no_root_server']).describe('The template filestore directory on the Odoo host'),
+  system_identifier: z.string().describe("The template database's cluster (pg_control_system)"),
+  oid: z.number().describe('The template database oid: recorded as the template when none was'),
 });
 
 export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppContext) {
@@ -86,9 +101,16 @@ export function registerDatabaseTemplateRoutes(app: FastifyInstance, ctx: AppCon
       check: action({
         summary: 'Check that a template can be deployed',
         description:
-          "Connects to the template database and checks that it is an ordinary database of the operator's with the Odoo tables and columns a deployment sets up (400 user_error naming every missing one), and whether its filestore directory exists on the Odoo host. Briefly holds a session on the template (a copy started meanwhile waits for it).",
+          "Connects to the template database and checks that it is an ordinary database of the operator's with the Odoo tables and columns a deployment sets up (400 user_error naming every missing one), that it is the database recorded as the template (its cluster and oid: recorded now when none is; 400 and an alert in the template's chatter when another database was renamed in), and whether its filestore directory exists on the Odoo host. Briefly holds a session on the template (a copy started meanwhile waits for it).",
         response: checkReport,
         run: ({ id, user }) => service.check(id, user.id),
+      }),
+      accept_database: action({
+        summary: 'Accept the database now under template_db_name as the template',
+        description:
+          "After a deliberate replacement of the template database (restored, rebuilt by hand): the checks of check but the identity's, then the database's cluster and oid are recorded as the template's. Copies and updates refuse any other database under the name from then on. Check first who put it there: a database renamed into the template's name by a tenant would hand its administrator to every later customer.",
+        response: checkReport,
+        run: ({ id, user }) => service.check(id, user.id, true),
       }),
     },
   });

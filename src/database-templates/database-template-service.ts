@@ -12,6 +12,8 @@ import {
   basePathOf,
   assertOdooDatabase,
   assertTemplateDatabase,
+  assertTemplateIdentity,
+  recordTemplateIdentity,
   filestorePath,
   insideTenant,
   onServer,
@@ -75,8 +77,11 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
   const records = createRecordService(ctx, databaseTemplateModel, {
     async prepareUpdate(tx, before, data) {
       await assertTemplateName(own(), { ...before, ...data });
+      // Another database (by name or server) is another template: its identity is recorded anew at its first check or use.
+      const renamed = (['postgresql_server_id', 'template_db_name'] as const).some((f) => f in data && data[f] !== before[f]);
+      const next = renamed ? { ...data, template_system_identifier: null, template_oid: null } : undefined;
       const moves = (['postgresql_server_id', 'root_server_id'] as const).filter((f) => f in data && data[f] !== before[f]);
-      if (moves.length === 0) return undefined;
+      if (moves.length === 0) return next;
       const { subscriptions } = await boundDatabases(tx, before.id);
       if (subscriptions > 0) {
         throw new ConflictError(
@@ -84,7 +89,7 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
           { fields: moves.map((field) => ({ field, message: 'subscription databases live on the current server' })) },
         );
       }
-      return undefined;
+      return next;
     },
   });
 
@@ -108,8 +113,12 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
       return records.remove(id, precondition);
     },
 
-    /** Whether the template can be deployed: its database (Odoo tables and columns) and its filestore directory. */
-    async check(id: number, userId: number | null) {
+    /**
+     * Whether the template can be deployed: its database (Odoo tables and columns), that it is the
+     * database recorded as the template (recorded now when none is) and its filestore directory.
+     * `accept`: the database now under the name becomes the template (a deliberate replacement).
+     */
+    async check(id: number, userId: number | null, accept = false) {
       const template = await ctx.db.databaseTemplate.findUnique({ where: { id }, include: { postgresql_server: true, root_server: true } });
       if (!template) throw new NotFoundError('Database template');
       const server = template.postgresql_server;
@@ -118,20 +127,31 @@ export function createDatabaseTemplateService(ctx: Pick<AppContext, 'db' | 'secr
       const entry = { model_name: 'svc.database.template' as const, rec_id: id, action_type: 'database' as const, user_id: userId };
       return runLoggedStep(
         ctx.db,
-        { ...entry, input_text: `check template ${name} on ${where}` },
+        { ...entry, input_text: `${accept ? 'accept database of' : 'check'} template ${name} on ${where}` },
         async () => {
-          const size = await onServer(ctx.secretBox, server, async (query) => {
-            await assertTemplateDatabase(ctx.db, query, name, where);
+          const { size, found } = await onServer(ctx.secretBox, server, async (query) => {
+            const found = await assertTemplateDatabase(ctx.db, query, name, where);
+            if (!accept) await assertTemplateIdentity(ctx.db, template, found, where);
             const { rows } = await query('SELECT pg_database_size($1)::text AS size', [name]);
-            return Number(rows[0]!.size);
+            return { size: Number(rows[0]!.size), found };
           });
           await insideTenant(ctx.secretBox, server, name, (query) => assertOdooDatabase(query, `Template ${name} on ${where}`), {
             role: tenantRoleOf(template),
             deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
             what: `Template ${name} on ${where}`,
+            identity: found,
           });
           const filestore = template.root_server ? await filestoreOf(template.root_server, name, userId) : ('no_root_server' as const);
-          return { ok: true as const, template_db_name: name, size_bytes: size, filestore };
+          // Only once the database passed every check: accepted as the template from now on.
+          if (accept) await recordTemplateIdentity(ctx.db, id, found, 'accept_database');
+          return {
+            ok: true as const,
+            template_db_name: name,
+            size_bytes: size,
+            filestore,
+            system_identifier: found.systemIdentifier,
+            oid: Number(found.oid),
+          };
         },
         (report) => JSON.stringify(report),
       );

@@ -34,6 +34,7 @@ export {
   serverWhere,
 } from './instance-database.js';
 export type { MadeDatabase, Query } from './instance-database.js';
+export { assertTemplateIdentity, recordTemplateIdentity, TemplateSwapped } from './template-identity.js';
 export {
   assertOdooDatabase,
   hashingRounds,

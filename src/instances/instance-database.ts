@@ -13,8 +13,10 @@ import {
   sameDatabase,
   SYSTEM_DATABASES,
   type DatabaseIdentity,
+  type FoundDatabase,
 } from '../postgresql/index.js';
 import type { Query } from './odoo-database.js';
+import { assertTemplateIdentity, type TemplateIdentityRecord } from './template-identity.js';
 import { assertTenantRole, databaseOwner } from './tenant-session.js';
 
 export type { Query };
@@ -57,9 +59,10 @@ export async function onServer<T>(
 
 /**
  * Refuses a template that is not an ordinary database of the operator's: PostgreSQL's own, the
- * service's own, or a customer's database (a copy would hand one tenant's data to another).
+ * service's own, a customer's database (a copy would hand one tenant's data to another) or a
+ * standby; answers who it is (which template-identity.ts compares with the template's record).
  */
-export async function assertTemplateDatabase(db: Db, query: Query, name: string, where: string): Promise<void> {
+export async function assertTemplateDatabase(db: Db, query: Query, name: string, where: string): Promise<FoundDatabase> {
   if (SYSTEM_DATABASES.includes(name)) throw new UserError(`Template database ${name} is PostgreSQL's own: it is never a template`);
   const found = await findDatabase(query, name);
   if (!found) throw new UserError(`Template database ${name} does not exist on ${where}`);
@@ -75,6 +78,12 @@ export async function assertTemplateDatabase(db: Db, query: Query, name: string,
       `Template database ${name} on ${where} is the database of subscription ${tenant.id}: a customer's database is never a template`,
     );
   }
+  const standby = await db.standbyDatabase.findFirst({
+    where: { system_identifier: found.systemIdentifier, oid: found.oid },
+    select: { id: true },
+  });
+  if (standby) throw new UserError(`Template database ${name} on ${where} is standby ${standby.id}: a standby is never a template`);
+  return found;
 }
 
 /** The role a copy of `template` is owned by: the template's owner_role, else the template database's owner. */
@@ -92,11 +101,11 @@ export async function copyOwner(query: Query, template: { template_db_name: stri
 export async function copyTemplate(
   db: Db,
   query: Query,
-  template: { template_db_name: string; owner_role: string | null },
+  template: TemplateIdentityRecord & { owner_role: string | null },
   name: string,
   where: string,
 ): Promise<MadeDatabase> {
-  await assertTemplateDatabase(db, query, template.template_db_name, where);
+  await assertTemplateIdentity(db, template, await assertTemplateDatabase(db, query, template.template_db_name, where), where);
   const owner = await copyOwner(query, template, where);
   // PostgreSQL copies only a database nobody is connected to: the sessions on the template (its
   // Odoo's, which reconnects) are ended first, and only that database's.

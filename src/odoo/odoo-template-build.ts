@@ -7,6 +7,11 @@
 // Every template gets svc's own addon (odoo-addons/svc_instance, on the host's addons path since
 // setup_odoo): `build` installs it with the modules asked for, `update` installs it in a template
 // built before it existed. So every instance copied from a template enforces its package itself.
+// `build` records the template database's identity (every copy and `update` then refuses another
+// database renamed into its name) and gives its administrator a random password, kept encrypted on
+// the template and never shown: Odoo's own admin/admin would let anything that reaches the host's
+// Odoo sign in to the template, and so into every later customer. `update` sets it again (a template
+// built before gets one then).
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
@@ -14,10 +19,14 @@ import { publicJobId } from '../core/queue.js';
 import {
   basePathOf,
   assertTemplateDatabase,
+  assertTemplateIdentity,
   databaseOwner,
   filestorePath,
   insideTenant,
+  newPassword,
   onServer,
+  recordTemplateIdentity,
+  setCustomerPassword,
   SVC_ADDON,
   serverWhere,
 } from '../instances/index.js';
@@ -56,9 +65,16 @@ export function createTemplateBuilder(ctx: AppContext) {
   async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template'], kind: 'build' | 'update') {
     return onServer(ctx.secretBox, template.postgresql_server, async (query) => {
       const owner = await databaseOwner(query, template.template_db_name);
-      // Never a customer's database (the host's role owns every copy on its host) nor the service's own.
+      // Never a customer's database (the host's role owns every copy on its host) nor the service's own,
+      // and only the database recorded as the template (recorded now when none is).
       if (kind === 'update' && owner !== null) {
-        await assertTemplateDatabase(ctx.db, query, template.template_db_name, serverWhere(template.postgresql_server));
+        const where = serverWhere(template.postgresql_server);
+        await assertTemplateIdentity(
+          ctx.db,
+          template,
+          await assertTemplateDatabase(ctx.db, query, template.template_db_name, where),
+          where,
+        );
       }
       return owner;
     });
@@ -95,9 +111,13 @@ export function createTemplateBuilder(ctx: AppContext) {
       const said = session.mask(res.stdout.trim()).slice(-4000);
 
       let missing: string[] = [];
+      let passwordFailed: string | null = null;
+      // The administrator's password: the template's own, else a new one (a build, or a template built before).
+      const adminPassword = (await ctx.secretBox.reveal(template.admin_password)) ?? newPassword();
+      // Worked in as the host's role, which owns the database: the service's own role stays out of it.
+      const role = { role: host.odoo_db_user, password: host.odoo_db_password };
+      const tenantOpts = { role, what: `Template ${db} on ${where}`, deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000 };
       if (res.exitCode === 0) {
-        // Read as the host's role, which owns the database: the service's own role stays out of it.
-        const role = { role: host.odoo_db_user, password: host.odoo_db_password };
         missing = await insideTenant(
           ctx.secretBox,
           template.postgresql_server,
@@ -109,10 +129,22 @@ export function createTemplateBuilder(ctx: AppContext) {
             const installed = new Set(rows.map((r) => r.name));
             return modules.filter((m) => !installed.has(m));
           },
-          { role, what: `Template ${db} on ${where}`, deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000 },
+          tenantOpts,
         ).catch(() => modules);
       }
-      if (res.exitCode !== 0 || missing.length > 0) {
+      if (res.exitCode === 0 && missing.length === 0) {
+        await job.updateProgress({ step: 'administrator', percent: 85 });
+        passwordFailed = await insideTenant(
+          ctx.secretBox,
+          template.postgresql_server,
+          db,
+          (query) => setCustomerPassword(query, adminPassword),
+          tenantOpts,
+        )
+          .then(() => null)
+          .catch((err: Error) => err.message);
+      }
+      if (res.exitCode !== 0 || missing.length > 0 || passwordFailed !== null) {
         if (kind === 'build') {
           // Nothing half-built stays: the database (only the one this job made) and its files.
           await onServer(ctx.secretBox, template.postgresql_server, (query) =>
@@ -121,7 +153,11 @@ export function createTemplateBuilder(ctx: AppContext) {
           await session.run(removeFilestore(filestore), { timeoutMs: STEP_TIMEOUT_MS });
         }
         const what =
-          missing.length > 0 ? `module(s) ${missing.join(', ')} not installed` : `odoo-bin exited with ${res.exitCode ?? res.signal}`;
+          passwordFailed !== null
+            ? `the administrator's password could not be set: ${passwordFailed}`
+            : missing.length > 0
+              ? `module(s) ${missing.join(', ')} not installed`
+              : `odoo-bin exited with ${res.exitCode ?? res.signal}`;
         throw new UserError(`${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} failed (${what}): ${said}`);
       }
 
@@ -131,16 +167,21 @@ export function createTemplateBuilder(ctx: AppContext) {
           'SELECT pg_get_userbyid(datdba) AS owner, pg_database_size(datname)::text AS size FROM pg_database WHERE datname = $1',
           [db],
         );
-        return { owner: String(rows[0]?.owner), size: Number(rows[0]?.size ?? 0) };
+        const found = kind === 'build' ? await assertTemplateDatabase(ctx.db, query, db, where) : null;
+        return { owner: String(rows[0]?.owner), size: Number(rows[0]?.size ?? 0), found };
       });
       if (after.owner !== host.odoo_db_user)
         throw new UserError(`Database ${db} is owned by ${after.owner}, not by the host's role ${host.odoo_db_user}`);
+      const sealedPassword = template.admin_password ?? (await ctx.secretBox.encrypt(adminPassword));
       if (kind === 'build') {
         // Its copies are owned by the host's role, and the service signs in to them as that role.
         await ctx.db.databaseTemplate.update({
           where: { id: template.id },
-          data: { owner_role: host.odoo_db_user, owner_password: host.odoo_db_password },
+          data: { owner_role: host.odoo_db_user, owner_password: host.odoo_db_password, admin_password: sealedPassword },
         });
+        await recordTemplateIdentity(ctx.db, template.id, after.found!, 'build');
+      } else if (template.admin_password === null) {
+        await ctx.db.databaseTemplate.update({ where: { id: template.id }, data: { admin_password: sealedPassword } });
       }
       await job.updateProgress({ step: 'done', percent: 100 });
       return {

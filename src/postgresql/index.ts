@@ -14,3 +14,4 @@ export { SYSTEM_DATABASES, clusterIdentifier, findDatabase, ownDatabase, sameDat
 export type { DatabaseIdentity, FoundDatabase } from './database-identity.js';
 export { connectPostgresqlServer, quoteIdent } from './postgresql-connection.js';
 export type { PostgresqlServerRecord } from './postgresql-connection.js';
+export { sessionOptions } from './session-settings.js';

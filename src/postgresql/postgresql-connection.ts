@@ -3,6 +3,7 @@
 // Certificates are not verified (the record holds no CA), as with `prefer`.
 import pg from 'pg';
 import type { SecretBox } from '../core/crypto.js';
+import { newerSettings, noteServerVersion, sessionOptions } from './session-settings.js';
 
 export interface PostgresqlServerRecord {
   ip: string;
@@ -14,7 +15,10 @@ export interface PostgresqlServerRecord {
 const CONNECT_TIMEOUT_MS = 10_000;
 const STATEMENT_TIMEOUT_MS = 120_000;
 
-/** Opens a client to `database` on the server; the caller ends it. */
+/**
+ * Opens a client to `database` on the server; the caller ends it. Its session starts with svc's own
+ * settings whatever the database or the role sets (session-settings.ts).
+ */
 export async function connectPostgresqlServer(
   secretBox: SecretBox,
   server: PostgresqlServerRecord,
@@ -29,31 +33,53 @@ export async function connectPostgresqlServer(
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     statement_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'svc',
+    options: sessionOptions(server.ip, server.port),
   };
-  const tlsClient = quiet(new pg.Client({ ...base, ssl: { rejectUnauthorized: false } }));
+  const known = newerSettings(server.ip, server.port) !== null;
+  const tlsClient = quiet(new pg.Client({ ...base, ssl: { rejectUnauthorized: false } }), server);
   try {
     await tlsClient.connect();
-    return { client: tlsClient, tls: true };
+    return { client: await pinNewer(tlsClient, server, known), tls: true };
   } catch (err) {
     await tlsClient.end().catch(() => {});
     if (!/does not support SSL/i.test((err as Error).message)) throw err;
   }
-  const plain = quiet(new pg.Client(base));
+  const plain = quiet(new pg.Client(base), server);
   try {
     await plain.connect();
+    return { client: await pinNewer(plain, server, known), tls: false };
   } catch (err) {
     await plain.end().catch(() => {});
     throw err;
   }
-  return { client: plain, tls: false };
+}
+
+/**
+ * The server's version is learnt from its startup answer; the settings of newer versions not sent at
+ * startup (its version was not known yet) are set at once (later connections send them at startup).
+ */
+async function pinNewer(client: pg.Client, server: PostgresqlServerRecord, known: boolean): Promise<pg.Client> {
+  const newer = known ? null : newerSettings(server.ip, server.port);
+  if (newer && newer.length > 0) {
+    await client.query(
+      `SELECT ${newer.map((_, i) => `pg_catalog.set_config($${2 * i + 1}, $${2 * i + 2}, false)`).join(', ')}`,
+      newer.flat(),
+    );
+  }
+  return client;
 }
 
 /**
  * A server that ends the connection while no query runs (a restart, a terminated backend) makes
  * the client emit 'error': unheard, that would end the process. The next query fails instead.
+ * The server's version is noted from its startup answer.
  */
-function quiet(client: pg.Client): pg.Client {
+function quiet(client: pg.Client, server: PostgresqlServerRecord): pg.Client {
   client.on('error', () => {});
+  const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
+  connection.on('parameterStatus', (msg: { parameterName: string; parameterValue: string }) => {
+    if (msg.parameterName === 'server_version') noteServerVersion(server.ip, server.port, msg.parameterValue);
+  });
   return client;
 }
 

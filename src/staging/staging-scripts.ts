@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { shellQuote as q } from '../core/ssh.js';
 import { type OdooLayout, PYTHON } from '../odoo/index.js';
+import { sessionOptions } from '../postgresql/index.js';
 
 /**
  * Odoo's own neutralization of a database (`odoo-bin neutralize`, 18.0 and 19.0): every installed
@@ -42,8 +43,14 @@ export function dumpAndRestore(
   timeoutMs: number,
   path: string,
 ): Promise<string> {
-  // Only what the two programs need: not the service's environment (its master key, its URLs).
-  const env = (pg: PgConnection) => ({ PATH: path, PGPASSWORD: pg.password ?? '', PGCONNECT_TIMEOUT: '10' });
+  // Only what the two programs need: not the service's environment (its master key, its URLs). PGOPTIONS:
+  // svc's own settings over whatever the database or the role sets (a `statement_timeout` or a `role`).
+  const env = (pg: PgConnection) => ({
+    PATH: path,
+    PGPASSWORD: pg.password ?? '',
+    PGCONNECT_TIMEOUT: '10',
+    PGOPTIONS: sessionOptions(pg.host, pg.port),
+  });
   const conn = (pg: PgConnection) => ['-h', pg.host, '-p', String(pg.port), '-U', pg.user];
   return new Promise((resolve, reject) => {
     const dump = spawn('pg_dump', [...conn(from), '-Fc', '-Z', '0', '-d', source], { env: env(from), stdio: ['ignore', 'pipe', 'pipe'] });
