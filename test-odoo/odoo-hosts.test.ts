@@ -10,6 +10,8 @@ import { request } from '../test/helpers/api.js';
 import { withConfig } from '../test/helpers/app.js';
 import { freePort } from '../test/helpers/sshd.js';
 import { adminQuery } from '../test/helpers/pg.js';
+import { passlibVerifies } from '../test/helpers/customer-credentials.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
 import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
 
 const sources = odooSources();
@@ -171,7 +173,26 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
     );
     expect(db).toEqual({ owner: server.odoo_db_user, rolsuper: false });
     const template = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/database-templates/${templateId}` })).json();
-    expect(template).toMatchObject({ owner_role: server.odoo_db_user, owner_password_set: true });
+    expect(template).toMatchObject({ owner_role: server.odoo_db_user, owner_password_set: true, admin_password_set: true });
+    // Its identity is recorded: a copy or an update refuses any other database renamed into its name.
+    const [{ oid } = { oid: '' }] = await adminQuery<{ oid: string }>('SELECT oid::text AS oid FROM pg_database WHERE datname = $1', [
+      name,
+    ]);
+    expect(template.template_oid).toBe(Number(oid));
+    // Odoo's admin/admin does not sign in to the template; the random password svc keeps does (the
+    // administrator's hash checked by passlib's pbkdf2_sha512, as Odoo's CryptContext checks it).
+    const signsIn = async (password: string) => {
+      const [admin] = await queryIn<{ login: string; password: string }>(
+        name,
+        `SELECT login, password FROM res_users WHERE id = (SELECT res_id FROM ir_model_data WHERE module = 'base' AND name = 'user_admin')`,
+      );
+      return admin!.login === 'admin' && passlibVerifies(password, admin!.password);
+    };
+    const row = await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: templateId } });
+    const adminPassword = (await f.t.ctx.secretBox.reveal(row.admin_password))!;
+    expect(adminPassword.length).toBeGreaterThanOrEqual(20);
+    expect(await signsIn('admin')).toBe(false);
+    expect(await signsIn(adminPassword)).toBe(true);
     // Its filestore is Odoo's own, where svc copies filestores from.
     const filestore = `${f.base}/data/filestore/${name}`;
     const st = await stat(filestore);
@@ -189,6 +210,10 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
     const updated = await f.runJob(templateId, 'update', undefined, 'database-templates');
     expect(updated.state, JSON.stringify(updated)).toBe('completed');
     expect(updated.result).toMatchObject({ template_db_name: name, updated: 'all', owner: server.odoo_db_user });
+    // update keeps the template's administrator password.
+    expect((await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: templateId } })).admin_password).toBe(row.admin_password);
+    expect(await signsIn('admin')).toBe(false);
+    expect(await signsIn(adminPassword)).toBe(true);
   });
 
   test("a new password of the host's role (its secrets were cleared, as a move of the server does) reaches the templates it built", async () => {
@@ -391,6 +416,8 @@ describe('bad input and failures', () => {
     for (const m of made) {
       const row = await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: m.host } });
       for (const v of [row.odoo_db_password, row.odoo_admin_passwd]) secrets.push((await f.t.ctx.secretBox.reveal(v))!);
+      const template = await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: m.templateId } });
+      secrets.push((await f.t.ctx.secretBox.reveal(template.admin_password))!);
     }
     expect(secrets.every((s) => s.length >= 16)).toBe(true);
     const texts = [
