@@ -3,7 +3,7 @@
 // directory, the local PostgreSQL as the host's database server, and an Odoo version per tarball of
 // ODOO_SOURCE (file:// on the host, with its real SHA-256). Teardown stops every Odoo it started and
 // drops the roles and databases it made.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -96,6 +96,17 @@ export function useOdooFixture(env: Record<string, string> = {}): OdooFixture {
       }
     }
     for (const role of roles) {
+      // The customer databases of its tenants (each its own role's, with the host role's extension in it) and their roles.
+      const tenants = await adminQuery<{ datname: string; owner: string }>(
+        `SELECT DISTINCT d.datname, o.rolname AS owner FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
+           JOIN pg_roles r ON r.oid = s.refobjid JOIN pg_roles o ON o.oid = d.datdba
+          WHERE r.rolname = $1 AND o.rolname LIKE 'svc\\_db\\_%'`,
+        [role],
+      );
+      for (const { datname, owner } of tenants) {
+        await dropDatabase(datname);
+        await adminQuery(`DROP ROLE IF EXISTS "${owner}"`);
+      }
       const owned = await adminQuery<{ datname: string }>(
         'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
         [role],
@@ -113,13 +124,25 @@ export async function odooGet(port: number, url: string, init: RequestInit = {})
   return fetch(`http://127.0.0.1:${port}${url}`, { redirect: 'manual', ...init, signal: AbortSignal.timeout(30_000) });
 }
 
-export async function jsonRpc(port: number, service: string, method: string, args: unknown[]) {
+/**
+ * JSON-RPC straight to the host's Odoo on 127.0.0.1. Without the host's secret (`svcHeaders`) it is
+ * any request, which svc's addon lets reach tenants' databases only; with it, one of svc's own.
+ */
+export async function jsonRpc(port: number, service: string, method: string, args: unknown[], headers: Record<string, string> = {}) {
   const res = await odooGet(port, '/jsonrpc', {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { ...headers, 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
   });
   return { status: res.status, body: (await res.text()) as string };
+}
+
+/** The header svc's own calls to the host's Odoo carry: the host's secret, from Odoo's configuration file on this machine. */
+export async function svcHeaders(base: string, port: number): Promise<Record<string, string>> {
+  const config = await readFile(`${base}/config/odoo-${port}.conf`, 'utf8');
+  const secret = /^\[svc\]\nhost_secret = (\S+)$/m.exec(config)?.[1];
+  if (!secret) throw new Error(`no [svc] host_secret in the configuration of port ${port}`);
+  return { 'X-Svc-Host-Secret': secret };
 }
 
 /** A JSON-RPC answer's result; an Error with Odoo's error when it has one. */

@@ -130,8 +130,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
   });
 
   test('the database manager and db.list are closed', async () => {
+    // Without the host's secret (svc's own calls carry it), /web/database/* is not found at all.
     const manager = await odooGet(src.port, '/web/database/manager');
-    expect(await manager.text()).toContain('The database manager has been disabled by the administrator');
+    expect(manager.status).toBe(404);
     const list = await jsonRpc(src.port, 'db', 'list', []);
     expect(list.body).not.toMatch(/"result"/);
     // Not even with Odoo's default master password.

@@ -17,9 +17,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { siteConfig } from '../src/domains/caddy-sites.js';
 import { addonsBundle } from '../src/odoo/odoo-svc-addons.js';
 import { request, waitForJob } from '../test/helpers/api.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
 import { codeFrom, textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { injectTransport, Visitor } from '../test/helpers/trial.js';
-import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { odooGet, odooSources, packagesOf, svcHeaders, useOdooFixture } from './odoo-fixture.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -137,6 +138,33 @@ function throughCaddyOnce(
   });
 }
 
+/** The host's secret (what svc's own calls carry), from Odoo's configuration file on this machine. */
+const hostSecret = async (base: string, port: number) => (await svcHeaders(base, port))['X-Svc-Host-Secret']!;
+
+/** JSON-RPC straight to the host's Odoo on 127.0.0.1 (no proxy), with the given headers: its result, or the error's name. */
+async function loopbackRpc(port: number, service: string, method: string, args: unknown[], headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}/jsonrpc`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { service, method, args } }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const json = JSON.parse(await res.text());
+  return json.error ? `error: ${json.error.data?.name ?? json.error.message}` : json.result;
+}
+
+/** A model method called with the session `cookie` at `host` (the web client's call_kw): its result, or the error's message. */
+async function callKw(host: string, cookie: string, model: string, method: string, args: unknown[], kwargs: Record<string, unknown> = {}) {
+  const res = await throughCaddy(host, `/web/dataset/call_kw/${model}/${method}`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: { model, method, args, kwargs } }),
+  });
+  const json = JSON.parse(res.body);
+  if (json.error) return { error: String(json.error.data?.message ?? json.error.message) };
+  return { result: json.result as unknown };
+}
+
 const cookieOf = (a: Answer) => String([a.headers['set-cookie'] ?? []].flat()[0] ?? '').split(';')[0]!;
 
 async function rpcThrough(host: string, service: string, method: string, args: unknown[], headers: Record<string, string> = {}) {
@@ -228,6 +256,11 @@ const hostAddonsSum = (dir: string) =>
 describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))('routing on Odoo $name', (src) => {
   const made = { host: 0, versionId: 0, templateId: 0, templateDb: '' };
   const tenants: { id: number; database: string; login: string; password: string; domain: string }[] = [];
+  /** The template administrator's password (build's, kept encrypted on the template record). */
+  const templateAdminPassword = async () => {
+    const row = await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: made.templateId } });
+    return (await f.t.ctx.secretBox.reveal(row.admin_password)) ?? 'admin';
+  };
   // The first source runs without workers (the web client's websocket on Odoo's HTTP port), the
   // second with one (its websocket on the evented port): the site file serves both.
   const workers = src.index === 0 ? 0 : 1;
@@ -271,6 +304,19 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
     expect(config).toMatch(/^server_wide_modules = .*,svc_instance$/m);
     expect(config).toMatch(/^dbfilter = \^%d\$$/m);
     expect(await readFile(`${f.base}/logs/odoo-${src.port}.log`, 'utf8')).toContain('svc routing: X-Odoo-Database pins a request');
+    // The host's secret (what svc's own calls carry): in the configuration, kept encrypted on the
+    // record, never in an answer or the action log.
+    const secret = await hostSecret(f.base, src.port);
+    const record = await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: made.host } });
+    expect(record.odoo_host_secret).not.toContain(secret);
+    expect(await f.t.ctx.secretBox.reveal(record.odoo_host_secret)).toBe(secret);
+    const answer = await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${made.host}` });
+    expect(answer.body).not.toContain(secret);
+    expect(answer.json()).not.toHaveProperty('odoo_host_secret');
+    const logged = await f.t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: made.host } });
+    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.filter((row) => `${row.input_text}${row.output_text}`.includes(secret))).toEqual([]);
+    expect(logged.some((row) => row.input_text.includes('host_secret = ********'))).toBe(true);
 
     const again = await f.runJob(made.host, 'setup_odoo', setupBody());
     expect(again.result).toMatchObject({ restarted: false, changed: { source: false, addons: false, config: false, service: false } });
@@ -445,15 +491,166 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
     expect(await rpcThrough(a.domain, 'db', 'list', [])).toBe('error: odoo.exceptions.AccessDenied');
   });
 
-  test("the template (the build's admin/admin) is not served through the proxy, though it is on the host's loopback", async () => {
-    expect(JSON.parse((await jsonRpc(src.port, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).body).result).toBe(2);
-    expect(await rpcThrough(tenants[0]!.domain, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).toBe(
+  test("the template is not served through the proxy, even with its administrator's password; on the host's loopback only to svc's own calls (the host's secret)", async () => {
+    // The worst case: whoever tries knows the template administrator's password (build's random one).
+    const password = await templateAdminPassword();
+    // Straight to 127.0.0.1 without the secret and without any proxy header (what a tenant's
+    // webhook sent by Odoo, or anything else on the host, would send): tenants only.
+    expect(await loopbackRpc(src.port, 'common', 'authenticate', [made.templateDb, 'admin', password, {}])).toBe(
       'error: odoo.exceptions.AccessDenied',
     );
-    const byAddress = await webLogin(`${made.templateDb}.${DOMAIN}`, 'admin', 'admin');
+    const secret = await hostSecret(f.base, src.port);
+    expect(
+      await loopbackRpc(src.port, 'common', 'authenticate', [made.templateDb, 'admin', password, {}], { 'X-Svc-Host-Secret': secret }),
+    ).toBe(2);
+    expect(
+      await loopbackRpc(src.port, 'common', 'authenticate', [made.templateDb, 'admin', password, {}], {
+        'X-Svc-Host-Secret': `${secret}x`,
+      }),
+    ).toBe('error: odoo.exceptions.AccessDenied');
+    expect(await loopbackRpc(src.port, 'db', 'list', [])).toBe('error: odoo.exceptions.AccessDenied');
+    // A tenant is still reached that way (by its own database's credentials).
+    const a = tenants[0]!;
+    expect(await loopbackRpc(src.port, 'common', 'authenticate', [a.database, a.login, a.password, {}])).toBe(2);
+    // The secret never goes through the proxy to Odoo as svc's: a client sending it is still a tenant's request.
+    expect(
+      await rpcThrough(a.domain, 'common', 'authenticate', [made.templateDb, 'admin', password, {}], { 'X-Svc-Host-Secret': `${secret}x` }),
+    ).toBe('error: odoo.exceptions.AccessDenied');
+    expect(await rpcThrough(tenants[0]!.domain, 'common', 'authenticate', [made.templateDb, 'admin', password, {}])).toBe(
+      'error: odoo.exceptions.AccessDenied',
+    );
+    const byAddress = await webLogin(`${made.templateDb}.${DOMAIN}`, 'admin', password);
     expect(byAddress.form).toBe(false);
-    expect(await rpcThrough(`${made.templateDb}.${DOMAIN}`, 'common', 'authenticate', [made.templateDb, 'admin', 'admin', {}])).toBe(
+    expect(await rpcThrough(`${made.templateDb}.${DOMAIN}`, 'common', 'authenticate', [made.templateDb, 'admin', password, {}])).toBe(
       'error: odoo.exceptions.AccessDenied',
     );
+  });
+  test("a tenant administrator's webhook server action to Odoo's loopback /jsonrpc is refused: no user appears in the template", async () => {
+    const a = tenants[0]!;
+    const signed = await webLogin(a.domain, a.login, a.password);
+    expect(signed).toMatchObject({ session: { db: a.database, uid: 2 } });
+    const cookie = signed.form ? signed.cookie : '';
+    const intruder = `intruder-${src.series}-${Date.now().toString(36)}`;
+    // The webhook posts the fields it is given of the record: a client action's `params` (a dict)
+    // becomes the JSON-RPC call's params, naming the template and its administrator's credentials.
+    const client = await callKw(a.domain, cookie, 'ir.actions.client', 'create', [
+      {
+        name: 'webhook payload',
+        tag: 'svc_test',
+        params: {
+          service: 'object',
+          method: 'execute_kw',
+          args: [made.templateDb, 2, await templateAdminPassword(), 'res.users', 'create', [{ name: 'Intruder', login: intruder }]],
+        },
+      },
+    ]);
+    expect(client.error).toBeUndefined();
+    const modelId = (await callKw(a.domain, cookie, 'ir.model', 'search', [[['model', '=', 'ir.actions.client']]])).result as number[];
+    const fieldId = (
+      await callKw(a.domain, cookie, 'ir.model.fields', 'search', [
+        [
+          ['model', '=', 'ir.actions.client'],
+          ['name', '=', 'params'],
+        ],
+      ])
+    ).result as number[];
+    const target = async (url: string) => {
+      const action = await callKw(a.domain, cookie, 'ir.actions.server', 'create', [
+        { name: `webhook to ${url}`, model_id: modelId[0], state: 'webhook', webhook_url: url, webhook_field_ids: [[6, 0, fieldId]] },
+      ]);
+      expect(action.error).toBeUndefined();
+      return callKw(a.domain, cookie, 'ir.actions.server', 'run', [[action.result]], {
+        context: { active_id: client.result, active_ids: [client.result], active_model: 'ir.actions.client' },
+      });
+    };
+    const runs: { url: string; error?: string }[] = [];
+    for (const url of [
+      `http://127.0.0.1:${src.port}/jsonrpc`,
+      `http://localhost:${src.port}/jsonrpc`,
+      `http://[::ffff:127.0.0.1]:${src.port}/jsonrpc`,
+    ]) {
+      runs.push({ url, error: (await target(url)).error });
+    }
+    // 19.0 sends a webhook after the commit: give it the time it would take.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await queryIn(made.templateDb, 'SELECT login FROM res_users WHERE login = $1', [intruder])).toEqual([]);
+    for (const run of runs)
+      expect(run.error, run.url).toMatch(/Odoo may not connect to .*: it resolves to .*, which is not a public address/);
+  });
+
+  test('a header spelled X_Odoo_Database pins nothing: through the documented wildcard site nor a customer domain', async () => {
+    const [a, b] = tenants as [(typeof tenants)[number], (typeof tenants)[number]];
+    for (const name of ['X_Odoo_Database', 'x_odoo_database', 'X-Odoo_Database', 'X_Odoo-Database']) {
+      // A's own address: the wildcard site removes only X-Odoo-Database; the addon drops the rest.
+      expect(await webLogin(`${a.database}.${DOMAIN}`, b.login, b.password, { [name]: b.database }), name).toMatchObject({
+        form: true,
+        status: 200,
+      });
+      expect(await webLogin(a.domain, b.login, b.password, { [name]: b.database }), name).toMatchObject({ form: true, status: 200 });
+    }
+  });
+
+  test('/web/database/* answers 404 through the proxy (and to any request without the secret)', async () => {
+    const a = tenants[0]!;
+    for (const host of [a.domain, `${a.database}.${DOMAIN}`, `${made.templateDb}.${DOMAIN}`]) {
+      for (const url of [
+        '/web/database/manager',
+        '/web/database/selector',
+        '/web/database/list',
+        '/web/database/backup',
+        '/web/database',
+      ]) {
+        expect((await throughCaddy(host, url)).status, `${host}${url}`).toBe(404);
+      }
+      const posted = await throughCaddy(host, '/web/database/list', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(posted.status).toBe(404);
+    }
+    expect((await odooGet(src.port, '/web/database/manager')).status).toBe(404);
+    // The web client itself still answers.
+    expect((await throughCaddy(a.domain, '/web/login')).status).toBe(200);
+  });
+
+  test("Odoo's logs are root's and odoo's only; a host set up before converges at the next setup_odoo", async () => {
+    const logs = `${f.base}/logs`;
+    const stat = (p: string) => execFileSync('stat', ['-c', '%U:%G %a', p], { encoding: 'utf8' }).trim();
+    const as = (user: string, cmd: string) =>
+      execFileSync('sh', ['-c', `setpriv --reuid=${user} --regid=${user} --init-groups sh -c '${cmd}' && echo yes || echo no`], {
+        encoding: 'utf8',
+      }).trim();
+    expect(stat(logs)).toBe('root:odoo 750');
+    expect(as('odoo', `cat ${logs}/odoo-${src.port}.log >/dev/null`)).toBe('yes');
+    expect(as('nobody', `cat ${logs}/odoo-${src.port}.log >/dev/null 2>&1`)).toBe('no');
+    expect(as('nobody', `ls ${logs} >/dev/null 2>&1`)).toBe('no');
+
+    // As a host set up before left them: the directory and a log readable by everyone.
+    execFileSync('sh', ['-c', `chmod 755 ${logs} && echo old > ${logs}/old.log && chmod 644 ${logs}/old.log`]);
+    const again = await f.runJob(made.host, 'setup_odoo', setupBody());
+    expect(again.state, JSON.stringify(again)).toBe('completed');
+    expect(stat(logs)).toBe('root:odoo 750');
+    expect(stat(`${logs}/old.log`)).toBe('root:odoo 640');
+    await rm(`${logs}/old.log`);
+  });
+
+  test("a tenant administrator's webhook to Caddy's admin API on the host's loopback is refused: Caddy keeps serving", async () => {
+    const a = tenants[0]!;
+    const signed = await webLogin(a.domain, a.login, a.password);
+    const cookie = signed.form ? signed.cookie : '';
+    const modelId = (await callKw(a.domain, cookie, 'ir.model', 'search', [[['model', '=', 'res.partner']]])).result as number[];
+    const action = await callKw(a.domain, cookie, 'ir.actions.server', 'create', [
+      { name: 'stop Caddy', model_id: modelId[0], state: 'webhook', webhook_url: `http://127.0.0.1:${CADDY.admin}/stop` },
+    ]);
+    expect(action.error).toBeUndefined();
+    // What /stop would do: every customer domain of the host down until an operator acts.
+    const stop = await callKw(a.domain, cookie, 'ir.actions.server', 'run', [[action.result]], {
+      context: { active_id: 1, active_ids: [1], active_model: 'res.partner' },
+    });
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(caddy.proc?.exitCode).toBeNull();
+    expect(await sessionAt(a.domain, cookie)).toEqual({ db: a.database, uid: 2 });
+    expect(stop.error).toMatch(/which is not a public address/);
   });
 });

@@ -7,14 +7,17 @@
 // Pebble issues 10-day certificates here, so every active domain is within the expiry notice's 14 days.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
 import type { TLSSocket } from 'node:tls';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { domainJobs } from '../src/domains/domain-job-specs.js';
+import { CADDY_ADMIN_SOCKET } from '../src/servers/caddy.js';
 import { withDeadline } from '../src/domains/job-deadline.js';
 import { webhookJobs } from '../src/webhooks/webhook-job-specs.js';
 import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
@@ -188,6 +191,20 @@ async function webBaseUrl(database: string) {
   }
 }
 
+const execFileP = promisify(execFile);
+
+/** Caddy's admin socket: its directory's mode, what root gets from it, and whether `nobody` gets in. */
+async function adminSocket() {
+  const dir = (await stat(path.dirname(CADDY_ADMIN_SOCKET))).mode & 0o777;
+  const curl = (asNobody: boolean) =>
+    execFileP('sh', [
+      '-c',
+      `${asNobody ? 'setpriv --reuid=nobody --regid=nogroup --clear-groups ' : ''}curl -s -o /dev/null -w '%{http_code}' -H 'Host: ' --unix-socket ${CADDY_ADMIN_SOCKET} http://localhost/config/ || echo refused`,
+    ]).then((r) => r.stdout.trim());
+  const root = await curl(false);
+  return { dir: dir.toString(8), root: Number(root), nobody: (await curl(true)).includes('refused') ? 'refused' : 'reached' };
+}
+
 const siteFiles = async () => (existsSync(SITES) ? await readdir(SITES) : []).filter((n) => n.endsWith('.caddy')).sort();
 
 describe('setup_proxy', { timeout: 300_000 }, () => {
@@ -203,13 +220,31 @@ describe('setup_proxy', { timeout: 300_000 }, () => {
     expect(caddyfile).toContain('acme_ca_root /etc/caddy/svc-acme-ca-root.pem');
     expect(caddyfile).toContain(`import ${SITES}/*.caddy`);
     expect(await readFile('/etc/caddy/svc-acme-ca-root.pem', 'utf8')).toBe(await readFile(lab.listenerRootFile, 'utf8'));
-    // Caddy answers on its admin API.
-    expect((await fetch('http://127.0.0.1:2019/config/')).status).toBe(200);
+    // Caddy's admin API is a Unix socket only root (and Caddy's user) reaches, not a TCP port
+    // anything on the host could POST /stop to (a tenant's webhook sent by Odoo, for one).
+    expect(caddyfile).toContain(`admin unix/${CADDY_ADMIN_SOCKET}`);
+    await expect(fetch('http://127.0.0.1:2019/config/')).rejects.toThrow();
+    expect(await adminSocket()).toEqual({ dir: '700', root: 200, nobody: 'refused' });
 
     // Again: the running Caddy is reloaded with the same file.
     const again = await api('POST', `/root-servers/${rootServerId}/actions/setup_proxy`);
     const second = await waitForJob(t.app, t.as.user, again.json().job_id, 120_000);
     expect(second.result).toMatchObject({ status: 'caddy reloaded' });
+  });
+
+  it('a host set up before the admin socket (Caddy on its default admin address) converges at the next setup_proxy', async () => {
+    const caddyfile = await readFile('/etc/caddy/Caddyfile', 'utf8');
+    await execFileP('caddy', ['stop', '--address', `unix/${CADDY_ADMIN_SOCKET}`]);
+    await writeFile('/etc/caddy/Caddyfile', caddyfile.replace(/^\tadmin .*\n/m, ''));
+    // (Its output elsewhere: the Caddy it leaves running would hold this test's pipes open.)
+    await execFileP('sh', ['-c', 'caddy start --config /etc/caddy/Caddyfile --adapter caddyfile >/dev/null 2>&1 </dev/null']);
+    expect((await fetch('http://127.0.0.1:2019/config/')).status).toBe(200);
+
+    const res = await api('POST', `/root-servers/${rootServerId}/actions/setup_proxy`);
+    const job = await waitForJob(t.app, t.as.user, res.json().job_id, 120_000);
+    expect(job.result, JSON.stringify(job)).toMatchObject({ status: 'caddy reloaded' });
+    await expect(fetch('http://127.0.0.1:2019/config/')).rejects.toThrow();
+    expect(await adminSocket()).toEqual({ dir: '700', root: 200, nobody: 'refused' });
   });
 });
 

@@ -44,12 +44,13 @@ describe('secret columns', () => {
     const partner = await post('/api/v1/partners', { name: 'P', email: 'p@example.com' });
     const sshKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' });
     const root = await post('/api/v1/root-servers', { ip: '10.0.0.1', password: 'pw-1', key: sshKey, code_server_password: 'editor-pw-1' });
-    // setup_odoo keeps the host role's password and Odoo's master password (no request writes them).
+    // setup_odoo keeps the host role's password, Odoo's master password and the host's secret (no request writes them).
     await t.ctx.db.rootServer.update({
       where: { id: root.id },
       data: {
         odoo_db_password: await t.ctx.secretBox.encrypt('odoo-db-pw'),
         odoo_admin_passwd: await t.ctx.secretBox.encrypt('odoo-admin-pw'),
+        odoo_host_secret: await t.ctx.secretBox.encrypt('odoo-host-secret'),
       },
     });
     const pg = await post('/api/v1/postgresql-servers', { ip: '10.0.0.2', password: 'pg-pw' });

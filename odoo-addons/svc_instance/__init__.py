@@ -2,9 +2,11 @@
 from . import models
 from . import http_routing
 from . import maintenance
+from . import egress
 
 
 def post_load():
     """Server-wide (server_wide_modules): which database a request reaches, in every process."""
     http_routing.install()
     maintenance.install()
+    egress.install()

@@ -12,27 +12,45 @@
 # - The browser keeps its session: 19.0's own handling of the header makes every such request
 #   stateless (its session is never saved, so nobody could stay signed in behind the proxy), so the
 #   header is taken out of the request before core looks, on 19.0 as on 18.0 (which ignores it).
-# - A request that came through a proxy at all (the header, X-Forwarded-For or X-Forwarded-Host)
-#   reaches tenants' databases only, however it names one (header, host and dbfilter, ?db=, RPC):
-#   those whose ir_config_parameter holds svc.subscription_id. A template or a standby (whose
-#   administrator may still have the template's password) is never served to the outside; svc's own
-#   calls on the host (the deployment's sign-in, straight to 127.0.0.1) and Odoo's command line are
-#   not requests through a proxy.
+# - svc's own calls on the host (the deployment's sign-in) carry the host's secret in the header
+#   X-Svc-Host-Secret (the [svc] host_secret of Odoo's configuration file, which only root and odoo
+#   read; compared in constant time). Every other request, whatever it carries or lacks and wherever
+#   it comes from (the proxy, or a request made on the host itself, e.g. by a tenant's webhook to
+#   127.0.0.1), is treated as coming through the proxy: it reaches tenants' databases only, however
+#   it names one (header, host and dbfilter, ?db=, RPC): those whose ir_config_parameter holds
+#   svc.subscription_id. A template or a standby is never served to it, and /web/database/* (the
+#   database manager and selector) answers 404. Odoo's command line is no request at all.
+# - A request header whose name holds "_" is dropped before the WSGI environ is built (as nginx does,
+#   and newer werkzeug): `X_Odoo_Database` would otherwise become HTTP_X_ODOO_DATABASE, passing a
+#   proxy that removes only `X-Odoo-Database`.
+import configparser
+import hmac
 import logging
+import sys
 import threading
 import time
+
+import werkzeug.exceptions
+import werkzeug.serving
 
 from odoo import http, sql_db
 from odoo.exceptions import AccessDenied
 from odoo.service import common as common_service
 from odoo.service import db as db_service
 from odoo.service import model as model_service
+from odoo.tools import config
 
 _logger = logging.getLogger(__name__)
 
 HEADER_ENVIRON = "HTTP_X_ODOO_DATABASE"
 PROXY_ENVIRON = ("HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_HOST")
+SECRET_ENVIRON = "HTTP_X_SVC_HOST_SECRET"
+# Where setup_odoo writes the host's secret in Odoo's configuration file.
+SECRET_SECTION, SECRET_OPTION = "svc", "host_secret"
 STATE_KEY = "svc.routing"
+OWN_KEY = "svc.own"
+# The database manager and selector: nothing of them for tenants.
+DATABASE_MANAGER = "/web/database"
 TENANT_PARAMETER = "svc.subscription_id"
 # The database service's methods that manage no database (the web client's language list uses one).
 DB_SERVICE_ALLOWED = ("server_version", "list_lang", "list_countries")
@@ -41,6 +59,7 @@ TENANT_TTL_S = 60.0
 
 _tenants = {}
 _installed = False
+_secret = None
 
 
 class Routing:
@@ -87,6 +106,57 @@ def allowed(dbname, routing):
     return is_tenant(dbname)
 
 
+def read_host_secret():
+    """The host's secret from Odoo's configuration file ([svc] host_secret), or None."""
+    rcfile = config.get("config") or getattr(config, "rcfile", None)
+    if not rcfile:
+        return None
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(rcfile)
+    except (OSError, configparser.Error):
+        _logger.warning("svc routing: could not read %s; no request is svc's own", rcfile)
+        return None
+    return parser.get(SECRET_SECTION, SECRET_OPTION, fallback="").strip() or None
+
+
+def is_own(environ):
+    """Whether a request is svc's own call on the host: it carries the host's secret (no secret configured: none is)."""
+    given = environ.pop(SECRET_ENVIRON, None)
+    if config.get("test_enable"):
+        # Odoo's own tests (never on a host svc set up) call Odoo on 127.0.0.1 with no header at all.
+        return HEADER_ENVIRON not in environ and not any(environ.get(key) for key in PROXY_ENVIRON)
+    if not _secret or not given:
+        return False
+    return hmac.compare_digest(given.strip().encode(), _secret.encode())
+
+
+def _wrap_application_call(original):
+    def __call__(self, environ, start_response):
+        own = is_own(environ)
+        environ[OWN_KEY] = own
+        path = environ.get("PATH_INFO") or ""
+        if not own and (path == DATABASE_MANAGER or path.startswith(DATABASE_MANAGER + "/")):
+            return werkzeug.exceptions.NotFound()(environ, start_response)
+        return original(self, environ, start_response)
+
+    return __call__
+
+
+def _drop_underscored(headers):
+    """Removes the headers whose name holds "_" (every occurrence) from a request's header message."""
+    for name in {key for key in headers.keys() if "_" in key}:
+        del headers[name]
+
+
+def _wrap_make_environ(original):
+    def make_environ(self):
+        _drop_underscored(self.headers)
+        return original(self)
+
+    return make_environ
+
+
 def _wrap_db_filter(original):
     def db_filter(dbs, host=None):
         routing = _current()
@@ -110,8 +180,10 @@ def _wrap_get_session_and_dbname(original):
         pinned = environ.pop(HEADER_ENVIRON, None)
         if pinned is not None:
             pinned = pinned.strip()
-        proxied = pinned is not None or any(environ.get(key) for key in PROXY_ENVIRON)
-        routing = Routing(proxied, pinned)
+        own = environ.get(OWN_KEY)
+        if own is None:  # not through Application.__call__ (never in Odoo's server)
+            own = is_own(environ)
+        routing = Routing(not own, pinned)
         environ[STATE_KEY] = routing
         threading.current_thread().svc_routing = routing
         return original(self)
@@ -157,13 +229,25 @@ def _wrap_db(original):
 
 def install():
     """Patches Odoo's request routing once per process (post_load of the server-wide module)."""
-    global _installed
+    global _installed, _secret  # noqa: PLW0603
     if _installed:
         return
     _installed = True
+    _secret = read_host_secret()
+    if not _secret and not config.get("test_enable"):
+        _logger.warning("svc routing: no [%s] %s in Odoo's configuration file: no request is svc's own", SECRET_SECTION, SECRET_OPTION)
+    http.Application.__call__ = _wrap_application_call(http.Application.__call__)
+    # Odoo's HTTP server (threaded and prefork) builds the environ in werkzeug's handler; its
+    # evented one (the websocket) in gevent's.
+    werkzeug.serving.WSGIRequestHandler.make_environ = _wrap_make_environ(werkzeug.serving.WSGIRequestHandler.make_environ)
+    if "gevent" in sys.modules:
+        from gevent import pywsgi  # noqa: PLC0415
+
+        pywsgi.WSGIHandler.get_environ = _wrap_make_environ(pywsgi.WSGIHandler.get_environ)
     http.db_filter = _wrap_db_filter(http.db_filter)
     http.Request._get_session_and_dbname = _wrap_get_session_and_dbname(http.Request._get_session_and_dbname)
     common_service.dispatch = _wrap_common(common_service.dispatch)
     model_service.dispatch = _wrap_object(model_service.dispatch)
     db_service.dispatch = _wrap_db(db_service.dispatch)
     _logger.info("svc routing: X-Odoo-Database pins a request to its tenant; requests through a proxy reach tenants only")
+    _logger.info("svc routing: only requests carrying the host's secret are svc's own; /web/database/* is closed to every other")

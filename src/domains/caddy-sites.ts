@@ -48,6 +48,14 @@ export function siteFileOf(site: Site): string {
  * workers refuse it); Odoo without workers serves it on its HTTP port and has no evented port,
  * so a refused connection there falls back to the HTTP port (and the evented one rests 30 s).
  */
+/**
+ * The spellings of the tenant header a client could send besides the one the site sets: Caddy
+ * passes a header whose name holds `_`, and a WSGI server may read `X_Odoo_Database` as
+ * HTTP_X_ODOO_DATABASE (svc's addon also drops such headers before Odoo reads them).
+ */
+export const TENANT_HEADER_SPELLINGS = ['X_Odoo_Database', 'X-Odoo_Database', 'X_Odoo-Database'] as const;
+const DROP_SPELLINGS = TENANT_HEADER_SPELLINGS.map((name) => `\t\theader_up -${name}`);
+
 export function siteConfig(site: Site): string {
   const { hostname, database, odooPort } = checked(site);
   return [
@@ -57,9 +65,11 @@ export function siteConfig(site: Site): string {
     '\t\tlb_policy first',
     '\t\tlb_try_duration 2s',
     '\t\tfail_duration 30s',
+    ...DROP_SPELLINGS,
     `\t\theader_up X-Odoo-Database ${database}`,
     '\t}',
     `\treverse_proxy 127.0.0.1:${odooPort} {`,
+    ...DROP_SPELLINGS,
     `\t\theader_up X-Odoo-Database ${database}`,
     '\t}',
     '}',

@@ -47,6 +47,8 @@ export interface OdooConfigInput {
   sizing: Sizing;
   maxCronThreads: number;
   serverWideModules: readonly string[];
+  /** What svc's own calls to this Odoo carry (X-Svc-Host-Secret): svc_instance reads it from [svc] host_secret. */
+  hostSecret?: string;
 }
 
 /** svc's addon, loaded by every process (its request routing) from the host's svc-addons directory. */
@@ -80,5 +82,7 @@ export function odooConfig(c: OdooConfigInput): string {
     'limit_time_real = 1200',
     'log_level = info',
   ];
+  // A section of svc's own: Odoo reads only [options] (19.0 warns about options it does not know).
+  if (c.hostSecret) lines.push('', '[svc]', `host_secret = ${c.hostSecret}`);
   return `${lines.join('\n')}\n`;
 }

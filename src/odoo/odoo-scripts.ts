@@ -47,6 +47,10 @@ export function prepareHost(l: OdooLayout): string {
     `mkdir -p ${dirs.join(' ')}`,
     `chmod 755 ${q(l.base)} ${q(`${l.base}/versions`)}`,
     `chown root:odoo ${q(`${l.base}/config`)} && chmod 750 ${q(`${l.base}/config`)}`,
+    // Odoo's output names logins, databases and URLs with tokens: root's and odoo's only, files there before included.
+    `chown root:odoo ${q(`${l.base}/logs`)} && chmod 750 ${q(`${l.base}/logs`)}`,
+    `find ${q(`${l.base}/logs`)} -mindepth 1 ! -group odoo -exec chgrp -h odoo {} +`,
+    `find ${q(`${l.base}/logs`)} -mindepth 1 ! -type l -perm /007 -exec chmod o-rwx {} +`,
     // Filestores copied in as root before Odoo ran here become odoo's (only what is not already).
     `find ${q(l.dataDir)} ! -user odoo -exec chown -h odoo:odoo {} + && chmod 750 ${q(l.dataDir)}`,
   ].join('\n');

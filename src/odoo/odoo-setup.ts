@@ -88,7 +88,13 @@ async function hostSecrets(ctx: Pick<AppContext, 'secretBox'>, store: OdooHostSt
     // Kept before they are used anywhere: a crash after this point finds them again.
     sealed = await store.keepSecrets(server.id, { pgServerId, role, dbPassword, adminPasswd });
   }
-  return { role, dbPassword, adminPasswd, sealed };
+  // svc's own calls to the host's Odoo carry it (the addon serves only tenants to any other request).
+  let hostSecret = await ctx.secretBox.reveal(server.odoo_host_secret);
+  if (!hostSecret) {
+    hostSecret = randomSecret();
+    await store.keepHostSecret(server.id, hostSecret);
+  }
+  return { role, dbPassword, adminPasswd, hostSecret, sealed };
 }
 
 export function createOdooSetup(ctx: AppContext) {
@@ -173,7 +179,7 @@ export function createOdooSetup(ctx: AppContext) {
     const session = await openRemoteSession(ctx, server, {
       user_id: payload.user_id,
       job_id: jobId,
-      secrets: [secrets.dbPassword, secrets.adminPasswd],
+      secrets: [secrets.dbPassword, secrets.adminPasswd, secrets.hostSecret],
     });
     /** Once the running Odoo was touched, a failure leaves it `failed`; before, its old state. */
     let touched = false;
@@ -219,7 +225,7 @@ export function createOdooSetup(ctx: AppContext) {
 
       await step('configuration', 70);
       const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);
-      const configOf = async (dbPassword: string, adminPasswdHash: string) =>
+      const configOf = async (dbPassword: string, adminPasswdHash: string, hostSecret: string) =>
         odooConfig({
           layout: l,
           source: l.sourceOf(version.name),
@@ -232,10 +238,11 @@ export function createOdooSetup(ctx: AppContext) {
           sizing,
           maxCronThreads: payload.max_cron_threads,
           serverWideModules: version.server_wide_modules,
+          hostSecret,
         });
       const adminHash = await odooPasswordHash(secrets.adminPasswd);
-      const config = await configOf(secrets.dbPassword, adminHash);
-      const configChanged = await writeFile(session, l.config, '640', 'odoo', config, await configOf(MASK, MASK));
+      const config = await configOf(secrets.dbPassword, adminHash, secrets.hostSecret);
+      const configChanged = await writeFile(session, l.config, '640', 'odoo', config, await configOf(MASK, MASK, MASK));
       if (configChanged) touched = true;
       const login = await session.run(checkDatabaseLogin(l), { timeoutMs: STEP_TIMEOUT_MS });
       if (login.exitCode !== 0) stepFailed(session, 'The host cannot reach PostgreSQL as its role', login);

@@ -3,7 +3,9 @@
 // common.authenticate answers for any database its role owns (RPC ignores dbfilter) in every
 // version svc runs; the call is made on the host (Odoo listens on 127.0.0.1 only) over the SSH
 // connection, with the password on the command's standard input, never on a command line. It also
-// loads the instance's registry, so the customer's first page is quick.
+// loads the instance's registry, so the customer's first page is quick. It carries the host's secret
+// (X-Svc-Host-Secret, on standard input too): svc's addon treats any request without it as one
+// through the proxy (tenants' databases only).
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
@@ -17,7 +19,9 @@ const SIGN_IN_SCRIPT = [
   'a = json.load(sys.stdin)',
   'body = {"jsonrpc": "2.0", "method": "call", "id": 1, "params": {"service": "common", "method": "authenticate",',
   '        "args": [a["db"], a["login"], a["password"], {}]}}',
-  'req = urllib.request.Request("http://127.0.0.1:%d/jsonrpc" % a["port"], json.dumps(body).encode(), {"Content-Type": "application/json"})',
+  'headers = {"Content-Type": "application/json"}',
+  'if a.get("secret"): headers["X-Svc-Host-Secret"] = a["secret"]',
+  'req = urllib.request.Request("http://127.0.0.1:%d/jsonrpc" % a["port"], json.dumps(body).encode(), headers)',
   'try:',
   '    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=150) as r:',
   '        answer = json.load(r)',
@@ -52,11 +56,12 @@ export async function signInAsCustomer(
   if (host.odoo_state !== 'running' || host.odoo_http_port === null) {
     throw new UserError(`${name} is ${host.odoo_state}: the customer could not sign in to ${who.database}`);
   }
+  const secret = await ctx.secretBox.reveal(host.odoo_host_secret);
   const session = await openRemoteSession(ctx, host, { ...audit, secrets: [who.password] }).catch((err: Error) => {
     throw new UserError(`${name} could not be reached: ${err.message}`);
   });
   try {
-    const input = JSON.stringify({ port: host.odoo_http_port, db: who.database, login: who.login, password: who.password });
+    const input = JSON.stringify({ port: host.odoo_http_port, db: who.database, login: who.login, password: who.password, secret });
     const res = await session.run(`/usr/bin/python3 -c ${shellQuote(SIGN_IN_SCRIPT)}`, {
       stdin: input,
       sudo: false,

@@ -49,6 +49,11 @@ export function odooHostStore(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config
       return sealed;
     },
 
+    /** The secret svc's own calls to the host's Odoo carry, kept (encrypted) before it is written anywhere. */
+    async keepHostSecret(id: number, secret: string) {
+      await ctx.db.rootServer.update({ where: { id }, data: { odoo_host_secret: await ctx.secretBox.encrypt(secret) } });
+    },
+
     /**
      * The templates on that PostgreSQL server whose copies the role owns sign in to them with its
      * password (build copied it): once the role has a new one, so do they.

@@ -12,13 +12,30 @@ export const CADDY_ACME_ROOT = '/etc/caddy/svc-acme-ca-root.pem';
 export const CADDY_LOG = '/var/log/caddy/svc.log';
 /** Changes of the configuration take this lock one at a time (flock), whoever makes them. */
 const CADDY_LOCK = `${CADDY_SITES_DIR}/.lock`;
+/**
+ * Caddy's admin API: a Unix socket in a directory only Caddy's user and root enter (0700), never a
+ * TCP port (on 127.0.0.1:2019, Caddy's default, anything on the host could load a configuration or
+ * stop Caddy: a tenant's webhook sent by Odoo, for one). Caddy makes the socket; a stale one after
+ * a crash is replaced at its next start.
+ */
+export const CADDY_ADMIN_DIR = '/var/lib/caddy/svc-admin';
+export const CADDY_ADMIN_SOCKET = `${CADDY_ADMIN_DIR}/admin.sock`;
+/** Caddy's default admin address: where a Caddy set up before the socket still listens until it is reloaded. */
+const CADDY_DEFAULT_ADMIN = 'localhost:2019';
 /** The first line of the main Caddyfile, which tells it from one the operator wrote. */
 const WRITTEN_BY = '# Written by svc (setup_proxy)';
 
 /** The whole configuration as Caddy would load it: exit status 0 when valid. */
 export const CADDY_VALIDATE = `caddy validate --config ${CADDYFILE} --adapter caddyfile`;
-/** Loads the configuration into the running Caddy (its admin API); Caddy keeps the old one when this fails. */
-export const CADDY_RELOAD = `caddy reload --config ${CADDYFILE} --adapter caddyfile`;
+/**
+ * Loads the configuration into the running Caddy through its admin socket (Caddy keeps the old one
+ * when this fails); where there is no socket yet (a host set up before it, until setup_proxy runs
+ * again), through Caddy's default admin address, which that reload then closes.
+ */
+export const CADDY_RELOAD = [
+  `{ if [ -S ${CADDY_ADMIN_SOCKET} ]; then caddy reload --config ${CADDYFILE} --adapter caddyfile --address unix/${CADDY_ADMIN_SOCKET};`,
+  `else caddy reload --config ${CADDYFILE} --adapter caddyfile --address ${CADDY_DEFAULT_ADMIN}; fi; }`,
+].join(' ');
 
 /** Runs `body` holding the configuration lock (waits up to a minute for another change to end). */
 export function underCaddyLock(body: string): string {
@@ -39,6 +56,7 @@ interface MainCaddyfileOptions {
 /** The main Caddyfile: the ACME account, the log the service reads, and the customer sites. */
 export function mainCaddyfile(o: MainCaddyfileOptions): string {
   const global = [
+    `\tadmin unix/${CADDY_ADMIN_SOCKET}`,
     o.acmeEmail ? `\temail ${o.acmeEmail}` : null,
     `\tacme_ca ${o.acmeCaUrl}`,
     o.acmeRoot ? `\tacme_ca_root ${CADDY_ACME_ROOT}` : null,
@@ -70,10 +88,12 @@ export const INSTALL_CADDY = [
   '  elif command -v dnf >/dev/null 2>&1; then dnf install -y caddy',
   "  else echo 'Caddy is not installed, and there is neither apt-get nor dnf to install it' >&2; exit 1; fi",
   'fi',
-  `mkdir -p ${CADDY_SITES_DIR} /var/log/caddy`,
+  `mkdir -p ${CADDY_SITES_DIR} /var/log/caddy ${CADDY_ADMIN_DIR}`,
   `touch ${CADDY_LOG}`,
-  // The packaged service runs as the caddy user: it must write its log.
-  `if id caddy >/dev/null 2>&1; then chown caddy:caddy /var/log/caddy ${CADDY_LOG}; fi`,
+  // The admin socket's directory: Caddy's user makes the socket there, nobody else but root enters.
+  `chmod 700 ${CADDY_ADMIN_DIR}`,
+  // The packaged service runs as the caddy user: it must write its log and make its socket.
+  `if id caddy >/dev/null 2>&1; then chown caddy:caddy /var/log/caddy ${CADDY_LOG} ${CADDY_ADMIN_DIR}; fi`,
   'caddy version',
 ].join('\n');
 
@@ -101,7 +121,9 @@ export const ENABLE_CADDYFILE = underCaddyLock(
     `mv -f ${NEW_CADDYFILE} ${CADDYFILE}`,
     `if ${USE_SYSTEMD}; then`,
     '  systemctl enable caddy >/dev/null 2>&1 || true',
-    '  if systemctl is-active --quiet caddy; then systemctl reload caddy || exit 1; else systemctl start caddy || exit 1; fi',
+    // Reloaded by svc's own command: the running Caddy may still listen on the default admin address.
+    `  if systemctl is-active --quiet caddy; then out=$(${CADDY_RELOAD} 2>&1) || { printf '%s\\n' "$out" | tail -n 5 >&2; exit 1; }`,
+    '  else systemctl start caddy || exit 1; fi',
     "  echo 'caddy running (systemd)'",
     `elif out=$(${CADDY_RELOAD} 2>&1); then echo 'caddy reloaded'`,
     `elif setsid caddy start --config ${CADDYFILE} --adapter caddyfile >>/var/log/caddy/svc-start.log 2>&1 </dev/null 9>&-; then echo 'caddy started'`,

@@ -32,7 +32,7 @@ export const rootServerModel = defineModel({
     'odoo_postgresql_server_id',
     'odoo_db_user',
   ],
-  secrets: ['password', 'key', 'code_server_password', 'odoo_db_password', 'odoo_admin_passwd'],
+  secrets: ['password', 'key', 'code_server_password', 'odoo_db_password', 'odoo_admin_passwd', 'odoo_host_secret'],
   // Another address or login is another host: the credentials are not sent there, and its key is
   // learnt again at the next connection.
   destinations: ['ip', 'port', 'username'],

@@ -34,9 +34,16 @@ export async function sshTargetOf(secretBox: SecretBox, server: RootServerSshRec
 /** The server's secrets in clear, to mask wherever text from or about it is stored. */
 export async function secretsOfServer(
   secretBox: SecretBox,
-  server: Pick<RootServer, 'password' | 'key' | 'code_server_password' | 'odoo_db_password' | 'odoo_admin_passwd'>,
+  server: Pick<RootServer, 'password' | 'key' | 'code_server_password' | 'odoo_db_password' | 'odoo_admin_passwd' | 'odoo_host_secret'>,
 ): Promise<string[]> {
-  const stored = [server.password, server.key, server.code_server_password, server.odoo_db_password, server.odoo_admin_passwd];
+  const stored = [
+    server.password,
+    server.key,
+    server.code_server_password,
+    server.odoo_db_password,
+    server.odoo_admin_passwd,
+    server.odoo_host_secret,
+  ];
   const values = await Promise.all(stored.map((v) => secretBox.reveal(v)));
   return values.filter((v): v is string => !!v);
 }

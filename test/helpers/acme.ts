@@ -12,6 +12,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { CADDY_ADMIN_SOCKET } from '../../src/servers/caddy.js';
 import { freePort } from './sshd.js';
 
 const run = promisify(execFile);
@@ -196,8 +197,9 @@ export async function takeCaddyMachine(timeoutMs = 10 * 60_000): Promise<CaddyMa
   };
 }
 
-/** `caddy stop` through its admin API (no Caddy running: nothing to do). */
+/** `caddy stop` through its admin API: svc's socket, else Caddy's default address (no Caddy running: nothing to do). */
 async function stopCaddy() {
+  await run('caddy', ['stop', '--address', `unix/${CADDY_ADMIN_SOCKET}`]).catch(() => {});
   await run('caddy', ['stop']).catch(() => {});
 }
 

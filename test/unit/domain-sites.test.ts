@@ -49,7 +49,7 @@ describe('normalizeHostname', () => {
 describe('site files', () => {
   const site = { hostname: 'erp.example.com', database: 'acme_42', odooPort: 8069 };
 
-  it("proxy to Odoo on loopback with the tenant's database in X-Odoo-Database, one file per database and name", () => {
+  it("proxy to Odoo on loopback with the tenant's database in X-Odoo-Database (its other spellings removed), one file per database and name", () => {
     expect(siteFileOf(site)).toBe('/etc/caddy/svc.d/acme_42--erp.example.com.caddy');
     expect(siteConfig(site)).toBe(
       [
@@ -60,9 +60,16 @@ describe('site files', () => {
         '\t\tlb_policy first',
         '\t\tlb_try_duration 2s',
         '\t\tfail_duration 30s',
+        // The header's other spellings a client could send (Caddy passes them; a WSGI server may read them as it).
+        '\t\theader_up -X_Odoo_Database',
+        '\t\theader_up -X-Odoo_Database',
+        '\t\theader_up -X_Odoo-Database',
         '\t\theader_up X-Odoo-Database acme_42',
         '\t}',
         '\treverse_proxy 127.0.0.1:8069 {',
+        '\t\theader_up -X_Odoo_Database',
+        '\t\theader_up -X-Odoo_Database',
+        '\t\theader_up -X_Odoo-Database',
         '\t\theader_up X-Odoo-Database acme_42',
         '\t}',
         '}',
