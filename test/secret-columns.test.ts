@@ -66,6 +66,11 @@ describe('secret columns', () => {
       where: { id: template.id },
       data: { admin_password: await t.ctx.secretBox.encrypt('template-admin-pw') },
     });
+    // A deployment on an Odoo host keeps the password of the database's own role (no request writes it).
+    await post('/api/v1/subscriptions', { name: 'S', partner_id: partner.id, database_template_id: template.id });
+    await t.ctx.db.subscription.updateMany({
+      data: { database_role: 'svc_db_1', database_role_password: await t.ctx.secretBox.encrypt('tenant-role-pw') },
+    });
     await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
     const ntfy = await post('/api/v1/notification-servers', {
       provider: 'selfhosted_push',

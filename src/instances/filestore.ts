@@ -66,13 +66,14 @@ export function removeFilestoreScript(dst: string): string {
 
 export type FilestoreHost = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 
-/** Runs one script on an Odoo host and answers its output; a failure is a UserError naming the server. */
+/** Runs one script on an Odoo host (with `input` on its stdin, shown as `label`) and answers its output; a failure is a UserError naming the server. */
 export async function runOnOdooHost(
   ctx: FilestoreHost,
   server: RootServer,
   audit: Audit,
   script: string,
   timeoutMs: number,
+  input?: { stdin: string; label: string },
 ): Promise<string> {
   const name = server.name ?? server.ip;
   requireConfirmed(server);
@@ -83,7 +84,7 @@ export async function runOnOdooHost(
     throw new UserError(`Odoo host ${name} (root server ${server.id}) could not be reached: ${(err as Error).message}`);
   }
   try {
-    const res = await session.run(script, { timeoutMs });
+    const res = await session.run(script, { timeoutMs, ...input });
     if (res.exitCode !== 0 || res.timedOut) {
       throw new UserError(`On Odoo host ${name} (root server ${server.id}): ${session.mask(formatResult(res, timeoutMs)).slice(-2000)}`);
     }

@@ -54,6 +54,14 @@ export type { Suspension } from './odoo-database.js';
 export { earlyHash, newPassword } from './odoo-password.js';
 export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, TenantRefusal, tenantRoleOf } from './tenant-session.js';
 export type { TenantRole } from './tenant-session.js';
+export {
+  giveTenantRole,
+  handOverToTenantRole,
+  hasTenantRoles,
+  newRolePassword,
+  tenantRoleName,
+} from './tenant-role.js';
+export { removeTenantCredentials, writeTenantCredentials } from './tenant-credentials.js';
 export { standbyJobs } from './standby-job-specs.js';
 export {
   MAX_STANDBY_POOL_SIZE,

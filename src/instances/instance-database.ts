@@ -137,11 +137,21 @@ export async function renameMadeDatabase(query: Query, made: MadeDatabase, to: s
   return { ...made, name: to };
 }
 
-/** DROP DATABASE ... WITH (FORCE) when the database is still the one made; false when it was gone already. */
+/** The role of a customer database that has one of its own (tenant-role.ts): named after its oid. */
+export const tenantRoleName = (db: Pick<DatabaseIdentity, 'oid'>) => `svc_db_${db.oid}`;
+
+/**
+ * DROP DATABASE ... WITH (FORCE) when the database is still the one made, then its own role if it
+ * has one; false when the database was gone already.
+ */
 export async function dropMadeDatabase(query: Query, made: MadeDatabase): Promise<boolean> {
-  if (!(await stillMade(query, made))) return false;
+  if (!(await stillMade(query, made))) {
+    await query(`DROP ROLE IF EXISTS ${quoteIdent(tenantRoleName(made))}`);
+    return false;
+  }
   await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
   await query(`DROP DATABASE ${quoteIdent(made.name)} WITH (FORCE)`);
+  await query(`DROP ROLE IF EXISTS ${quoteIdent(tenantRoleName(made))}`);
   return true;
 }
 

@@ -11,11 +11,17 @@ export interface Placement {
   pg: PostgresqlServer;
   /** The Odoo host serving the instance and holding its filestore; null: a database without one. */
   host: RootServer | null;
-  /** The role svc is inside the tenant's database: the template's owner_role, or after a move the new host's own role. */
+  /**
+   * The role svc is inside the tenant's database: its own role when it has one, else the template's
+   * owner_role, or after a move the new host's own role.
+   */
   tenantRole: TenantRole | null;
 }
 
-type Placed = Pick<Subscription, 'id' | 'database_created_at' | 'postgresql_server_id' | 'root_server_id'> & {
+type Placed = Pick<
+  Subscription,
+  'id' | 'database_created_at' | 'postgresql_server_id' | 'root_server_id' | 'database_role' | 'database_role_password'
+> & {
   postgresql_server: PostgresqlServer | null;
   root_server: RootServer | null;
   database_template: (DatabaseTemplate & { postgresql_server: PostgresqlServer; root_server: RootServer | null }) | null;
@@ -36,6 +42,9 @@ export function placementOf(sub: Placed): Placement {
     return { template, pg: template.postgresql_server, host: template.root_server, tenantRole: tenantRoleOf(template) };
   }
   const host = sub.root_server;
+  // Its own role (tenant-role.ts), wherever it lives.
+  if (sub.database_role)
+    return { template, pg: sub.postgresql_server, host, tenantRole: { role: sub.database_role, password: sub.database_role_password } };
   const moved = sub.root_server_id !== template.root_server_id || sub.postgresql_server_id !== template.postgresql_server_id;
   const tenantRole = moved && host?.odoo_db_user ? { role: host.odoo_db_user, password: host.odoo_db_password } : tenantRoleOf(template);
   return { template, pg: sub.postgresql_server, host, tenantRole };

@@ -14,6 +14,7 @@ import { findDatabase, ownDatabase, quoteIdent } from '../postgresql/index.js';
 import { createFilestores } from './filestore.js';
 import { copyTemplate, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, serverWhere, type MadeDatabase } from './instance-database.js';
 import { assertOdooDatabase, setIdentity, type Query } from './odoo-database.js';
+import { handOverToTenantRole, hasTenantRoles, tenantRoleName } from './tenant-role.js';
 import { insideTenant, tenantRoleOf } from './tenant-session.js';
 
 /** Databases under this prefix are the pool's: no subscription or template may use it. */
@@ -216,6 +217,17 @@ export function createStandbyPool(ctx: Deps) {
           ),
         () => 'Identity set',
       );
+      if (hasTenantRoles(template)) {
+        // A role of its own that cannot log in: the standby carries no usable credential until a trial takes it.
+        const from = template.owner_role ?? template.root_server!.odoo_db_user!;
+        await logged(
+          s,
+          'make standby',
+          `${name} and everything in it owned by its own role ${tenantRoleName(made)} (NOLOGIN, from ${from})`,
+          () => handOverToTenantRole(ctx.secretBox, server, made!, from, null),
+          (role) => `Owned by ${role}`,
+        );
+      }
       if (template.root_server) {
         const root = template.root_server;
         await logged(

@@ -11,7 +11,19 @@ import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { createDomainVerification, dnsTargetOf, hostAddresses } from '../domains/index.js';
 import type { SubscriptionMove } from '../generated/prisma/client.js';
-import { basePathOf, createFilestores, onServer, type Query, runOnOdooHost } from '../instances/index.js';
+import {
+  basePathOf,
+  createFilestores,
+  databaseOwner,
+  handOverToTenantRole,
+  newRolePassword,
+  onServer,
+  type Query,
+  removeTenantCredentials,
+  runOnOdooHost,
+  tenantRoleName,
+  writeTenantCredentials,
+} from '../instances/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
@@ -117,12 +129,16 @@ export function createMoveService(ctx: AppContext) {
             });
             if (owned > 0) return 'left: a subscription records it as its own';
             await q(drop);
+            await q(`DROP ROLE IF EXISTS ${quoteIdent(tenantRoleName(found))}`);
             return 'dropped';
           }),
         ),
       );
       await attempt('Removing the filestore copy', () =>
         filestores.remove(ends.to.host, move.database_name, { ...audit, operation: 'move' }),
+      );
+      await attempt("Removing the copy's credentials file", () =>
+        removeTenantCredentials(ctx, ends.to.host, move.database_name, { ...audit, operation: 'move' }),
       );
     }
     await attempt('Opening the database again', () => setSource(move, ends, audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT -1', false));
@@ -139,7 +155,24 @@ export function createMoveService(ctx: AppContext) {
     if (earlier) await dropOldCopy(earlier, audit);
   }
 
-  async function switchOver(move: SubscriptionMove, ends: MoveEnds, frozenAt: number) {
+  /**
+   * The empty copy on the target gets a role of its own (instances' tenant-role.ts) before anything is
+   * restored into it, so the restore writes every object as that role; the target host's Odoo finds
+   * it in the copy's credentials file. The subscription records it at the switch.
+   */
+  async function ownRoleOf(move: SubscriptionMove, ends: MoveEnds, from: string, audit: Audit) {
+    const found = await onServer(ctx.secretBox, ends.to.pg, (q) => findDatabase(q, move.database_name));
+    if (!found) throw new UserError(`The copy ${move.database_name} is not on ${ends.to.pg.ip}:${ends.to.pg.port}`);
+    const password = newRolePassword();
+    const role = tenantRoleName(found);
+    await logged(move, audit, `${move.database_name} owned by its own role ${role} -- on ${ends.to.pg.ip}:${ends.to.pg.port}`, () =>
+      handOverToTenantRole(ctx.secretBox, ends.to.pg, { name: move.database_name, ...found }, from, password),
+    );
+    await writeTenantCredentials(ctx, ends.to.host, move.database_name, { role, password }, { ...audit, operation: 'move' });
+    return { role, sealed: await ctx.secretBox.encrypt(password) };
+  }
+
+  async function switchOver(move: SubscriptionMove, ends: MoveEnds, frozenAt: number, own: { role: string; sealed: string }) {
     const identity = await onServer(ctx.secretBox, ends.to.pg, (q) => findDatabase(q, move.database_name));
     if (!identity) throw new UserError(`The copy ${move.database_name} is not on ${ends.to.pg.ip}:${ends.to.pg.port}`);
     return db.$transaction(async (tx) => {
@@ -153,6 +186,8 @@ export function createMoveService(ctx: AppContext) {
           root_server_id: ends.to.host.id,
           database_system_identifier: identity.systemIdentifier,
           database_oid: identity.oid,
+          database_role: own.role,
+          database_role_password: own.sealed,
         },
       });
       return tx.subscriptionMove.update({
@@ -219,11 +254,15 @@ export function createMoveService(ctx: AppContext) {
         if (found.oid !== move.from_database_oid || found.systemIdentifier !== move.from_system_identifier) {
           return `left: the database named ${move.database_name} there now is not the old copy`;
         }
+        const owner = await databaseOwner(q, move.database_name);
         await q(drop);
+        // Its own role (a role named svc_db_<oid> owns that one database only) goes with it.
+        if (owner && /^svc_db_\d+$/.test(owner)) await q(`DROP ROLE IF EXISTS ${quoteIdent(owner)}`);
         return 'dropped';
       }),
     );
     await filestores.remove(ends.from.host, move.database_name, { ...audit, operation: 'move' });
+    await removeTenantCredentials(ctx, ends.from.host, move.database_name, { ...audit, operation: 'move' });
     await maintenance(ends.from.host, move.database_name, false, audit);
     await db.subscriptionMove.update({ where: { id: move.id }, data: { old_dropped_at: new Date() } });
     await note(
@@ -309,6 +348,8 @@ export function createMoveService(ctx: AppContext) {
             `CREATE DATABASE ${quoteIdent(move.database_name)} OWNER ${quoteIdent(role.user)} -- on ${ends.to.pg.ip}:${ends.to.pg.port}`,
             () => createTargetDatabase(ctx, ends.from.pg, ends.to.pg, move!.database_name, role.user),
           );
+          const own = await ownRoleOf(move, ends, role.user, audit);
+          const restoreAs = { user: own.role, password: own.sealed };
           await logged(move, audit, `filestore of ${move.database_name}: first pass to root server ${ends.to.host.id}`, () =>
             sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit),
           );
@@ -319,14 +360,14 @@ export function createMoveService(ctx: AppContext) {
           await logged(
             move,
             audit,
-            `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${role.user} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
-            () => copyDatabase(ctx, ends.from.pg, ends.to.pg, role, move!.database_name),
+            `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${restoreAs.user} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
+            () => copyDatabase(ctx, ends.from.pg, ends.to.pg, restoreAs, move!.database_name),
           );
           await logged(move, audit, `filestore of ${move.database_name}: last pass to root server ${ends.to.host.id}`, () =>
             sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit),
           );
           await step('switch', 90);
-          move = await switchOver(move, ends, frozenAt);
+          move = await switchOver(move, ends, frozenAt, own);
         } catch (err) {
           const message = (err as Error).message.slice(-4000);
           const left = await undo(move, ends, audit, madeTarget);

@@ -3,6 +3,7 @@
 //   <base>/versions/<name>/            a version's source tree (root's; Odoo only reads it)
 //   <base>/config/odoo-<port>.conf     its configuration (root:odoo 0640: it holds the database password)
 //   <base>/config/odoo-<port>.run      the supervisor script where systemd does not run
+//   <base>/config/tenant-roles/<db>    each customer database's own role and password (root:odoo 0640)
 //   <base>/run/odoo-<port>/            the supervisor's pid and `enabled` flag
 //   <base>/logs/odoo-<port>.log        Odoo's output
 //   <base>/data                        data_dir, shared: filestore/<database> is where svc copies filestores
@@ -15,6 +16,8 @@ export interface OdooLayout {
   /** systemd unit name / the supervisor's name. */
   service: string;
   config: string;
+  /** Shared by the host's services: customer databases' credentials, one file each. */
+  tenantRoles: string;
   runScript: string;
   runDir: string;
   log: string;
@@ -32,6 +35,7 @@ export function odooLayout(base: string, port: number): OdooLayout {
     base,
     service,
     config: `${base}/config/${service}.conf`,
+    tenantRoles: `${base}/config/tenant-roles`,
     runScript: `${base}/config/${service}.run`,
     runDir: `${base}/run/${service}`,
     log: `${base}/logs/${service}.log`,

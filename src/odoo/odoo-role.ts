@@ -3,10 +3,10 @@
 // CREATEROLE) on the PostgreSQL server it uses. Its password is random, kept encrypted on the root
 // server record, and sent to PostgreSQL as a SCRAM-SHA-256 verifier (what psql's \password does), so
 // the password itself never reaches a statement PostgreSQL could log.
-import { createHash, createHmac, pbkdf2, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { createHash, pbkdf2, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { type Query, onServer } from '../instances/index.js';
-import { quoteIdent, type PostgresqlServerRecord } from '../postgresql/index.js';
+import { quoteIdent, scramVerifier, type PostgresqlServerRecord } from '../postgresql/index.js';
 import type { SecretBox } from '../core/crypto.js';
 
 const pbkdf2Async = promisify(pbkdf2);
@@ -19,16 +19,6 @@ export function randomSecret(length = 32): string {
   // Bytes of 248 and more are skipped: 248 = 4 × 62, so every character is equally likely.
   for (const b of bytes) if (b < 248 && out.length < length) out += alphabet[b % 62];
   return out.length === length ? out : randomSecret(length);
-}
-
-/** `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>` (RFC 5802/7677), as PostgreSQL stores it. */
-export function scramVerifier(password: string, iterations = 4096): string {
-  const salt = randomBytes(16);
-  const salted = pbkdf2Sync(password.normalize('NFKC'), salt, iterations, 32, 'sha256');
-  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
-  const storedKey = createHash('sha256').update(clientKey).digest();
-  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
-  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }
 
 /**

@@ -51,6 +51,8 @@ export function prepareHost(l: OdooLayout): string {
     `chown root:odoo ${q(`${l.base}/logs`)} && chmod 750 ${q(`${l.base}/logs`)}`,
     `find ${q(`${l.base}/logs`)} -mindepth 1 ! -group odoo -exec chgrp -h odoo {} +`,
     `find ${q(`${l.base}/logs`)} -mindepth 1 ! -type l -perm /007 -exec chmod o-rwx {} +`,
+    // Each customer database's role and password (svc's addon reads them: tenant_db.py).
+    `mkdir -p ${q(l.tenantRoles)} && chown root:odoo ${q(l.tenantRoles)} && chmod 750 ${q(l.tenantRoles)}`,
     // Filestores copied in as root before Odoo ran here become odoo's (only what is not already).
     `find ${q(l.dataDir)} ! -user odoo -exec chown -h odoo:odoo {} + && chmod 750 ${q(l.dataDir)}`,
   ].join('\n');

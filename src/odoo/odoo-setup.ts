@@ -19,6 +19,7 @@ import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
 import { odooLayout, type OdooLayout } from './odoo-layout.js';
 import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
 import { deployedAddons } from './odoo-deployed-addons.js';
+import { convertTenants } from './odoo-tenant-roles.js';
 import {
   checkDatabaseLogin,
   describeSource,
@@ -252,9 +253,13 @@ export function createOdooSetup(ctx: AppContext) {
       const serviceChanged = await writeFile(session, target.path, target.mode, target.group, serviceText, serviceText);
       if (serviceChanged) touched = true;
 
+      await step('tenant roles', 75);
+      const tenants = await convertTenants(ctx, server, pgServer, secrets.role, { user_id: payload.user_id, job_id: jobId });
+
       await step('start', 80);
       const running = (await session.run(serviceRunning(l), { timeoutMs: STEP_TIMEOUT_MS })).stdout.trim() === 'running';
-      const restart = !running || sourceChanged || addonsChanged || configChanged || serviceChanged;
+      // A converted tenant: no pooled connection as the host's role may stay.
+      const restart = !running || sourceChanged || addonsChanged || configChanged || serviceChanged || tenants.converted.length > 0;
       if (restart) {
         touched = true;
         // From here the service is this version's on this port, even if it fails: stop and restart reach it.
@@ -284,6 +289,7 @@ export function createOdooSetup(ctx: AppContext) {
         packages: session.mask(packages.stdout).trim().split('\n').pop() ?? '',
         changed: { source: sourceChanged, addons: addonsChanged, config: configChanged, service: serviceChanged },
         restarted: restart,
+        tenant_roles: tenants,
       };
     } catch (err) {
       const current = await ctx.db.rootServer.findUnique({ where: { id: server.id }, select: { odoo_state: true } });

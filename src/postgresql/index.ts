@@ -15,3 +15,4 @@ export type { DatabaseIdentity, FoundDatabase } from './database-identity.js';
 export { connectPostgresqlServer, quoteIdent } from './postgresql-connection.js';
 export type { PostgresqlServerRecord } from './postgresql-connection.js';
 export { sessionOptions } from './session-settings.js';
+export { scramVerifier } from './role-password.js';

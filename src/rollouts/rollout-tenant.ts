@@ -196,6 +196,8 @@ export function createTenantRollout(ctx: AppContext) {
         await withoutSessions(query, row.database_name, () =>
           query(`CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(String(owner))} TEMPLATE ${quoteIdent(row.database_name)}`),
         );
+        // As its original: nobody else connects to it (it may become the tenant's database again).
+        await query(`REVOKE ALL ON DATABASE ${quoteIdent(copy)} FROM PUBLIC`);
         const found = await findDatabase(query, copy);
         if (!found) throw new UserError(`The safety copy ${copy} was not found after CREATE DATABASE`);
         return BigInt(found.oid);

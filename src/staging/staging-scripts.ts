@@ -8,18 +8,33 @@ import { sessionOptions } from '../postgresql/index.js';
  * Odoo's own neutralization of a database (`odoo-bin neutralize`, 18.0 and 19.0): every installed
  * module's data/neutralize.sql — crons off (but the autovacuum), outgoing mail servers off and a
  * dummy one that cannot send, webhooks and payment providers off, the neutralized ribbon, and
- * database.is_neutralized — run as odoo with the host's configuration (its role, its addons path).
+ * database.is_neutralized — run as odoo with the host's configuration (its addons path), connected as
+ * the copy's own role: `neutralize` loads no server-wide module, so svc's tenant_db (which opens a
+ * customer database as its role) is installed first by this launcher.
  */
 export function neutralizeScript(l: OdooLayout, source: string, database: string): string {
   const out = q(`${l.base}/logs/${l.service}-${database}.neutralize.log`);
+  const tenantDb = q(`${l.svcAddons}/svc_instance/tenant_db.py`);
   return [
     `cd ${q(source)} || exit 3`,
-    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin neutralize -c ${q(l.config)} -d ${q(database)} > ${out} 2>&1`,
+    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} -c ${q(WITH_TENANT_ROLES_PY)} ${tenantDb} odoo-bin neutralize -c ${q(l.config)} -d ${q(database)} > ${out} 2>&1`,
     'rc=$?',
     `tail -n 15 ${out}`,
     'exit $rc',
   ].join('\n');
 }
+
+/** Runs the odoo-bin of argv[2:] once svc's tenant_db (argv[1]) has patched how Odoo connects to a database. */
+const WITH_TENANT_ROLES_PY = [
+  'import importlib.util, os, runpy, sys',
+  'sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[2])))',
+  'spec = importlib.util.spec_from_file_location("svc_tenant_db", sys.argv[1])',
+  'module = importlib.util.module_from_spec(spec)',
+  'spec.loader.exec_module(module)',
+  'module.install()',
+  'sys.argv = sys.argv[2:]',
+  'runpy.run_path(sys.argv[0], run_name="__main__")',
+].join('\n');
 
 export interface PgConnection {
   host: string;

@@ -9,7 +9,7 @@ import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { renderMail } from '../core/mail.js';
 import { publicJobId } from '../core/queue.js';
-import type { StagingInstance } from '../generated/prisma/client.js';
+import type { PostgresqlServer, RootServer, StagingInstance } from '../generated/prisma/client.js';
 import {
   basePathOf,
   assertTenantRole,
@@ -17,15 +17,20 @@ import {
   createFilestores,
   databaseLocale,
   databaseOwner,
+  handOverToTenantRole,
   insideTenant,
+  newRolePassword,
   onServer,
+  removeTenantCredentials,
+  tenantRoleName,
+  writeTenantCredentials,
   type Query,
   setIdentity,
   PLACEMENT_INCLUDE,
   placementOf,
 } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
-import { quoteIdent } from '../postgresql/index.js';
+import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
 import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
@@ -66,18 +71,46 @@ export function createStagingService(ctx: AppContext) {
   const note = async (subscriptionId: number, body: string, userId: number | null) =>
     postMessage(db, { model_name: 'svc.subscription', rec_id: subscriptionId, body, author: await authorOfUser(db, userId) });
 
+  /**
+   * The empty copy handed to a role of its own (instances' tenant-role.ts): the restore then writes
+   * every object as that role, and the host's Odoo opens the copy as it (its credentials file).
+   */
+  async function roleOfCopy(row: StagingInstance, pg: PostgresqlServer, host: RootServer, from: string, audit: StepAudit) {
+    const found = await onServer(ctx.secretBox, pg, (q) => findDatabase(q, row.database_name));
+    if (!found) throw new UserError(`Staging copy ${row.database_name} was not found after CREATE DATABASE`);
+    const role = tenantRoleName(found);
+    const password = newRolePassword();
+    await databaseStep(db, row.subscription_id, audit, `${row.database_name} owned by its own role ${role}`, () =>
+      handOverToTenantRole(ctx.secretBox, pg, { name: row.database_name, ...found }, from, password),
+    );
+    await writeTenantCredentials(ctx, host, row.database_name, { role, password }, audit);
+    return { role, password };
+  }
+
   async function dropCopy(row: StagingInstance, audit: StepAudit) {
-    const [pg, host] = await Promise.all([
+    const [pg, host, sub] = await Promise.all([
       row.postgresql_server_id === null ? null : db.postgresqlServer.findUnique({ where: { id: row.postgresql_server_id } }),
       row.root_server_id === null ? null : db.rootServer.findUnique({ where: { id: row.root_server_id } }),
+      db.subscription.findUnique({ where: { id: row.subscription_id }, select: { database_role: true } }),
     ]);
     if (!pg) throw new UserError(`The PostgreSQL server of staging copy ${row.database_name} is not known`);
     await databaseStep(db, row.subscription_id, audit, `DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`, () =>
-      onServer(ctx.secretBox, pg, (q) => q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`), {
-        timeout: '15min',
-      }).then(() => 'dropped'),
+      onServer(
+        ctx.secretBox,
+        pg,
+        async (q) => {
+          const owner = await databaseOwner(q, row.database_name);
+          await q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`);
+          // The copy's own role (never production's) goes with it.
+          if (owner && /^svc_db_\d+$/.test(owner) && owner !== sub?.database_role) await q(`DROP ROLE IF EXISTS ${quoteIdent(owner)}`);
+        },
+        { timeout: '15min' },
+      ).then(() => 'dropped'),
     );
-    if (host) await filestores.remove(host, row.database_name, audit);
+    if (host) {
+      await filestores.remove(host, row.database_name, audit);
+      await removeTenantCredentials(ctx, host, row.database_name, audit);
+    }
   }
 
   /** What the copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */
@@ -175,7 +208,7 @@ export function createStagingService(ctx: AppContext) {
       const copy = row.database_name;
       const started = Date.now();
       try {
-        const { database, pg, host, tenantRole } = await placeOf(row.subscription_id);
+        const { sub, database, pg, host, tenantRole } = await placeOf(row.subscription_id);
         if (pg.id !== row.postgresql_server_id || host.id !== row.root_server_id)
           throw new UserError(`Subscription ${row.subscription_id} moved since the copy was asked for: ask for a new one`);
         await dropCopy(row, audit); // what an earlier run of this job left
@@ -191,19 +224,22 @@ export function createStagingService(ctx: AppContext) {
         });
         const user = tenantRole?.role ?? owner;
         const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
+        // A subscription with a role of its own: the copy gets another (not production's), before it is filled.
+        const copyRole = sub.database_role ? await roleOfCopy(row, pg, host, owner, audit) : null;
         await databaseStep(
           db,
           row.subscription_id,
           audit,
-          `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user})`,
+          `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user}${copyRole ? `, into the copy as ${copyRole.role}` : ''})`,
           () => {
-            const conn = { host: pg.ip, port: pg.port, user, password };
-            return dumpAndRestore(conn, conn, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
+            const from = { host: pg.ip, port: pg.port, user, password };
+            const to = copyRole ? { ...from, user: copyRole.role, password: copyRole.password } : from;
+            return dumpAndRestore(from, to, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
           },
         );
         await filestores.copy(host, database, copy, audit);
         const tenant = {
-          role: tenantRole,
+          role: copyRole ? { role: copyRole.role, password: await ctx.secretBox.encrypt(copyRole.password) } : tenantRole,
           deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
           what: `Staging copy ${copy}`,
         };

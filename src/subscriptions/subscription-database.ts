@@ -41,7 +41,7 @@ type Deps = Pick<AppContext, 'db' | 'secretBox'>;
 type InstanceDeps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Sub = Pick<
   Subscription,
-  'id' | 'database_name' | 'database_template_id' | 'database_created_at' | 'database_system_identifier' | 'database_oid'
+  'id' | 'database_name' | 'database_template_id' | 'database_created_at' | 'database_system_identifier' | 'database_oid' | 'database_role'
 >;
 
 /** A UserError unless the subscription's deployment created a database that is still there. */
@@ -244,16 +244,18 @@ export async function databaseStatus(deps: Deps, sub: Sub, tx?: DbTx): Promise<D
 /** DROP DATABASE ... WITH (FORCE): open sessions are ended, the database is gone when it answers. */
 export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
-  const statement = `DROP DATABASE ${quoteIdent(at.name)} WITH (FORCE)`;
+  const statements = [`DROP DATABASE ${quoteIdent(at.name)} WITH (FORCE)`];
+  // Its own role goes with it (tenant-role.ts).
+  if (sub.database_role) statements.push(`DROP ROLE IF EXISTS ${quoteIdent(sub.database_role)}`);
   return change(
     deps,
     sub,
     at,
     actor,
     'drop_database',
-    [statement],
+    statements,
     async (query) => {
-      await query(statement);
+      for (const statement of statements) await query(statement);
       return `Database ${at.name} dropped on ${at.where}`;
     },
     { timeout: LONG_STATEMENT_TIMEOUT },

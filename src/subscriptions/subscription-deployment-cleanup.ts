@@ -3,7 +3,14 @@
 // exists, and a subscription that has one but never ran holds a leftover.
 import type { AppContext } from '../context.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { createFilestores, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, type MadeDatabase } from '../instances/index.js';
+import {
+  createFilestores,
+  dropMadeDatabase,
+  LONG_STATEMENT_TIMEOUT,
+  onServer,
+  removeTenantCredentials,
+  type MadeDatabase,
+} from '../instances/index.js';
 import type { actorFields } from './subscription-audit.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
@@ -13,6 +20,8 @@ type Audit = ReturnType<typeof actorFields>;
 export interface Made {
   database: MadeDatabase | null;
   filestoreOn: RootServer | null;
+  /** The Odoo host its role's credentials file was written on. */
+  credentialsOn: RootServer | null;
 }
 
 /** The database an earlier attempt made (its identity recorded, never running), or null. */
@@ -24,9 +33,12 @@ export function leftoverOf(sub: Subscription): MadeDatabase | null {
 const dropMade = (ctx: Ctx, server: PostgresqlServer, database: MadeDatabase) =>
   onServer(ctx.secretBox, server, (query) => dropMadeDatabase(query, database), { timeout: LONG_STATEMENT_TIMEOUT });
 
-/** The recorded identity is no longer the subscription's database. */
+/** The recorded identity (and its role: dropped with it) is no longer the subscription's database. */
 export const forgetDatabase = (ctx: Ctx, subscriptionId: number) =>
-  ctx.db.subscription.update({ where: { id: subscriptionId }, data: { database_system_identifier: null, database_oid: null } });
+  ctx.db.subscription.update({
+    where: { id: subscriptionId },
+    data: { database_system_identifier: null, database_oid: null, database_role: null, database_role_password: null },
+  });
 
 /** Removes an earlier attempt's database and the filestore of that name on the template's Odoo host. */
 export async function removeLeftovers(
@@ -36,7 +48,10 @@ export async function removeLeftovers(
   audit: Audit,
 ) {
   await dropMade(ctx, on.server, leftover);
-  if (on.root) await createFilestores(ctx).remove(on.root, leftover.name, { ...audit, operation: 'deploy' });
+  if (on.root) {
+    await createFilestores(ctx).remove(on.root, leftover.name, { ...audit, operation: 'deploy' });
+    await removeTenantCredentials(ctx, on.root, leftover.name, { ...audit, operation: 'deploy' });
+  }
 }
 
 /** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
@@ -63,6 +78,11 @@ export async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit:
     } catch (err) {
       done.push(`Its filestore could not be removed: ${(err as Error).message}`);
     }
+  }
+  if (made.credentialsOn) {
+    await removeTenantCredentials(ctx, made.credentialsOn, sub.database_name!, { ...audit, operation: 'deploy' }).catch((err: Error) =>
+      done.push(`Its role's credentials file could not be removed: ${err.message}`),
+    );
   }
   return done.join(' ');
 }

@@ -33,6 +33,11 @@ import {
   insideTenant,
   newPassword,
   tenantRoleOf,
+  giveTenantRole,
+  hasTenantRoles,
+  newRolePassword,
+  tenantRoleName,
+  writeTenantCredentials,
   STANDBY_REFILL_DELAY_MS,
   standbyHandedOver,
   standbyLost,
@@ -63,6 +68,7 @@ export type DeploymentStep =
   | 'removing_leftovers'
   | 'taking_standby'
   | 'creating_database'
+  | 'tenant_role'
   | 'identity'
   | 'customer_login'
   | 'package_limits'
@@ -100,7 +106,7 @@ export async function deploySubscription(
 ): Promise<DeploymentResult> {
   const author = await authorOfUser(ctx.db, actor.userId);
   const sub = await claimDeployment(ctx, subscriptionId, author);
-  const made: Made = { database: null, filestoreOn: null };
+  const made: Made = { database: null, filestoreOn: null, credentialsOn: null };
   const run: Run = { ctx, sub, databaseName: sub.database_name!, author, audit: actorFields(actor), report, made, stepsStarted: 0 };
   try {
     await report({ step: 'connecting' });
@@ -236,6 +242,7 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       () => 'Database created',
     );
   }
+  const tenantRole = hasTenantRoles(template) ? await giveRole(run, source, standby) : tenantRoleOf(template);
   let limitsReadAt = new Date();
   let uid = 0;
   await insideTenant(
@@ -260,13 +267,44 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
       await step(run, 'package_limits', `svc.* config parameters of ${databaseName}`, () => setPackageLimits(query, latest, contact));
     },
     {
-      role: tenantRoleOf(template),
+      role: tenantRole,
       deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
       what: `Database ${databaseName} of subscription ${run.sub.id}`,
       identity: run.made.database!,
     },
   );
   return { limitsReadAt, uid };
+}
+
+/**
+ * On an Odoo host svc set up, the database gets a role of its own (instances' tenant-role.ts): a
+ * copy is handed over to it, a standby's role (handed over when it was made) may now log in; the
+ * host's Odoo finds it in the database's credentials file. Recorded (the password encrypted) before
+ * it exists, so a failure or a crash finds and removes it with the database.
+ */
+async function giveRole(run: Run, source: Source, standby: Standby | null) {
+  const { ctx, databaseName } = run;
+  const made = run.made.database!;
+  const host = standby ? standby.root_server : source.root;
+  const from = source.template.owner_role ?? source.root!.odoo_db_user!;
+  const role = tenantRoleName(made);
+  const password = newRolePassword();
+  const sealed = await ctx.secretBox.encrypt(password);
+  await ctx.db.subscription.update({ where: { id: run.sub.id }, data: { database_role: role, database_role_password: sealed } });
+  await step(
+    run,
+    'tenant_role',
+    `${databaseName} and everything in it owned by its own role ${role} (from ${from}); its credentials for Odoo on root server ${host?.id}`,
+    async () => {
+      await giveTenantRole(ctx.secretBox, source.server, made, from, password);
+      if (host) {
+        run.made.credentialsOn = host;
+        await writeTenantCredentials(ctx, host, databaseName, { role, password }, { ...run.audit, operation: 'deploy' });
+      }
+    },
+    () => `Owned by ${role}`,
+  );
+  return { role, password: sealed };
 }
 
 /** Whether the standby is still under its own name (not renamed); true only when that is known. */

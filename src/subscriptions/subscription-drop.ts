@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { authorOfUser, type Author } from '../core/chatter.js';
 import type { Subscription } from '../generated/prisma/client.js';
-import { createFilestores, loadPlacement } from '../instances/index.js';
+import { createFilestores, loadPlacement, removeTenantCredentials } from '../instances/index.js';
 import type { RemoteBackup } from '../backup/index.js';
 import { actorFields, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { backupDone, createBackupOperations } from './subscription-backup.js';
@@ -28,6 +28,8 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
       database_created_at: null,
       database_system_identifier: null,
       database_oid: null,
+      database_role: null,
+      database_role_password: null,
       operation: null,
       operation_job_id: null,
       suspended_at: null,
@@ -79,7 +81,9 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
     const { host } = await loadPlacement(db, sub.id);
     if (!host) return;
     try {
-      const out = await filestores.remove(host, sub.database_name!, { ...actorFields(actor), operation: 'drop_database' });
+      const audit = { ...actorFields(actor), operation: 'drop_database' };
+      const out = await filestores.remove(host, sub.database_name!, audit);
+      if (sub.database_role) await removeTenantCredentials(ctx, host, sub.database_name!, audit);
       await postNotice(db, sub.id, `Filestore removed on root server ${host.id}: ${out}`, author);
     } catch (err) {
       await postAlert(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author);

@@ -21,6 +21,7 @@ export const subscriptionModel = defineModel({
     'grace_end_date',
     'database_dropped_at',
   ],
+  secrets: ['database_role_password'],
 });
 
 declare module '../core/models.js' {

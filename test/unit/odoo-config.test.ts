@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { odooConfig, sizeWorkers } from '../../src/odoo/odoo-config.js';
 import { odooLayout } from '../../src/odoo/odoo-layout.js';
 import { basePath, dbfilter, moduleName, osPackage, sourceUrl, versionName } from '../../src/odoo/odoo-names.js';
-import { odooPasswordHash, randomSecret, scramVerifier } from '../../src/odoo/odoo-role.js';
+import { odooPasswordHash, randomSecret } from '../../src/odoo/odoo-role.js';
+import { scramVerifier } from '../../src/postgresql/role-password.js';
 import { parseFacts, seriesOf } from '../../src/odoo/odoo-setup.js';
 
 const GB = 1024 ** 3;
