@@ -106,6 +106,8 @@ export function dumpAndRestore(
     });
     restore.on('close', (code) => {
       codes.restore = code;
+      // pg_restore gave up: nothing reads pg_dump's output any more, and it would wait on the pipe for ever.
+      if (code !== 0 && !('dump' in codes)) dump.kill('SIGTERM');
       settle();
     });
   });
