@@ -54,7 +54,12 @@ export function siteFileOf(site: Site): string {
  * HTTP_X_ODOO_DATABASE (svc's addon also drops such headers before Odoo reads them).
  */
 export const TENANT_HEADER_SPELLINGS = ['X_Odoo_Database', 'X-Odoo_Database', 'X_Odoo-Database'] as const;
-const DROP_SPELLINGS = TENANT_HEADER_SPELLINGS.map((name) => `\t\theader_up -${name}`);
+/**
+ * Removed too: the host's secret, which only svc's own calls on the host carry (svc_instance then
+ * serves them templates and standbys): a client's, were it ever known, never reaches Odoo.
+ */
+export const HOST_SECRET_HEADER = 'X-Svc-Host-Secret';
+const DROP_SPELLINGS = [...TENANT_HEADER_SPELLINGS, HOST_SECRET_HEADER].map((name) => `\t\theader_up -${name}`);
 
 export function siteConfig(site: Site): string {
   const { hostname, database, odooPort } = checked(site);

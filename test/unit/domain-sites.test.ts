@@ -60,16 +60,19 @@ describe('site files', () => {
         '\t\tlb_policy first',
         '\t\tlb_try_duration 2s',
         '\t\tfail_duration 30s',
-        // The header's other spellings a client could send (Caddy passes them; a WSGI server may read them as it).
+        // The header's other spellings a client could send (Caddy passes them; a WSGI server may read
+        // them as it), and the host's secret (svc's own calls on the host only).
         '\t\theader_up -X_Odoo_Database',
         '\t\theader_up -X-Odoo_Database',
         '\t\theader_up -X_Odoo-Database',
+        '\t\theader_up -X-Svc-Host-Secret',
         '\t\theader_up X-Odoo-Database acme_42',
         '\t}',
         '\treverse_proxy 127.0.0.1:8069 {',
         '\t\theader_up -X_Odoo_Database',
         '\t\theader_up -X-Odoo_Database',
         '\t\theader_up -X_Odoo-Database',
+        '\t\theader_up -X-Svc-Host-Secret',
         '\t\theader_up X-Odoo-Database acme_42',
         '\t}',
         '}',
