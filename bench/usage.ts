@@ -62,6 +62,7 @@ async function main() {
       template,
       `INSERT INTO res_users (login, active, share, partner_id, company_id)
        SELECT 'user' || g || '@example.com', g % 5 <> 0, g % 7 = 0, 1, 1 FROM generate_series(1, 40) g;
+       INSERT INTO res_groups_users_rel (gid, uid) SELECT CASE WHEN share THEN 2 ELSE 1 END, id FROM res_users WHERE id > 2;
        INSERT INTO res_partner (name) SELECT 'Partner ' || g FROM generate_series(1, 2000) g`,
     );
     const server = await ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });

@@ -22,14 +22,20 @@ const patch = (id: number, payload: object) =>
 const mailsTo = (email: string, subject: string) =>
   f.smtp.messages.filter((m) => m.to.includes(email) && m.raw.includes(`Subject: ${subject}`)).length;
 
-/** Internal users beside the administrator: `active` active ones, one inactive, one portal (share) user. */
+/**
+ * Internal users beside the administrator: `active` active ones, one inactive, one portal (share) user,
+ * each in its group as Odoo makes them (Internal User is group 1, Portal group 2 in the template).
+ */
 async function addUsers(db: string, active: number, prefix = 'u') {
   await queryIn(
     db,
-    `INSERT INTO res_users (login, active, share, partner_id, company_id)
-     SELECT '${prefix}' || g || '@example.com', true, false, 1, 1 FROM generate_series(1, $1) g
-     UNION ALL SELECT '${prefix}-inactive@example.com', false, false, 1, 1
-     UNION ALL SELECT '${prefix}-portal@example.com', true, true, 1, 1`,
+    `WITH added AS (
+       INSERT INTO res_users (login, active, share, partner_id, company_id)
+       SELECT '${prefix}' || g || '@example.com', true, false, 1, 1 FROM generate_series(1, $1) g
+       UNION ALL SELECT '${prefix}-inactive@example.com', false, false, 1, 1
+       UNION ALL SELECT '${prefix}-portal@example.com', true, true, 1, 1
+       RETURNING id, share)
+     INSERT INTO res_groups_users_rel (gid, uid) SELECT CASE WHEN share THEN 2 ELSE 1 END, id FROM added`,
     [active],
   );
 }
@@ -102,7 +108,9 @@ describe('a usage round', () => {
 
     await queryIn(
       sub.database_name,
-      `INSERT INTO res_users (login, active, share, partner_id, company_id) VALUES ('w-more@example.com', true, false, 1, 1)`,
+      `WITH added AS (INSERT INTO res_users (login, active, share, partner_id, company_id)
+         VALUES ('w-more@example.com', true, false, 1, 1) RETURNING id)
+       INSERT INTO res_groups_users_rel (gid, uid) SELECT 1, id FROM added`,
     );
     await round(); // 5 of 5
     await round();
@@ -255,6 +263,67 @@ describe('a usage round', () => {
     const done = await waitForJob(t.app, t.as.user, lifecycle.json().job_id);
     expect(done.result.suspended).toContain(sub.id);
     expect(await get(t, sub.id)).toMatchObject({ state: 'suspended', suspend_reason: 'trial_expired' });
+  });
+
+  it('counts internal users by their groups as Odoo does, not by the share column a tenant can write', async () => {
+    const sub = await f.fx.deployed({ user_limit: 50 });
+    await addUsers(sub.database_name, 2, 'g'); // the administrator and two
+    const count = async () => {
+      await round();
+      return ((await get(t, sub.id)).usage as { active_users: number }).active_users;
+    };
+    expect(await count()).toBe(3);
+    // share written true in SQL on internal users (the administrator among them): still internal.
+    await queryIn(sub.database_name, `UPDATE res_users SET share = true WHERE login LIKE 'g_@%' OR id = 2`);
+    expect(await count()).toBe(3);
+    // A user in no group, then in a group made to imply Internal User (transitively): internal.
+    await queryIn(
+      sub.database_name,
+      `INSERT INTO res_groups (id, name) VALUES (10, 'Sales'), (11, 'Sales manager');
+       INSERT INTO res_users (login, active, share, partner_id, company_id) VALUES ('g-loose@example.com', true, true, 1, 1);`,
+    );
+    expect(await count()).toBe(3);
+    await queryIn(
+      sub.database_name,
+      `INSERT INTO res_groups_users_rel (gid, uid) SELECT 11, id FROM res_users WHERE login = 'g-loose@example.com';
+       INSERT INTO res_groups_implied_rel (gid, hid) VALUES (11, 10)`,
+    );
+    expect(await count()).toBe(3);
+    await queryIn(sub.database_name, 'INSERT INTO res_groups_implied_rel (gid, hid) VALUES (10, 1)');
+    expect(await count()).toBe(4);
+  });
+
+  it("reports a schema besides Odoo's in a tenant database: in the round's result, the usage, and one chatter alert", async () => {
+    const sub = await f.fx.deployed({ user_limit: 50 });
+    const clean = await round();
+    expect(clean.other_schemas[sub.id]).toBeUndefined();
+    // What a tenant's SQL makes (a code server action): a schema named after its role, shadowing Odoo's table.
+    await queryIn(
+      sub.database_name,
+      `CREATE SCHEMA shadow_role;
+       CREATE VIEW shadow_role.ir_config_parameter AS SELECT * FROM public.ir_config_parameter WHERE left(key, 4) <> 'svc.';
+       CREATE TEMP TABLE scratch (x int);`,
+    );
+    const found = await round();
+    expect(found.other_schemas[sub.id]).toEqual(['shadow_role']);
+    expect(await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({
+      usage: expect.objectContaining({ other_schemas: ['shadow_role'], active_users: 1 }),
+    });
+    const alerts = () =>
+      messages(t, sub.id).then((all) => all.filter((m) => m.body.includes('"shadow_role" besides Odoo\'s own (public)')));
+    expect(await alerts()).toHaveLength(1);
+    expect((await alerts())[0]!.body).toContain(`Database ${sub.database_name} has schema(s) "shadow_role"`);
+    // Told once, not every round; a second one is told when it appears.
+    await round();
+    expect(await alerts()).toHaveLength(1);
+    await queryIn(sub.database_name, 'CREATE SCHEMA "Other one"');
+    expect((await round()).other_schemas[sub.id]).toEqual(['Other one', 'shadow_role']);
+    const all = (await messages(t, sub.id)).map((m) => m.body);
+    expect(all.filter((b) => b.includes('schema(s) "Other one" besides'))).toHaveLength(1);
+    await queryIn(sub.database_name, 'DROP SCHEMA shadow_role CASCADE; DROP SCHEMA "Other one"');
+    const gone = await round();
+    expect(gone.other_schemas[sub.id]).toBeUndefined();
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).usage).toMatchObject({ other_schemas: [] });
   });
 
   it('settings: usage_interval_minutes 5..1440, limit_grace_days 0..365 (400 naming the field)', async () => {

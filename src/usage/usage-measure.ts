@@ -59,11 +59,42 @@ export interface InstanceCounts {
   missing: Record<string, string>;
   /** Package parameters found changed inside the instance and put back: key → the value found. */
   restored: Record<string, string | null>;
+  /** Schemas besides Odoo's (public) and PostgreSQL's own, by name: made by the tenant's SQL. */
+  other_schemas: string[];
 }
 
 /**
- * Inside one running database, in one read-only snapshot: internal active users (res_users active
- * and not share, without __system__, id 1) and the rows of each model the package limits. A model
+ * Active internal users, without __system__ (id 1), as Odoo decides it (its share field is computed
+ * from this): members of base.group_user, directly or through a group implying it (19.0 stores only
+ * the groups given; 18.0 stores the implied ones too). Not the stored share column, which a
+ * tenant's SQL (or an ORM write the addon now refuses) can set on an internal user.
+ */
+const INTERNAL_USERS = `WITH RECURSIVE internal(gid) AS (
+    SELECT res_id FROM public.ir_model_data WHERE module = 'base' AND name = 'group_user' AND model = 'res.groups'
+    UNION
+    SELECT r.gid FROM public.res_groups_implied_rel r JOIN internal i ON r.hid = i.gid
+  )
+  SELECT count(*)::int AS n FROM public.res_users u
+   WHERE u.active AND u.id <> 1
+     AND EXISTS (SELECT 1 FROM public.res_groups_users_rel m JOIN internal i ON i.gid = m.gid WHERE m.uid = u.id)`;
+/** The tables INTERNAL_USERS reads. */
+const USER_TABLES = ['res_users', 'res_groups_users_rel', 'res_groups_implied_rel', 'ir_model_data'];
+
+/**
+ * Schemas that are neither Odoo's (public) nor PostgreSQL's own. Odoo makes none; a tenant's SQL
+ * (a code server action) can, e.g. one named after the role it connects as, which comes before
+ * public in the default search_path and can shadow Odoo's tables for code that does not name
+ * public.
+ */
+const OTHER_SCHEMAS = `SELECT nspname::text AS name FROM pg_catalog.pg_namespace
+  WHERE nspname NOT IN ('public', 'pg_catalog', 'information_schema', 'pg_toast')
+    AND nspname !~ '^pg_(toast_)?temp_[0-9]+$'
+  ORDER BY 1`;
+
+/**
+ * Inside one running database: the schemas that are not Odoo's (`other_schemas`), then in one
+ * read-only snapshot internal active users (INTERNAL_USERS) and the rows of each model the package
+ * limits. A model
  * without a table is reported missing, not an error. The tables are locked and checked first (Odoo's
  * plain tables, no view, rule or row security that could forge a count; see tenant-session.ts).
  * `storageUsed` (database and filestore, when both were measured) is then written into the instance
@@ -80,7 +111,7 @@ export async function instanceCounts(
   expected: Record<string, string | null> | null = null,
 ): Promise<InstanceCounts> {
   return onInstance(deps, sub, async (query) => {
-    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {}, restored: {} };
+    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {}, restored: {}, other_schemas: [] };
     const tableOf = new Map<string, string>();
     for (const model of models) {
       if (TABLE_OF_MODEL.test(model)) tableOf.set(model, model.replaceAll('.', '_'));
@@ -97,10 +128,11 @@ export async function instanceCounts(
       counts.missing[`model:${model}`] = `no table ${table}`;
       tableOf.delete(model);
     }
+    counts.other_schemas = (await query(OTHER_SCHEMAS)).rows.map((r) => String(r.name));
     await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
-      await lockTenantTables(query, ['res_users', ...tableOf.values()], 'ACCESS SHARE');
-      const users = await query('SELECT count(*)::int AS n FROM public.res_users WHERE active AND NOT coalesce(share, false) AND id <> 1');
+      await lockTenantTables(query, [...new Set([...USER_TABLES, ...tableOf.values()])], 'ACCESS SHARE');
+      const users = await query(INTERNAL_USERS);
       counts.active_users = Number(users.rows[0]!.n);
       for (const [model, table] of tableOf) {
         const { rows: n } = await query(`SELECT count(*)::bigint::text AS n FROM public.${quoteIdent(table)}`);

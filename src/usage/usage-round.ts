@@ -40,7 +40,12 @@ export interface RoundResult {
   notified: { subscription_id: number; state: string }[];
   suspended: number[];
   held_back: { subscription_id: number; why: string }[];
+  /** subscription id → schemas found in its database besides Odoo's (public) and PostgreSQL's own */
+  other_schemas: Record<number, string[]>;
 }
+
+/** The usage stored on a subscription: the measures, and the schemas besides Odoo's found with them. */
+type StoredUsage = Usage & { other_schemas?: string[] };
 
 /** Groups by a key, keeping order. */
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
@@ -62,9 +67,9 @@ export function createUsageRound(ctx: AppContext) {
   /** What this round measured of one tenant; a suspended one keeps its last users and records. */
   async function measureAll(tenants: Tenant[], result: RoundResult) {
     const now = new Date();
-    const usage = new Map<number, Usage>();
+    const usage = new Map<number, StoredUsage>();
     for (const t of tenants) {
-      const last = t.usage as Usage | null;
+      const last = t.usage as StoredUsage | null;
       usage.set(t.id, {
         db_size_bytes: null,
         filestore_bytes: null,
@@ -72,6 +77,8 @@ export function createUsageRound(ctx: AppContext) {
         record_counts: t.state === 'suspended' ? (last?.record_counts ?? {}) : {},
         measured_at: now.toISOString(),
         missing: {},
+        // Kept until a round looks again (a suspended or unreachable database is not looked into).
+        ...(last?.other_schemas ? { other_schemas: last.other_schemas } : {}),
       });
     }
     const miss = (id: number, measure: string, why: string) => {
@@ -143,6 +150,7 @@ export function createUsageRound(ctx: AppContext) {
           );
           Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
           await reportRestored(t, counts.restored);
+          await reportOtherSchemas(t, usage.get(t.id)!, counts.other_schemas, result);
           for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
         } catch (err) {
           if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
@@ -165,6 +173,27 @@ export function createUsageRound(ctx: AppContext) {
       db,
       t.id,
       `The package parameters ${found} were changed inside database ${t.database_name}, not by svc: put back.`,
+      null,
+    );
+  }
+
+  /**
+   * Schemas besides Odoo's in a tenant's database (Odoo makes none: the tenant's SQL did), kept with
+   * the usage and in the round's result; a chatter alert when a round finds one the last did not.
+   * svc and its addon read Odoo's tables in public by name, so such a schema hides nothing from
+   * them, but Odoo's own queries follow the search_path: the operator should look.
+   */
+  async function reportOtherSchemas(t: Tenant, u: StoredUsage, schemas: string[], result: RoundResult) {
+    u.other_schemas = schemas;
+    if (schemas.length === 0) return;
+    result.other_schemas[t.id] = schemas;
+    const before = new Set((t.usage as StoredUsage | null)?.other_schemas ?? []);
+    const added = schemas.filter((s) => !before.has(s));
+    if (added.length === 0) return;
+    await postAlert(
+      db,
+      t.id,
+      `Database ${t.database_name} has schema(s) ${added.map((s) => JSON.stringify(s)).join(', ')} besides Odoo's own (public): Odoo makes none, so the tenant's SQL did. They can shadow Odoo's tables for queries that do not name public; svc and its addon are not misled, but look at them.`,
       null,
     );
   }
@@ -292,7 +321,7 @@ export function createUsageRound(ctx: AppContext) {
   return {
     /** One round now; another worker's round in progress makes this one a no-op. */
     async collect(actor: Actor): Promise<RoundResult> {
-      const result: RoundResult = { measured: 0, missing: {}, notified: [], suspended: [], held_back: [] };
+      const result: RoundResult = { measured: 0, missing: {}, notified: [], suspended: [], held_back: [], other_schemas: {} };
       const ran = await withSessionLock(ctx.config.DATABASE_URL, ROUND_LOCK, () => round(actor, result));
       return ran === null ? { ...result, skipped: 'another worker is running a usage round' } : result;
     },

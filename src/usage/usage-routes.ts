@@ -68,7 +68,7 @@ export function registerUsageRoutes(parent: FastifyInstance, ctx: AppContext) {
     collect_usage: action({
       summary: 'Measure usage now',
       description:
-        "Queues a usage round (it also runs every usage_interval_minutes): database sizes, active users, limited records and filestores of every subscription, their usage_state, the customers' notices and, with enforce_limits, suspensions. Result: {measured, missing, notified, suspended, held_back}.",
+        "Queues a usage round (it also runs every usage_interval_minutes): database sizes, active users, limited records and filestores of every subscription, their usage_state, the customers' notices and, with enforce_limits, suspensions. Result: {measured, missing, notified, suspended, held_back, other_schemas} (other_schemas: subscription id → schemas its database has besides Odoo's public, each new one also a chatter alert).",
       response: 'job',
       run: ({ user }) => ctx.queues.enqueue(usageJobs.collect_usage, { now: true, user_id: user.id }),
     }),

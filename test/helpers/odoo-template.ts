@@ -1,7 +1,9 @@
 // A template database with the tables and columns of Odoo's models that the service touches
-// (ir_config_parameter, ir_model_data, res_users, res_partner, res_company), as an Odoo install
-// leaves them: the company and its partner, the superuser (__system__, id 1) and the administrator
-// (base.user_admin, id 2) with a known password, the default parameters, and an enterprise code.
+// (ir_config_parameter, ir_model_data, res_users, res_partner, res_company, res_groups and its
+// membership and implication tables), as an Odoo install leaves them: the company and its partner,
+// the superuser (__system__, id 1) and the administrator (base.user_admin, id 2) with a known
+// password, both in Internal User (base.group_user, id 1), the default parameters, and an
+// enterprise code.
 import pg from 'pg';
 import { adminQuery, databaseUrl } from './pg.js';
 
@@ -22,6 +24,11 @@ CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar NOT NULL, name
   res_id int, noupdate boolean, create_date timestamp, write_date timestamp);
 CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar NOT NULL, value text NOT NULL, create_uid int,
   create_date timestamp, write_uid int, write_date timestamp, CONSTRAINT ir_config_parameter_key_uniq UNIQUE (key));
+CREATE TABLE res_groups (id serial PRIMARY KEY, name varchar NOT NULL);
+CREATE TABLE res_groups_users_rel (gid int NOT NULL REFERENCES res_groups(id) ON DELETE CASCADE,
+  uid int NOT NULL REFERENCES res_users(id) ON DELETE CASCADE, PRIMARY KEY (gid, uid));
+CREATE TABLE res_groups_implied_rel (gid int NOT NULL REFERENCES res_groups(id) ON DELETE CASCADE,
+  hid int NOT NULL REFERENCES res_groups(id) ON DELETE CASCADE, PRIMARY KEY (gid, hid));
 `;
 
 export interface OdooTemplateOptions {
@@ -76,7 +83,11 @@ export async function fillOdooTemplate(connection: pg.ClientConfig, opts: OdooTe
         VALUES (1, '__system__', NULL, false, false, 2, 1), (2, 'admin', '${TEMPLATE_ADMIN_PASSWORD}', true, false, 3, 1);
       INSERT INTO ir_model_data (module, name, model, res_id, noupdate) VALUES ('base', 'main_company', 'res.company', 1, true),
         ('base', 'user_root', 'res.users', 1, true), ('base', 'user_admin', 'res.users', 2, true),
-        ('base', 'partner_admin', 'res.partner', 3, true);
+        ('base', 'partner_admin', 'res.partner', 3, true), ('base', 'group_user', 'res.groups', 1, true),
+        ('base', 'group_portal', 'res.groups', 2, true);
+      INSERT INTO res_groups (id, name) VALUES (1, 'Internal User'), (2, 'Portal');
+      INSERT INTO res_groups_users_rel (gid, uid) VALUES (1, 1), (1, 2);
+      SELECT setval('res_groups_id_seq', 2);
       SELECT setval('res_partner_id_seq', 3); SELECT setval('res_users_id_seq', 2); SELECT setval('res_company_id_seq', 1);
       INSERT INTO ir_config_parameter (key, value) VALUES ('database.secret', 'template-secret'),
         ('database.uuid', 'template-uuid'), ('database.create_date', '2024-01-01 00:00:00'),
