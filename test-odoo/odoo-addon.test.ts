@@ -5,7 +5,9 @@
 // JSON-RPC (accepted) and a second (refused, naming the limit); PATCH user_limit raises the limit
 // and the second is accepted at once; an attachment is refused while storage is full; the web
 // client's session carries the trial's days left; suspension answers a page and RPC an error, and
-// reactivation lifts it. Odoo ports 18400-18499 (50 per tarball).
+// reactivation lifts it. Then what a tenant's administrator tried over JSON-RPC: users made internal
+// through res.groups or hidden by share, attachments claiming an exemption while storage is full,
+// a schema shadowing the parameters during a suspension. Odoo ports 18400-18499 (50 per tarball).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
@@ -319,5 +321,104 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
       await act('reactivate');
       await browser.close();
     }
+  });
+
+  test("as the tenant's administrator over JSON-RPC: users made internal through groups or hidden by share, forged storage exemptions, a schema shadowing the parameters", async () => {
+    const { database, email, password } = made;
+    const uid = (await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).result as number;
+    const call = (model: string, method: string, args: unknown[], kwargs: object = {}) =>
+      rpc(src.port, 'object', 'execute_kw', [database, uid, password, model, method, args, kwargs]);
+    const members = src.series >= 19 ? 'user_ids' : 'users';
+    const groupsOfUser = src.series >= 19 ? 'group_ids' : 'groups_id';
+    const groupUserRef = [
+      ['module', '=', 'base'],
+      ['name', '=', 'group_user'],
+    ];
+    const refs = (await call('ir.model.data', 'search_read', [groupUserRef], { fields: ['res_id'] })).result as { res_id: number }[];
+    const groupUser = refs[0]!.res_id;
+    const full = 'Your package allows 3 internal users; this would make 4';
+
+    // 3 internal users of 3 (the browser test's fourth was refused). A user in no group is not internal...
+    const loose = (await call('res.users', 'create', [{ name: 'Loose', login: 'loose@example.com', [groupsOfUser]: [[6, 0, []]] }]))
+      .result as number;
+    expect(loose).toEqual(expect.any(Number));
+    // ... and is not made one through the groups: the internal group's users, a new group with users implying it,
+    // an existing group of the user made to imply it.
+    expect.soft((await call('res.groups', 'write', [[groupUser], { [members]: [[4, loose]] }])).error).toContain(full);
+    expect
+      .soft((await call('res.groups', 'create', [{ name: 'Insiders', [members]: [[4, loose]], implied_ids: [[4, groupUser]] }])).error)
+      .toContain(full);
+    const own = (await call('res.groups', 'create', [{ name: 'Loose friends', [members]: [[4, loose]] }])).result as number;
+    expect(own).toEqual(expect.any(Number));
+    expect.soft((await call('res.groups', 'write', [[own], { implied_ids: [[4, groupUser]] }])).error).toContain(full);
+    // share written True on an internal user (a colleague, the customer's own system user): refused.
+    const third = ((await call('res.users', 'search', [[['login', '=', 'third@example.com']]])).result as number[])[0]!;
+    for (const id of [third, uid]) {
+      expect
+        .soft((await call('res.users', 'write', [[id], { share: true }])).error)
+        .toContain('Whether a user is internal follows its groups');
+    }
+    expect.soft((await call('res.users', 'create', [{ name: 'Fifth', login: 'fifth@example.com' }])).error).toContain(full);
+
+    // Storage full: no file is stored on the caller's word that Odoo stores it.
+    await queryIn(database, "UPDATE ir_config_parameter SET value = $1 WHERE key = 'svc.storage_used_bytes'", [String(GIB)]);
+    const partnerId = ((await call('res.users', 'read', [[uid], ['partner_id']])).result as { partner_id: [number, string] }[])[0]!
+      .partner_id[0];
+    const datas = Buffer.alloc(4096, 7).toString('base64');
+    for (const forged of [
+      { res_model: 'res.partner', res_field: 'image_1920', res_id: partnerId },
+      { url: '/web/assets/1/web.assets_web.min.js', res_model: 'ir.ui.view' },
+      { res_model: 'ir.ui.view' },
+    ]) {
+      expect
+        .soft((await call('ir.attachment', 'create', [{ name: 'big.bin', datas, ...forged }])).error, JSON.stringify(forged))
+        .toContain('Storage is full');
+    }
+    // A record's picture through its own field still is (1x1 PNG).
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    expect(await call('res.partner', 'write', [[partnerId], { image_1920: png }])).toEqual({ result: true });
+
+    // A code server action makes a schema named after the role it connects as, with a view hiding svc.*
+    // (first in Odoo's default search_path); svc then suspends the instance: it stays suspended.
+    const modelId = ((await call('ir.model', 'search', [[['model', '=', 'res.partner']]])).result as number[])[0]!;
+    const code = `env.cr.execute("""DO $$ BEGIN
+      EXECUTE format('CREATE SCHEMA %I', current_user);
+      EXECUTE format('CREATE VIEW %I.ir_config_parameter AS SELECT * FROM public.ir_config_parameter WHERE left(key, 4) <> ''svc.''', current_user);
+    END $$""")`;
+    const action = (await call('ir.actions.server', 'create', [{ name: 'Shadow', model_id: modelId, state: 'code', code }]))
+      .result as number;
+    expect(action).toEqual(expect.any(Number));
+    const ran = await call('ir.actions.server', 'run', [[action]]);
+    expect(ran.error).toBeUndefined();
+    const shadows = async () =>
+      (
+        await queryIn<{ name: string }>(
+          database,
+          `SELECT nspname::text AS name FROM pg_namespace WHERE nspname NOT IN ('public', 'pg_catalog', 'information_schema', 'pg_toast')
+             AND nspname !~ '^pg_(toast_)?temp_[0-9]+$'`,
+        )
+      ).map((r) => r.name);
+    expect(await shadows()).toHaveLength(1);
+    const act = (name: string) =>
+      request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${made.subscription}/actions/${name}` });
+    try {
+      expect((await act('suspend')).statusCode).toBe(200);
+      const page = await odooGet(src.port, '/web/login', {
+        headers: { 'x-forwarded-host': `${database}.odoo.test`, 'x-forwarded-proto': 'https' },
+      });
+      expect.soft(page.status).toBe(503);
+      expect((await call('res.partner', 'search_count', [[]])).error).toContain('This Odoo instance is suspended');
+      expect((await rpc(src.port, 'common', 'authenticate', [database, email, password, {}])).error).toContain(
+        'This Odoo instance is suspended',
+      );
+    } finally {
+      expect((await act('reactivate')).statusCode).toBe(200);
+    }
+    // The usage round reports the schema to the operator.
+    const usage = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/settings/actions/collect_usage' });
+    const round = await waitForJob(f.t.app, f.t.as.user, usage.json().job_id, 5 * 60_000);
+    expect(round.state, round.error).toBe('completed');
+    expect(round.result.other_schemas[made.subscription]).toEqual(await shadows());
+    for (const name of await shadows()) await queryIn(database, `DROP SCHEMA "${name}" CASCADE`);
   });
 });

@@ -1,5 +1,7 @@
 from . import svc_params
 from . import res_users
+from . import res_groups
+from . import ir_model_data
 from . import base
 from . import ir_attachment
 from . import ir_config_parameter

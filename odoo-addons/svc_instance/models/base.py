@@ -6,6 +6,7 @@
 # and an import's rows together).
 from odoo import api, models
 from odoo.exceptions import UserError
+from odoo.tools import SQL
 
 from . import svc_params
 
@@ -26,7 +27,8 @@ class Base(models.AbstractModel):
         limit = svc_params.model_limit(cr, params, self._name)
         if not limit:
             return
-        cr.execute('SELECT count(*) FROM "%s"' % self._table)
+        # public.: a tenant's schema or temporary view of the same name must not answer the count.
+        cr.execute(SQL("SELECT count(*) FROM %s", SQL.identifier("public", self._table)))
         after = cr.fetchone()[0]
         if after > limit:
             raise UserError(

@@ -2,9 +2,14 @@
 # with its own SQL session (never through this ORM). They are read with one query per check, never
 # through ir.config_parameter.get_param: that is cached per worker and only an ORM write clears the
 # cache, so a limit svc raises would stay stale in every worker until it restarts.
+# Every table is named with its schema (public, where Odoo makes them and svc writes): with the
+# default search_path ("$user", public) a tenant's schema named after the connecting role, or a
+# temporary view in a pooled connection, would otherwise shadow ir_config_parameter and hide svc.*.
 import json
 import logging
 from datetime import datetime
+
+from odoo.tools import SQL
 
 _logger = logging.getLogger(__name__)
 
@@ -18,7 +23,7 @@ _said = set()
 
 def read(cr):
     """Every svc.* parameter of this database: {key: value}."""
-    cr.execute("SELECT key, value FROM ir_config_parameter WHERE key LIKE %s", ["svc.%"])
+    cr.execute(SQL("SELECT key, value FROM public.ir_config_parameter WHERE key LIKE %s", "svc.%"))
     return dict(cr.fetchall())
 
 

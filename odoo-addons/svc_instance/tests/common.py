@@ -7,9 +7,9 @@ def set_svc(cr, **params):
     """svc.<name> = value (None removes it), as svc's own SQL session writes them."""
     for name, value in params.items():
         key = "svc." + name
-        cr.execute("DELETE FROM ir_config_parameter WHERE key = %s", [key])
+        cr.execute("DELETE FROM public.ir_config_parameter WHERE key = %s", [key])
         if value is not None:
-            cr.execute("INSERT INTO ir_config_parameter (key, value) VALUES (%s, %s)", [key, str(value)])
+            cr.execute("INSERT INTO public.ir_config_parameter (key, value) VALUES (%s, %s)", [key, str(value)])
 
 
 class SvcCase(TransactionCase):

@@ -25,3 +25,34 @@ class TestParametersAreTheOperators(SvcCase):
                 attempt()
         self.assertEqual(ICP.get_param("svc.user_limit"), "5")
         ICP.set_param("svc_other.setting", "fine")  # only svc.* is guarded
+
+    def test_a_schema_or_temporary_view_named_like_odoos_tables_hides_nothing(self):
+        # A tenant's SQL (a code server action has env.cr) makes a schema named after the connecting
+        # role, first in Odoo's default search_path ("$user", public), or a temporary view in its
+        # pooled connection, that hides svc's rows and users: the addon reads public's tables.
+        from ..models import svc_params
+
+        self.set_svc(suspended="True", user_limit=1, model_limits='{"res.partner": 1}')
+        n = self.internal_users()
+        cr = self.env.cr
+        cr.execute("""
+            DO $$ BEGIN
+                EXECUTE format('CREATE SCHEMA %I', current_user);
+                EXECUTE format('CREATE VIEW %I.ir_config_parameter AS
+                    SELECT * FROM public.ir_config_parameter WHERE left(key, 4) <> ''svc.''', current_user);
+                EXECUTE format('CREATE VIEW %I.res_users AS SELECT * FROM public.res_users WHERE false', current_user);
+                EXECUTE format('CREATE VIEW %I.res_partner AS SELECT * FROM public.res_partner WHERE false', current_user);
+            END $$
+        """)
+        cr.execute("SELECT count(*) FROM ir_config_parameter WHERE key LIKE 'svc.%%'")
+        self.assertEqual(cr.fetchone()[0], 0)  # the shadow is in place
+        self.assertTrue(svc_params.flag(svc_params.read(cr), "svc.suspended"))
+        self.assertEqual(self.internal_users(), n)
+        with self.assertRaises(UserError):
+            self.env["res.partner"]._svc_check_model_limit(1)  # counts public.res_partner, not the view
+        cr.execute("""
+            CREATE TEMP VIEW ir_config_parameter AS SELECT * FROM public.ir_config_parameter WHERE false;
+            CREATE TEMP VIEW res_users AS SELECT * FROM public.res_users WHERE false;
+        """)
+        self.assertTrue(svc_params.flag(svc_params.read(cr), "svc.suspended"))
+        self.assertEqual(self.internal_users(), n)

@@ -76,3 +76,105 @@ class TestUserLimit(SvcCase):
             else:
                 self.Users.create(self.user_vals("svc-free-%d" % i))
         self.assertEqual(self.internal_users(), n + 5)
+
+
+@tagged("post_install", "-at_install", "svc_instance")
+class TestUserLimitThroughGroups(SvcCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.Groups = cls.env["res.groups"]
+        cls.members = "users" if "users" in cls.Groups._fields else "user_ids"
+        cls.internal = cls.env.ref("base.group_user")
+
+    def groupless(self, login):
+        """A user in no group at all: not internal, so not counted (share)."""
+        return self.Users.create({"name": login, "login": login, self.groups_field: [(6, 0, [])]})
+
+    def share_in_db(self, user):
+        self.env.flush_all()
+        self.env.cr.execute("SELECT share FROM public.res_users WHERE id = %s", [user.id])
+        return self.env.cr.fetchone()[0]
+
+    def test_adding_a_user_to_the_internal_group_beyond_the_limit_is_refused(self):
+        n = self.internal_users()
+        user = self.groupless("svc-g-1")
+        self.assertEqual(self.internal_users(), n)
+        self.set_svc(user_limit=n)
+        with self.assertRaises(UserError) as caught:
+            self.internal.write({self.members: [(4, user.id)]})
+        self.assertIn("allows %d internal users; this would make %d" % (n, n + 1), str(caught.exception))
+        self.assertEqual(self.internal_users(), n)
+        # As the tenant's administrator too, and through a group that implies the internal one.
+        admin_env = self.env(user=self.env.ref("base.user_admin"))
+        with self.assertRaises(UserError):
+            admin_env["res.groups"].browse(self.env.ref("base.group_system").id).write({self.members: [(4, user.id)]})
+        self.assertEqual(self.internal_users(), n)
+
+    def test_a_batch_through_a_group_that_crosses_the_limit_is_refused_whole(self):
+        n = self.internal_users()
+        users = self.groupless("svc-g-2") | self.groupless("svc-g-3")
+        self.set_svc(user_limit=n + 1)
+        with self.assertRaises(UserError):
+            self.internal.write({self.members: [(4, u.id) for u in users]})
+        self.assertEqual(self.internal_users(), n)
+        self.internal.write({self.members: [(4, users[0].id)]})
+        self.assertEqual(self.internal_users(), n + 1)
+
+    def test_a_group_created_with_users_or_made_to_imply_internal_is_counted(self):
+        n = self.internal_users()
+        user = self.groupless("svc-g-4")
+        self.set_svc(user_limit=n)
+        with self.assertRaises(UserError):
+            self.Groups.create({"name": "svc made internal", self.members: [(4, user.id)], "implied_ids": [(4, self.internal.id)]})
+        with self.assertRaises(UserError):
+            self.Groups.create({"name": "svc in internal", self.members: [(4, user.id)]}).write({"implied_ids": [(4, self.internal.id)]})
+        self.assertEqual(self.internal_users(), n)
+        # A group with users that makes nobody internal is fine.
+        self.Groups.create({"name": "svc harmless", self.members: [(4, user.id)]})
+        # Without a limit, the stored share follows the groups the implication gave (18.0 adds it in SQL).
+        self.set_svc(user_limit=None)
+        group = self.Groups.create({"name": "svc later internal", self.members: [(4, user.id)]})
+        self.assertTrue(self.share_in_db(user))
+        group.write({"implied_ids": [(4, self.internal.id)]})
+        self.assertFalse(self.share_in_db(user))
+        self.assertEqual(self.internal_users(), n + 1)
+
+    def test_share_follows_the_groups_and_an_internal_user_written_share_still_counts(self):
+        n = self.internal_users()
+        colleague = self.Users.create(self.user_vals("svc-share"))
+        admin = self.env.ref("base.user_admin")
+        admin_env = self.env(user=admin)
+        for user in (colleague, admin):  # a system user too
+            for attempt in (
+                lambda: admin_env["res.users"].browse(user.id).write({"share": True}),
+                lambda: user.sudo().write({"share": True, "name": user.name}),
+            ):
+                with self.assertRaises(UserError) as caught:
+                    attempt()
+                self.assertIn("follows its groups", str(caught.exception))
+            self.assertFalse(self.share_in_db(user))
+        # On create Odoo computes share from the groups whatever is given.
+        created = self.Users.create({**self.user_vals("svc-share-new"), "share": True})
+        self.assertFalse(self.share_in_db(created))
+        n += 1
+        colleague.write({"share": False})  # what the groups say: accepted, changes nothing
+        # A share column forged in SQL does not hide an internal user from the count.
+        self.env.cr.execute("UPDATE public.res_users SET share = true WHERE id = %s", [colleague.id])
+        self.env.invalidate_all()
+        self.assertEqual(self.internal_users(), n + 1)
+        self.set_svc(user_limit=n + 1)
+        with self.assertRaises(UserError):
+            self.Users.create(self.user_vals("svc-share-next"))
+
+    def test_the_internal_groups_external_id_stays_where_odoo_put_it(self):
+        admin_env = self.env(user=self.env.ref("base.user_admin"))
+        data = admin_env["ir.model.data"].search([("module", "=", "base"), ("name", "=", "group_user")])
+        self.assertEqual(len(data), 1)
+        decoy = self.Groups.create({"name": "svc decoy"})
+        for attempt in (lambda: data.write({"res_id": decoy.id}), data.unlink):
+            with self.assertRaises(UserError) as caught:
+                attempt()
+            self.assertIn("base.group_user", str(caught.exception))
+        data.write({"noupdate": data.noupdate})  # its other fields, as before
+        self.assertEqual(self.env.ref("base.group_user"), self.internal)
