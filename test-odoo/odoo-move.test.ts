@@ -146,8 +146,8 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     ]);
     const [stored] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'probe.txt'");
 
-    // The tenant's own SQL fails the copy on the other cluster (its CHECK runs there, as the host's
-    // role): the move fails before the switch and the instance is where it was, open and answering.
+    // The tenant's own SQL fails the copy on the other cluster (its CHECK runs there, as the copy's
+    // own role): the move fails before the switch and the instance is where it was, open and answering.
     const [{ owner } = { owner: '' }] = await adminQuery<{ owner: string }>(
       'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
       [database],
@@ -178,6 +178,12 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     expect(r.freeze_seconds).toBeGreaterThan(0);
     const after = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}` })).json();
     expect(after).toMatchObject({ state: 'running', postgresql_server_id: pgB, root_server_id: hostB });
+    // The copy is a role of its own there, not host B's.
+    const movedRole = (await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id } })).database_role;
+    expect(movedRole).toMatch(/^svc_db_\d+$/);
+    expect(
+      await cluster.query('postgres', 'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [database]),
+    ).toEqual([{ owner: movedRole }]);
     expect(await rpc(src.portB, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
     expect(rpcResult((await jsonRpc(src.portB, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(uid);
     const [att] = await rpc(src.portB, database, uid, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], {
@@ -210,6 +216,7 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     const dropId = await f.t.ctx.queues.enqueue(moveJobs.moves_sweep, { user_id: null });
     expect((await waitForJob(f.t.app, f.t.as.operator, dropId, 5 * 60_000)).state).toBe('completed');
     expect(await cluster.query('postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+    expect(await cluster.query('postgres', 'SELECT 1 FROM pg_roles WHERE rolname = $1', [movedRole])).toEqual([]);
     expect(() => statSync(`${baseB}/data/filestore/${database}`)).toThrow();
     expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'After the move']]])).toBe(1);
     const noneLeft = await act('move_back');

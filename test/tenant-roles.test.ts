@@ -6,11 +6,12 @@
 import { execFileSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { request, waitForJob } from './helpers/api.js';
 import { act, get } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
-import { queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
+import { queryIn, TENANT_ROLE, tenantUrl } from './helpers/odoo-template.js';
 import { createTrialPackage } from './helpers/trial.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
 import { convertTenants } from '../src/odoo/odoo-tenant-roles.js';
@@ -91,6 +92,14 @@ describe('a customer database on an Odoo host svc set up', () => {
       hostRoleConnects: false,
     });
     expect(ob.owner).not.toBe(oa.owner);
+    // As its role, the tenant (Odoo installing a module, a restore into a copy) creates objects in its schema public.
+    const asRole = new pg.Client({ connectionString: tenantUrl(a.database_name, oa.owner) });
+    await asRole.connect();
+    try {
+      await asRole.query('CREATE TABLE public.svc_probe (id int)');
+    } finally {
+      await asRole.end();
+    }
     const owned = await adminQuery<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_shdepend s JOIN pg_roles r ON r.oid = s.refobjid WHERE r.rolname = $1 AND s.deptype = 'o' AND s.dbid = 0",
       [oa.owner],

@@ -30,7 +30,8 @@ import { databaseOwner } from './tenant-session.js';
 /** A password for a tenant's role: letters, digits, - and _ (it goes into a JSON file on the host as it is). */
 export const newRolePassword = () => randomBytes(24).toString('base64url');
 
-const ROLE_OPTIONS = 'NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT';
+// INHERIT: the owner of a database gets CREATE on its schema public through the implicit pg_database_owner.
+const ROLE_OPTIONS = 'NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS INHERIT';
 
 /** LOGIN with a SCRAM verifier of `password` (the password itself never reaches a statement PostgreSQL could log), or NOLOGIN. */
 const loginClause = (password: string | null) =>
