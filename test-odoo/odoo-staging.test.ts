@@ -190,11 +190,15 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
               (SELECT count(*) FROM ir_mail_server WHERE active AND smtp_host <> 'invalid')::int AS servers`,
     );
     expect(counts).toEqual({ crons: 0, servers: 0 });
-    const [owners] = await adminQuery<{ same: boolean }>(
-      'SELECT (SELECT datdba FROM pg_database WHERE datname = $1) = (SELECT datdba FROM pg_database WHERE datname = $2) AS same',
-      [copy, database],
+    // The copy is a role of its own: whoever tests on it reaches nothing of production's.
+    const owners = await adminQuery<{ datname: string; owner: string }>(
+      'SELECT datname, pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = ANY($1)',
+      [[copy, database]],
     );
-    expect(owners!.same).toBe(true);
+    const ownerOf = (name: string) => owners.find((o) => o.datname === name)!.owner;
+    expect(ownerOf(copy)).toMatch(/^svc_db_\d+$/);
+    expect(ownerOf(database)).toMatch(/^svc_db_\d+$/);
+    expect(ownerOf(copy)).not.toBe(ownerOf(database));
 
     // DELETE: the copy's database and filestore go, the live one stays.
     const del = await request(f.t.app, f.t.as.operator, {
@@ -205,6 +209,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect((await waitForJob(f.t.app, f.t.as.operator, del.json().job_id, 5 * 60_000)).state).toBe('completed');
     expect(await operationsOf(del.json().job_id)).toEqual(new Set(['drop_staging']));
     expect(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [copy])).toEqual([]);
+    expect(await adminQuery('SELECT 1 FROM pg_roles WHERE rolname = $1', [ownerOf(copy)])).toEqual([]);
+    expect(await adminQuery('SELECT 1 FROM pg_roles WHERE rolname = $1', [ownerOf(database)])).toHaveLength(1);
+    expect(() => statSync(`${f.base}/config/tenant-roles/${copy}`)).toThrow();
     expect(() => statSync(`${f.base}/data/filestore/${copy}`)).toThrow();
     expect(statSync(fileOf(database)).isFile()).toBe(true);
 

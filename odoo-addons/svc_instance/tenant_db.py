@@ -9,7 +9,8 @@
 # own rules). Loaded server-wide (post_load): every Odoo process, odoo-bin's one-off runs included.
 # - connection_info_for: a database with a file gets its role and password, and a search_path of
 #   `public` only, given at connection start (it overrides the role's and the database's settings), so
-#   a schema the tenant names after its role cannot shadow Odoo's tables;
+#   a schema the tenant names after its role cannot shadow Odoo's tables; a new cursor of a loaded
+#   registry takes the file's credentials as they are now (a move back gives the database a new role);
 # - list_dbs: the databases Odoo serves are those its role owns (templates) and those with a file
 #   (customers), since a customer's database is no longer owned by Odoo's role.
 import json
@@ -85,6 +86,19 @@ def _wrap_connection_info_for(original):
 
 
 def _wrap_list_dbs(original):
+def _wrap_cursor(original):
+    # A registry keeps the Connection made when it loaded: the database's role may have changed since
+    # (moved away and back, converted), so each new cursor takes the credentials the file says now.
+    def cursor(self):
+        dsn = self._Connection__dsn
+        found = "dsn" not in dsn and credentials(self.dbname)
+        if found and (dsn.get("user"), dsn.get("password")) != (found["user"], found["password"]):
+            self._Connection__dsn = dict(dsn, user=found["user"], password=found["password"], options=SEARCH_PATH)
+        return original(self)
+
+    return cursor
+
+
     def list_dbs(force=False):
         owned = original(force)
         if not config["dbfilter"] and config["db_name"]:
@@ -111,6 +125,7 @@ def install():
     _installed = True
     sql_db.connection_info_for = _wrap_connection_info_for(sql_db.connection_info_for)
     original, db_service.list_dbs = db_service.list_dbs, _wrap_list_dbs(db_service.list_dbs)
+    sql_db.Connection.cursor = _wrap_cursor(sql_db.Connection.cursor)
     # 19.0's server imported its own reference (the databases its crons run on).
     if getattr(server_service, "list_dbs", None) is original:
         server_service.list_dbs = db_service.list_dbs
