@@ -89,7 +89,7 @@ def is_tenant(dbname):
         if dbname not in db_service.list_dbs(True):
             return False
         with sql_db.db_connect(dbname).cursor() as cr:
-            cr.execute("SELECT 1 FROM ir_config_parameter WHERE key = %s AND COALESCE(value, '') <> ''", (TENANT_PARAMETER,))
+            cr.execute("SELECT 1 FROM public.ir_config_parameter WHERE key = %s AND COALESCE(value, '') <> ''", (TENANT_PARAMETER,))
             found = cr.fetchone() is not None
     except Exception:
         _logger.warning("svc routing: could not tell whether %r is a tenant's database; not serving it", dbname, exc_info=True)

@@ -28,7 +28,8 @@ _logger = logging.getLogger(__name__)
 DIRECTORY = "tenant-roles"
 # A database name as svc makes one (and a file name with no path in it).
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
-SEARCH_PATH = "-c search_path=public"
+# pg_temp last: a temporary view (it outlives a request in a pooled connection) shadows nothing either.
+SEARCH_PATH = "-c search_path=public,pg_temp"
 
 # path -> (mtime_ns, size, credentials): a file is read again only when it changed.
 _cache = {}
@@ -85,7 +86,6 @@ def _wrap_connection_info_for(original):
     return connection_info_for
 
 
-def _wrap_list_dbs(original):
 def _wrap_cursor(original):
     # A registry keeps the Connection made when it loaded: the database's role may have changed since
     # (moved away and back, converted), so each new cursor takes the credentials the file says now.
@@ -99,6 +99,7 @@ def _wrap_cursor(original):
     return cursor
 
 
+def _wrap_list_dbs(original):
     def list_dbs(force=False):
         owned = original(force)
         if not config["dbfilter"] and config["db_name"]:
@@ -124,8 +125,8 @@ def install():
         return
     _installed = True
     sql_db.connection_info_for = _wrap_connection_info_for(sql_db.connection_info_for)
-    original, db_service.list_dbs = db_service.list_dbs, _wrap_list_dbs(db_service.list_dbs)
     sql_db.Connection.cursor = _wrap_cursor(sql_db.Connection.cursor)
+    original, db_service.list_dbs = db_service.list_dbs, _wrap_list_dbs(db_service.list_dbs)
     # 19.0's server imported its own reference (the databases its crons run on).
     if getattr(server_service, "list_dbs", None) is original:
         server_service.list_dbs = db_service.list_dbs
