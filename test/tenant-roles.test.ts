@@ -124,6 +124,22 @@ describe('a customer database on an Odoo host svc set up', () => {
       written.password,
     );
 
+    // Rotated: a new password in PostgreSQL, in the file and (encrypted) on the record; never in the answer.
+    const rotated = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/subscriptions/${a.id}/actions/rotate_database_role`,
+    });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    const rewritten = JSON.parse(await readFile(file, 'utf8'));
+    expect(rewritten.user).toBe(oa.owner);
+    expect(rewritten.password).not.toBe(written.password);
+    expect(rotated.body).not.toContain(rewritten.password);
+    const after = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: a.id } });
+    expect(await t.ctx.secretBox.reveal(after.database_role_password)).toBe(rewritten.password);
+    const [authAfter] = await adminQuery<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [oa.owner]);
+    expect(authAfter!.rolpassword).toMatch(/^SCRAM-SHA-256\$/);
+    expect(authAfter!.rolpassword).not.toBe(auth!.rolpassword);
+
     // Dropped with its database: the role and the file go, the other tenant's stay.
     expect((await act(t, a.id, 'cancel')).statusCode).toBe(200);
     const drop = await request(t.app, t.as.admin, {
@@ -197,6 +213,11 @@ describe('a customer database on an Odoo host svc set up', () => {
     const old = await f.fx.deployed();
     await t.ctx.db.rootServer.update({ where: { id: f.rootServerId }, data: { odoo_db_user: TENANT_ROLE } });
     expect((await ownership(old.database_name)).owner).toBe(TENANT_ROLE);
+    const none = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: `/api/v1/subscriptions/${old.id}/actions/rotate_database_role`,
+    });
+    expect(none.statusCode, none.body).toBe(409);
 
     const host = await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: f.rootServerId } });
     const template = await t.ctx.db.databaseTemplate.findUniqueOrThrow({

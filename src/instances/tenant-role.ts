@@ -4,7 +4,7 @@
 // live queries, drop or copy its database, or change the password every tenant signs in with. So a
 // copy of the template is handed to a role of its own — the database and everything in it the
 // template's owner owned — and the host's Odoo connects to it as that role (svc's addon reads the
-// credentials from a file per database: host-credentials.ts). The role owns that database and
+// credentials from a file per database: tenant-credentials.ts). The role owns that database and
 // nothing else: NOSUPERUSER NOCREATEDB NOCREATEROLE, a member of no role; CONNECT and TEMPORARY on
 // the database are the owner's only (PUBLIC's default grant is revoked).
 //
@@ -23,9 +23,9 @@ import {
   type PostgresqlServerRecord,
 } from '../postgresql/index.js';
 import { onServer, serverWhere, tenantRoleName, type MadeDatabase, type Query } from './instance-database.js';
+import { databaseOwner } from './tenant-session.js';
 
 export { tenantRoleName };
-import { databaseOwner } from './tenant-session.js';
 
 /** A password for a tenant's role: letters, digits, - and _ (it goes into a JSON file on the host as it is). */
 export const newRolePassword = () => randomBytes(24).toString('base64url');

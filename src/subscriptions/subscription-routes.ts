@@ -18,6 +18,7 @@ import { subscription, subscriptionCreate, subscriptionUpdate, type Subscription
 import { createSubscriptionService } from './subscription-service.js';
 import { subscriptionModel } from './subscription-models.js';
 import { createSuspensionService } from './subscription-suspension.js';
+import { rotateDatabaseRole } from './subscription-database-role.js';
 
 export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppContext) {
   const service = createSubscriptionService(ctx);
@@ -77,6 +78,13 @@ export function registerSubscriptionRoutes(parent: FastifyInstance, ctx: AppCont
           "running → suspended (suspend_reason manual). On the database template's PostgreSQL server: ALTER DATABASE ... ALLOW_CONNECTIONS false CONNECTION LIMIT 0, and the open sessions are ended. PostgreSQL unreachable: 400, state unchanged.",
         response: subscription,
         run: async ({ id, user, author }) => answer(await suspension.suspend(id, author, actorOf(user))),
+      }),
+      rotate_database_role: action({
+        summary: "Change the password of the subscription's database role",
+        description:
+          "On an Odoo host svc set up, each customer database is its own PostgreSQL role: a new random password for it, set in PostgreSQL (as a SCRAM verifier) and in the credentials file the host's Odoo reads (its new connections use it at once). Never shown: kept encrypted. 409 when the database has no role of its own or another operation holds the subscription; a step that fails puts the old password back.",
+        response: subscription,
+        run: async ({ id, user, author }) => answer(await rotateDatabaseRole(ctx, id, actorOf(user), author)),
       }),
       reactivate: action({
         summary: 'Reactivate a subscription',
