@@ -28,6 +28,7 @@ export {
   copyTemplate,
   createEmptyDatabase,
   databaseLocale,
+  dropDatabaseAndItsRole,
   dropMadeDatabase,
   onServer,
   renameMadeDatabase,

@@ -140,6 +140,19 @@ export async function renameMadeDatabase(query: Query, made: MadeDatabase, to: s
 /** The role of a customer database that has one of its own (tenant-role.ts): named after its oid. */
 export const tenantRoleName = (db: Pick<DatabaseIdentity, 'oid'>) => `svc_db_${db.oid}`;
 
+/** A role svc made for one customer database (tenant-role.ts): it owns that database only. */
+const OWN_ROLE = /^svc_db_\d+$/;
+
+/**
+ * DROP DATABASE IF EXISTS ... WITH (FORCE), then the role of its own that owned it (never `keep`,
+ * the role of a database that stays).
+ */
+export async function dropDatabaseAndItsRole(query: Query, name: string, keep: string | null = null): Promise<void> {
+  const owner = await databaseOwner(query, name);
+  await query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+  if (owner && OWN_ROLE.test(owner) && owner !== keep) await query(`DROP ROLE IF EXISTS ${quoteIdent(owner)}`);
+}
+
 /**
  * DROP DATABASE ... WITH (FORCE) when the database is still the one made, then its own role if it
  * has one; false when the database was gone already.

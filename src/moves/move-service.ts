@@ -14,7 +14,7 @@ import type { SubscriptionMove } from '../generated/prisma/client.js';
 import {
   basePathOf,
   createFilestores,
-  databaseOwner,
+  dropDatabaseAndItsRole,
   handOverToTenantRole,
   newRolePassword,
   onServer,
@@ -254,10 +254,7 @@ export function createMoveService(ctx: AppContext) {
         if (found.oid !== move.from_database_oid || found.systemIdentifier !== move.from_system_identifier) {
           return `left: the database named ${move.database_name} there now is not the old copy`;
         }
-        const owner = await databaseOwner(q, move.database_name);
-        await q(drop);
-        // Its own role (a role named svc_db_<oid> owns that one database only) goes with it.
-        if (owner && /^svc_db_\d+$/.test(owner)) await q(`DROP ROLE IF EXISTS ${quoteIdent(owner)}`);
+        await dropDatabaseAndItsRole(q, move.database_name);
         return 'dropped';
       }),
     );

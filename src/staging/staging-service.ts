@@ -17,6 +17,7 @@ import {
   createFilestores,
   databaseLocale,
   databaseOwner,
+  dropDatabaseAndItsRole,
   handOverToTenantRole,
   insideTenant,
   newRolePassword,
@@ -98,12 +99,8 @@ export function createStagingService(ctx: AppContext) {
       onServer(
         ctx.secretBox,
         pg,
-        async (q) => {
-          const owner = await databaseOwner(q, row.database_name);
-          await q(`DROP DATABASE IF EXISTS ${quoteIdent(row.database_name)} WITH (FORCE)`);
-          // The copy's own role (never production's) goes with it.
-          if (owner && /^svc_db_\d+$/.test(owner) && owner !== sub?.database_role) await q(`DROP ROLE IF EXISTS ${quoteIdent(owner)}`);
-        },
+        // The copy's own role goes with it, never production's.
+        (q) => dropDatabaseAndItsRole(q, row.database_name, sub?.database_role),
         { timeout: '15min' },
       ).then(() => 'dropped'),
     );
