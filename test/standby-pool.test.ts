@@ -10,7 +10,7 @@ import { request, waitForJob } from './helpers/api.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { databaseRow, get } from './helpers/lifecycle.js';
 import { configParameters, createOdooTemplate, queryIn } from './helpers/odoo-template.js';
-import { createTrialPackage } from './helpers/trial.js';
+import { createTrialPackage, processedTrial } from './helpers/trial.js';
 
 const f = useOdooHost({ logo: 'logo bytes' });
 const { t } = f;
@@ -40,30 +40,6 @@ async function standbys(packageId: number): Promise<Standby[]> {
 }
 
 const maintain = () => createStandbyPool(t.ctx).maintain();
-let n = 0;
-
-/** A trial request of the package, processed: answers its subscription id and deployment job. */
-async function trialOf(packageId: number) {
-  const created = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/trial-requests',
-    payload: {
-      name: `Visitor ${++n}`,
-      company_name: `${t.ctx.dbName} Co ${n}`,
-      email: `visitor-${n}-${Date.now()}@example.com`,
-      mobile: '+49 170 1234567',
-      company_size: '1-5',
-      trial_package_id: packageId,
-    },
-  });
-  expect(created.statusCode, created.body).toBe(201);
-  const processed = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: `/api/v1/trial-requests/${created.json().id}/actions/create_subscription`,
-  });
-  expect(processed.statusCode, processed.body).toBe(200);
-  return processed.json() as { subscription_id: number; deployment_job_id: string };
-}
 
 describe('the standby pool', () => {
   it('keeps standby_pool_size ready copies per package, each with its own identity and filestore; operators list them', async () => {
@@ -99,7 +75,7 @@ describe('the standby pool', () => {
     const [standby] = await standbys(pkg.id);
     const before = await configParameters(standby!.database_name);
 
-    const { subscription_id, deployment_job_id } = await trialOf(pkg.id);
+    const { subscription_id, deployment_job_id } = await processedTrial(t, pkg.id);
     const job = await waitForJob(t.app, t.as.user, deployment_job_id);
     expect(job.state, job.error).toBe('completed');
     expect(job.result.standby).toBe(standby!.database_name);
@@ -151,7 +127,7 @@ describe('the standby pool', () => {
     expect(failed).toMatchObject({ state: 'failed', error: expect.stringContaining('missing table res_users') });
     expect(await databaseRow(failed!.database_name)).toBeNull();
 
-    const { deployment_job_id } = await trialOf(pkg.id);
+    const { deployment_job_id } = await processedTrial(t, pkg.id);
     const job = await waitForJob(t.app, t.as.user, deployment_job_id);
     expect(job.state).toBe('failed');
     expect((await standbys(pkg.id)).map((s) => s.id)).toEqual([failed!.id]);
@@ -174,7 +150,7 @@ describe('the standby pool', () => {
     let second: Workers | null = null;
     try {
       second = await startWorkers(t.ctx);
-      const trials = await Promise.all([1, 2, 3, 4, 5].map(() => trialOf(pkg.id)));
+      const trials = await Promise.all([1, 2, 3, 4, 5].map(() => processedTrial(t, pkg.id)));
       const jobs = await Promise.all(trials.map((trial) => waitForJob(t.app, t.as.user, trial.deployment_job_id, 60_000)));
       expect(jobs.map((j) => j.state)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed']);
       const taken = jobs.map((j) => j.result.standby).filter(Boolean);

@@ -12,7 +12,7 @@ import { request, waitForJob } from './helpers/api.js';
 import { act, get } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { queryIn, TENANT_ROLE, tenantUrl } from './helpers/odoo-template.js';
-import { createTrialPackage } from './helpers/trial.js';
+import { createTrialPackage, processedTrial } from './helpers/trial.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
 import { convertTenants } from '../src/odoo/odoo-tenant-roles.js';
 import { adminQuery } from './helpers/pg.js';
@@ -38,30 +38,6 @@ async function ownership(database: string) {
     'CONNECT',
   ])) as [{ connect: boolean }];
   return { ...db!, objectOwners: objects.map((o) => o.owner), hostRoleConnects: connect };
-}
-
-let n = 0;
-/** A trial request of the package, processed: answers its subscription id and deployment job. */
-async function trialOf(packageId: number) {
-  const created = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/trial-requests',
-    payload: {
-      name: `Visitor ${++n}`,
-      company_name: `${t.ctx.dbName} Co ${n}`,
-      email: `visitor-${n}-${Date.now()}@example.com`,
-      mobile: '+49 170 1234567',
-      company_size: '1-5',
-      trial_package_id: packageId,
-    },
-  });
-  expect(created.statusCode, created.body).toBe(201);
-  const processed = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: `/api/v1/trial-requests/${created.json().id}/actions/create_subscription`,
-  });
-  expect(processed.statusCode, processed.body).toBe(200);
-  return processed.json() as { subscription_id: number; deployment_job_id: string };
 }
 
 const credentialsFile = (database: string) => path.join(f.base, 'config', 'tenant-roles', database);
@@ -197,7 +173,7 @@ describe('a customer database on an Odoo host svc set up', () => {
       expect(held.objectOwners).toEqual([held.owner]);
       await expect(stat(credentialsFile(standby!.database_name))).rejects.toThrow(/ENOENT/);
 
-      const { subscription_id, deployment_job_id } = await trialOf(pkg.id);
+      const { subscription_id, deployment_job_id } = await processedTrial(t, pkg.id);
       const job = await waitForJob(t.app, t.as.user, deployment_job_id);
       expect(job.state, job.error).toBe('completed');
       expect(job.result.standby).toBe(standby!.database_name);

@@ -2,6 +2,9 @@
 // cookie and reads the hidden fields of each page, over app.inject() or real HTTP.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../src/context.js';
+import { expect } from 'vitest';
+import { request } from './api.js';
+import type { TestApp } from './app.js';
 
 let seq = 0;
 
@@ -110,4 +113,30 @@ export class Visitor {
 /** A code that is not `code` (for wrong guesses). */
 export function otherCode(code: string): string {
   return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+}
+
+let visitors = 0;
+
+/** A trial request of the package, processed by an operator: answers its subscription id and deployment job. */
+export async function processedTrial(t: TestApp, packageId: number) {
+  const n = ++visitors;
+  const created = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: '/api/v1/trial-requests',
+    payload: {
+      name: `Visitor ${n}`,
+      company_name: `${t.ctx.dbName} Co ${n}`,
+      email: `visitor-${n}-${Date.now()}@example.com`,
+      mobile: '+49 170 1234567',
+      company_size: '1-5',
+      trial_package_id: packageId,
+    },
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const processed = await request(t.app, t.as.operator, {
+    method: 'POST',
+    url: `/api/v1/trial-requests/${created.json().id}/actions/create_subscription`,
+  });
+  expect(processed.statusCode, processed.body).toBe(200);
+  return processed.json() as { subscription_id: number; deployment_job_id: string };
 }
