@@ -54,8 +54,7 @@ async function ensureRole(query: Query, role: string, password: string | null) {
 
 /**
  * Gives `database` and every object in it that `from` owns to the database's own role (made here;
- * NOLOGIN when `password` is null), as the server record's role: run inside the database, on a
- * session that first drops whatever role and search_path the database's settings gave it.
+ * NOLOGIN when `password` is null), as the server record's role, inside the database.
  * One transaction: either all of it belongs to the tenant's role, or nothing changed.
  */
 export async function handOverToTenantRole(
@@ -74,8 +73,7 @@ export async function handOverToTenantRole(
     throw new UserError(`Could not connect to ${database.name} on ${serverWhere(server)}: ${(err as Error).message}`);
   }
   try {
-    await client.query('RESET ROLE');
-    await client.query('SET search_path = pg_catalog, pg_temp');
+    // The session started with svc's role and search_path over the database's settings (connectPostgresqlServer).
     await client.query("SET statement_timeout = '5min'");
     const { rows } = await client.query(
       'SELECT oid::text AS oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()',
