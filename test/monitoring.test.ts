@@ -238,14 +238,22 @@ describe('failures, backoff and reconnection (the poll handler called directly)'
     const poller = createMonitorPoller(ctx, { pool });
     const sampler = streamSampler(new Map(), new Set());
     const poll = () => poller.poll(server.id, { sampler });
+    // The deadline follows the server's interval: 4 s at 5 s (while frozen, where the failure is
+    // the point), 30 s at 1 m otherwise, so a good poll on a loaded machine waits for its sample
+    // instead of racing the clock right after the server is thawed.
+    const interval = (monitor_update_interval: '5s' | '1m') =>
+      ctx.db.rootServer.update({ where: { id: server.id }, data: { monitor_update_interval } });
     const frozen = async (fn: () => Promise<void>) => {
+      await interval('5s');
       await host.sshd.freezeConnections(true); // the server stops answering on its open connections
       try {
         await fn();
       } finally {
         await host.sshd.freezeConnections(false);
+        await interval('1m');
       }
     };
+    await interval('1m');
     const before = host.sshd.logins(TEST_USERS.password.name);
     expect((await poll()).outcome).toBe('ok');
 

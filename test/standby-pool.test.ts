@@ -4,7 +4,8 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStandbyPool, installationPrefix } from '../src/instances/standby-pool.js';
+import { withSessionLock } from '../src/core/session-lock.js';
+import { createStandbyPool, installationPrefix, STANDBY_POOL_LOCK } from '../src/instances/standby-pool.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useOdooHost } from './helpers/odoo-host.js';
@@ -145,21 +146,28 @@ describe('the standby pool', () => {
     await maintain();
     const pool = (await standbys(pkg.id)).map((s) => s.database_name);
     expect(pool).toHaveLength(3);
-    // Not made again meanwhile: the takes are what is counted.
-    await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });
+    // Held as a maintaining worker holds it: no refill or removal runs while the trials take their
+    // standbys, however slow the machine (a refill 15 s after a take would otherwise race them).
+    const holdingThePool = async (work: () => Promise<void>) => {
+      while ((await withSessionLock(t.ctx.config.DATABASE_URL, STANDBY_POOL_LOCK, async () => (await work(), true))) === null) {
+        await new Promise((r) => setTimeout(r, 200)); // a scheduled maintenance run is finishing
+      }
+    };
     let second: Workers | null = null;
     try {
       second = await startWorkers(t.ctx);
-      const trials = await Promise.all([1, 2, 3, 4, 5].map(() => processedTrial(t, pkg.id)));
-      const jobs = await Promise.all(trials.map((trial) => waitForJob(t.app, t.as.user, trial.deployment_job_id, 60_000)));
-      expect(jobs.map((j) => j.state)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed']);
-      const taken = jobs.map((j) => j.result.standby).filter(Boolean);
-      expect(taken.sort()).toEqual([...pool].sort());
-      const names = await Promise.all(trials.map(async (trial) => (await get(t, trial.subscription_id)).database_name));
-      expect(new Set(names).size).toBe(5);
-      for (const name of names) expect(await databaseRow(name)).not.toBeNull();
-      const secrets = await Promise.all(names.map(async (name) => (await configParameters(name))['database.secret']));
-      expect(new Set(secrets).size).toBe(5);
+      await holdingThePool(async () => {
+        const trials = await Promise.all([1, 2, 3, 4, 5].map(() => processedTrial(t, pkg.id)));
+        const jobs = await Promise.all(trials.map((trial) => waitForJob(t.app, t.as.user, trial.deployment_job_id, 60_000)));
+        expect(jobs.map((j) => j.state)).toEqual(['completed', 'completed', 'completed', 'completed', 'completed']);
+        const taken = jobs.map((j) => j.result.standby).filter(Boolean);
+        expect(taken.sort()).toEqual([...pool].sort());
+        const names = await Promise.all(trials.map(async (trial) => (await get(t, trial.subscription_id)).database_name));
+        expect(new Set(names).size).toBe(5);
+        for (const name of names) expect(await databaseRow(name)).not.toBeNull();
+        const secrets = await Promise.all(names.map(async (name) => (await configParameters(name))['database.secret']));
+        expect(new Set(secrets).size).toBe(5);
+      });
     } finally {
       await second?.close();
     }

@@ -24,7 +24,8 @@ export const MAX_STANDBY_POOL_SIZE = 50;
 export const STANDBY_RETRY_MS = 5 * 60_000;
 /** A standby taken and neither renamed nor given back in this time was left by a dead deployment. */
 const TAKEN_TIMEOUT_MS = 30 * 60_000;
-const POOL_LOCK = 'svc.standby_pool';
+/** Held by the worker maintaining the pool (one at a time across workers). */
+export const STANDBY_POOL_LOCK = 'svc.standby_pool';
 
 type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Template = DatabaseTemplate & { postgresql_server: PostgresqlServer; root_server: RootServer | null };
@@ -316,7 +317,7 @@ export function createStandbyPool(ctx: Deps) {
     /** One maintenance run; another worker's run in progress makes this one a no-op. */
     async maintain(): Promise<PoolRunResult> {
       const result: PoolRunResult = { created: [], failed: [], removed: [] };
-      const ran = await withSessionLock(ctx.config.DATABASE_URL, POOL_LOCK, () => run(result));
+      const ran = await withSessionLock(ctx.config.DATABASE_URL, STANDBY_POOL_LOCK, () => run(result));
       return ran === null ? { ...result, skipped: 'another worker is maintaining the pool' } : result;
     },
   };
