@@ -37,6 +37,17 @@ export {
 export type { MadeDatabase, Query } from './instance-database.js';
 export { assertTemplateIdentity, recordTemplateIdentity, TemplateSwapped } from './template-identity.js';
 export {
+  copyFilestore,
+  dropSafetyCopy,
+  makeSafetyCopy,
+  type OdooDataDir,
+  removeFilestoreCopy,
+  restoreFilestore,
+  restoreSafetyCopy,
+  type SafetyCopy,
+  safetyCopyName,
+} from './safety-copy.js';
+export {
   assertOdooDatabase,
   hashingRounds,
   setAddressAndDate,

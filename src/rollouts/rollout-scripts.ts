@@ -120,35 +120,3 @@ export function updateScript(l: OdooLayout, source: string, database: string, mo
 /** Waits until no update of the database runs (a resumed rollout, after a crash of the service). */
 export const waitForUpdate = (l: OdooLayout, database: string) =>
   `mkdir -p ${q(`${l.base}/run`)} && exec 8>${updateLock(l, database)}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;
-
-const filestore = (l: OdooLayout, database: string) => `${l.dataDir}/filestore/${database}`;
-
-/**
- * The safety copy of a filestore: hard links (Odoo never changes a stored file in place, so a link is
- * a copy of what the file is now), a plain copy where the file system refuses; none when the tenant
- * has no filestore. Made under a temporary name, renamed when complete.
- */
-export function copyFilestore(l: OdooLayout, database: string, copy: string): string {
-  const src = q(filestore(l, database));
-  const dst = q(filestore(l, copy));
-  return [
-    `rm -rf -- ${dst} ${dst}.svc-tmp`,
-    `if [ ! -d ${src} ]; then echo "no filestore"; exit 0; fi`,
-    `if ! cp -al -- ${src} ${dst}.svc-tmp 2>/dev/null; then rm -rf -- ${dst}.svc-tmp; cp -a -- ${src} ${dst}.svc-tmp || { rm -rf -- ${dst}.svc-tmp; exit 1; }; fi`,
-    `mv -T -- ${dst}.svc-tmp ${dst} && echo "filestore copied"`,
-  ].join('\n');
-}
-
-/** Puts the tenant's filestore back from its copy (idempotent: without a copy, there is nothing to do). */
-export function restoreFilestore(l: OdooLayout, database: string, copy: string): string {
-  const src = q(filestore(l, copy));
-  const dst = q(filestore(l, database));
-  return [
-    `if [ ! -d ${src} ]; then echo "no filestore copy"; exit 0; fi`,
-    `rm -rf -- ${dst}.svc-old; if [ -e ${dst} ]; then mv -T -- ${dst} ${dst}.svc-old; fi`,
-    `mv -T -- ${src} ${dst} && rm -rf -- ${dst}.svc-old && echo "filestore restored"`,
-  ].join('\n');
-}
-
-export const removeFilestoreCopy = (l: OdooLayout, copy: string) =>
-  `rm -rf -- ${q(filestore(l, copy))} ${q(filestore(l, copy))}.svc-tmp; echo removed`;

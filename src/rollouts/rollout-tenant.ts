@@ -8,16 +8,27 @@
 //   restoring → the update failed: the database and filestore are put back from the copy
 // ending `updated`, `unchanged` or `failed`. The tenant's maintenance flag is on from the copy to
 // the end. Each tenant gets one action-log row, a failure also a message in its chatter.
-import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { postMessage } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
-import { insideTenant, lockTenantTables, onServer, PLACEMENT_INCLUDE, placementOf, type Query } from '../instances/index.js';
+import {
+  copyFilestore,
+  dropSafetyCopy,
+  insideTenant,
+  lockTenantTables,
+  makeSafetyCopy,
+  PLACEMENT_INCLUDE,
+  placementOf,
+  removeFilestoreCopy,
+  restoreFilestore,
+  restoreSafetyCopy,
+  safetyCopyName,
+} from '../instances/index.js';
 import type { OdooLayout } from '../odoo/index.js';
-import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
+import { type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
 import type { RemoteSession } from '../servers/index.js';
-import { copyFilestore, removeFilestoreCopy, restoreFilestore, setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
+import { setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
 
 const STEP_TIMEOUT_MS = 5 * 60_000;
 const UPDATE_TIMEOUT_MS = 60 * 60_000;
@@ -29,8 +40,7 @@ export type Checksums = Record<string, string>;
  * (unique on its PostgreSQL server, whoever else uses it: another service, a staging beside
  * production) and a random part.
  */
-export const copyName = (databaseOid: bigint | null, rowId: number) =>
-  `svcrb_${databaseOid ?? `r${rowId}`}_${randomBytes(4).toString('hex')}`;
+export const copyName = (databaseOid: bigint | null, rowId: number) => safetyCopyName(databaseOid ?? `r${rowId}`);
 
 /** What a rollout knows of its host while it runs. */
 export interface RolloutHost {
@@ -164,79 +174,28 @@ export function createTenantRollout(ctx: AppContext) {
     }
   }
 
-  /** Ends every session on the tenant's database (the running Odoo reconnects), then runs `work`, a few times if one came back meanwhile. */
-  async function withoutSessions<T>(query: Query, database: string, work: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      await query(
-        'SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
-        [database],
-      );
-      try {
-        return await work();
-      } catch (err) {
-        if (attempt >= 5 || !/being accessed by other users/.test((err as Error).message)) throw err;
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
-    }
-  }
-
-  /** The safety copy of the database, owned by the tenant's owner; answers its oid. */
-  async function copyDatabase(pg: PostgresqlServerRecord, row: Row, copy: string): Promise<bigint> {
-    return onServer(
-      ctx.secretBox,
-      pg,
-      async (query) => {
-        await query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`);
-        const owner = (
-          await query('SELECT pg_catalog.pg_get_userbyid(datdba)::text AS owner FROM pg_catalog.pg_database WHERE datname = $1', [
-            row.database_name,
-          ])
-        ).rows[0]?.owner;
-        if (!owner) throw new UserError(`Database ${row.database_name} does not exist`);
-        await withoutSessions(query, row.database_name, () =>
-          query(`CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(String(owner))} TEMPLATE ${quoteIdent(row.database_name)}`),
-        );
-        // As its original: nobody else connects to it (it may become the tenant's database again).
-        await query(`REVOKE ALL ON DATABASE ${quoteIdent(copy)} FROM PUBLIC`);
-        const found = await findDatabase(query, copy);
-        if (!found) throw new UserError(`The safety copy ${copy} was not found after CREATE DATABASE`);
-        return BigInt(found.oid);
-      },
-      { timeout: '15min' },
-    );
-  }
+  /** The safety copy of the database (instances' safety-copy.ts); answers its oid. */
+  const copyDatabase = (pg: PostgresqlServerRecord, row: Row, copy: string): Promise<bigint> =>
+    makeSafetyCopy(ctx.secretBox, pg, row.database_name, copy);
 
   /**
-   * Puts the database back from the copy: the tenant's database goes (only when it is still the
-   * subscription's, or the copy renamed already) and the copy takes its name; the subscription then
-   * knows the database by the copy's oid. Idempotent.
+   * Puts the database back from the copy (only over the subscription's database, or the copy
+   * renamed already); the subscription then knows the database by the copy's oid. Idempotent.
    */
   async function restoreDatabase(pg: PostgresqlServerRecord, row: Row) {
-    const copy = row.safety_copy!;
     const copyOid = row.safety_copy_oid;
-    await onServer(
-      ctx.secretBox,
-      pg,
-      async (query) => {
-        const saved = await findDatabase(query, copy);
-        const current = await findDatabase(query, row.database_name);
-        if (saved) {
-          if (current && String(current.oid) !== String(row.subscription.database_oid) && String(current.oid) !== String(copyOid)) {
-            throw new UserError(`Database ${row.database_name} is no longer the subscription's (oid ${current.oid}): it was not restored`);
-          }
-          if (current) await query(`DROP DATABASE ${quoteIdent(row.database_name)} WITH (FORCE)`);
-          await query(`ALTER DATABASE ${quoteIdent(copy)} RENAME TO ${quoteIdent(row.database_name)}`);
-        } else if (!current || String(current.oid) !== String(copyOid)) {
-          throw new UserError(`Neither the safety copy ${copy} nor the restored database ${row.database_name} is there`);
-        }
-      },
-      { timeout: '15min' },
-    );
+    await restoreSafetyCopy(ctx.secretBox, pg, {
+      database: row.database_name,
+      copy: row.safety_copy!,
+      copyOid,
+      databaseOid: row.subscription.database_oid,
+      whose: "the subscription's",
+    });
     if (copyOid !== null) await db.subscription.update({ where: { id: row.subscription_id }, data: { database_oid: copyOid } });
   }
 
   async function dropCopy(pg: PostgresqlServerRecord, host: RolloutHost, copy: string) {
-    await onServer(ctx.secretBox, pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`), { timeout: '15min' });
+    await dropSafetyCopy(ctx.secretBox, pg, copy);
     await onHost(host, removeFilestoreCopy(host.layout, copy), `Removing the filestore copy ${copy}`);
   }
 

@@ -1,0 +1,141 @@
+// The safety copy svc makes of a database before Odoo updates it, and puts back when the update
+// fails: a tenant in a rollout, a database template's `update`, a staging copy's refresh. The
+// database is copied with CREATE DATABASE … TEMPLATE (its sessions ended first: Odoo reconnects),
+// owned by the original's owner; the filestore beside it with hard links (Odoo never changes a
+// stored file in place), a plain copy where the file system refuses. Putting it back: the updated
+// database goes and the copy takes its name, so the database is known by the copy's oid from then
+// on (the caller records it); the filestore copy replaces the filestore. Every step is idempotent:
+// a job resumed after a crash runs it again.
+import { randomBytes } from 'node:crypto';
+import type { SecretBox } from '../core/crypto.js';
+import { UserError } from '../core/errors.js';
+import { shellQuote as q } from '../core/ssh.js';
+import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
+import { onServer, type Query } from './instance-database.js';
+
+/**
+ * A safety copy's name (its database and filestore directory): the oid of the database it copies
+ * (unique on its PostgreSQL server, whoever else uses it) or another tag, and a random part.
+ */
+export const safetyCopyName = (tag: bigint | string) => `svcrb_${tag}_${randomBytes(4).toString('hex')}`;
+
+/** Ends every session on the database (the running Odoo reconnects), then runs `work`, a few times if one came back meanwhile. */
+async function withoutSessions<T>(query: Query, database: string, work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    await query(
+      'SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
+      [database],
+    );
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= 5 || !/being accessed by other users/.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
+}
+
+/** The safety copy of `database`, owned by its owner, reachable by nobody else; answers the copy's oid. */
+export async function makeSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerRecord, database: string, copy: string): Promise<bigint> {
+  return onServer(
+    secretBox,
+    pg,
+    async (query) => {
+      await query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`);
+      const owner = (
+        await query('SELECT pg_catalog.pg_get_userbyid(datdba)::text AS owner FROM pg_catalog.pg_database WHERE datname = $1', [database])
+      ).rows[0]?.owner;
+      if (!owner) throw new UserError(`Database ${database} does not exist`);
+      await withoutSessions(query, database, () =>
+        query(`CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(String(owner))} TEMPLATE ${quoteIdent(database)}`),
+      );
+      // As its original: nobody else connects to it (it may take the original's place).
+      await query(`REVOKE ALL ON DATABASE ${quoteIdent(copy)} FROM PUBLIC`);
+      const found = await findDatabase(query, copy);
+      if (!found) throw new UserError(`The safety copy ${copy} was not found after CREATE DATABASE`);
+      return BigInt(found.oid);
+    },
+    { timeout: '15min' },
+  );
+}
+
+/** A safety copy to put back: the database it was made of, and who that database may be now. */
+export interface SafetyCopy {
+  database: string;
+  copy: string;
+  copyOid: bigint | null;
+  /** The oid the database had when the copy was made: only that one (or the copy, renamed already) is replaced. */
+  databaseOid: bigint | null;
+  /** Whose database it is, for the refusal: "the subscription's", "the template's". */
+  whose: string;
+}
+
+/**
+ * Puts the database back from the copy: the database goes (only when it is still the one copied, or
+ * the copy renamed already) and the copy takes its name. Idempotent.
+ */
+export async function restoreSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerRecord, s: SafetyCopy): Promise<void> {
+  await onServer(
+    secretBox,
+    pg,
+    async (query) => {
+      const saved = await findDatabase(query, s.copy);
+      const current = await findDatabase(query, s.database);
+      if (saved) {
+        if (current && String(current.oid) !== String(s.databaseOid) && String(current.oid) !== String(s.copyOid)) {
+          throw new UserError(`Database ${s.database} is no longer ${s.whose} (oid ${current.oid}): it was not restored`);
+        }
+        if (current) await query(`DROP DATABASE ${quoteIdent(s.database)} WITH (FORCE)`);
+        await query(`ALTER DATABASE ${quoteIdent(s.copy)} RENAME TO ${quoteIdent(s.database)}`);
+      } else if (!current || String(current.oid) !== String(s.copyOid)) {
+        throw new UserError(`Neither the safety copy ${s.copy} nor the restored database ${s.database} is there`);
+      }
+    },
+    { timeout: '15min' },
+  );
+}
+
+/** Drops what is left of a safety copy's database. */
+export async function dropSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerRecord, copy: string): Promise<void> {
+  await onServer(secretBox, pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`), { timeout: '15min' });
+}
+
+// The filestore's part, run on the Odoo host (POSIX sh, as root through the session's sudo): only
+// validated database names and the host's layout appear, each shell-quoted.
+
+/** Where the host's Odoo keeps its data (OdooLayout's dataDir): filestore/<database> under it. */
+export interface OdooDataDir {
+  dataDir: string;
+}
+
+const filestoreOf = (l: OdooDataDir, database: string) => `${l.dataDir}/filestore/${database}`;
+
+/**
+ * The safety copy of a filestore: hard links (Odoo never changes a stored file in place, so a link is
+ * a copy of what the file is now), a plain copy where the file system refuses; none when the
+ * database has no filestore. Made under a temporary name, renamed when complete.
+ */
+export function copyFilestore(l: OdooDataDir, database: string, copy: string): string {
+  const src = q(filestoreOf(l, database));
+  const dst = q(filestoreOf(l, copy));
+  return [
+    `rm -rf -- ${dst} ${dst}.svc-tmp`,
+    `if [ ! -d ${src} ]; then echo "no filestore"; exit 0; fi`,
+    `if ! cp -al -- ${src} ${dst}.svc-tmp 2>/dev/null; then rm -rf -- ${dst}.svc-tmp; cp -a -- ${src} ${dst}.svc-tmp || { rm -rf -- ${dst}.svc-tmp; exit 1; }; fi`,
+    `mv -T -- ${dst}.svc-tmp ${dst} && echo "filestore copied"`,
+  ].join('\n');
+}
+
+/** Puts the filestore back from its copy (idempotent: without a copy, there is nothing to do). */
+export function restoreFilestore(l: OdooDataDir, database: string, copy: string): string {
+  const src = q(filestoreOf(l, copy));
+  const dst = q(filestoreOf(l, database));
+  return [
+    `if [ ! -d ${src} ]; then echo "no filestore copy"; exit 0; fi`,
+    `rm -rf -- ${dst}.svc-old; if [ -e ${dst} ]; then mv -T -- ${dst} ${dst}.svc-old; fi`,
+    `mv -T -- ${src} ${dst} && rm -rf -- ${dst}.svc-old && echo "filestore restored"`,
+  ].join('\n');
+}
+
+export const removeFilestoreCopy = (l: OdooDataDir, copy: string) =>
+  `rm -rf -- ${q(filestoreOf(l, copy))} ${q(filestoreOf(l, copy))}.svc-tmp; echo removed`;
