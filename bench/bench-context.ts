@@ -1,6 +1,7 @@
 // The service context of a bench run on the machine's real parts: a fresh, migrated database
 // svc_bench_<name>_<time>, the real Redis under a key prefix of the same name, a temporary master
-// key file, LOG_LEVEL warn. close() closes the context and removes all three again.
+// key file, LOG_LEVEL warn. close() closes the context and removes all three again, with what the
+// bench made on the cluster that the database records (roles, customer databases, standbys, copies).
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,8 @@ import { loadConfig, type Config } from '../src/core/config.js';
 import { applyMigrations } from '../src/core/migrate.js';
 import { createContext, type AppContext } from '../src/context.js';
 import { LOOPBACK_DEFAULTS } from '../test/helpers/loopback.js';
-import { databaseUrl, dropDatabase, REDIS_URL } from '../test/helpers/pg.js';
+import { clusterSnapshot, dropWhatWasMade } from '../test/helpers/cluster-cleanup.js';
+import { databaseUrl, REDIS_URL } from '../test/helpers/pg.js';
 
 export interface BenchContext {
   ctx: AppContext;
@@ -34,8 +36,10 @@ export async function createBenchContext(name: string, extraEnv: Record<string, 
     ...extraEnv,
   };
   const config = loadConfig(env);
+  const before = await clusterSnapshot();
   const removeData = async () => {
-    await dropDatabase(dbName);
+    const problems = await dropWhatWasMade([dbName], before);
+    if (problems.length > 0) console.error(`Not dropped on PostgreSQL:\n  ${problems.join('\n  ')}`);
     await rm(config.SVC_MASTER_KEY_FILE, { force: true });
   };
   let ctx: AppContext;

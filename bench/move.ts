@@ -16,7 +16,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
-import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
+import { adminQuery } from '../test/helpers/pg.js';
 import { startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { freePort, startSshd, TEST_USERS } from '../test/helpers/sshd.js';
@@ -224,18 +224,8 @@ async function main() {
       if (stop) await completedJob(api!, stop.job_id).catch(() => {});
     }
     await closeAll();
-    for (const id of hosts) {
-      const server = await ctx.db.rootServer.findUnique({ where: { id } });
-      if (!server?.odoo_db_user || server.odoo_postgresql_server_id === null) continue;
-      const owned = await adminQuery<{ datname: string }>(
-        'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
-        [server.odoo_db_user],
-      );
-      for (const { datname } of owned) await dropDatabase(datname).catch(() => {});
-      await adminQuery(`DROP ROLE IF EXISTS "${server.odoo_db_user}"`).catch(() => {});
-    }
     cluster.stop();
-    await bench.close();
+    await bench.close(); // with the hosts' roles and every database and role made on this cluster
     await smtp.close();
     await sshd.stop();
     await rm(base, { recursive: true, force: true });

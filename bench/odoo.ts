@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { sleep } from '../src/core/sleep.js';
 import { createStandbyPool } from '../src/instances/standby-pool.js';
 import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
-import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
+import { adminQuery } from '../test/helpers/pg.js';
 import { codeFrom, startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { httpTransport, Visitor } from '../test/helpers/trial.js';
@@ -260,16 +260,7 @@ async function main() {
       if (stop) await completedJob(api, stop.job_id).catch(() => {});
     }
     await closeAll();
-    const server = rootId === null ? null : await ctx.db.rootServer.findUnique({ where: { id: rootId } });
-    if (server?.odoo_db_user) {
-      const owned = await adminQuery<{ datname: string }>(
-        'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
-        [server.odoo_db_user],
-      );
-      for (const { datname } of owned) await dropDatabase(datname).catch(() => {});
-      await adminQuery(`DROP ROLE IF EXISTS "${server.odoo_db_user}"`).catch(() => {});
-    }
-    await bench.close();
+    await bench.close(); // with the host's role, its template and every customer database and role
     await smtp.close();
     await sshd.stop();
     await rm(base, { recursive: true, force: true });

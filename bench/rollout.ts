@@ -21,7 +21,6 @@ import { sleep } from '../src/core/sleep.js';
 import { startFakeGitHost } from '../test/helpers/git-host.js';
 import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
-import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { completedJob, startBenchService } from './bench-api.js';
@@ -273,16 +272,7 @@ async function main() {
       if (stop) await completedJob(api, stop.job_id).catch(() => {});
     }
     await closeAll();
-    const server = rootId === null ? null : await ctx.db.rootServer.findUnique({ where: { id: rootId } });
-    if (server?.odoo_db_user) {
-      const owned = await adminQuery<{ datname: string }>(
-        'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
-        [server.odoo_db_user],
-      );
-      for (const { datname } of owned) await dropDatabase(datname).catch(() => {});
-      await adminQuery(`DROP ROLE IF EXISTS "${server.odoo_db_user}"`).catch(() => {});
-    }
-    await bench.close();
+    await bench.close(); // with the host's role, its template and every customer database and role
     await git.close();
     await smtp.close();
     await sshd.stop();

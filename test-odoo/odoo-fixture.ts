@@ -9,7 +9,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { confirmedRootServer, request, waitForJob } from '../test/helpers/api.js';
 import { useTestApp, type TestApp } from '../test/helpers/app.js';
-import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { TEST_USERS, useSshd, type Sshd } from '../test/helpers/sshd.js';
 import { describeOdooSource, type OdooSource, odooSourceFiles } from '../test/helpers/odoo-source.js';
 
@@ -85,34 +84,13 @@ export function useOdooFixture(env: Record<string, string> = {}): OdooFixture {
   f.server = async (id) => (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${id}` })).json();
 
   afterAll(async () => {
-    // Every Odoo this file started stops; its role's databases and the role go.
-    const roles = new Set<string>();
+    // Every Odoo this file started stops; the app's clean-up then drops its roles and databases
+    // (what the file's svc database records: test/helpers/cluster-cleanup.ts).
     for (const id of hosts) {
       const server = await f.t.ctx.db.rootServer.findUnique({ where: { id } });
-      if (!server) continue;
-      if (server.odoo_db_user) roles.add(server.odoo_db_user);
-      if (server.odoo_http_port !== null && server.odoo_state !== 'not_installed') {
+      if (server?.odoo_http_port != null && server.odoo_state !== 'not_installed') {
         await f.runJob(id, 'stop_odoo').catch(() => {});
       }
-    }
-    for (const role of roles) {
-      // The customer databases of its tenants (each its own role's, with the host role's extension in it) and their roles.
-      const tenants = await adminQuery<{ datname: string; owner: string }>(
-        `SELECT DISTINCT d.datname, o.rolname AS owner FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
-           JOIN pg_roles r ON r.oid = s.refobjid JOIN pg_roles o ON o.oid = d.datdba
-          WHERE r.rolname = $1 AND o.rolname LIKE 'svc\\_db\\_%'`,
-        [role],
-      );
-      for (const { datname, owner } of tenants) {
-        await dropDatabase(datname);
-        await adminQuery(`DROP ROLE IF EXISTS "${owner}"`);
-      }
-      const owned = await adminQuery<{ datname: string }>(
-        'SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE r.rolname = $1',
-        [role],
-      );
-      for (const { datname } of owned) await dropDatabase(datname);
-      await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
     }
     if (f.base) await rm(f.base, { recursive: true, force: true });
   }, 5 * 60_000);

@@ -43,7 +43,12 @@ export async function standbyName(db: Db, packageId: number, n: number) {
 /** This installation's part of the reserved namespace: svc_standby_<8 hex>_. */
 export async function installationPrefix(db: Db) {
   const own = await ownDatabase(db);
-  const tag = createHash('sha256').update(`${own.systemIdentifier}/${own.oid}`).digest('hex').slice(0, 8);
+  return installationPrefixOf(own.systemIdentifier, own.oid);
+}
+
+/** The prefix of the installation whose database is `oid` in the cluster `systemIdentifier`. */
+export function installationPrefixOf(systemIdentifier: string, oid: bigint | string) {
+  const tag = createHash('sha256').update(`${systemIdentifier}/${oid}`).digest('hex').slice(0, 8);
   return `${STANDBY_PREFIX}${tag}_`;
 }
 const madeOf = (s: StandbyDatabase): MadeDatabase | null =>

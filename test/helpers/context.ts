@@ -11,7 +11,8 @@ import { inject } from 'vitest';
 import { loadConfig } from '../../src/core/config.js';
 import { loggerOptions } from '../../src/core/logger.js';
 import { createContext, type AppContext } from '../../src/context.js';
-import { adminQuery, databaseUrl, dropDatabase, REDIS_URL } from './pg.js';
+import { clusterSnapshot, dropWhatWasMade } from './cluster-cleanup.js';
+import { adminQuery, databaseUrl, REDIS_URL } from './pg.js';
 import { LOOPBACK_DEFAULTS } from './loopback.js';
 
 export interface TestContext extends AppContext {
@@ -23,6 +24,7 @@ export interface TestContext extends AppContext {
 
 export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
   const run = inject('dbRun');
+  const before = await clusterSnapshot();
   const dbName = `${run}_${randomBytes(4).toString('hex')}`;
   await adminQuery(`CREATE DATABASE "${dbName}" TEMPLATE "${run}_tpl"`);
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-test-'));
@@ -54,7 +56,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     async cleanup() {
       await deleteRedisKeys(ctx, `${config.QUEUE_PREFIX}:*`);
       await ctx.close();
-      await dropDatabase(dbName);
+      // The database, and what the file made on the cluster that it records (cluster-cleanup.ts).
+      const problems = await dropWhatWasMade([dbName], before);
+      if (problems.length > 0) throw new Error(`Not dropped on PostgreSQL:\n  ${problems.join('\n  ')}`);
       await rm(dir, { recursive: true, force: true });
     },
   });
