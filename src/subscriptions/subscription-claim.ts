@@ -9,8 +9,11 @@ import type { SubscriptionOperation, SubscriptionState } from '../generated/pris
 import { assertOwnDatabase } from './subscription-database.js';
 import { assertIdle, assertState, lockSubscription } from './subscription-service.js';
 
+/** An operation on the database the deployment created (a deployment claims in subscription-deployment.ts). */
+type DatabaseOperation = Exclude<SubscriptionOperation, 'deploy'>;
+
 /** The states each operation may start from: the database exists (a cancelled one keeps it until dropped). */
-const OPERABLE_STATES: Record<SubscriptionOperation, readonly SubscriptionState[]> = {
+const OPERABLE_STATES: Record<DatabaseOperation, readonly SubscriptionState[]> = {
   backup: ['running', 'suspended', 'cancelled'],
   restore: ['running'],
   drop_database: ['suspended', 'cancelled'],
@@ -18,7 +21,7 @@ const OPERABLE_STATES: Record<SubscriptionOperation, readonly SubscriptionState[
 };
 
 /** The checks an operation starts with, at the API (a quick 409/400) and again when its job claims the row. */
-function assertOperable(sub: Subscription, operation: SubscriptionOperation) {
+function assertOperable(sub: Subscription, operation: DatabaseOperation) {
   assertState(sub, OPERABLE_STATES[operation], operation);
   assertIdle(sub, operation);
   if (sub.database_dropped_at) {
@@ -28,7 +31,7 @@ function assertOperable(sub: Subscription, operation: SubscriptionOperation) {
 }
 
 /** The API's check before the job is queued; answers the subscription. */
-export async function checkOperable(db: Db, id: number, operation: SubscriptionOperation): Promise<Subscription> {
+export async function checkOperable(db: Db, id: number, operation: DatabaseOperation): Promise<Subscription> {
   const sub = await db.subscription.findUnique({ where: { id } });
   if (!sub) throw new NotFoundError('Subscription');
   assertOperable(sub, operation);
@@ -36,7 +39,7 @@ export async function checkOperable(db: Db, id: number, operation: SubscriptionO
 }
 
 /** The job's claim, with `extra` fields set in the same update. */
-export function claimSubscription(db: Db, id: number, operation: SubscriptionOperation, jobId: string | null, extra = {}) {
+export function claimSubscription(db: Db, id: number, operation: DatabaseOperation, jobId: string | null, extra = {}) {
   return db.$transaction(async (tx) => {
     const before = await lockSubscription(tx, id);
     assertOperable(before, operation);

@@ -11,7 +11,8 @@ import {
   removeTenantCredentials,
   type MadeDatabase,
 } from '../instances/index.js';
-import type { actorFields } from './subscription-audit.js';
+import { runLoggedStep } from '../core/action-log.js';
+import { onSubscription, type actorFields } from './subscription-audit.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Audit = ReturnType<typeof actorFields>;
@@ -80,9 +81,38 @@ export async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit:
     }
   }
   if (made.credentialsOn) {
-    await removeTenantCredentials(ctx, made.credentialsOn, sub.database_name!, { ...audit, operation: 'deploy' }).catch((err: Error) =>
-      done.push(`Its role's credentials file could not be removed: ${err.message}`),
+    await removeTenantCredentials(ctx, made.credentialsOn, sub.database_name!, { ...audit, operation: 'deploy' }).then(
+      () => done.push("Its role's credentials file was removed."),
+      (err: Error) => done.push(`Its role's credentials file could not be removed: ${err.message}`),
     );
   }
   return done.join(' ');
+}
+
+/**
+ * What a deployment whose job was lost may have made, removed: the database it recorded (by its
+ * identity, with its role), and the filestore and credentials file of its name on the template's
+ * Odoo host (the subscription was still deploying: nobody else's). One step of the action log (the
+ * sweep's job); answers the alert for the chatter.
+ */
+export async function removeLostDeployment(ctx: Ctx, sub: Subscription, lostJobId: string, audit: Audit) {
+  const template = sub.database_template_id
+    ? await ctx.db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
+    : null;
+  const host = template?.root_server ?? null;
+  const made: Made = { database: leftoverOf(sub), filestoreOn: host, credentialsOn: sub.database_role ? host : null };
+  const entry = {
+    ...onSubscription(sub.id),
+    action_type: 'deployment' as const,
+    operation: 'deploy',
+    input_text: `remove what deploy_subscription (job ${lostJobId}, lost with Redis) made: database ${sub.database_name}${host ? ` and its files on root server ${host.id}` : ''}`,
+    ...audit,
+  };
+  const removed = await runLoggedStep(
+    ctx.db,
+    entry,
+    () => removeMade(ctx, sub, made, audit),
+    (out) => out || 'nothing was made',
+  );
+  return `Deployment failed: Redis lost its job ${lostJobId}. ${removed}`.trim();
 }

@@ -12,7 +12,7 @@ import type { AppContext } from '../context.js';
 import { runLoggedStep, writeActionLog } from '../core/action-log.js';
 import { authorOfUser, postMessage, type Author } from '../core/chatter.js';
 import type { DbTx } from '../core/db.js';
-import { UserError } from '../core/errors.js';
+import { ConflictError, UserError } from '../core/errors.js';
 import type { Partner, Subscription } from '../generated/prisma/client.js';
 import {
   createFilestores,
@@ -105,7 +105,7 @@ export async function deploySubscription(
   report: (progress: { step: DeploymentStep }) => Promise<unknown> = async () => {},
 ): Promise<DeploymentResult> {
   const author = await authorOfUser(ctx.db, actor.userId);
-  const sub = await claimDeployment(ctx, subscriptionId, author);
+  const sub = await claimDeployment(ctx, subscriptionId, author, actor.jobId);
   const made: Made = { database: null, filestoreOn: null, credentialsOn: null };
   const run: Run = { ctx, sub, databaseName: sub.database_name!, author, audit: actorFields(actor), report, made, stepsStarted: 0 };
   try {
@@ -134,12 +134,19 @@ export async function deploySubscription(
   }
 }
 
-/** Only one deployment at a time, and only from a deployable state. */
-function claimDeployment(ctx: Ctx, subscriptionId: number, author: Author | null) {
+/**
+ * Only one deployment at a time, and only from a deployable state. The claim records the job, so a
+ * job Redis lost is found and failed (subscription-lost-jobs.ts) instead of deploying for ever.
+ */
+function claimDeployment(ctx: Ctx, subscriptionId: number, author: Author | null, jobId: string | null) {
   return ctx.db.$transaction(async (tx) => {
     const before = await lockSubscription(tx, subscriptionId);
     assertState(before, DEPLOYABLE_STATES, 'deploy');
-    return setSubscriptionState(tx, before, 'deploying', author, { database_name: before.database_name ?? `sub_${before.id}` });
+    return setSubscriptionState(tx, before, 'deploying', author, {
+      database_name: before.database_name ?? `sub_${before.id}`,
+      operation: 'deploy',
+      operation_job_id: jobId,
+    });
   });
 }
 
@@ -363,6 +370,12 @@ function markRunning(run: Run, source: Source, standby: Standby | null, limitsRe
   const { ctx, sub, databaseName, author } = run;
   return ctx.db.$transaction(async (tx) => {
     const before = await lockSubscription(tx, sub.id);
+    // Ended meanwhile (its job recorded as lost, and what it made removed): it does not come back.
+    if (!holdsDeployment(before, sub.operation_job_id)) {
+      throw new ConflictError(
+        `Subscription ${sub.id} is no longer deploying with this job (it is ${before.state}): the deployment ended meanwhile`,
+      );
+    }
     // A change of the package fields after they were written stays pending (and is written next).
     const pending =
       before.instance_sync_pending_at && before.instance_sync_pending_at > limitsReadAt ? before.instance_sync_pending_at : null;
@@ -375,6 +388,8 @@ function markRunning(run: Run, source: Source, standby: Standby | null, limitsRe
       suspended_at: null,
       suspend_reason: null,
       instance_sync_pending_at: pending,
+      operation: null,
+      operation_job_id: null,
     });
     const how = standby ? `taken from standby ${standby.database_name}` : `created from template ${source.template.template_db_name}`;
     await postNotice(tx, sub.id, `Database ${databaseName} ${how} on ${source.server.ip}:${source.server.port}.`, author);
@@ -394,9 +409,13 @@ async function sendReadyMail(run: Run, password: string) {
 /** What it made is removed; failed, with the reason in the chatter (and the action log when no step says it). */
 async function failDeployment(run: Run, message: string) {
   const { ctx, sub, author } = run;
-  const removed = await removeMade(ctx, sub, run.made, run.audit);
+  const now = await ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+  // Ended meanwhile (the sweep removed what it made; a new deployment may own the name now): only
+  // its database goes, by the identity it made (never another's by name).
+  const made = holdsDeployment(now, sub.operation_job_id) ? run.made : { ...run.made, filestoreOn: null, credentialsOn: null };
+  const removed = await removeMade(ctx, sub, made, run.audit);
   await ctx.db.$transaction(async (tx) => {
-    await markDeploymentFailed(tx, sub.id, message, author);
+    await markDeploymentFailed(tx, sub.id, message, author, sub.operation_job_id);
     await postAlert(tx, sub.id, `Deployment failed: ${message}${removed ? `\n${removed}` : ''}`, author);
     if (run.stepsStarted === 0) {
       await writeActionLog(tx, {
@@ -421,14 +440,21 @@ function customerOf(partner: Partner, passwordHash: string) {
   return { email: partner.email, name: partner.name, companyName: partner.company_name || partner.name, passwordHash };
 }
 
+/** Whether the deployment of `jobId` still holds the subscription (one claimed before jobs were recorded: any). */
+function holdsDeployment(sub: Subscription, jobId: string | null) {
+  if (sub.state !== 'deploying') return false;
+  return sub.operation === null || (sub.operation === 'deploy' && sub.operation_job_id === jobId);
+}
+
 /**
- * A deployment that did not end: the subscription goes `failed` (from `deploying` only) and the
- * trial request(s) it came from are told. Used on an error and when the job was interrupted.
+ * A deployment that did not end: the subscription goes `failed` (from `deploying` by this job's
+ * deployment only), its claim ends, and the trial request(s) it came from are told. Used on an
+ * error, when the job was interrupted and when Redis lost it.
  */
-export async function markDeploymentFailed(tx: DbTx, subscriptionId: number, message: string, author: Author | null) {
+export async function markDeploymentFailed(tx: DbTx, subscriptionId: number, message: string, author: Author | null, jobId: string | null) {
   const sub = await lockSubscription(tx, subscriptionId);
-  if (sub.state !== 'deploying') return;
-  await setSubscriptionState(tx, sub, 'failed', author);
+  if (!holdsDeployment(sub, jobId)) return;
+  await setSubscriptionState(tx, sub, 'failed', author, { operation: null, operation_job_id: null });
   const requests = await tx.trialRequest.findMany({ where: { subscription_id: sub.id }, select: { id: true } });
   for (const r of requests) {
     await postMessage(tx, {

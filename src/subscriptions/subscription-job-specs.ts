@@ -56,7 +56,8 @@ export const subscriptionJobs = defineJobs({
     // updates), so a re-run, or two runs at once, do each thing once; its drops are separate jobs.
     afterCrash: 'rerun',
   }),
-  // Every 10 minutes: a backup, restore or drop whose job Redis lost ends as interrupted (its claim released).
+  // Every 10 minutes: a deployment, backup, restore or drop whose job Redis lost ends as interrupted (its
+  // claim released; a deployment failed, what it made removed).
   recover_lost_operations: job({
     queue: 'lifecycle',
     payload: z.object({ ...requestedBy }),

@@ -6,11 +6,12 @@ import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { publicJobId } from '../core/queue.js';
 import { featureJobs } from '../feature.js';
-import { INTERRUPTED } from '../jobs/index.js';
-import { onSubscription, type Actor } from './subscription-audit.js';
+import { INTERRUPTED, LOST_WITH_REDIS } from '../jobs/index.js';
+import { actorFields, onSubscription, type Actor } from './subscription-audit.js';
 import { createBackupOperations } from './subscription-backup.js';
 import { createCredentialsOperation } from './subscription-credentials.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
+import { removeLostDeployment } from './subscription-deployment-cleanup.js';
 import { createDropOperation } from './subscription-drop.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { syncInstance } from './subscription-instance-sync.js';
@@ -28,6 +29,14 @@ const recordOf = (p: { subscription_id: number }) => onSubscription(p.subscripti
 const releaseOperation = (tx: DbTx, p: { subscription_id: number }, jobId: string, ctx: AppContext) =>
   createBackupOperations(ctx).interrupted(tx, p.subscription_id, jobId);
 
+// Not run again (the database may exist): the subscription goes failed, as a failed deployment does.
+const deployInterrupted = (message: string) =>
+  ({
+    record: recordOf,
+    action_type: 'deployment',
+    onInterrupted: (tx: DbTx, payload: { subscription_id: number }, jobId: string) =>
+      markDeploymentFailed(tx, payload.subscription_id, message, null, jobId),
+  }) as const;
 // Not run again (a backup or restore may be under way on the backup server): the claim ends.
 const backupInterrupted = { record: recordOf, action_type: 'database', onInterrupted: releaseOperation } as const;
 // PostgreSQL is asked whether the database is still there: cancelled if it is gone, unchanged if not.
@@ -53,21 +62,25 @@ export const subscriptionJobHandlers = featureJobs(
       drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
       sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
       trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, actorOf(payload, job)),
-      recover_lost_operations: () =>
-        recoverLostOperations(ctx, {
-          backup_subscription: backupInterrupted,
-          restore_subscription: backupInterrupted,
-          drop_subscription_database: dropInterrupted,
-        }),
+      recover_lost_operations: (payload, job) =>
+        recoverLostOperations(
+          ctx,
+          {
+            // What it made goes first (its claim keeps a new deployment off meanwhile).
+            deploy_subscription: {
+              interruption: deployInterrupted(LOST_WITH_REDIS),
+              cleanUp: (sub, jobId, audit) => removeLostDeployment(ctx, sub, jobId, audit),
+            },
+            backup_subscription: { interruption: backupInterrupted },
+            restore_subscription: { interruption: backupInterrupted },
+            drop_subscription_database: { interruption: dropInterrupted },
+          },
+          actorFields(actorOf(payload, job)),
+        ),
     };
   },
   {
-    // Not run again (the database may exist): the subscription goes failed, as a failed deployment does.
-    deploy_subscription: {
-      record: recordOf,
-      action_type: 'deployment',
-      onInterrupted: (tx, payload) => markDeploymentFailed(tx, payload.subscription_id, INTERRUPTED, null),
-    },
+    deploy_subscription: deployInterrupted(INTERRUPTED),
     // Not run again (the password may be set, never told): the chatter says so; the operator runs it again.
     resend_credentials: { record: recordOf, action_type: 'database' },
     backup_subscription: backupInterrupted,

@@ -73,7 +73,7 @@ export const subscription = z.object({
   trial_expired_sent_at: nullableTimestamp.describe('When the trial_expired mail of the current expiry went out'),
   database_dropped_at: nullableTimestamp,
   drop_attempted_at: nullableTimestamp.describe('Last drop_database attempt (automatic drops are retried at most every 6 hours)'),
-  operation: z.enum(SubscriptionOperation).nullable().describe('The backup, restore or drop_database running on it, if any'),
+  operation: z.enum(SubscriptionOperation).nullable().describe('The deploy, backup, restore, drop_database or move running on it, if any'),
   operation_job_id: z.string().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
