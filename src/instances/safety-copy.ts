@@ -68,6 +68,8 @@ export interface SafetyCopy {
   databaseOid: bigint | null;
   /** Whose database it is, for the refusal: "the subscription's", "the template's". */
   whose: string;
+  /** Run once the updated database is gone, before the copy takes its name (a template records the copy as itself then). */
+  beforeRename?: () => Promise<void>;
 }
 
 /**
@@ -86,6 +88,7 @@ export async function restoreSafetyCopy(secretBox: SecretBox, pg: PostgresqlServ
           throw new UserError(`Database ${s.database} is no longer ${s.whose} (oid ${current.oid}): it was not restored`);
         }
         if (current) await query(`DROP DATABASE ${quoteIdent(s.database)} WITH (FORCE)`);
+        await s.beforeRename?.();
         await query(`ALTER DATABASE ${quoteIdent(s.copy)} RENAME TO ${quoteIdent(s.database)}`);
       } else if (!current || String(current.oid) !== String(s.copyOid)) {
         throw new UserError(`Neither the safety copy ${s.copy} nor the restored database ${s.database} is there`);

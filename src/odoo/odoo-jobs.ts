@@ -40,6 +40,7 @@ const interruptions: Interruptions<typeof odooJobs, AppContext> = {
   odoo_stop: serverInterrupted,
   // The database may be half-built: the next build refuses to overwrite it, and says so.
   odoo_build_template: { record: onTemplate, action_type: 'database' },
+  // The template may be half-updated: its safety copy stays recorded, and the next update puts it back first.
   odoo_update_template: { record: onTemplate, action_type: 'database' },
 };
 

@@ -3,7 +3,8 @@
 // so the database is owned by that role (the only databases Odoo serves) and its filestore is where
 // svc copies filestores from; the template then names that role as the owner of its copies. `build`
 // never overwrites a database; a module that does not exist or fails to install fails the job with
-// Odoo's words, and the half-built database and its filestore are removed. `update` runs `-u all`.
+// Odoo's words, and the half-built database and its filestore are removed. `update` runs `-u all`
+// after a safety copy of the template (odoo-template-safety.ts): a failed update is undone.
 // Every template gets svc's own addon (odoo-addons/svc_instance, on the host's addons path since
 // setup_odoo): `build` installs it with the modules asked for, `update` installs it in a template
 // built before it existed. So every instance copied from a template enforces its package itself.
@@ -34,6 +35,7 @@ import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
 import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';
+import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
 import { seriesOf } from './odoo-setup.js';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -61,6 +63,7 @@ async function loadBuildable(ctx: Pick<AppContext, 'db'>, id: number) {
 }
 
 export function createTemplateBuilder(ctx: AppContext) {
+  const safety = createTemplateSafety(ctx);
   /** The owner of the template's database (null: there is none); `update` acts only on one a template may name. */
   async function databaseExists(template: Awaited<ReturnType<typeof loadBuildable>>['template'], kind: 'build' | 'update') {
     return onServer(ctx.secretBox, template.postgresql_server, async (query) => {
@@ -81,7 +84,16 @@ export function createTemplateBuilder(ctx: AppContext) {
   }
 
   async function run(kind: 'build' | 'update', payload: Payload & { modules?: string[] }, job: Job) {
-    const { template, host, version } = await loadBuildable(ctx, payload.database_template_id);
+    const loaded = await loadBuildable(ctx, payload.database_template_id);
+    const { host, version } = loaded;
+    const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
+    const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
+    const place = { pg: loaded.template.postgresql_server, host, layout: l, audit };
+    if (kind === 'update' && loaded.template.update_safety_copy) {
+      // An update cut short (its worker died): the template is put back from its safety copy first.
+      await safety.putBack(place, loaded.template.id);
+    }
+    const template = kind === 'update' ? (await loadBuildable(ctx, payload.database_template_id)).template : loaded.template;
     const db = template.template_db_name;
     const where = serverWhere(template.postgresql_server);
     const owner = await databaseExists(template, kind);
@@ -94,11 +106,15 @@ export function createTemplateBuilder(ctx: AppContext) {
       );
     }
 
-    const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
     const source = l.sourceOf(version.name);
     const filestore = filestorePath(l.base, db);
-    const session = await openRemoteSession(ctx, host, { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) });
+    let copy: string | null = null;
+    const session = await openRemoteSession(ctx, host, audit);
     try {
+      if (kind === 'update') {
+        await job.updateProgress({ step: 'safety_copy', percent: 5 });
+        copy = await safety.make(place, template);
+      }
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
       const series = seriesOf((await session.run(sourceVersion(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
       const modules = kind === 'build' ? [...new Set([...payload.modules!, SVC_ADDON])] : [SVC_ADDON];
@@ -183,6 +199,14 @@ export function createTemplateBuilder(ctx: AppContext) {
       } else if (template.admin_password === null) {
         await ctx.db.databaseTemplate.update({ where: { id: template.id }, data: { admin_password: sealedPassword } });
       }
+      if (copy) {
+        await job.updateProgress({ step: 'safety_copy_dropped', percent: 95 });
+        const left = copy;
+        copy = null; // updated: nothing is put back from here on
+        await safety.drop(place, template.id).catch((err: Error) => {
+          throw new UserError(`${db} was updated, but its safety copy ${left} could not be removed: ${err.message}`);
+        });
+      }
       await job.updateProgress({ step: 'done', percent: 100 });
       return {
         template_db_name: db,
@@ -192,8 +216,25 @@ export function createTemplateBuilder(ctx: AppContext) {
         size_bytes: after.size,
         filestore,
       };
+    } catch (err) {
+      if (!copy) throw err;
+      throw await putBackAfter(place, template.id, copy, err as Error);
     } finally {
       session.close();
+    }
+  }
+
+  /** A failed update: the template put back from its copy; the error says so (or why it could not be). */
+  async function putBackAfter(place: TemplatePlace, templateId: number, copy: string, err: Error): Promise<Error> {
+    try {
+      const oid = await safety.putBack(place, templateId);
+      return new UserError(
+        `The template was put back as it was before the update (database and filestore, from its safety copy; oid ${oid} now). ${err.message}`,
+      );
+    } catch (again) {
+      return new UserError(
+        `${err.message}\nPutting the template back from its safety copy ${copy} failed too: ${(again as Error).message}. The copy is kept: the next update puts the template back from it first.`,
+      );
     }
   }
 
@@ -201,6 +242,8 @@ export function createTemplateBuilder(ctx: AppContext) {
     /** The checks of the route (409/404 before a job is queued). */
     async assertBuildable(id: number, kind: 'build' | 'update') {
       const { template } = await loadBuildable(ctx, id);
+      // An update cut short: its job puts the template back from the safety copy first.
+      if (kind === 'update' && template.update_safety_copy) return;
       const exists = (await databaseExists(template, kind)) !== null;
       if (kind === 'build' && exists) {
         throw new ConflictError(`Database ${template.template_db_name} already exists: build never overwrites a database`);
