@@ -1,21 +1,23 @@
-// A deployment whose job Redis lost (its data emptied while the job ran) would stay `deploying` for
-// ever: nothing ends it. The deployment records its job on the subscription (operation `deploy`),
-// and the lost-operations sweep (recover_lost_operations) fails it cleanly: what it made is removed
-// (database, its role, filestore, the role's credentials file), the subscription goes `failed`,
-// the trial request it came from is told, the action log and the chatter say why. A deployment
-// still running somewhere after that never makes the subscription `running`.
+// Operations whose in-progress state would outlive a job Redis lost (its data emptied while the job
+// ran): each records its job, and a sweep ends it cleanly. A deployment would stay `deploying` for
+// ever: it records its job on the subscription (operation `deploy`), and recover_lost_operations
+// removes what it made (database, its role, filestore, the role's credentials file), fails it,
+// tells the trial request it came from, the action log and the chatter; a run of the lost job still
+// going never makes the subscription `running`. A staging copy would stay `creating` (never
+// dropped, never expired): staging_expire drops what was made and fails it.
 import { execFileSync } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOST_WITH_REDIS } from '../src/jobs/job-interruption.js';
+import { stagingJobs } from '../src/staging/staging-job-specs.js';
 import { subscriptionJobs } from '../src/subscriptions/index.js';
 import { deploySubscription } from '../src/subscriptions/subscription-deployment.js';
 import { findJob, waitForJob } from './helpers/api.js';
 import { databaseRow, messages } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { TENANT_ROLE } from './helpers/odoo-template.js';
-import { adminQuery } from './helpers/pg.js';
+import { adminQuery, dropDatabase } from './helpers/pg.js';
 import { createTrialPackage } from './helpers/trial.js';
 
 const f = useOdooHost({ 'ab/logo': 'logo bytes' });
@@ -136,5 +138,52 @@ describe('a deployment whose job Redis lost', () => {
 
     // A second sweep finds nothing more.
     expect(await recover()).toEqual({ released: [] });
+  });
+});
+
+describe('a staging copy whose job Redis lost', () => {
+  it('is failed by staging_expire: what was made dropped, the action log and the chatter told', async () => {
+    const sub = await f.fx.deployed();
+    const copy = `${t.ctx.dbName}_stg_lost`;
+    const row = await t.ctx.db.stagingInstance.create({
+      data: {
+        subscription_id: sub.id,
+        database_name: copy,
+        postgresql_server_id: f.fx.serverId,
+        root_server_id: f.rootServerId,
+        url: `https://${copy}.staging.test`,
+        expires_at: new Date(Date.now() + 7 * 24 * HOUR),
+      },
+    });
+    // Half made (the job's first steps), its job as request() queues and records it (delayed: no worker takes it).
+    await adminQuery(`CREATE DATABASE "${copy}"`);
+    await mkdir(f.filestore(copy), { recursive: true });
+    await writeFile(path.join(f.filestore(copy), 'half'), 'copied so far');
+    const jobId = await t.ctx.queues.enqueue(stagingJobs.staging_create, { staging_instance_id: row.id }, { delay: HOUR });
+    await t.ctx.db.stagingInstance.update({ where: { id: row.id }, data: { job_id: jobId } });
+    try {
+      await (await findJob(t.ctx, jobId))!.remove();
+      const sweep = await t.ctx.queues.enqueue(stagingJobs.staging_expire, { user_id: null });
+      const done = await waitForJob(t.app, t.as.operator, sweep, 120_000);
+      expect(done.state, done.error).toBe('completed');
+      expect(done.result).toMatchObject({ lost: [copy] });
+
+      const after = await t.ctx.db.stagingInstance.findUniqueOrThrow({ where: { id: row.id } });
+      expect(after.state).toBe('failed');
+      expect(after.error).toBe(`${LOST_WITH_REDIS} (job ${jobId})`);
+      expect(await databaseRow(copy)).toBeNull();
+      await expect(stat(f.filestore(copy))).rejects.toThrow(/ENOENT/);
+      expect(await t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).toEqual([
+        expect.objectContaining({ model_name: 'svc.subscription', rec_id: sub.id, status: 'failure', output_text: LOST_WITH_REDIS }),
+      ]);
+      const said = (await messages(t, sub.id)).map((m) => m.body);
+      expect(said).toContainEqual(`Staging copy ${copy} failed: Redis lost its job ${jobId}; what it made was removed.`);
+
+      // A second sweep finds nothing more; the failed copy can be dropped as usual.
+      const again = await waitForJob(t.app, t.as.operator, await t.ctx.queues.enqueue(stagingJobs.staging_expire, { user_id: null }), 120_000);
+      expect(again.result).toMatchObject({ lost: [] });
+    } finally {
+      await dropDatabase(copy);
+    }
   });
 });

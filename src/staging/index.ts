@@ -8,7 +8,7 @@ import { stagingJobs } from './staging-job-specs.js';
 import { registerStagingRoutes } from './staging-routes.js';
 import { createStagingService } from './staging-service.js';
 
-/** How often copies past their expiry are looked for. */
+/** How often copies past their expiry (and copies whose job Redis lost) are looked for. */
 const EXPIRE_EVERY_MS = 10 * 60_000;
 
 export const staging: Feature = {
@@ -21,7 +21,7 @@ export const staging: Feature = {
       return {
         staging_create: (payload, job) => service.create(payload, job),
         staging_drop: (payload, job) => service.drop(payload, job),
-        staging_expire: (_payload, job) => service.expire(job),
+        staging_expire: async (_payload, job) => ({ lost: await service.failLost(job), ...(await service.expire(job)) }),
       };
     },
     {},

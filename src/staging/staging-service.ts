@@ -9,6 +9,7 @@ import { authorOfUser, postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { renderMail } from '../core/mail.js';
 import { publicJobId } from '../core/queue.js';
+import { LOST_WITH_REDIS, recordInterruption } from '../jobs/index.js';
 import type { PostgresqlServer, RootServer, StagingInstance } from '../generated/prisma/client.js';
 import {
   basePathOf,
@@ -177,11 +178,14 @@ export function createStagingService(ctx: AppContext) {
         `Staging copy ${name} requested (${url}); it is dropped on ${expires.toISOString().slice(0, 10)}.`,
         userId,
       );
-      return ctx.queues.enqueue(stagingJobs.staging_create, {
+      const jobId = await ctx.queues.enqueue(stagingJobs.staging_create, {
         staging_instance_id: row.id,
         user_id: userId,
         notify_customer: notifyCustomer,
       });
+      // Recorded, so a copy whose job Redis lost is found (failLost) instead of creating for ever.
+      await db.stagingInstance.update({ where: { id: row.id }, data: { job_id: jobId } });
+      return jobId;
     },
 
     async list(subscriptionId: number) {
@@ -253,7 +257,12 @@ export function createStagingService(ctx: AppContext) {
           session.close();
         }
         await insideTenant(ctx.secretBox, pg, copy, neutralized, tenant);
-        await db.stagingInstance.update({ where: { id: row.id }, data: { state: 'ready', error: null } });
+        // Failed meanwhile (its job recorded as lost by failLost, the copy dropped): it stays failed.
+        const ready = await db.stagingInstance.updateMany({
+          where: { id: row.id, state: 'creating' },
+          data: { state: 'ready', error: null },
+        });
+        if (ready.count === 0) throw new UserError(`Staging copy ${copy} was failed meanwhile (its job was recorded as lost)`);
         const seconds = ((Date.now() - started) / 1000).toFixed(1);
         await note(
           row.subscription_id,
@@ -272,7 +281,7 @@ export function createStagingService(ctx: AppContext) {
       } catch (err) {
         const message = (err as Error).message.slice(-4000);
         await dropCopy(row, audit).catch(() => {});
-        await db.stagingInstance.update({ where: { id: row.id }, data: { state: 'failed', error: message } });
+        await db.stagingInstance.updateMany({ where: { id: row.id, state: 'creating' }, data: { state: 'failed', error: message } });
         await note(row.subscription_id, `Staging copy ${copy} failed and was removed: ${message}`, payload.user_id);
         throw err;
       }
@@ -286,6 +295,39 @@ export function createStagingService(ctx: AppContext) {
       await db.stagingInstance.delete({ where: { id: row.id } });
       await note(row.subscription_id, `Staging copy ${row.database_name} dropped.`, payload.user_id);
       return { staging_instance_id: row.id, dropped: true };
+    },
+
+    /**
+     * Copies still `creating` whose job Redis lost (nothing would ever run it again): what was made is
+     * dropped, then the interruption is recorded (action log, chatter) and the copy is `failed`.
+     */
+    async failLost(job: Job) {
+      const audit = { user_id: null, job_id: publicJobId(job.queueName, job.id!), operation: 'create_staging' };
+      const failed: string[] = [];
+      for (const row of await db.stagingInstance.findMany({ where: { state: 'creating', job_id: { not: null } } })) {
+        if (await ctx.queues.find(row.job_id!, [stagingJobs.staging_create.queue])) continue;
+        if ((await db.stagingInstance.count({ where: { id: row.id, state: 'creating', job_id: row.job_id } })) === 0) continue;
+        const removed = await dropCopy(row, audit).then(
+          () => 'what it made was removed',
+          (err: Error) => `removing what it made failed (${err.message}): drop it`,
+        );
+        const record = { model_name: 'svc.subscription' as const, rec_id: row.subscription_id };
+        const error = `${LOST_WITH_REDIS} (job ${row.job_id})`;
+        await recordInterruption(
+          ctx,
+          { name: stagingJobs.staging_create.name, id: row.job_id!, payload: { staging_instance_id: row.id, user_id: null } },
+          {
+            record: () => record,
+            action_type: 'database',
+            onInterrupted: (tx) =>
+              tx.stagingInstance.updateMany({ where: { id: row.id, state: 'creating' }, data: { state: 'failed', error } }).then(() => {}),
+          },
+          'redis',
+        );
+        await note(row.subscription_id, `Staging copy ${row.database_name} failed: Redis lost its job ${row.job_id}; ${removed}.`, null);
+        failed.push(row.database_name);
+      }
+      return failed;
     },
 
     /** Drops the copies past their expires_at, and those of a subscription whose database was dropped (not one being made). */
