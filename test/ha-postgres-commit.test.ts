@@ -5,7 +5,9 @@
 // moment, as in a failover. The endpoint finds out which on a fresh connection once the database
 // answers again: committed → 200 and the message stored once; not committed → 503 + Retry-After
 // and the caller's retry stored once; database still away at the bound → 503 (the one case left
-// at least once).
+// at least once). The same for a call that runs a trigger_action (its Prisma transaction, found by
+// its settlement record): committed → 200, run once; not committed → 503 and the retry runs it once;
+// still away at the bound → 503, and the retry of the same delivery runs nothing.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
@@ -23,11 +25,14 @@ let ctx: AppContext;
 let app: FastifyInstance;
 let base: string;
 let hook: { token: string; rec_id: number };
+let partnerId: number;
 
 beforeAll(async () => {
   proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(databaseUrl('x')).port || 5432) });
   const url = new URL(t.ctx.config.DATABASE_URL);
   url.port = String(proxy.port);
+  // Prisma's connections carry this name (the endpoint's own pool names itself svc-webhooks first).
+  url.searchParams.set('fallback_application_name', 'svc-prisma');
   ctx = await createContext({ ...t.ctx.config, DATABASE_URL: url.toString() }, pino({ level: 'silent' }));
   app = await buildApp(ctx);
   base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -35,6 +40,7 @@ beforeAll(async () => {
   const token = randomBytes(32).toString('hex');
   await t.ctx.db.webhook.create({ data: { token, model_name: 'res.partner', rec_id: partner.id, message_type: 'notification' } });
   hook = { token, rec_id: partner.id };
+  partnerId = partner.id;
 });
 afterEach(() => proxy.restore());
 afterAll(async () => {
@@ -101,5 +107,77 @@ describe('a webhook batch whose COMMIT was sent when the connection broke', () =
     expect(answer.retryAfter).toBe('5');
     proxy.restore();
     expect(await stored('unknown at the bound')).toBe(1);
+  });
+});
+
+describe('a trigger_action call whose COMMIT was sent when the connection broke', () => {
+  /** A draft subscription and a webhook that confirms it, with a message. */
+  async function confirmingHook() {
+    const sub = await t.ctx.db.subscription.create({ data: { name: `Commit ${randomBytes(4).toString('hex')}`, partner_id: partnerId } });
+    const token = randomBytes(32).toString('hex');
+    await t.ctx.db.webhook.create({ data: { token, model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_confirm' } });
+    return { sub, token };
+  }
+  const fire = async (token: string, delivery: string) => {
+    const res = await fetch(`${base}/svc/webhook/${token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': delivery },
+      body: JSON.stringify({ message: 'Paid' }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.json() };
+  };
+  const outcome = async (id: number) => ({
+    state: (await t.ctx.db.subscription.findUniqueOrThrow({ where: { id } })).state,
+    messages: await t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: id, body: 'Paid' } }),
+  });
+  /** Fires with the relay armed to break at the next COMMIT of a Prisma connection; the database comes back `awayMs` later (never: null). */
+  async function fireBrokenAtCommit(token: string, delivery: string, how: CommitBreak, awayMs: number | null) {
+    expect((await call(`warm-up before ${delivery}`)).status).toBe(200);
+    const broke = proxy.breakAtCommit('svc-prisma', how);
+    const answer = fire(token, delivery);
+    await broke;
+    if (awayMs !== null) {
+      await sleep(awayMs);
+      proxy.restore();
+    }
+    return answer;
+  }
+
+  it('committed (the answer lost): once the database answers again the call is answered 200; the method ran once', async () => {
+    const { sub, token } = await confirmingHook();
+    const answer = await fireBrokenAtCommit(token, 'trigger-committed', 'answer-lost', 1_000);
+    expect(answer).toEqual({ status: 200, retryAfter: null, body: {} });
+    expect(await outcome(sub.id)).toEqual({ state: 'confirmed', messages: 1 });
+  });
+
+  it('not committed (the COMMIT never arrived): 503, and the retry of the delivery runs it once', async () => {
+    const { sub, token } = await confirmingHook();
+    const answer = await fireBrokenAtCommit(token, 'trigger-never', 'never-arrives', 1_000);
+    expect(answer).toEqual({ status: 503, retryAfter: '5', body: { error: 'Service unavailable: send the call again later' } });
+    expect(await outcome(sub.id)).toEqual({ state: 'draft', messages: 0 });
+    await expect.poll(async () => (await fire(token, 'trigger-never')).status, { timeout: 15_000, interval: 500 }).toBe(200);
+    expect(await outcome(sub.id)).toEqual({ state: 'confirmed', messages: 1 });
+  });
+
+  it('the COMMIT still on its way: the backend holding the transaction is ended first; 503, and the retry runs it once', async () => {
+    const { sub, token } = await confirmingHook();
+    const answer = await fireBrokenAtCommit(token, 'trigger-held', 'held', 1_000);
+    expect(answer.status).toBe(503);
+    await expect.poll(() => proxy.holdsCommit(), { timeout: 5_000, interval: 50 }).toBe(false);
+    proxy.releaseHeldCommit();
+    expect(await outcome(sub.id)).toEqual({ state: 'draft', messages: 0 });
+    await expect.poll(async () => (await fire(token, 'trigger-held')).status, { timeout: 15_000, interval: 500 }).toBe(200);
+    expect(await outcome(sub.id)).toEqual({ state: 'confirmed', messages: 1 });
+  });
+
+  it('the database still away at the bound: 503; it had committed, and the retry of the same delivery runs nothing (200)', async () => {
+    const { sub, token } = await confirmingHook();
+    const answer = await fireBrokenAtCommit(token, 'trigger-unknown', 'answer-lost', null);
+    expect(answer.status).toBe(503);
+    proxy.restore();
+    expect(await outcome(sub.id)).toEqual({ state: 'confirmed', messages: 1 });
+    await expect.poll(async () => (await fire(token, 'trigger-unknown')).status, { timeout: 15_000, interval: 500 }).toBe(200);
+    expect(await outcome(sub.id)).toEqual({ state: 'confirmed', messages: 1 });
   });
 });

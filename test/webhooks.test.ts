@@ -286,6 +286,35 @@ describe('POST /svc/webhook/<token>', () => {
     expect(t.ctx.logText()).toMatch(/confirm needs draft.*"trigger_action":"action_confirm","msg":"webhook call failed"/);
   });
 
+  it('a trigger_action delivery sent again (same Idempotency-Key or X-GitHub-Delivery) runs once: the retry answers 200 and runs nothing', async () => {
+    const sub = await newSubscription('draft');
+    const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id, trigger_action: 'action_confirm' });
+    const first = await fire(hook.token, { message: 'Paid' }, { 'idempotency-key': 'pay-1' });
+    expect(first.statusCode, first.body).toBe(200);
+    // The caller did not hear the 200 (or sent it twice): the same delivery again.
+    const again = await fire(hook.token, { message: 'Paid' }, { 'idempotency-key': 'pay-1' });
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json()).toEqual({});
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).state).toBe('confirmed');
+    expect((await messagesOf('svc.subscription', sub.id)).map((m) => m.body)).toEqual(['Paid']);
+
+    // A git host's delivery header names it as well; another delivery runs (and confirming twice fails: 500).
+    const other = await newSubscription('draft');
+    const gitHook = await createWebhook({ model_name: 'svc.subscription', rec_id: other.id, trigger_action: 'action_confirm' });
+    expect((await fire(gitHook.token, { message: 'push' }, { 'x-github-delivery': 'd8a3c0e2-1' })).statusCode).toBe(200);
+    expect((await fire(gitHook.token, { message: 'push' }, { 'x-github-delivery': 'd8a3c0e2-1' })).statusCode).toBe(200);
+    expect((await fire(gitHook.token, { message: 'push' }, { 'x-github-delivery': 'd8a3c0e2-2' })).statusCode).toBe(500);
+    expect((await messagesOf('svc.subscription', other.id)).map((m) => m.body)).toEqual(['push']);
+
+    // A delivery id that is no id: 400, nothing runs.
+    const third = await newSubscription('draft');
+    const hook3 = await createWebhook({ model_name: 'svc.subscription', rec_id: third.id, trigger_action: 'action_confirm' });
+    const bad = await fire(hook3.token, { message: 'x' }, { 'idempotency-key': 'two words' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toMatch(/^Invalid delivery id/);
+    expect((await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: third.id } })).state).toBe('draft');
+  });
+
   it('500 when the target record is gone, or the stored trigger_action is not in the registry; nothing runs', async () => {
     const sub = await newSubscription('draft');
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
@@ -452,12 +481,15 @@ describe('call log, counters, retention', () => {
     expect((await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json().call_count).toBe(200);
   });
 
-  it('the daily retention job deletes calls older than webhook_call_log_days and keeps the counters', async () => {
+  it('the daily retention job deletes calls and delivery records older than webhook_call_log_days and keeps the counters', async () => {
     const sub = await newSubscription();
     const hook = await createWebhook({ model_name: 'svc.subscription', rec_id: sub.id });
     await t.ctx.db.$executeRaw`
       INSERT INTO webhook_calls (webhook_id, called_at, status, duration_ms, source_ip, body_size)
       SELECT ${hook.id}, now() - make_interval(days => d), 200, 1, '192.0.2.1', 10 FROM generate_series(1, 30) d`;
+    await t.ctx.db.$executeRaw`
+      INSERT INTO webhook_deliveries (webhook_id, delivery, created_at)
+      SELECT ${hook.id}, 'd' || d, now() - make_interval(days => d) FROM generate_series(1, 30) d`;
     await request(t.app, t.as.admin, { method: 'PATCH', url: '/api/v1/settings', payload: { webhook_call_log_days: 7 } });
     const before = (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
     expect(before.call_count).toBe(30);
@@ -475,6 +507,7 @@ describe('call log, counters, retention', () => {
     }
     const remaining = await t.ctx.db.webhookCall.findMany({ where: { webhook_id: hook.id } });
     expect(remaining).toHaveLength(6); // 1..6 days old
+    expect(await t.ctx.db.webhookDelivery.count({ where: { webhook_id: hook.id } })).toBe(6);
     const after = (await request(t.app, t.as.admin, { method: 'GET', url: `/api/v1/webhooks/${hook.id}` })).json();
     expect(after.call_count).toBe(30);
     expect(after.last_called_at).toBe(before.last_called_at);

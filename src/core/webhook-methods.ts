@@ -21,19 +21,29 @@ const WEBHOOK_TRANSACTION = { maxWait: 10_000, timeout: 60_000 } as const;
 
 /**
  * Runs a method in one transaction together with `steps` (checks before it, the message after
- * it), then the work the method left for after the commit.
+ * it), then the work the method left for after the commit. `committed`: asked when the transaction
+ * failed, whether it committed all the same (a COMMIT whose answer was lost); if so, it is taken
+ * as done and the work after the commit runs.
  */
 export async function runWebhookMethod(
   db: Db,
   call: { method: WebhookMethod; recId: number; payload: unknown },
-  steps: { before?: (tx: DbTx) => Promise<unknown>; after?: (tx: DbTx) => Promise<unknown> } = {},
+  steps: {
+    before?: (tx: DbTx) => Promise<unknown>;
+    after?: (tx: DbTx) => Promise<unknown>;
+    committed?: (err: unknown) => Promise<boolean>;
+  } = {},
 ): Promise<void> {
   const afterCommit: (() => Promise<unknown>)[] = [];
-  await db.$transaction(async (tx) => {
-    await steps.before?.(tx);
-    await call.method(call.recId, { tx, payload: call.payload, afterCommit: (fn) => afterCommit.push(fn) });
-    await steps.after?.(tx);
-  }, WEBHOOK_TRANSACTION);
+  try {
+    await db.$transaction(async (tx) => {
+      await steps.before?.(tx);
+      await call.method(call.recId, { tx, payload: call.payload, afterCommit: (fn) => afterCommit.push(fn) });
+      await steps.after?.(tx);
+    }, WEBHOOK_TRANSACTION);
+  } catch (err) {
+    if (!(await steps.committed?.(err))) throw err;
+  }
   for (const fn of afterCommit) await fn();
 }
 

@@ -15,12 +15,15 @@
 // without trigger nor message does nothing to its record, so it does not read it (like the
 // reference's browse(), which never fails).
 // A trigger_action runs in a Prisma interactive transaction, as the method registry's contract
-// requires (`{ tx }`), with the message posted in the same transaction.
+// requires (`{ tx }`), with the message posted in the same transaction, and a settlement record
+// (webhook_deliveries: the caller's delivery id or one of svc's own) written first in it: a retry of
+// a delivery already stored runs nothing (200), and a COMMIT whose answer was lost is settled by
+// looking for that record (commit-outcome.ts), as a message batch is.
 // Contention. A call never updates the webhook's own row: 50 concurrent calls of one webhook
 // updating a counter there would queue on its row lock, one commit after the other. The call log
 // is append-only; call_count and last_called_at are derived from it when read, and the daily
 // retention job folds the calls it deletes into the stored counters in the same transaction.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -33,7 +36,8 @@ import { MessageType, type NewMessage, postMessage, type Subtype, SUBTYPES } fro
 import type { ModelName, ModelRegistry } from '../core/models.js';
 import { assertRecordExists } from './webhook-service.js';
 import { createMessageWriter, type MessageWriter } from './webhook-message.js';
-import { findWebhookMethod, runWebhookMethod, type WebhookMethodTable } from '../core/webhook-methods.js';
+import { findWebhookMethod, runWebhookMethod, type WebhookMethod, type WebhookMethodTable } from '../core/webhook-methods.js';
+import { commitOutcome, type HeldTransaction } from './commit-outcome.js';
 import type { Registry } from '../feature.js';
 import { createWebhookCache, type WebhookCache, type WebhookDefinition } from './webhook-cache.js';
 import { createWebhookCallLog, type WebhookCallLog } from './webhook-call-log.js';
@@ -63,6 +67,8 @@ export interface WebhookCallRequest {
   rawBody: Buffer | undefined;
   /** The X-Hub-Signature-256 header. */
   signature: string | string[] | undefined;
+  /** The caller's id of this delivery (Idempotency-Key, else X-GitHub-Delivery): its retries carry the same. */
+  delivery?: string | string[] | undefined;
   sourceIp: string;
 }
 
@@ -121,6 +127,26 @@ function signatureMatches(secret: string, rawBody: Buffer, header: string | stri
 
 class CallRefused extends Error {}
 
+/** A retry of a delivery whose call was stored before: nothing runs, the answer is 200 again. */
+class AlreadyStored extends Error {}
+
+/** A delivery id as a caller may send it: 1 to 200 visible ASCII characters. */
+const DELIVERY = /^[\x21-\x7e]{1,200}$/;
+
+function deliveryOf(header: string | string[] | undefined): string | null {
+  if (header === undefined) return null;
+  if (typeof header !== 'string' || !DELIVERY.test(header)) {
+    throw new CallRefused('Invalid delivery id: Idempotency-Key (or X-GitHub-Delivery) is 1 to 200 visible ASCII characters');
+  }
+  return header;
+}
+
+/** The settlement record as its INSERT answered it, with the transaction that holds it. */
+interface StoredDelivery extends HeldTransaction {
+  id: string;
+  created_at: string;
+}
+
 function summary(err: unknown): string {
   const ours = err instanceof AppError || err instanceof CallRefused;
   const text = err instanceof Error ? `${ours ? '' : `${err.name}: `}${err.message}` : String(err);
@@ -135,10 +161,55 @@ export interface WebhookCallDeps {
   messages: MessageWriter;
   methods: WebhookMethodTable;
   models: ModelRegistry;
+  /** Connection settings for settling a trigger_action's lost COMMIT on fresh connections. */
+  settle: pg.ClientConfig;
 }
 
 function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'log'>, deps: WebhookCallDeps) {
   const { cache, callLog, messages, methods, models } = deps;
+
+  /**
+   * The method, the message and the settlement record in one transaction. A delivery stored before
+   * (its record there) runs nothing. A transaction that failed with the database away after its
+   * record was written is looked for (the COMMIT may have been sent): found, the call is done.
+   */
+  async function runTrigger(
+    hook: WebhookDefinition,
+    method: WebhookMethod,
+    payload: unknown,
+    msg: NewMessage | null,
+    delivery: string | null,
+  ) {
+    const key = delivery ?? `svc:${randomUUID()}`;
+    let stored: StoredDelivery | undefined;
+    await runWebhookMethod(
+      ctx.db,
+      { method, recId: hook.rec_id, payload },
+      {
+        before: async (tx) => {
+          [stored] = await tx.$queryRaw<StoredDelivery[]>`
+            INSERT INTO webhook_deliveries (webhook_id, delivery) VALUES (${hook.id}, ${key})
+            ON CONFLICT (webhook_id, delivery) DO NOTHING
+            RETURNING id::text AS id, created_at::text AS created_at, pg_backend_pid() AS pid, xid(pg_current_xact_id())::text AS xid`;
+          if (!stored) throw new AlreadyStored();
+          await assertRecordExists(models, tx, hook.model_name, hook.rec_id);
+        },
+        after: async (tx) => {
+          if (msg) await postMessage(tx, msg);
+        },
+        committed: async (err) => {
+          if (!stored || err instanceof AlreadyStored || !unavailable(err)) return false;
+          const there = {
+            text: 'SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1::bigint AND created_at = $2::timestamp) AS there',
+            values: [stored.id, stored.created_at],
+          };
+          return (await commitOutcome(deps.settle, stored, there)) === 'committed';
+        },
+      },
+    ).catch((err: unknown) => {
+      if (!(err instanceof AlreadyStored)) throw err;
+    });
+  }
 
   async function run(hook: WebhookDefinition, req: WebhookCallRequest): Promise<void> {
     const raw = req.rawBody ?? Buffer.alloc(0);
@@ -176,18 +247,10 @@ function createWebhookCallService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'lo
           };
 
     if (hook.trigger_action) {
+      const delivery = deliveryOf(req.delivery);
       const method = findWebhookMethod(methods, hook.model_name, hook.trigger_action);
       if (!method) throw new Error(`${hook.model_name}.${hook.trigger_action} is not callable by webhooks`);
-      await runWebhookMethod(
-        ctx.db,
-        { method, recId: hook.rec_id, payload: json },
-        {
-          before: (tx) => assertRecordExists(models, tx, hook.model_name, hook.rec_id),
-          after: async (tx) => {
-            if (msg) await postMessage(tx, msg);
-          },
-        },
-      );
+      await runTrigger(hook, method, json, msg, delivery);
       return;
     }
 
@@ -267,7 +330,14 @@ export async function openWebhookEndpoint(
   const callLog = createWebhookCallLog(pool, ctx.log);
   const messages = createMessageWriter(pool);
   return {
-    calls: createWebhookCallService(ctx, { cache, callLog, messages, methods: registry.webhookMethods, models: registry.models }),
+    calls: createWebhookCallService(ctx, {
+      cache,
+      callLog,
+      messages,
+      methods: registry.webhookMethods,
+      models: registry.models,
+      settle: pool.options,
+    }),
     flushCallLog: callLog.flush,
     async close() {
       await messages.close();

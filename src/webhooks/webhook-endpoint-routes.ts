@@ -42,7 +42,9 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
         summary: 'Call a webhook',
         description:
           "Runs the webhook's trigger_action on its record and posts `message` to the record's chatter. The token in the path is the secret. " +
-          'When the webhook has a signing secret, X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body> is required.',
+          'When the webhook has a signing secret, X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body> is required. ' +
+          'A call that runs a trigger_action may name its delivery (Idempotency-Key, else X-GitHub-Delivery: 1 to 200 visible ASCII characters): ' +
+          'a retry of a delivery already stored runs nothing and answers 200.',
       },
       config: {
         ...config,
@@ -64,7 +66,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
             200: { description: 'Done: trigger_action called (if any) and message posted (if any), as one transaction', body: DONE },
             400: {
               description:
-                'Nothing ran: "Unknown webhook" (no active webhook has this token), "Invalid signature", "Invalid body: …" ' +
+                'Nothing ran: "Unknown webhook" (no active webhook has this token), "Invalid signature", "Invalid body: …", "Invalid delivery id: …" ' +
                 '(not a JSON object, wrong types, message too long) or "Bad request" (e.g. a body over 1 MiB; an oversized call to ' +
                 'an unknown token must not answer differently from any other)',
               body: callError('Unknown webhook'),
@@ -89,6 +91,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
         token: req.params.token,
         rawBody: Buffer.isBuffer(req.body) ? req.body : undefined,
         signature: req.headers['x-hub-signature-256'],
+        delivery: req.headers['idempotency-key'] ?? req.headers['x-github-delivery'],
         sourceIp: clientIp(req),
       });
       // The body is returned, not `reply.send()`: an async handler that returns the reply makes its

@@ -1,7 +1,8 @@
 // Retention of the webhook call log: a daily job deletes calls older than
 // settings.webhook_call_log_days, in batches, each batch folding the calls it deletes into the
 // webhook's stored call_count / last_called_at in the same transaction (nothing is counted twice
-// or lost when it is interrupted).
+// or lost when it is interrupted). The trigger_action calls' delivery records go after the same
+// days: a delivery sent again later than that runs again.
 import type { AppContext } from '../context.js';
 import { featureJobs } from '../feature.js';
 import { webhookJobs } from './webhook-job-specs.js';
@@ -9,7 +10,7 @@ import { webhookJobs } from './webhook-job-specs.js';
 const BATCH = 10_000;
 const SCHEDULER_ID = 'prune_webhook_calls';
 
-async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: number; deleted: number }> {
+async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: number; deleted: number; deliveries_deleted: number }> {
   const { webhook_call_log_days: days } = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
   let deleted = 0;
   for (;;) {
@@ -27,7 +28,19 @@ async function pruneWebhookCalls(db: AppContext['db']): Promise<{ days: number; 
       )
       SELECT (SELECT count(*) FROM gone)::int AS deleted`;
     deleted += row!.deleted;
-    if (row!.deleted < BATCH) return { days, deleted };
+    if (row!.deleted < BATCH) return { days, deleted, deliveries_deleted: await pruneDeliveries(db, days) };
+  }
+}
+
+async function pruneDeliveries(db: AppContext['db'], days: number): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const n = await db.$executeRaw`
+      DELETE FROM webhook_deliveries WHERE id IN (
+        SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => ${days}) ORDER BY id LIMIT ${BATCH}
+      )`;
+    deleted += n;
+    if (n < BATCH) return deleted;
   }
 }
 

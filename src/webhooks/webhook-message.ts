@@ -18,12 +18,12 @@
 // transaction, then reads whether its rows are there: there → the batch succeeded; not there →
 // the connection error (503, the caller's retry is then stored once); still unknown → the same
 // 503 (docs/high-availability.md, "A call whose COMMIT's answer was lost").
-import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { messageRow, type NewMessage } from '../core/chatter.js';
 import { isDatabaseUnavailable } from '../core/db.js';
 import type { ModelInfo } from '../core/models.js';
 import { numberArray, textArray } from '../core/pg-arrays.js';
+import { commitOutcome } from './commit-outcome.js';
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js';
 
 export interface MessageRow {
@@ -105,7 +105,11 @@ export async function insertMessagesIfRecordsExist(pool: pg.Pool, rows: MessageR
     // Nothing inserted, nothing to find out; a COMMIT refused by a live server (an error answer,
     // no broken connection) is known not to have committed.
     if (!(commitSent && batch && batch.ids.length > 0 && isDatabaseUnavailable(err, { fromPg: true }))) throw err;
-    if ((await commitOutcome(pool.options, batch)) !== 'committed') throw err;
+    const there = {
+      text: 'SELECT EXISTS (SELECT 1 FROM messages WHERE id = ANY($1::int[]) AND created_at = $2::timestamp) AS there',
+      values: [batch.ids, batch.created_at],
+    };
+    if ((await commitOutcome(pool.options, batch, there)) !== 'committed') throw err;
   }
   const done = new Set(batch!.ns);
   return rows.map((_, i) => done.has(i + 1));
@@ -154,61 +158,6 @@ interface InsertedBatch {
   created_at: string;
   pid: number;
   xid: string;
-}
-
-/** How long a batch whose COMMIT's answer was lost waits at most to find out whether it committed. */
-export const COMMIT_CHECK_MS = 5_000;
-const CHECK_TIMEOUT_MS = 1_000;
-const CHECK_PAUSE_MS = 200;
-
-/**
- * Whether a batch whose COMMIT was sent when its connection broke committed, read on fresh
- * connections until the database answers (a primary: a standby may not have replayed it yet) or
- * COMMIT_CHECK_MS have passed ('unknown'). The old backend may still hold the transaction (the
- * COMMIT unread in its socket, or being written): it is ended first, so what is read is final
- * (ended before its commit record, the transaction aborts; after, it is committed). It is found by
- * pid and xid together, so another backend is never ended; after a failover it is not there.
- * Rows are matched by id and created_at, so a row the new primary gave a reused id is not taken
- * for one of the batch's.
- */
-export async function commitOutcome(
-  config: pg.ClientConfig,
-  batch: Pick<InsertedBatch, 'ids' | 'created_at' | 'pid' | 'xid'>,
-  boundMs = COMMIT_CHECK_MS,
-): Promise<'committed' | 'absent' | 'unknown'> {
-  const deadline = Date.now() + boundMs;
-  while (Date.now() < deadline) {
-    const client = new pg.Client({
-      ...config,
-      pipeline: false, // one query at a time, as written below (the pool's options may ask for it)
-      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
-      query_timeout: CHECK_TIMEOUT_MS,
-      statement_timeout: CHECK_TIMEOUT_MS,
-    });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      const { rows: held } = await client.query(
-        `SELECT pg_terminate_backend(pid, ${CHECK_TIMEOUT_MS / 2}) FROM pg_stat_activity WHERE pid = $1 AND backend_xid = $2::xid`,
-        [batch.pid, batch.xid],
-      );
-      if (held.length > 0) continue; // ended, or ending: looked at again
-      const {
-        rows: [seen],
-      } = await client.query<{ primary: boolean; there: boolean }>(
-        `SELECT NOT pg_is_in_recovery() AS primary,
-           EXISTS (SELECT 1 FROM messages WHERE id = ANY($1::int[]) AND created_at = $2::timestamp) AS there`,
-        [batch.ids, batch.created_at],
-      );
-      if (seen!.primary) return seen!.there ? 'committed' : 'absent';
-    } catch {
-      // Not answering yet: tried again after a pause.
-    } finally {
-      await client.end().catch(() => {});
-    }
-    await sleep(Math.min(CHECK_PAUSE_MS, Math.max(0, deadline - Date.now())));
-  }
-  return 'unknown';
 }
 
 export type MessageWriter = ReturnType<typeof createMessageWriter>;
