@@ -4,15 +4,21 @@
 // tenant's own SQL makes fail during the copy leaves the instance where it was, open and answering;
 // a move keeps every record and file written before it, the customer signs in at the new place
 // with the same password, the old copy stays closed until its keep period ends and is dropped then;
-// move_back brings it home with what was written after the move.
-// Odoo's ports: 19100 (host A) and 19150 (host B) for the first source, 19200/19250 for the second.
+// move_back brings it home with what was written after the move. A file Odoo removed after the first
+// filestore pass is removed from the new filestore too (the move held at its freeze by a lock on the
+// database's row, the file removed meanwhile). Between two hosts of one PostgreSQL server (A and C)
+// the database is not copied: a move that fails in the freeze leaves the instance answering on A, a
+// move and its move_back keep the same database (its oid), and the keep periods that end drop only
+// the old host's filestore, never the database.
+// Odoo's ports: 19100 (host A), 19150 (host B) and 19125 (host C) for the first source, 19200/19250/19225 for the second.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
-import { adminQuery } from '../test/helpers/pg.js';
+import { adminQuery, databaseUrl } from '../test/helpers/pg.js';
 import { type LocalCluster, startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { freePort } from '../test/helpers/sshd.js';
@@ -41,7 +47,8 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => cluster?.stop());
 
-describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 19150 + 100 * i })))('move on Odoo $name', (src) => {
+const ports = (i: number) => ({ portA: 19100 + 100 * i, portB: 19150 + 100 * i, portC: 19125 + 100 * i });
+describe.each(sources.map((s, i) => ({ ...s, ...ports(i) })))('move on Odoo $name', (src) => {
   test('refusals, a failed move that changes nothing, a move and a move back that keep every record and file', async () => {
     const version = await f.newVersion({
       name: `${src.name}-move`,
@@ -78,7 +85,11 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
 
     const database = `svc_odoo_m_c${src.series}_${Date.now().toString(36)}`;
     const email = `move-${src.series}-${Date.now()}@example.com`;
-    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    const partner = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/partners',
+      payload: { name: 'Jane', email },
+    });
     const created = await request(f.t.app, f.t.as.operator, {
       method: 'POST',
       url: '/api/v1/subscriptions',
@@ -115,6 +126,8 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     mkdirSync(`${small}/data`, { recursive: true });
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', `${small}/data`]);
     try {
+      // Full: no filestore fits (the database goes to the second cluster's disk, measured apart).
+      execFileSync('sh', ['-c', `dd if=/dev/zero of=${small}/data/fill bs=4k 2>/dev/null; true`]);
       const {
         id: _id,
         uuid: _uuid,
@@ -170,9 +183,39 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'Before the move']]])).toBe(1);
     await queryIn(database, 'DROP TABLE public.svc_pinned; DROP FUNCTION public.svc_here(int)');
 
-    // The move.
-    const moved = await run('move', { root_server_id: hostB });
+    // The move, held at its freeze (after the first filestore pass) by a lock on the database's row
+    // in pg_database, while Odoo removes a file as its garbage collection would.
+    await rpc(src.portA, database, uid, 'ir.attachment', 'create', [{ name: 'gone.txt', datas: Buffer.from('gone').toString('base64') }]);
+    const [gone] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'gone.txt'");
+    const baseA = (await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: hostA } })).odoo_base_path ?? f.base;
+    const holder = new pg.Client({ connectionString: databaseUrl('postgres') });
+    await holder.connect();
+    let moved: Awaited<ReturnType<typeof run>>;
+    try {
+      await holder.query(`BEGIN; ALTER DATABASE "${database}" WITH CONNECTION LIMIT -1`);
+      const started = await act('move', { root_server_id: hostB });
+      expect(started.statusCode, started.body).toBe(202);
+      await expect
+        .poll(
+          async () =>
+            (
+              await adminQuery(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER DATABASE%' AND query LIKE $1",
+                [`%"${database}"%CONNECTION LIMIT 0%`],
+              )
+            ).length,
+          { timeout: 5 * 60_000, interval: 200 },
+        )
+        .toBe(1);
+      await queryIn(database, "DELETE FROM ir_attachment WHERE name = 'gone.txt'");
+      rmSync(`${baseA}/data/filestore/${database}/${gone!.store_fname}`);
+      await holder.query('ROLLBACK');
+      moved = await waitForJob(f.t.app, f.t.as.operator, started.json().job_id, 10 * 60_000);
+    } finally {
+      await holder.end();
+    }
     expect(moved.state, JSON.stringify(moved)).toBe('completed');
+    expect(existsSync(`${baseB}/data/filestore/${database}/${gone!.store_fname}`)).toBe(false);
     const r = moved.result as { freeze_seconds: number; postgresql_server_id: number; root_server_id: number };
     expect(r).toMatchObject({ postgresql_server_id: pgB, root_server_id: hostB });
     expect(r.freeze_seconds).toBeGreaterThan(0);
@@ -221,5 +264,47 @@ describe.each(sources.map((s, i) => ({ ...s, portA: 19100 + 100 * i, portB: 1915
     expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'After the move']]])).toBe(1);
     const noneLeft = await act('move_back');
     expect(noneLeft.statusCode, noneLeft.body).toBe(409);
+
+    // Host C reads the databases of A's PostgreSQL server: the database is not copied, only served
+    // by C as its own role. A move that fails in the freeze (C cannot take the credentials file)
+    // leaves it answering on A: A's credentials file is written back, the database opened again.
+    const baseC = `${f.base}/host-c-${src.series}`;
+    const hostC = await setup(f.pgServerId, src.portC, baseC);
+    const oidOf = async () =>
+      (await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [database]))[0]?.oid;
+    const oid = await oidOf();
+    const blocker = `${baseC}/config/tenant-roles/${database}.svc-new`;
+    mkdirSync(blocker, { recursive: true });
+    const refused = await run('move', { root_server_id: hostC });
+    expect(refused.state).toBe('failed');
+    rmdirSync(blocker);
+    expect(await oidOf()).toBe(oid);
+    expect(await adminQuery('SELECT datallowconn, datconnlimit FROM pg_database WHERE datname = $1', [database])).toEqual([
+      { datallowconn: true, datconnlimit: -1 },
+    ]);
+    expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'After the move']]])).toBe(1);
+    expect(existsSync(`${baseC}/data/filestore/${database}`)).toBe(false);
+
+    const toC = await run('move', { root_server_id: hostC });
+    expect(toC.state, JSON.stringify(toC)).toBe('completed');
+    expect(toC.result).toMatchObject({ postgresql_server_id: f.pgServerId, root_server_id: hostC });
+    expect(await oidOf()).toBe(oid); // the same database
+    expect(rpcResult((await jsonRpc(src.portC, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(uid);
+    await rpc(src.portC, database, uid, 'res.partner', 'create', [{ name: 'On host C' }]);
+    expect(statSync(`${baseC}/data/filestore/${database}/${stored!.store_fname}`).isFile()).toBe(true);
+    expect(existsSync(`${baseA}/config/tenant-roles/${database}`)).toBe(false); // A no longer serves it
+
+    // Home again with what was written on C; C's filestore, kept, is dropped when its keep period ends: the database stays.
+    const backFromC = await run('move_back');
+    expect(backFromC.state, JSON.stringify(backFromC)).toBe('completed');
+    expect(await oidOf()).toBe(oid);
+    expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'On host C']]])).toBe(1);
+    const [keptOnC] = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/moves` })).json().items;
+    await f.t.ctx.db.subscriptionMove.update({ where: { id: keptOnC.id }, data: { keep_until: new Date(Date.now() - 1000) } });
+    const sweep = await f.t.ctx.queues.enqueue(moveJobs.moves_sweep, { user_id: null });
+    expect((await waitForJob(f.t.app, f.t.as.operator, sweep, 5 * 60_000)).state).toBe('completed');
+    expect(existsSync(`${baseC}/data/filestore/${database}`)).toBe(false);
+    expect(await oidOf()).toBe(oid);
+    expect(await rpc(src.portA, database, uid, 'res.partner', 'search_count', [[['name', '=', 'On host C']]])).toBe(1);
   });
 });

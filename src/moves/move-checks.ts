@@ -1,14 +1,17 @@
 // Whether a subscription can move where it is asked to (409 naming why otherwise): a running
-// instance on an Odoo host, to another host that runs the same Odoo version on another PostgreSQL
-// server, where no database has its name and the host has room for it.
+// instance on an Odoo host, to another host that runs the same Odoo version, where no database has
+// its name (on another PostgreSQL server) and there is room for it: the host's disk for the
+// filestore, the PostgreSQL server's for the database. Two hosts of one PostgreSQL server share
+// the database itself: only a database with a role of its own moves between them.
 import type { AppContext } from '../context.js';
+import { type DiskSpace, diskSpaceScript, parseDiskSpace } from '../core/disk-space.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer, SubscriptionMove } from '../generated/prisma/client.js';
 import { basePathOf, filestorePath, onServer, PLACEMENT_INCLUDE, placementOf, runOnOdooHost } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
-import { findDatabase } from '../postgresql/index.js';
+import { dataDiskOf, findDatabase } from '../postgresql/index.js';
 import type { Usage } from '../subscriptions/index.js';
-import { filestoreBytesScript, freeBytesScript } from './move-scripts.js';
+import { filestoreBytesScript } from './move-scripts.js';
 
 /** Room asked on the target beyond the instance's size (its database is rebuilt there, with indexes). */
 const HEADROOM = 1.5;
@@ -83,14 +86,27 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
   const { sub, from } = await movableFrom(ctx, id);
   const to = await targetOf(ctx, target, from.host.odoo_version_id);
   if (to.host.id === from.host.id) throw new ConflictError(`Subscription ${id} is already on root server ${to.host.id}`);
-  if (to.pg.id === from.pg.id) {
-    throw new ConflictError(
-      `Root server ${to.host.id} uses PostgreSQL server ${to.pg.id}, where the database already is: a move goes to another PostgreSQL server (two Odoo hosts of one server each own their databases)`,
-    );
-  }
   if (to.host.odoo_version_id !== from.host.odoo_version_id) {
     throw new ConflictError(
       `Root server ${to.host.id} runs another Odoo version than root server ${from.host.id}, where the instance runs`,
+    );
+  }
+  if (!back) {
+    // Its files there are the old copy, dropped when its keep period ends: only move_back goes there meanwhile.
+    const kept = await ctx.db.subscriptionMove.findFirst({
+      where: { subscription_id: id, state: 'done', old_dropped_at: null, from_root_server_id: to.host.id },
+    });
+    if (kept) {
+      throw new ConflictError(
+        `Root server ${to.host.id} keeps the old copy of move ${kept.id} until ${kept.keep_until?.toISOString().slice(0, 10)}: move_back goes there`,
+      );
+    }
+  }
+  // Two hosts of one server: the database stays as it is, served by the other host as its own role.
+  const sameServer = to.pg.id === from.pg.id;
+  if (sameServer && !(sub.database_role && sub.database_role_password)) {
+    throw new ConflictError(
+      `Subscription ${id}'s database has no role of its own (setup_odoo on root server ${from.host.id} gives its tenants theirs): root server ${to.host.id} could not serve it from the same PostgreSQL server ${to.pg.id}`,
     );
   }
   const name = sub.database_name;
@@ -100,7 +116,7 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
       const { rows } = await q('SELECT pg_catalog.pg_database_size($1)::text AS size', [name]);
       return Number(rows[0]!.size);
     }),
-    onServer(ctx.secretBox, to.pg, (q) => findDatabase(q, name)),
+    sameServer ? null : onServer(ctx.secretBox, to.pg, (q) => findDatabase(q, name)),
   ]);
   const kept = back && taken?.oid === back.from_database_oid && taken.systemIdentifier === back.from_system_identifier;
   if (taken && !kept) throw new ConflictError(`PostgreSQL server ${to.pg.id} already has a database named ${name}`);
@@ -109,15 +125,49 @@ export async function checkMove(ctx: Ctx, id: number, target: Target, userId: nu
     Number(
       await runOnOdooHost(ctx, from.host, checks, filestoreBytesScript(filestorePath(basePathOf(ctx.config, from.host), name)), STEP_MS),
     );
-  const dataDir = odooLayout(basePathOf(ctx.config, to.host), to.host.odoo_http_port).dataDir;
-  const free = Number(await runOnOdooHost(ctx, to.host, checks, freeBytesScript(dataDir), STEP_MS));
-  const needed = Math.ceil((dbBytes + fileBytes) * HEADROOM);
-  if (!(free >= needed)) {
-    throw new ConflictError(
-      `Root server ${to.host.id} has no room: ${gb(free)} free in ${dataDir}, the instance needs ${gb(needed)} (${gb(dbBytes + fileBytes)} and a margin)`,
+  await checkRoom(ctx, { ...to, dataDir: odooLayout(basePathOf(ctx.config, to.host), to.host.odoo_http_port).dataDir }, checks, {
+    dbBytes: sameServer ? 0 : dbBytes,
+    fileBytes,
+  });
+  return { sub, ends: { from, to } satisfies MoveEnds, sizeBytes: dbBytes + fileBytes };
+}
+
+/**
+ * Room for the copy, 1.5 times what goes there: the filestore on the target host's disk, the
+ * database on the disk where the target PostgreSQL server keeps its data (measured by the server
+ * itself); both on one disk of one machine, their sum there. No database copy, no database room.
+ */
+async function checkRoom(
+  ctx: Ctx,
+  to: { host: RootServer; pg: PostgresqlServer; dataDir: string },
+  checks: { user_id: number | null; operation: string },
+  size: { dbBytes: number; fileBytes: number },
+) {
+  const host = parseDiskSpace(await runOnOdooHost(ctx, to.host, checks, diskSpaceScript(to.dataDir), STEP_MS));
+  let pg: DiskSpace | null = null;
+  if (size.dbBytes > 0) {
+    pg = await onServer(ctx.secretBox, to.pg, dataDiskOf).catch((err: Error) => {
+      throw new ConflictError(
+        `PostgreSQL server ${to.pg.id}: the room where it keeps its data could not be measured (${err.message}); a move asks its administrator role to be a superuser, which runs df there (COPY FROM PROGRAM)`,
+      );
+    });
+  }
+  const oneDisk = pg !== null && pg.fileSystem === host.fileSystem;
+  const onHost = oneDisk ? size.dbBytes + size.fileBytes : size.fileBytes;
+  const short: string[] = [];
+  const hostNeeds = Math.ceil(onHost * HEADROOM);
+  if (!(host.freeBytes >= hostNeeds)) {
+    short.push(
+      `Root server ${to.host.id} has no room: ${gb(host.freeBytes)} free in ${to.dataDir}, the ${oneDisk ? 'instance (its database on the same disk)' : 'filestore'} needs ${gb(hostNeeds)} (${gb(onHost)} and a margin)`,
     );
   }
-  return { sub, ends: { from, to } satisfies MoveEnds, sizeBytes: dbBytes + fileBytes };
+  const pgNeeds = Math.ceil(size.dbBytes * HEADROOM);
+  if (pg && !oneDisk && !(pg.freeBytes >= pgNeeds)) {
+    short.push(
+      `PostgreSQL server ${to.pg.id} has no room: ${gb(pg.freeBytes)} free where it keeps its data, the database needs ${gb(pgNeeds)} (${gb(size.dbBytes)} and a margin)`,
+    );
+  }
+  if (short.length > 0) throw new ConflictError(short.join('. '));
 }
 
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;

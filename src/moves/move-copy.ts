@@ -8,7 +8,7 @@ import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js
 import { assertTenantRole, basePathOf, createEmptyDatabase, databaseLocale, filestorePath, onServer } from '../instances/index.js';
 import { openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { dumpAndRestore, type PgConnection } from '../staging/index.js';
-import { listFilesScript, receiveScript, sendMissingScript } from './move-scripts.js';
+import { listFilesScript, listForMirrorScript, receiveScript, removeMissingScript, sendMissingScript } from './move-scripts.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Audit = { user_id: number | null; job_id: string };
@@ -47,14 +47,57 @@ export async function copyDatabase(
   return dumpAndRestore(admin, tenant, name, name, COPY_TIMEOUT_MS, ctx.config.PATH);
 }
 
+type Stream = { sendScript: string; sendStdin?: string; receiveScript: string; what: string };
+
+/**
+ * One command on the sending host piped into one on the receiving host, through the service at the
+ * receiver's pace (never more than a pipe's worth held here). Answers what each side said.
+ */
+async function streamBetween(sender: RemoteSession, receiver: RemoteSession, hosts: { from: RootServer; to: RootServer }, s: Stream) {
+  const pipe = new PassThrough();
+  const opts = { timeoutMs: COPY_TIMEOUT_MS };
+  const receiving = receiver.run(s.receiveScript, { ...opts, stdin: pipe });
+  const sending = sender.run(s.sendScript, {
+    ...opts,
+    ...(s.sendStdin === undefined ? {} : { stdin: s.sendStdin }),
+    stdoutTo: pipe,
+    label: `${s.sendScript} | (root server ${hosts.to.id}) ${s.receiveScript}`,
+  });
+  // A receiver that gives up leaves the sender writing into nothing: end it too. (One that is done
+  // leaves the archive's padding unread: the SSH client drops it once the receiver's input closed.)
+  receiving.then(
+    (r) => (r.exitCode === 0 ? undefined : sender.close()),
+    () => sender.close(),
+  );
+  const [sent, received] = await Promise.all([sending, receiving]);
+  if (sent.exitCode !== 0 || received.exitCode !== 0) {
+    throw new UserError(
+      sender.mask(
+        `${s.what} (root server ${hosts.from.id} to root server ${hosts.to.id}) failed: ${sent.stderr.trim().slice(-800)} ${received.stdout.trim()} ${received.stderr.trim().slice(-800)}`,
+      ),
+    );
+  }
+  return `${sent.stderr.trim()}; ${received.stdout.trim()}`;
+}
+
 /**
  * One pass of the filestore from one host to the other: the files the target lacks, as a tar
- * stream through the service (never more than a pipe's worth held here). Answers what each side said.
+ * stream through the service. `mirror` (the last pass, in the freeze): then the files the target
+ * has and the source no longer has (Odoo removed them since the first pass) are removed there, so
+ * the new filestore is the old one's copy. Answers what each side said.
  */
-export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, name: string, audit: Audit): Promise<string> {
+export async function sendFilestore(
+  ctx: Ctx,
+  from: RootServer,
+  to: RootServer,
+  name: string,
+  audit: Audit,
+  opts: { mirror?: boolean } = {},
+): Promise<string> {
   const src = filestorePath(basePathOf(ctx.config, from), name);
   const dst = filestorePath(basePathOf(ctx.config, to), name);
   const operation = 'move';
+  const hosts = { from, to };
   const sender = await openRemoteSession(ctx, from, { ...audit, operation });
   let receiver: RemoteSession | undefined;
   try {
@@ -62,30 +105,24 @@ export async function sendFilestore(ctx: Ctx, from: RootServer, to: RootServer, 
     const have = await receiver.run(listFilesScript(dst), { timeoutMs: COPY_TIMEOUT_MS, maxOutputBytes: 512 * 1024 * 1024 });
     if (have.exitCode !== 0)
       throw new UserError(receiver.mask(`Listing ${dst} on root server ${to.id} failed: ${have.stderr.slice(-1000)}`));
-    const pipe = new PassThrough();
-    const opts = { timeoutMs: COPY_TIMEOUT_MS };
-    const receiving = receiver.run(receiveScript(dst), { ...opts, stdin: pipe });
-    const sending = sender.run(sendMissingScript(src), {
-      ...opts,
-      stdin: have.stdout,
-      stdoutTo: pipe,
-      label: `${sendMissingScript(src)} | (root server ${to.id}) ${receiveScript(dst)}`,
-    });
-    // A receiver that gives up leaves the sender writing into nothing: end it too. (One that is done
-    // leaves the archive's padding unread: the SSH client drops it once the receiver's input closed.)
-    receiving.then(
-      (r) => (r.exitCode === 0 ? undefined : sender.close()),
-      () => sender.close(),
-    );
-    const [sent, received] = await Promise.all([sending, receiving]);
-    if (sent.exitCode !== 0 || received.exitCode !== 0) {
-      throw new UserError(
-        sender.mask(
-          `Sending the filestore ${src} (root server ${from.id}) to ${dst} (root server ${to.id}) failed: ${sent.stderr.trim().slice(-800)} ${received.stdout.trim()} ${received.stderr.trim().slice(-800)}`,
-        ),
+    const said = [
+      await streamBetween(sender, receiver, hosts, {
+        sendScript: sendMissingScript(src),
+        sendStdin: have.stdout,
+        receiveScript: receiveScript(dst),
+        what: `Sending the filestore ${src} to ${dst}`,
+      }),
+    ];
+    if (opts.mirror) {
+      said.push(
+        await streamBetween(sender, receiver, hosts, {
+          sendScript: listForMirrorScript(src),
+          receiveScript: removeMissingScript(dst),
+          what: `Removing from ${dst} the files ${src} no longer has`,
+        }),
       );
     }
-    return `${sent.stderr.trim()}; ${received.stdout.trim()}`;
+    return said.join('; ');
   } finally {
     sender.close();
     receiver?.close();

@@ -1,9 +1,11 @@
 // move and move_back (DESIGN §20, docs/moves.md): a running subscription's database and filestore
 // go to another Odoo host and its PostgreSQL server. The filestore is copied while the instance
 // runs; then a freeze (the instance shows its maintenance page, the database takes no new session
-// but the administrator's), the database copied whole and the files added since, the records
-// switched in one transaction, and the instance answers on its new host. The old copy stays closed
-// for MOVE_KEEP_DAYS. A failure before the switch leaves the instance where it was, open again.
+// but the administrator's), the files added and removed since, the database copied whole, the
+// records switched in one transaction, and the instance answers on its new host. The old copy stays
+// closed for MOVE_KEEP_DAYS. A failure before the switch leaves the instance where it was, open
+// again. Between two hosts of one PostgreSQL server the database is not copied: the new host gets
+// its role's credentials in the freeze, the old one loses them, and it opens again after the switch.
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { authorOfUser } from '../core/chatter.js';
@@ -12,148 +14,31 @@ import { publicJobId } from '../core/queue.js';
 import { createDomainVerification, dnsTargetOf, hostAddresses } from '../domains/index.js';
 import type { SubscriptionMove } from '../generated/prisma/client.js';
 import {
-  basePathOf,
-  createFilestores,
-  dropDatabaseAndItsRole,
   handOverToTenantRole,
   newRolePassword,
   onServer,
-  type Query,
   removeTenantCredentials,
-  runOnOdooHost,
   tenantRoleName,
   writeTenantCredentials,
 } from '../instances/index.js';
-import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
-import { setMaintenance } from '../rollouts/index.js';
 import { createDomainLookup } from '../settings/index.js';
-import { databaseStep, lockSubscription, postAlert, postNotice } from '../subscriptions/index.js';
+import { lockSubscription } from '../subscriptions/index.js';
 import { checkMove, type MoveEnds, type Target } from './move-checks.js';
+import { type Audit, createMoveParts, sharesDatabase } from './move-parts.js';
 import { copyDatabase, createTargetDatabase, sendFilestore } from './move-copy.js';
 import { moveJobs } from './move-job-specs.js';
 
 type Payload = { move_id: number; user_id: number | null };
-type Audit = { user_id: number | null; job_id: string };
 
 const DAY_MS = 86_400_000;
 const claimOf = (moveId: number) => `move:${moveId}`;
 
 export function createMoveService(ctx: AppContext) {
   const { db } = ctx;
-  const filestores = createFilestores(ctx);
+  const { note, logged, endsOf, maintenance, setSource, recordedRole, undo, dropOldCopy, dropKept } = createMoveParts(ctx);
   const domains = createDomainVerification(ctx);
   const lookup = createDomainLookup(ctx);
-
-  /** A notice in the subscription's chatter (an alert when something went wrong), by whoever asked. */
-  const note = async (subscriptionId: number, body: string, userId: number | null, alert = false) =>
-    (alert ? postAlert : postNotice)(db, subscriptionId, body, await authorOfUser(db, userId));
-
-  /** One step of the move in the subscription's action log. */
-  const logged = <T>(move: SubscriptionMove, audit: Audit, input: string, work: () => Promise<T>) =>
-    databaseStep(db, move.subscription_id, { ...audit, operation: move.is_back ? 'move_back' : 'move' }, input, work);
-
-  async function endsOf(move: SubscriptionMove): Promise<MoveEnds> {
-    const [fromPg, fromHost, toPg, toHost] = await Promise.all([
-      db.postgresqlServer.findUniqueOrThrow({ where: { id: move.from_postgresql_server_id } }),
-      db.rootServer.findUniqueOrThrow({ where: { id: move.from_root_server_id } }),
-      db.postgresqlServer.findUniqueOrThrow({ where: { id: move.to_postgresql_server_id } }),
-      db.rootServer.findUniqueOrThrow({ where: { id: move.to_root_server_id } }),
-    ]);
-    return { from: { pg: fromPg, host: fromHost }, to: { pg: toPg, host: toHost } };
-  }
-
-  const maintenance = (host: MoveEnds['from']['host'], name: string, on: boolean, audit: Audit) =>
-    runOnOdooHost(
-      ctx,
-      host,
-      { ...audit, operation: 'move' },
-      setMaintenance(odooLayout(basePathOf(ctx.config, host), host.odoo_http_port!), name, on),
-      2 * 60_000,
-    );
-
-  /** Work on the source database, once it is known to be the subscription's own (cluster and oid). */
-  async function onSource<T>(move: SubscriptionMove, ends: MoveEnds, work: (q: Query) => Promise<T>) {
-    const sub = await db.subscription.findUniqueOrThrow({ where: { id: move.subscription_id } });
-    return onServer(ctx.secretBox, ends.from.pg, async (q) => {
-      const found = await findDatabase(q, move.database_name);
-      const own =
-        found &&
-        found.oid === (move.from_database_oid ?? sub.database_oid) &&
-        found.systemIdentifier === (move.from_system_identifier ?? sub.database_system_identifier);
-      if (!own)
-        throw new UserError(
-          `Database ${move.database_name} on ${ends.from.pg.ip}:${ends.from.pg.port} is not the subscription's own: nothing was done`,
-        );
-      return work(q);
-    });
-  }
-
-  const setSource = (move: SubscriptionMove, ends: MoveEnds, audit: Audit, options: string, terminate: boolean) => {
-    const alter = `ALTER DATABASE ${quoteIdent(move.database_name)} WITH ${options}`;
-    return logged(move, audit, terminate ? `${alter}; end its sessions` : alter, () =>
-      onSource(move, ends, async (q) => {
-        await q(alter);
-        if (!terminate) return options;
-        const { rows } = await q(
-          'SELECT count(pg_catalog.pg_terminate_backend(pid))::int AS n FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
-          [move.database_name],
-        );
-        return `${options}; ${rows[0]!.n} session(s) ended`;
-      }),
-    );
-  };
-
-  /**
-   * Takes away what a run made on the target (database, filestore: only when it made them, and never
-   * a database a subscription records as its own) and opens the source again.
-   */
-  async function undo(move: SubscriptionMove, ends: MoveEnds, audit: Audit, madeTarget: boolean) {
-    const done: string[] = [];
-    const attempt = async (what: string, work: () => Promise<unknown>) => {
-      try {
-        await work();
-      } catch (err) {
-        done.push(`${what} failed: ${(err as Error).message}`);
-      }
-    };
-    const drop = `DROP DATABASE ${quoteIdent(move.database_name)} WITH (FORCE)`;
-    if (madeTarget) {
-      await attempt('Dropping the copy on the target', () =>
-        logged(move, audit, `${drop} -- on ${ends.to.pg.ip}:${ends.to.pg.port}`, () =>
-          onServer(ctx.secretBox, ends.to.pg, async (q) => {
-            const found = await findDatabase(q, move.database_name);
-            if (!found) return 'none there';
-            const owned = await db.subscription.count({
-              where: { database_system_identifier: found.systemIdentifier, database_oid: found.oid },
-            });
-            if (owned > 0) return 'left: a subscription records it as its own';
-            await q(drop);
-            await q(`DROP ROLE IF EXISTS ${quoteIdent(tenantRoleName(found))}`);
-            return 'dropped';
-          }),
-        ),
-      );
-      await attempt('Removing the filestore copy', () =>
-        filestores.remove(ends.to.host, move.database_name, { ...audit, operation: 'move' }),
-      );
-      await attempt("Removing the copy's credentials file", () =>
-        removeTenantCredentials(ctx, ends.to.host, move.database_name, { ...audit, operation: 'move' }),
-      );
-    }
-    await attempt('Opening the database again', () => setSource(move, ends, audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT -1', false));
-    await attempt('Clearing the maintenance flag', () => maintenance(ends.from.host, move.database_name, false, audit));
-    return done;
-  }
-
-  /** A move back: the copy the earlier move kept is stale (the instance changed since): dropped first. */
-  async function dropKept(move: SubscriptionMove, audit: Audit) {
-    const earlier = await db.subscriptionMove.findFirst({
-      where: { subscription_id: move.subscription_id, state: 'done', old_dropped_at: null, id: { lt: move.id } },
-      orderBy: { id: 'desc' },
-    });
-    if (earlier) await dropOldCopy(earlier, audit);
-  }
 
   /**
    * The empty copy on the target gets a role of its own (instances' tenant-role.ts) before anything is
@@ -170,6 +55,32 @@ export function createMoveService(ctx: AppContext) {
     );
     await writeTenantCredentials(ctx, ends.to.host, move.database_name, { role, password }, { ...audit, operation: 'move' });
     return { role, sealed: await ctx.secretBox.encrypt(password) };
+  }
+
+  /** The empty database on the target, owned by a role of its own; `made` is told once it exists (this move's to undo). */
+  async function copyTarget(move: SubscriptionMove, ends: MoveEnds, audit: Audit, made: () => void) {
+    const hostRole = ends.to.host.odoo_db_user!;
+    const taken = await onServer(ctx.secretBox, ends.to.pg, (q) => findDatabase(q, move.database_name));
+    if (taken) throw new UserError(`PostgreSQL server ${ends.to.pg.id} already has a database named ${move.database_name}`);
+    made();
+    await logged(
+      move,
+      audit,
+      `CREATE DATABASE ${quoteIdent(move.database_name)} OWNER ${quoteIdent(hostRole)} -- on ${ends.to.pg.ip}:${ends.to.pg.port}`,
+      () => createTargetDatabase(ctx, ends.from.pg, ends.to.pg, move.database_name, hostRole),
+    );
+    return ownRoleOf(move, ends, hostRole, audit);
+  }
+
+  /**
+   * Two hosts of one server, in the freeze (the database closed): the old host's Odoo no longer
+   * finds the database's role (nor lists it: none of its crons runs there), the new one's does. The
+   * database itself stays as it is; it opens again after the switch.
+   */
+  async function handOverHost(move: SubscriptionMove, ends: MoveEnds, own: { role: string; sealed: string }, audit: Audit) {
+    const password = (await ctx.secretBox.reveal(own.sealed))!;
+    await removeTenantCredentials(ctx, ends.from.host, move.database_name, { ...audit, operation: 'move' });
+    await writeTenantCredentials(ctx, ends.to.host, move.database_name, { role: own.role, password }, { ...audit, operation: 'move' });
   }
 
   async function switchOver(move: SubscriptionMove, ends: MoveEnds, frozenAt: number, own: { role: string; sealed: string }) {
@@ -206,9 +117,19 @@ export function createMoveService(ctx: AppContext) {
   /** After the switch: the old copy closed, the domains sent to the new host, the claim ended. Each is told, none undoes the move. */
   async function finish(move: SubscriptionMove, ends: MoveEnds, audit: Audit, started: number) {
     const problems: string[] = [];
-    await setSource(move, ends, audit, 'ALLOW_CONNECTIONS false CONNECTION LIMIT 0', true).catch((err: Error) =>
-      problems.push(`The old copy could not be closed: ${err.message}`),
-    );
+    const shared = sharesDatabase(move);
+    if (shared) {
+      // The same database, served by the new host now. Not opened: the move stays unfinished and the sweep finishes it.
+      await setSource(move, ends, audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT -1', false).catch(async (err: Error) => {
+        const body = `Moved to root server ${ends.to.host.id}, but its database could not be opened again: ${err.message} The move is finished at the next look (every 10 minutes).`;
+        await note(move.subscription_id, body, audit.user_id, true);
+        throw err;
+      });
+    } else {
+      await setSource(move, ends, audit, 'ALLOW_CONNECTIONS false CONNECTION LIMIT 0', true).catch((err: Error) =>
+        problems.push(`The old copy could not be closed: ${err.message}`),
+      );
+    }
     let dnsTarget = `A/AAAA: the addresses of ${ends.to.host.ip}`;
     dnsTarget = await hostAddresses(lookup, ends.to.host, {
       model_name: 'svc.root.server',
@@ -235,38 +156,14 @@ export function createMoveService(ctx: AppContext) {
     });
     const body = [
       `Moved to root server ${ends.to.host.id} and PostgreSQL server ${ends.to.pg.id} (closed for ${done.freeze_seconds!.toFixed(1)} s).`,
-      `The old copy on PostgreSQL server ${ends.from.pg.id} and root server ${ends.from.host.id} is kept closed until ${keepUntil.toISOString().slice(0, 10)} (move_back until then).`,
+      shared
+        ? `The database stays where it was; its old filestore on root server ${ends.from.host.id} is kept until ${keepUntil.toISOString().slice(0, 10)} (move_back until then).`
+        : `The old copy on PostgreSQL server ${ends.from.pg.id} and root server ${ends.from.host.id} is kept closed until ${keepUntil.toISOString().slice(0, 10)} (move_back until then).`,
       ...rehomed,
       ...problems,
     ].join(' ');
     await note(move.subscription_id, body, audit.user_id, problems.length > 0);
     return done;
-  }
-
-  /** Drops a done move's old copy (database by identity, filestore, maintenance flag). */
-  async function dropOldCopy(move: SubscriptionMove, audit: Audit) {
-    const ends = await endsOf(move);
-    const drop = `DROP DATABASE ${quoteIdent(move.database_name)} WITH (FORCE)`;
-    await logged(move, audit, `${drop} -- the old copy on ${ends.from.pg.ip}:${ends.from.pg.port}`, () =>
-      onServer(ctx.secretBox, ends.from.pg, async (q) => {
-        const found = await findDatabase(q, move.database_name);
-        if (!found) return 'already gone';
-        if (found.oid !== move.from_database_oid || found.systemIdentifier !== move.from_system_identifier) {
-          return `left: the database named ${move.database_name} there now is not the old copy`;
-        }
-        await dropDatabaseAndItsRole(q, move.database_name);
-        return 'dropped';
-      }),
-    );
-    await filestores.remove(ends.from.host, move.database_name, { ...audit, operation: 'move' });
-    await removeTenantCredentials(ctx, ends.from.host, move.database_name, { ...audit, operation: 'move' });
-    await maintenance(ends.from.host, move.database_name, false, audit);
-    await db.subscriptionMove.update({ where: { id: move.id }, data: { old_dropped_at: new Date() } });
-    await note(
-      move.subscription_id,
-      `The old copy of ${move.database_name} on PostgreSQL server ${ends.from.pg.id} was dropped.`,
-      audit.user_id,
-    );
   }
 
   /** Records the move and claims the subscription for it (nothing else runs on it meanwhile), then queues the job. */
@@ -334,19 +231,8 @@ export function createMoveService(ctx: AppContext) {
           if (madeTarget) await undo(move, ends, audit, true);
           if (move.is_back) await dropKept(move, audit);
           await step('copy', 5);
-          const role = { user: ends.to.host.odoo_db_user!, password: ends.to.host.odoo_db_password };
-          madeTarget = false;
-          const taken = await onServer(ctx.secretBox, ends.to.pg, (q) => findDatabase(q, move!.database_name));
-          if (taken) throw new UserError(`PostgreSQL server ${ends.to.pg.id} already has a database named ${move.database_name}`);
-          madeTarget = true;
-          await logged(
-            move,
-            audit,
-            `CREATE DATABASE ${quoteIdent(move.database_name)} OWNER ${quoteIdent(role.user)} -- on ${ends.to.pg.ip}:${ends.to.pg.port}`,
-            () => createTargetDatabase(ctx, ends.from.pg, ends.to.pg, move!.database_name, role.user),
-          );
-          const own = await ownRoleOf(move, ends, role.user, audit);
-          const restoreAs = { user: own.role, password: own.sealed };
+          madeTarget = sharesDatabase(move);
+          const own = madeTarget ? await recordedRole(move) : await copyTarget(move, ends, audit, () => (madeTarget = true));
           await logged(move, audit, `filestore of ${move.database_name}: first pass to root server ${ends.to.host.id}`, () =>
             sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit),
           );
@@ -354,15 +240,21 @@ export function createMoveService(ctx: AppContext) {
           const frozenAt = Date.now();
           await maintenance(ends.from.host, move.database_name, true, audit);
           await setSource(move, ends, audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT 0', true);
+          // The files before the database: the target's Odoo cannot have written any of its own yet.
           await logged(
             move,
             audit,
-            `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${restoreAs.user} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
-            () => copyDatabase(ctx, ends.from.pg, ends.to.pg, restoreAs, move!.database_name),
+            `filestore of ${move.database_name}: last pass to root server ${ends.to.host.id}, and what the old one removed`,
+            () => sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit, { mirror: true }),
           );
-          await logged(move, audit, `filestore of ${move.database_name}: last pass to root server ${ends.to.host.id}`, () =>
-            sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit),
-          );
+          if (sharesDatabase(move)) await handOverHost(move, ends, own, audit);
+          else
+            await logged(
+              move,
+              audit,
+              `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${own.role} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
+              () => copyDatabase(ctx, ends.from.pg, ends.to.pg, { user: own.role, password: own.sealed }, move!.database_name),
+            );
           await step('switch', 90);
           move = await switchOver(move, ends, frozenAt, own);
         } catch (err) {

@@ -12,6 +12,7 @@ export const postgresql: Feature = {
 // What other features use from this one: they import it from here, never from the files.
 export { SYSTEM_DATABASES, clusterIdentifier, findDatabase, ownDatabase, sameDatabase } from './database-identity.js';
 export type { DatabaseIdentity, FoundDatabase } from './database-identity.js';
+export { dataDiskOf } from './data-disk.js';
 export { connectPostgresqlServer, quoteIdent } from './postgresql-connection.js';
 export type { PostgresqlServerRecord } from './postgresql-connection.js';
 export { sessionOptions } from './session-settings.js';

@@ -1,20 +1,24 @@
 // A second PostgreSQL cluster of this machine (trust on 127.0.0.1), run as the postgres OS user in a
 // temp dir with Debian's newest server programs (scripts/prerequisites.sh installs them): the other
-// end of a move in the real-Odoo suite and bench:move.
+// end of a move in the real-Odoo suite and bench:move. `tmpfsMb`: its data on a file system of its
+// own that size, which fillDisk() fills up to a few bytes (a server without room).
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statfsSync } from 'node:fs';
 import pg from 'pg';
 
 export interface LocalCluster {
   port: number;
   query<R extends pg.QueryResultRow>(database: string, sql: string, params?: unknown[]): Promise<R[]>;
+  /** Fills its tmpfs (tmpfsMb) but `leaveBytes`. */
+  fillDisk(leaveBytes: number): void;
   stop(): void;
 }
 
-export function startLocalCluster(port: number): LocalCluster {
+export function startLocalCluster(port: number, opts: { tmpfsMb?: number } = {}): LocalCluster {
   const versions = readdirSync('/usr/lib/postgresql').filter((v) => existsSync(`/usr/lib/postgresql/${v}/bin/initdb`));
   const bin = `/usr/lib/postgresql/${versions.sort((a, b) => Number(b) - Number(a))[0]}/bin`;
   const dir = mkdtempSync('/tmp/svc-pg-local-');
+  if (opts.tmpfsMb) execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${opts.tmpfsMb}m`, 'tmpfs', dir]);
   execFileSync('chown', ['postgres:postgres', dir]);
   const as = (cmd: string, args: string[]) => execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'pipe' });
   as(`${bin}/initdb`, ['-D', `${dir}/data`, '-U', 'postgres', '-A', 'trust', '--no-sync']);
@@ -38,10 +42,15 @@ export function startLocalCluster(port: number): LocalCluster {
         await client.end();
       }
     },
+    fillDisk(leaveBytes) {
+      const { bavail, bsize } = statfsSync(dir);
+      execFileSync('fallocate', ['-l', String(Math.max(0, bavail * bsize - leaveBytes)), `${dir}/filler`]);
+    },
     stop() {
       try {
         as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-m', 'immediate', 'stop']);
       } finally {
+        if (opts.tmpfsMb) execFileSync('umount', ['-l', dir]);
         rmSync(dir, { recursive: true, force: true });
       }
     },
