@@ -130,13 +130,13 @@ class CallRefused extends Error {}
 /** A retry of a delivery whose call was stored before: nothing runs, the answer is 200 again. */
 class AlreadyStored extends Error {}
 
-/** A delivery id as a caller may send it: 1 to 200 visible ASCII characters. */
-const DELIVERY = /^[\x21-\x7e]{1,200}$/;
+/** A delivery id as a caller may send it: 1 to 255 visible ASCII characters (as the API's Idempotency-Key). */
+const DELIVERY = /^[\x21-\x7e]{1,255}$/;
 
 function deliveryOf(header: string | string[] | undefined): string | null {
   if (header === undefined) return null;
   if (typeof header !== 'string' || !DELIVERY.test(header)) {
-    throw new CallRefused('Invalid delivery id: Idempotency-Key (or X-GitHub-Delivery) is 1 to 200 visible ASCII characters');
+    throw new CallRefused('Invalid delivery id: Idempotency-Key (or X-GitHub-Delivery) is 1 to 255 visible ASCII characters');
   }
   return header;
 }

@@ -43,7 +43,7 @@ export async function registerWebhookEndpoint(parent: FastifyInstance, service: 
         description:
           "Runs the webhook's trigger_action on its record and posts `message` to the record's chatter. The token in the path is the secret. " +
           'When the webhook has a signing secret, X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body> is required. ' +
-          'A call that runs a trigger_action may name its delivery (Idempotency-Key, else X-GitHub-Delivery: 1 to 200 visible ASCII characters): ' +
+          'A call that runs a trigger_action may name its delivery (Idempotency-Key, else X-GitHub-Delivery: 1 to 255 visible ASCII characters): ' +
           'a retry of a delivery already stored runs nothing and answers 200.',
       },
       config: {
