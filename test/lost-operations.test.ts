@@ -180,7 +180,12 @@ describe('a staging copy whose job Redis lost', () => {
       expect(said).toContainEqual(`Staging copy ${copy} failed: Redis lost its job ${jobId}; what it made was removed.`);
 
       // A second sweep finds nothing more; the failed copy can be dropped as usual.
-      const again = await waitForJob(t.app, t.as.operator, await t.ctx.queues.enqueue(stagingJobs.staging_expire, { user_id: null }), 120_000);
+      const again = await waitForJob(
+        t.app,
+        t.as.operator,
+        await t.ctx.queues.enqueue(stagingJobs.staging_expire, { user_id: null }),
+        120_000,
+      );
       expect(again.result).toMatchObject({ lost: [] });
     } finally {
       await dropDatabase(copy);

@@ -57,6 +57,7 @@ describe('Redis restarted empty', () => {
       'lifecycle/trial-lifecycle',
       'maintenance/collect-usage',
       'maintenance/monitor-log-retention',
+      'maintenance/odoo-lost-setups',
       'maintenance/prune_webhook_calls',
       'maintenance/standby-pool',
       'maintenance/verify-domains',

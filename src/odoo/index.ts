@@ -1,9 +1,13 @@
 // Odoo on the hosts: the versions svc installs, and the root server actions that install, run and
-// report Odoo (setup_odoo, restart_odoo, stop_odoo, odoo_status).
+// report Odoo (setup_odoo, restart_odoo, stop_odoo, odoo_status); Odoo started again when a host is
+// back online (onMonitorPoll) and set-ups whose job Redis lost failed (a schedule).
 import type { AppContext } from '../context.js';
 import type { FastifyInstance } from 'fastify';
 import type { Feature } from '../feature.js';
+import { odooJobs } from './odoo-job-specs.js';
 import { odooJobHandlers } from './odoo-jobs.js';
+import { LOST_SETUPS_EVERY_MS } from './odoo-lost-setups.js';
+import { startOdooWhenBackOnline } from './odoo-recovery.js';
 import { registerOdooHostRoutes } from './odoo-routes.js';
 import { odooVersionModel } from './odoo-version-models.js';
 import { registerOdooVersionRoutes } from './odoo-version-routes.js';
@@ -16,6 +20,9 @@ export const odoo: Feature = {
     registerOdooHostRoutes(app, ctx);
   },
   jobs: odooJobHandlers,
+  onMonitorPoll: startOdooWhenBackOnline,
+  schedules: (ctx: AppContext) =>
+    ctx.queues.schedule('odoo-lost-setups', { every: LOST_SETUPS_EVERY_MS }, odooJobs.odoo_lost_setups, { user_id: null }),
 };
 
 // What other features use from this one.
@@ -26,5 +33,5 @@ export { geventPortOf, odooLayout, PYTHON } from './odoo-layout.js';
 export type { OdooLayout } from './odoo-layout.js';
 export { createOdooService } from './odoo-service.js';
 export { loadOdooHost } from './odoo-store.js';
-export { odooJobs } from './odoo-job-specs.js';
+export { odooJobs };
 export { createTemplateBuilder } from './odoo-template-build.js';

@@ -28,6 +28,14 @@ export const odooJobs = defineJobs({
   }),
   odoo_restart: job({ queue: 'odoo', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
   odoo_stop: job({ queue: 'odoo', payload: onServer, key: perServer, afterCrash: 'interrupt' }),
+  // Starts the host's Odoo again when it should run and does not: the host came back online after it
+  // was offline (a reboot without systemd), or odoo_status found it stopped (odoo-recovery.ts).
+  odoo_start_again: job({
+    queue: 'odoo',
+    payload: onServer.extend({ reason: z.enum(['back_online', 'status']) }),
+    key: perServer,
+    afterCrash: 'interrupt',
+  }),
   odoo_build_template: job({
     queue: 'odoo',
     payload: onTemplate.extend({ modules: z.array(moduleName).min(1).max(200) }),
@@ -35,4 +43,6 @@ export const odooJobs = defineJobs({
     afterCrash: 'interrupt',
   }),
   odoo_update_template: job({ queue: 'odoo', payload: onTemplate, key: perTemplate, afterCrash: 'interrupt' }),
+  // Every 10 minutes: a setup_odoo whose job Redis lost left its server installing; it is failed (odoo-lost-setups.ts).
+  odoo_lost_setups: job({ queue: 'maintenance', payload: z.object({ ...requestedBy }), key: () => 'all', afterCrash: 'rerun' }),
 });

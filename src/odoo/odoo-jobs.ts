@@ -6,6 +6,7 @@ import { postMessage } from '../core/chatter.js';
 import type { Interruptions } from '../core/jobs.js';
 import { featureJobs } from '../feature.js';
 import { odooJobs } from './odoo-job-specs.js';
+import { failLostSetups } from './odoo-lost-setups.js';
 import { createOdooService } from './odoo-service.js';
 import { createOdooSetup } from './odoo-setup.js';
 import { createTemplateBuilder } from './odoo-template-build.js';
@@ -38,6 +39,7 @@ const interruptions: Interruptions<typeof odooJobs, AppContext> = {
   odoo_setup: serverInterrupted,
   odoo_restart: serverInterrupted,
   odoo_stop: serverInterrupted,
+  odoo_start_again: serverInterrupted,
   // The database may be half-built: the next build refuses to overwrite it, and says so.
   odoo_build_template: { record: onTemplate, action_type: 'database' },
   // The template may be half-updated: its safety copy stays recorded, and the next update puts it back first.
@@ -76,6 +78,8 @@ export const odooJobHandlers = featureJobs(
       odoo_setup: (payload, job) => told(ctx, 'setup_odoo', payload.root_server_id, () => setup(payload, job)),
       odoo_restart: (payload, job) => told(ctx, 'restart_odoo', payload.root_server_id, () => service.restart(payload, job)),
       odoo_stop: (payload, job) => told(ctx, 'stop_odoo', payload.root_server_id, () => service.stop(payload, job)),
+      odoo_start_again: (payload, job) => told(ctx, 'Starting Odoo again', payload.root_server_id, () => service.startAgain(payload, job)),
+      odoo_lost_setups: () => failLostSetups(ctx),
       odoo_build_template: (payload, job) =>
         told(ctx, 'build', payload.database_template_id, () => templates.build(payload, job), 'svc.database.template'),
       odoo_update_template: (payload, job) =>

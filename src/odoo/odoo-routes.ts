@@ -43,6 +43,12 @@ const statusOut = z.object({
   odoo_state: z.enum(OdooState),
   http_port: z.number().int(),
   service: z.enum(['running', 'stopped']),
+  start_job_id: z
+    .string()
+    .nullable()
+    .describe(
+      'The odoo_start_again job queued because the service was stopped while odoo_state is running (a reboot without systemd, a crash); null otherwise (stop_odoo is never undone)',
+    ),
   healthy: z.boolean().describe('/web/health answered 200 on the host'),
   health: z.string().describe("/web/health's answer, or why there was none"),
   routing_loaded: z
@@ -118,7 +124,8 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
       }),
       odoo_status: action({
         summary: 'Read the state of Odoo on a root server',
-        description: "Its health (/web/health on the host), the version it runs, its workers and its processes' memory.",
+        description:
+          "Its health (/web/health on the host), the version it runs, its workers and its processes' memory. A service found stopped while odoo_state is running is started again by a job (start_job_id).",
         response: statusOut,
         run: ({ id, user }) => service.status(id, user.id),
       }),

@@ -248,11 +248,35 @@ export function serviceFileTarget(l: OdooLayout, systemd: boolean) {
 
 const pidFile = (l: OdooLayout) => q(`${l.runDir}/pid`);
 
+/**
+ * True when the process `$var` (a shell variable's name) lives and is this service's supervisor. After
+ * a reboot the pid file names a pid the kernel may have given to another process: never "running",
+ * never signalled.
+ */
+const supervisorAlive = (l: OdooLayout, v: string) =>
+  `[ -n "$${v}" ] && kill -0 "$${v}" 2>/dev/null && tr '\\0' ' ' < /proc/"$${v}"/cmdline 2>/dev/null | grep -qF -- ${q(l.runScript)}`;
+
 /** Prints "running" when the service runs, else "stopped". */
 export function serviceRunning(l: OdooLayout): string {
   return [
     `if ${USE_SYSTEMD}; then systemctl is-active --quiet ${q(l.service)} && echo running || echo stopped; exit 0; fi`,
-    `if [ -f ${pidFile(l)} ] && kill -0 "$(cat ${pidFile(l)})" 2>/dev/null; then echo running; else echo stopped; fi`,
+    `sup=$(cat ${pidFile(l)} 2>/dev/null); if ${supervisorAlive(l, 'sup')}; then echo running; else echo stopped; fi`,
+  ].join('\n');
+}
+
+/**
+ * startService, only when the service should run and does not (a reboot without systemd, a crash):
+ * prints "running" when it runs, "disabled" when stop_odoo stopped it (the unit disabled, the
+ * supervisor's flag removed), and starts it otherwise. One script: a stop on the host between the
+ * check and the start is not undone.
+ */
+export function startIfStopped(l: OdooLayout, port: number): string {
+  return [
+    `state=$(${serviceRunning(l).replaceAll('\n', '; ')})`,
+    'if [ "$state" = running ]; then echo running; exit 0; fi',
+    `if ${USE_SYSTEMD}; then systemctl is-enabled --quiet ${q(l.service)} || { echo disabled; exit 0; }`,
+    `elif [ ! -f ${q(`${l.runDir}/enabled`)} ]; then echo disabled; exit 0; fi`,
+    startService(l, port),
   ].join('\n');
 }
 
@@ -263,7 +287,7 @@ function stopSupervisedFunction(l: OdooLayout): string {
     `  rm -f ${q(`${l.runDir}/enabled`)}`,
     `  [ -f ${pidFile(l)} ] || return 0`,
     `  pid=$(cat ${pidFile(l)})`,
-    '  if kill -0 "$pid" 2>/dev/null; then',
+    `  if ${supervisorAlive(l, 'pid')}; then`,
     // The supervisor leads its own process group: Odoo, its workers and its gevent process are in it.
     '    kill -TERM -"$pid" 2>/dev/null || kill -TERM "$pid"',
     '    i=0; while kill -0 -"$pid" 2>/dev/null && [ $i -lt 30 ]; do sleep 1; i=$((i+1)); done',
@@ -371,7 +395,7 @@ export function gracefulRestart(l: OdooLayout, port: number, seconds: number): s
     `  systemctl restart ${q(l.service)} || exit 1; echo "restarted (systemd)"; exit 0`,
     'fi',
     `old=$(cat ${pidFile(l)} 2>/dev/null || true)`,
-    'if [ -z "$old" ] || ! kill -0 "$old" 2>/dev/null; then',
+    `if ! { ${supervisorAlive(l, 'old')}; }; then`,
     startService(l, port)
       .split('\n')
       .map((line) => `  ${line}`)

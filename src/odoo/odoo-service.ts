@@ -1,10 +1,13 @@
-// restart_odoo, stop_odoo and odoo_status on a root server whose Odoo setup_odoo made.
+// restart_odoo, stop_odoo and odoo_status on a root server whose Odoo setup_odoo made, and the start
+// again of one found stopped while it should run (odoo-recovery.ts).
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { publicJobId } from '../core/queue.js';
 import { openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { type OdooLayout, odooLayout } from './odoo-layout.js';
-import { gracefulRestart, logTail, routingProbe, startService, statusScript, stopService } from './odoo-scripts.js';
+import { postMessage } from '../core/chatter.js';
+import { gracefulRestart, logTail, routingProbe, startIfStopped, startService, statusScript, stopService } from './odoo-scripts.js';
+import { queueStartAgain, START_AGAIN_WHY, shouldRun, type StartAgainReason } from './odoo-recovery.js';
 import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
 import { basePathOf } from '../instances/index.js';
@@ -32,6 +35,17 @@ export function createOdooService(ctx: AppContext) {
     return { loaded: false, said };
   }
 
+  /** Runs a start script (startService's path); a failure marks the server `failed` with its output. */
+  async function runStart(session: RemoteSession, script: string, port: number, id: number, userId: number | null) {
+    const started = await session.run(script, { timeoutMs: STEP_TIMEOUT_MS });
+    if (started.exitCode !== 0) {
+      const err = `Starting Odoo on port ${port} failed: ${(started.stderr || started.stdout).trim().slice(-2000)}`;
+      await store.setState(id, { odoo_state: 'failed', odoo_error: session.mask(err) }, userId);
+      stepFailed(session, `Starting Odoo on port ${port} failed`, started);
+    }
+    return started.stdout.trim();
+  }
+
   async function withHost<T>(
     id: number,
     audit: { user_id: number | null; job_id?: string },
@@ -54,15 +68,35 @@ export function createOdooService(ctx: AppContext) {
       const jobId = publicJobId(job.queueName, job.id!);
       return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
         const l = odooLayout(basePathOf(ctx.config, server), port);
-        const started = await session.run(startService(l, port), { timeoutMs: STEP_TIMEOUT_MS });
-        if (started.exitCode !== 0) {
-          const err = `Starting Odoo on port ${port} failed: ${(started.stderr || started.stdout).trim().slice(-2000)}`;
-          await store.setState(server.id, { odoo_state: 'failed', odoo_error: session.mask(err) }, payload.user_id);
-          stepFailed(session, `Starting Odoo on port ${port} failed`, started);
-        }
+        await runStart(session, startService(l, port), port, server.id, payload.user_id);
         const health = await store.waitReady(session, l, port, server.id, payload.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, payload.user_id);
         return { odoo_state: 'running' as const, http_port: port, health };
+      });
+    },
+
+    /**
+     * odoo_start_again: starts the service the way restart_odoo does (health, then svc's routing:
+     * `failed` with the end of the log otherwise), but only while odoo_state is `running` and the
+     * host has it stopped without stop_odoo (startIfStopped); a notice in the server's chatter.
+     */
+    async startAgain(payload: Payload & { reason: StartAgainReason }, job: Job) {
+      const jobId = publicJobId(job.queueName, job.id!);
+      const server = await ctx.db.rootServer.findUnique({ where: { id: payload.root_server_id } });
+      if (!server || !shouldRun(server)) return { started: false, odoo_state: server?.odoo_state ?? null };
+      return withHost(server.id, { user_id: payload.user_id, job_id: jobId }, async (session, port) => {
+        const l = odooLayout(basePathOf(ctx.config, server), port);
+        const said = await runStart(session, startIfStopped(l, port), port, server.id, payload.user_id);
+        // Already running, or stopped by stop_odoo (its job has not recorded `stopped` yet): left as it is.
+        if (said === 'running' || said === 'disabled') return { started: false, odoo_state: server.odoo_state, service: said };
+        const health = await store.waitReady(session, l, port, server.id, payload.user_id);
+        await postMessage(ctx.db, {
+          model_name: 'svc.root.server',
+          rec_id: server.id,
+          body: `Odoo on port ${port} was not running (${START_AGAIN_WHY[payload.reason]}): started again, healthy, with svc's routing (job ${jobId}).`,
+          message_type: 'notification',
+        });
+        return { started: true, odoo_state: 'running' as const, http_port: port, health };
       });
     },
 
@@ -114,12 +148,16 @@ export function createOdooService(ctx: AppContext) {
         const http = status.processes.filter((p) => !p.gevent);
         const healthy = /^HTTP 200\b/.test(status.health);
         const routing = healthy ? await probeRouting(session, l, port, server.id, server.odoo_state, userId) : null;
+        const service = kv.get('service') === 'running' ? ('running' as const) : ('stopped' as const);
+        // Stopped while it should run (a reboot without systemd, a crash): started again by a job.
+        const startJobId = service === 'stopped' ? await queueStartAgain(ctx, server.id, 'status') : null;
         return {
           odoo_state: routing?.loaded === false && server.odoo_state === 'running' ? ('failed' as const) : server.odoo_state,
           routing_loaded: routing?.loaded ?? null,
           routing: routing?.said ?? 'not probed: Odoo is not healthy',
           http_port: port,
-          service: kv.get('service') === 'running' ? ('running' as const) : ('stopped' as const),
+          service,
+          start_job_id: startJobId,
           healthy,
           health: status.health,
           version: kv.get('version') || null,

@@ -175,7 +175,8 @@ export function createOdooSetup(ctx: AppContext) {
     const port = payload.http_port ?? server.odoo_http_port ?? ctx.config.ODOO_HTTP_PORT;
     const l = odooLayout(setupBasePath(ctx.config, server, payload.base_path), port);
     const secrets = await hostSecrets(ctx, store, server, pgServer.id);
-    await store.setState(server.id, { odoo_state: 'installing', odoo_base_path: l.base }, payload.user_id);
+    // Its job recorded with the state: a job Redis lost is found (odoo-lost-setups.ts).
+    await store.setState(server.id, { odoo_state: 'installing', odoo_base_path: l.base, odoo_job_id: jobId }, payload.user_id);
 
     const session = await openRemoteSession(ctx, server, {
       user_id: payload.user_id,
