@@ -48,6 +48,7 @@ describe('a usage round', () => {
   it('measures what psql and du report: database size, active users, limited records, filestore; a day point', async () => {
     const sub = await f.fx.deployed({ user_limit: 50, storage_limit_gb: 5, model_limits: { 'res.partner': 1000, 'crm.lead': 10 } });
     await addUsers(sub.database_name, 3);
+    await queryIn(sub.database_name, "INSERT INTO res_partner (name) SELECT 'Partner ' || g FROM generate_series(1, 5) g");
     const job = await waitForJob(
       t.app,
       t.as.user,
@@ -95,6 +96,20 @@ describe('a usage round', () => {
     }
     const filtered = await request(t.app, t.as.user, { method: 'GET', url: '/api/v1/subscriptions?usage_state=ok' });
     expect(filtered.json().items.map((s: { id: number }) => s.id)).toContain(sub.id);
+
+    // Fewer users and records later that day: the usage says so, the day keeps its highest values.
+    await queryIn(sub.database_name, "UPDATE res_users SET active = false WHERE login = 'u1@example.com'");
+    await queryIn(sub.database_name, 'DELETE FROM res_partner WHERE id > 3 AND id NOT IN (SELECT partner_id FROM res_users)');
+    await round();
+    const [{ n: fewer }] = (await queryIn<{ n: string }>(sub.database_name, 'SELECT count(*)::text AS n FROM res_partner')) as [
+      { n: string },
+    ];
+    expect(Number(fewer)).toBeLessThan(Number(n));
+    expect((await get(t, sub.id)).usage).toMatchObject({ active_users: 3, record_counts: { 'res.partner': Number(fewer) } });
+    const again = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/subscriptions/${sub.id}/usage` });
+    expect(again.json().items).toEqual([
+      expect.objectContaining({ active_users: 4, record_counts: { 'res.partner': Math.max(Number(n), Number(fewer)) } }),
+    ]);
   });
 
   it('tells a rise to warning and to exceeded once each, and again only after usage fell below 80 %', async () => {

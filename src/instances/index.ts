@@ -56,9 +56,9 @@ export {
   setCustomerPassword,
   setIdentity,
   packageParams,
-  restorePackageParams,
   setPackageLimits,
   setStorageUsed,
+  writeRoundParams,
   setSuspension,
   SVC_ADDON,
 } from './odoo-database.js';

@@ -188,19 +188,28 @@ export function setPackageLimits(query: Query, sub: PackageLimits, contact?: str
 }
 
 /**
- * Puts back the package parameters found changed inside the instance (its addon refuses the ORM, so
- * that is a tenant's SQL, or a hand edit), in one transaction. Answers what it found changed: key →
- * the value found (null: missing); empty when all were as expected.
+ * The usage round's writes, inside the caller's transaction, on ir_config_parameter locked and
+ * checked first: svc.storage_used_bytes set to `storageUsed` (null: left alone), and the package
+ * parameters found changed inside the instance put back (`expected`: as svc last wrote them; null:
+ * not checked) — its addon refuses the ORM, so that is a tenant's SQL, or a hand edit. One read of
+ * them all; a value already right is not written (an unchanged instance's round writes nothing).
+ * Answers the package parameters found changed: key → the value found (null: missing).
  */
-export function restorePackageParams(query: Query, expected: Record<string, string | null>) {
-  return transaction(query, PARAMS, async () => {
-    const { rows } = await query('SELECT key, value FROM public.ir_config_parameter WHERE key = ANY($1::text[])', [Object.keys(expected)]);
-    const found = new Map(rows.map((r) => [String(r.key), r.value === null ? null : String(r.value)]));
-    const changed: Record<string, string | null> = {};
-    for (const [key, value] of Object.entries(expected)) if ((found.get(key) ?? null) !== value) changed[key] = found.get(key) ?? null;
-    if (Object.keys(changed).length > 0) await setParams(query, Object.fromEntries(Object.keys(changed).map((k) => [k, expected[k]!])));
-    return changed;
-  });
+export async function writeRoundParams(
+  query: Query,
+  storageUsed: number | null,
+  expected: Record<string, string | null> | null,
+): Promise<Record<string, string | null>> {
+  const wanted: Record<string, string | null> = { ...expected };
+  if (storageUsed !== null) wanted['svc.storage_used_bytes'] = String(Math.round(storageUsed));
+  const keys = Object.keys(wanted);
+  if (keys.length === 0) return {};
+  await lockTenantTables(query, PARAMS, 'ROW EXCLUSIVE');
+  const { rows } = await query('SELECT key, value FROM public.ir_config_parameter WHERE key = ANY($1::text[])', [keys]);
+  const found = new Map(rows.map((r) => [String(r.key), r.value === null ? null : String(r.value)]));
+  const differs = keys.filter((k) => (found.get(k) ?? null) !== wanted[k]);
+  if (differs.length > 0) await setParams(query, Object.fromEntries(differs.map((k) => [k, wanted[k]!])));
+  return Object.fromEntries(differs.filter((k) => expected && k in expected).map((k) => [k, found.get(k) ?? null]));
 }
 
 /** What a suspended instance's page says: why, and whom to contact. */

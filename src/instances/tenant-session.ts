@@ -99,6 +99,11 @@ export interface TenantSessionOptions {
    * check run first on the maintenance connection that answers it (a subscription's, say).
    */
   identity?: DatabaseIdentity | ((maintenance: Query) => Promise<DatabaseIdentity>);
+  /**
+   * The server's maintenance connection, kept open by the caller for many tenants (a usage round):
+   * the same checks run on it, one backend fewer per tenant. None: one is opened for this work.
+   */
+  maintenance?: Query;
 }
 
 /**
@@ -112,19 +117,31 @@ export async function insideTenant<T>(
   work: (query: Query) => Promise<T>,
   opts: TenantSessionOptions,
 ): Promise<T> {
+  if (opts.maintenance) return asTenant(secretBox, server, database, work, opts, opts.maintenance);
   const admin = await connect(secretBox, server, 'postgres', `PostgreSQL at ${where(server)}`);
   try {
-    const adminQuery: Query = (sql, params) => admin.query(sql, params);
-    const identity = typeof opts.identity === 'function' ? await opts.identity(adminQuery) : opts.identity;
-    const role = opts.role?.role ?? (await databaseOwner(adminQuery, database));
-    if (!role) throw new UserError(`${opts.what}: database ${database} does not exist on ${where(server)}`);
-    await assertTenantRole(adminQuery, role, opts.what);
-    const asTenant = { ip: server.ip, port: server.port, username: role, password: opts.role?.password ?? null };
-    const client = await connect(secretBox, asTenant, database, `${opts.what} (as ${role})`);
-    return await underDeadline(client, admin, work, { ...opts, identity });
+    return await asTenant(secretBox, server, database, work, opts, (sql, params) => admin.query(sql, params));
   } finally {
     await admin.end().catch(() => {});
   }
+}
+
+/** insideTenant's work once a maintenance connection is there: the checks on it, then the tenant's session. */
+async function asTenant<T>(
+  secretBox: SecretBox,
+  server: PostgresqlServerRecord,
+  database: string,
+  work: (query: Query) => Promise<T>,
+  opts: TenantSessionOptions,
+  adminQuery: Query,
+): Promise<T> {
+  const identity = typeof opts.identity === 'function' ? await opts.identity(adminQuery) : opts.identity;
+  const role = opts.role?.role ?? (await databaseOwner(adminQuery, database));
+  if (!role) throw new UserError(`${opts.what}: database ${database} does not exist on ${where(server)}`);
+  await assertTenantRole(adminQuery, role, opts.what);
+  const asTenantRole = { ip: server.ip, port: server.port, username: role, password: opts.role?.password ?? null };
+  const client = await connect(secretBox, asTenantRole, database, `${opts.what} (as ${role})`);
+  return underDeadline(client, adminQuery, work, { ...opts, identity });
 }
 
 async function connect(secretBox: SecretBox, server: PostgresqlServerRecord, database: string, what: string) {
@@ -137,7 +154,7 @@ async function connect(secretBox: SecretBox, server: PostgresqlServerRecord, dat
 
 async function underDeadline<T>(
   client: pg.Client,
-  admin: pg.Client,
+  admin: Query,
   work: (query: Query) => Promise<T>,
   opts: TenantSessionOptions & { identity?: DatabaseIdentity },
 ) {
@@ -146,24 +163,25 @@ async function underDeadline<T>(
   // From the moment the session exists: the tenant's settings apply inside it, not to the maintenance connection.
   const timer = setTimeout(() => {
     expired = true;
-    const ended = pid === null ? Promise.resolve() : admin.query('SELECT pg_catalog.pg_terminate_backend($1)', [pid]).then(() => {});
+    const ended = pid === null ? Promise.resolve() : admin('SELECT pg_catalog.pg_terminate_backend($1)', [pid]).then(() => {});
     ended.catch(() => {}).finally(() => client.end().catch(() => {}));
   }, opts.deadlineMs);
   try {
-    // First, before any name is looked up: the tenant's role or database may set its own search_path.
-    await client.query('SET search_path = pg_catalog, pg_temp');
-    const { rows } = await client.query(
-      `SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.current_setting('is_superuser') AS superuser,
+    // One round trip, in this order: the search_path first, before any name is looked up (the
+    // tenant's role or database may set its own); who and where the session is; its deadline inside.
+    const results = (await client.query(
+      `SET search_path = pg_catalog, pg_temp;
+       SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.current_setting('is_superuser') AS superuser,
               d.oid::text AS oid, (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS cluster
-         FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()`,
-    );
-    const session = rows[0] as { pid: number; superuser: string; oid: string; cluster: string };
+         FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database();
+       SET statement_timeout = ${Math.ceil(opts.deadlineMs)}`,
+    )) as unknown as pg.QueryResult[];
+    const session = results[1]!.rows[0] as { pid: number; superuser: string; oid: string; cluster: string };
     pid = session.pid;
     if (session.superuser !== 'off') throw new UserError(`${opts.what}: the session is a superuser's; nothing was done`);
     if (opts.identity && (String(opts.identity.oid) !== session.oid || opts.identity.systemIdentifier !== session.cluster)) {
       throw new UserError(`${opts.what}: the database under that name is no longer the one the service made; nothing was done`);
     }
-    await client.query(`SET statement_timeout = ${Math.ceil(opts.deadlineMs)}`);
     return await work((sql, params) => client.query(sql, params));
   } catch (err) {
     if (expired) {

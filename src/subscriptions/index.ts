@@ -18,7 +18,7 @@ export const subscriptions: Feature = {
 // What other features use from this one: they import it from here, never from the files.
 export { databaseStep, postAlert, postNotice } from './subscription-audit.js';
 export type { Actor, StepAudit } from './subscription-audit.js';
-export { onInstance } from './subscription-database.js';
+export { onInstance, type SharedSession } from './subscription-database.js';
 export { subscriptionJobs } from './subscription-job-specs.js';
 export { createCustomerMail } from './subscription-mail.js';
 export { packageFieldsIn, packageFieldsOut } from './subscription-schemas.js';

@@ -25,7 +25,7 @@ import {
   type DatabaseIdentity,
   type FoundDatabase,
 } from '../postgresql/index.js';
-import { insideTenant, loadPlacement, LONG_STATEMENT_TIMEOUT, onServer, serverWhere } from '../instances/index.js';
+import { insideTenant, loadPlacement, LONG_STATEMENT_TIMEOUT, onServer, type Placement, serverWhere } from '../instances/index.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 
@@ -57,9 +57,9 @@ export function assertOwnDatabase(sub: Sub): asserts sub is Sub & { database_nam
  * Only a database the subscription's deployment created is ever acted on (never another database a
  * name could be set to).
  */
-export async function databaseLocation(db: Db | DbTx, sub: Sub) {
+export async function databaseLocation(db: Db | DbTx, sub: Sub, placement?: Placement) {
   assertOwnDatabase(sub);
-  const { pg: server, tenantRole } = await loadPlacement(db, sub.id);
+  const { pg: server, tenantRole } = placement ?? (await loadPlacement(db, sub.id));
   return { server, tenantRole, name: sub.database_name, where: serverWhere(server) };
 }
 
@@ -262,13 +262,26 @@ export async function dropDatabase(deps: Deps, sub: Sub, actor: Actor): Promise<
   );
 }
 
+/** What a caller working on many tenants (a usage round) has already: their placement, the server's maintenance connection. */
+export interface SharedSession {
+  placement?: Placement;
+  maintenance?: Query;
+}
+
 /**
  * Runs `work` inside the subscription's own database (Odoo's tables), once it is known to be that
  * one, as its tenant role and under the tenant deadline (see instances' tenant-session.ts).
  */
-export async function onInstance<T>(deps: InstanceDeps, sub: Sub, work: (query: Query) => Promise<T>, tx?: DbTx): Promise<T> {
-  const at = await databaseLocation(deps.db, sub);
+export async function onInstance<T>(
+  deps: InstanceDeps,
+  sub: Sub,
+  work: (query: Query) => Promise<T>,
+  tx?: DbTx,
+  shared: SharedSession = {},
+): Promise<T> {
+  const at = await databaseLocation(deps.db, sub, shared.placement);
   return insideTenant(deps.secretBox, at.server, at.name, work, {
+    maintenance: shared.maintenance,
     role: at.tenantRole,
     deadlineMs: deps.config.TENANT_DEADLINE_SECONDS * 1000,
     what: `Database ${at.name} of subscription ${sub.id}`,

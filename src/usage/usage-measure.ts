@@ -6,18 +6,10 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import {
-  basePathOf,
-  filestorePath,
-  lockTenantTables,
-  onServer,
-  restorePackageParams,
-  serverWhere,
-  setStorageUsed,
-} from '../instances/index.js';
+import { basePathOf, filestorePath, lockTenantTables, onServer, serverWhere, writeRoundParams } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
 import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
-import { onInstance } from '../subscriptions/index.js';
+import { onInstance, type SharedSession } from '../subscriptions/index.js';
 
 type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Tenant = Pick<Subscription, 'id' | 'database_name' | 'database_system_identifier' | 'database_oid'>;
@@ -74,34 +66,38 @@ const INTERNAL_USERS = `WITH RECURSIVE internal(gid) AS (
     UNION
     SELECT r.gid FROM public.res_groups_implied_rel r JOIN internal i ON r.hid = i.gid
   )
-  SELECT count(*)::int AS n FROM public.res_users u
+  SELECT count(*)::int FROM public.res_users u
    WHERE u.active AND u.id <> 1
      AND EXISTS (SELECT 1 FROM public.res_groups_users_rel m JOIN internal i ON i.gid = m.gid WHERE m.uid = u.id)`;
 /** The tables INTERNAL_USERS reads. */
 const USER_TABLES = ['res_users', 'res_groups_users_rel', 'res_groups_implied_rel', 'ir_model_data'];
 
 /**
- * Schemas that are neither Odoo's (public) nor PostgreSQL's own. Odoo makes none; a tenant's SQL
- * (a code server action) can, e.g. one named after the role it connects as, which comes before
- * public in the default search_path and can shadow Odoo's tables for code that does not name
- * public.
+ * Schemas that are neither Odoo's (public) nor PostgreSQL's own (kind 'schema'). Odoo makes none; a
+ * tenant's SQL (a code server action) can, e.g. one named after the role it connects as, which
+ * comes before public in the default search_path and can shadow Odoo's tables for code that does not
+ * name public. With them, which of the tables $1 exist in public (kind 'table'): one look.
  */
-const OTHER_SCHEMAS = `SELECT nspname::text AS name FROM pg_catalog.pg_namespace
+const SCHEMAS_AND_TABLES = `SELECT 'schema' AS kind, nspname::text AS name FROM pg_catalog.pg_namespace
   WHERE nspname NOT IN ('public', 'pg_catalog', 'information_schema', 'pg_toast')
     AND nspname !~ '^pg_(toast_)?temp_[0-9]+$'
-  ORDER BY 1`;
+  UNION ALL
+  SELECT 'table', c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = 'public' AND c.relname = ANY($1::text[])
+  ORDER BY 1, 2`;
 
 /**
  * Inside one running database: the schemas that are not Odoo's (`other_schemas`), then in one
  * read-only snapshot internal active users (INTERNAL_USERS) and the rows of each model the package
- * limits. A model
- * without a table is reported missing, not an error. The tables are locked and checked first (Odoo's
- * plain tables, no view, rule or row security that could forge a count; see tenant-session.ts).
- * `storageUsed` (database and filestore, when both were measured) is then written into the instance
- * in the same session as svc.storage_used_bytes, for svc's addon to refuse new files when full; a
- * write that fails is reported as missing `storage_used_bytes` and takes nothing else with it.
- * `expected` (the package parameters as svc last wrote them; null while a sync is pending): any
- * found changed are put back (`restored`).
+ * limits, in one statement. A model without a table is reported missing, not an error. The tables
+ * are locked and checked first (Odoo's plain tables, no view, rule or row security that could forge
+ * a count; see tenant-session.ts). Then, in a second transaction (writeRoundParams): `storageUsed`
+ * (database and filestore, when both were measured) as svc.storage_used_bytes, for svc's addon to
+ * refuse new files when full, and `expected` (the package parameters as svc last wrote them; null
+ * while a sync is pending): any found changed are put back (`restored`). A failure there is
+ * reported as missing `storage_used_bytes` (when one was to be written) and `package_params` (when
+ * checked), and takes nothing else with it. `shared`: the round's placement and maintenance connection.
+ * About a dozen statements in all: the cost of a round is mostly its round trips.
  */
 export async function instanceCounts(
   deps: Deps,
@@ -109,53 +105,55 @@ export async function instanceCounts(
   models: readonly string[],
   storageUsed: number | null = null,
   expected: Record<string, string | null> | null = null,
+  shared: SharedSession = {},
 ): Promise<InstanceCounts> {
-  return onInstance(deps, sub, async (query) => {
-    const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {}, restored: {}, other_schemas: [] };
-    const tableOf = new Map<string, string>();
-    for (const model of models) {
-      if (TABLE_OF_MODEL.test(model)) tableOf.set(model, model.replaceAll('.', '_'));
-      else counts.missing[`model:${model}`] = 'not an Odoo model name';
-    }
-    const { rows } = await query(
-      `SELECT c.relname::text AS name FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'public' AND c.relname = ANY($1::text[])`,
-      [[...tableOf.values()]],
-    );
-    const present = new Set(rows.map((r) => String(r.name)));
-    for (const [model, table] of tableOf) {
-      if (present.has(table)) continue;
-      counts.missing[`model:${model}`] = `no table ${table}`;
-      tableOf.delete(model);
-    }
-    counts.other_schemas = (await query(OTHER_SCHEMAS)).rows.map((r) => String(r.name));
-    await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    try {
-      await lockTenantTables(query, [...new Set([...USER_TABLES, ...tableOf.values()])], 'ACCESS SHARE');
-      const users = await query(INTERNAL_USERS);
-      counts.active_users = Number(users.rows[0]!.n);
-      for (const [model, table] of tableOf) {
-        const { rows: n } = await query(`SELECT count(*)::bigint::text AS n FROM public.${quoteIdent(table)}`);
-        counts.record_counts[model] = Number(n[0]!.n);
+  return onInstance(
+    deps,
+    sub,
+    async (query) => {
+      const counts: InstanceCounts = { active_users: 0, record_counts: {}, missing: {}, restored: {}, other_schemas: [] };
+      const tableOf = new Map<string, string>();
+      for (const model of models) {
+        if (TABLE_OF_MODEL.test(model)) tableOf.set(model, model.replaceAll('.', '_'));
+        else counts.missing[`model:${model}`] = 'not an Odoo model name';
       }
-      await query('COMMIT');
-    } catch (err) {
-      await query('ROLLBACK').catch(() => {});
-      throw err;
-    }
-    if (storageUsed !== null) {
-      await setStorageUsed(query, storageUsed).catch((err: Error) => {
-        counts.missing.storage_used_bytes = `svc.storage_used_bytes not written: ${err.message}`;
-      });
-    }
-    if (expected) {
-      counts.restored = await restorePackageParams(query, expected).catch((err: Error) => {
-        counts.missing.package_params = `svc.* parameters not checked: ${err.message}`;
-        return {};
-      });
-    }
-    return counts;
-  });
+      const { rows } = await query(SCHEMAS_AND_TABLES, [[...tableOf.values()]]);
+      const present = new Set(rows.filter((r) => r.kind === 'table').map((r) => String(r.name)));
+      counts.other_schemas = rows.filter((r) => r.kind === 'schema').map((r) => String(r.name));
+      for (const [model, table] of tableOf) {
+        if (present.has(table)) continue;
+        counts.missing[`model:${model}`] = `no table ${table}`;
+        tableOf.delete(model);
+      }
+      const limited = [...tableOf];
+      await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        await lockTenantTables(query, [...new Set([...USER_TABLES, ...tableOf.values()])], 'ACCESS SHARE');
+        const columns = limited.map(([, table], i) => `, (SELECT count(*) FROM public.${quoteIdent(table)})::bigint::text AS m${i}`);
+        const { rows: found } = await query(`SELECT (${INTERNAL_USERS}) AS users${columns.join('')}`);
+        counts.active_users = Number(found[0]!.users);
+        for (const [i, [model]] of limited.entries()) counts.record_counts[model] = Number(found[0]![`m${i}`]);
+        await query('COMMIT');
+      } catch (err) {
+        await query('ROLLBACK').catch(() => {});
+        throw err;
+      }
+      if (storageUsed !== null || expected) {
+        await query('BEGIN');
+        try {
+          counts.restored = await writeRoundParams(query, storageUsed, expected);
+          await query('COMMIT');
+        } catch (err) {
+          await query('ROLLBACK').catch(() => {});
+          if (storageUsed !== null) counts.missing.storage_used_bytes = `svc.storage_used_bytes not written: ${(err as Error).message}`;
+          if (expected) counts.missing.package_params = `svc.* parameters not checked: ${(err as Error).message}`;
+        }
+      }
+      return counts;
+    },
+    undefined,
+    shared,
+  );
 }
 
 /**

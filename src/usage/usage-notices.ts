@@ -6,10 +6,12 @@
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import { renderMail } from '../core/mail.js';
-import type { Subscription } from '../generated/prisma/client.js';
+import type { Partner, Settings, Subscription } from '../generated/prisma/client.js';
 import { createCustomerMail, subscriptionUrl, describeMeasure, rises, type Measure } from '../subscriptions/index.js';
 
 type UsageMail = 'usage_warning' | 'usage_exceeded' | 'usage_suspended';
+/** The partner and settings a round has read already (one read per round, not per notice). */
+type Known = { partner?: Partner; settings?: Settings };
 
 const SUBJECTS: Record<UsageMail, string> = {
   usage_warning: 'Your subscription is near its limits',
@@ -21,8 +23,8 @@ export function createUsageNotices(ctx: Pick<AppContext, 'db' | 'mailer' | 'conf
   const { db } = ctx;
   const mailCustomer = createCustomerMail(ctx);
 
-  /** The chatter note (unless the change posts its own) and the mail. */
-  async function tell(sub: Subscription, mail: UsageMail, worst: Measure | null, note = true) {
+  /** The chatter note (unless the change posts its own) and the mail. `known`: what the caller read already. */
+  async function tell(sub: Subscription, mail: UsageMail, worst: Measure | null, note = true, known: Known = {}) {
     const measure = worst ? describeMeasure(worst) : 'usage over the package limits';
     if (note)
       await postMessage(db, {
@@ -34,8 +36,8 @@ export function createUsageNotices(ctx: Pick<AppContext, 'db' | 'mailer' | 'conf
       });
     await mailCustomer(sub.id, mail, async () => {
       const [partner, settings] = await Promise.all([
-        db.partner.findUniqueOrThrow({ where: { id: sub.partner_id } }),
-        db.settings.findUniqueOrThrow({ where: { id: 1 } }),
+        known.partner ?? db.partner.findUniqueOrThrow({ where: { id: sub.partner_id } }),
+        known.settings ?? db.settings.findUniqueOrThrow({ where: { id: 1 } }),
       ]);
       const data = {
         name: partner.name,
@@ -51,7 +53,7 @@ export function createUsageNotices(ctx: Pick<AppContext, 'db' | 'mailer' | 'conf
 
   return {
     /** After a round stored `sub`'s state: tells a rise once; true when it told one. */
-    async afterRound(sub: Subscription, worst: Measure | null): Promise<boolean> {
+    async afterRound(sub: Subscription, worst: Measure | null, known: Known = {}): Promise<boolean> {
       if (sub.usage_state === 'ok') {
         if (sub.usage_notified_state !== 'ok') {
           await db.subscription.updateMany({ where: { id: sub.id, usage_state: 'ok' }, data: { usage_notified_state: 'ok' } });
@@ -64,7 +66,7 @@ export function createUsageNotices(ctx: Pick<AppContext, 'db' | 'mailer' | 'conf
         data: { usage_notified_state: sub.usage_state },
       });
       if (claimed.count !== 1) return false;
-      await tell(sub, sub.usage_state === 'exceeded' ? 'usage_exceeded' : 'usage_warning', worst);
+      await tell(sub, sub.usage_state === 'exceeded' ? 'usage_exceeded' : 'usage_warning', worst, true, known);
       return true;
     },
 

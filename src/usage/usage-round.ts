@@ -7,7 +7,8 @@
 import type { AppContext } from '../context.js';
 import { serversInMaintenance } from '../maintenance/index.js';
 import { mapLimited, withSessionLock } from '../core/session-lock.js';
-import type { Prisma, Subscription } from '../generated/prisma/client.js';
+import type pg from 'pg';
+import type { PostgresqlServer, Prisma, Subscription } from '../generated/prisma/client.js';
 import {
   postAlert,
   type Actor,
@@ -17,7 +18,8 @@ import {
   unjudgedMeasures,
   type Usage,
 } from '../subscriptions/index.js';
-import { packageParams, PLACEMENT_INCLUDE, type Placement, placementOf, TenantRefusal } from '../instances/index.js';
+import { packageParams, PLACEMENT_INCLUDE, type Placement, placementOf, type Query, TenantRefusal } from '../instances/index.js';
+import { connectPostgresqlServer } from '../postgresql/index.js';
 import { databaseSizes, filestoreSizes, instanceCounts, type Sizes } from './usage-measure.js';
 import { createUsageNotices } from './usage-notices.js';
 
@@ -30,7 +32,7 @@ const DAY_MS = 86_400_000;
 /** Database and filestore as the storage limit judges them (usage.ts); null when not both measured. */
 const storageUsed = (u: Usage) => (u.db_size_bytes !== null && !u.missing.filestore ? u.db_size_bytes + (u.filestore_bytes ?? 0) : null);
 
-type Tenant = Prisma.SubscriptionGetPayload<{ include: typeof PLACEMENT_INCLUDE }> & { place: Placement };
+type Tenant = Prisma.SubscriptionGetPayload<{ include: typeof PLACEMENT_INCLUDE & { partner: true } }> & { place: Placement };
 
 export interface RoundResult {
   skipped?: string;
@@ -57,6 +59,44 @@ function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
     else out.set(k, [item]);
   }
   return out;
+}
+
+/**
+ * One maintenance connection per PostgreSQL server, opened when first needed and kept for the round
+ * (undefined when it cannot be opened: each tenant's session then opens its own and says why).
+ */
+function maintenanceConnections(ctx: Pick<AppContext, 'secretBox'>) {
+  const open = new Map<number, Promise<Query | undefined>>();
+  const clients: pg.Client[] = [];
+  const ignore = () => {};
+  /** One statement at a time on the connection: the round's sessions take turns. */
+  const queryOf = (client: pg.Client): Query => {
+    let tail: Promise<unknown> = Promise.resolve();
+    return (sql, params) => {
+      const run = tail.then(() => client.query(sql, params));
+      tail = run.then(ignore, ignore);
+      return run;
+    };
+  };
+  return {
+    of(server: PostgresqlServer): Promise<Query | undefined> {
+      let query = open.get(server.id);
+      if (!query) {
+        query = connectPostgresqlServer(ctx.secretBox, server).then(
+          ({ client }) => {
+            clients.push(client);
+            return queryOf(client);
+          },
+          () => undefined,
+        );
+        open.set(server.id, query);
+      }
+      return query;
+    },
+    async close() {
+      await Promise.all(clients.map((c) => c.end().catch(ignore)));
+    },
+  };
 }
 
 export function createUsageRound(ctx: AppContext) {
@@ -132,33 +172,40 @@ export function createUsageRound(ctx: AppContext) {
       }),
     );
 
-    // Users and records: one connection per running database, a few at a time.
+    // Users and records: one connection per running database, a few at a time; the checks before
+    // each (its identity, its role) on one maintenance connection per server for the whole round.
     const refusedByTenant = new Set<number>();
-    await mapLimited(
-      tenants.filter((t) => t.state === 'running'),
-      INSTANCE_CONCURRENCY,
-      async (t) => {
-        try {
-          // The package as svc wrote it (svc.contact aside: a new setting reaches instances with their next sync).
-          const expected = t.instance_sync_pending_at ? null : packageParams(t);
-          const counts = await instanceCounts(
-            ctx,
-            t,
-            Object.keys((t.model_limits ?? {}) as object),
-            storageUsed(usage.get(t.id)!),
-            expected,
-          );
-          Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
-          await reportRestored(t, counts.restored);
-          await reportOtherSchemas(t, usage.get(t.id)!, counts.other_schemas, result);
-          for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
-        } catch (err) {
-          if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
-          miss(t.id, 'active_users', (err as Error).message);
-          for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
-        }
-      },
-    );
+    const maintenance = maintenanceConnections(ctx);
+    try {
+      await mapLimited(
+        tenants.filter((t) => t.state === 'running'),
+        INSTANCE_CONCURRENCY,
+        async (t) => {
+          try {
+            // The package as svc wrote it (svc.contact aside: a new setting reaches instances with their next sync).
+            const expected = t.instance_sync_pending_at ? null : packageParams(t);
+            const counts = await instanceCounts(
+              ctx,
+              t,
+              Object.keys((t.model_limits ?? {}) as object),
+              storageUsed(usage.get(t.id)!),
+              expected,
+              { placement: t.place, maintenance: await maintenance.of(t.place.pg) },
+            );
+            Object.assign(usage.get(t.id)!, { active_users: counts.active_users, record_counts: counts.record_counts });
+            await reportRestored(t, counts.restored);
+            await reportOtherSchemas(t, usage.get(t.id)!, counts.other_schemas, result);
+            for (const [measure, why] of Object.entries(counts.missing)) miss(t.id, measure, why);
+          } catch (err) {
+            if (err instanceof TenantRefusal) refusedByTenant.add(t.id);
+            miss(t.id, 'active_users', (err as Error).message);
+            for (const model of Object.keys((t.model_limits ?? {}) as object)) miss(t.id, `model:${model}`, (err as Error).message);
+          }
+        },
+      );
+    } finally {
+      await maintenance.close();
+    }
 
     for (const [id, u] of usage) if (Object.keys(u.missing).length > 0) result.missing[id] = u.missing;
     return { usage, unmeasured, withheld: withheldCounts(tenants, usage, unmeasured, refusedByTenant) };
@@ -218,25 +265,26 @@ export function createUsageRound(ctx: AppContext) {
     return withheld;
   }
 
-  /** The day's highest values (one point per subscription per day). */
-  async function recordDay(id: number, u: Usage) {
-    const date = new Date(`${u.measured_at.slice(0, 10)}T00:00:00Z`);
-    const before = await db.subscriptionUsageDay.findUnique({ where: { subscription_id_date: { subscription_id: id, date } } });
-    const max = (a: number | bigint | null | undefined, b: number | null) =>
-      a === null || a === undefined ? b : b === null ? Number(a) : Math.max(Number(a), b);
-    const counts = { ...((before?.record_counts ?? {}) as Record<string, number>) };
-    for (const [model, n] of Object.entries(u.record_counts)) counts[model] = Math.max(counts[model] ?? 0, n);
-    const data = {
-      db_size_bytes: max(before?.db_size_bytes, u.db_size_bytes),
-      filestore_bytes: max(before?.filestore_bytes, u.filestore_bytes),
-      active_users: max(before?.active_users, u.active_users),
-      record_counts: counts,
-    };
-    await db.subscriptionUsageDay.upsert({
-      where: { subscription_id_date: { subscription_id: id, date } },
-      create: { subscription_id: id, date, ...data },
-      update: data,
-    });
+  /**
+   * The day's highest values (one point per subscription per day), for every tenant of the round in
+   * one statement: a missing value keeps the day's (GREATEST ignores nulls), and each model's count
+   * is the highest of the day.
+   */
+  async function recordDays(days: { id: number; u: Usage }[]) {
+    if (days.length === 0) return;
+    const text = (n: number | null) => (n === null ? null : String(n));
+    await db.$executeRaw`
+      INSERT INTO subscription_usage_days AS d (subscription_id, date, db_size_bytes, filestore_bytes, active_users, record_counts)
+      SELECT * FROM unnest(${days.map((d) => d.id)}::int[], ${days.map((d) => d.u.measured_at.slice(0, 10))}::date[],
+                           ${days.map((d) => text(d.u.db_size_bytes))}::bigint[], ${days.map((d) => text(d.u.filestore_bytes))}::bigint[],
+                           ${days.map((d) => d.u.active_users)}::int[], ${days.map((d) => JSON.stringify(d.u.record_counts))}::jsonb[])
+      ON CONFLICT (subscription_id, date) DO UPDATE SET
+        db_size_bytes = GREATEST(d.db_size_bytes, EXCLUDED.db_size_bytes),
+        filestore_bytes = GREATEST(d.filestore_bytes, EXCLUDED.filestore_bytes),
+        active_users = GREATEST(d.active_users, EXCLUDED.active_users),
+        record_counts = d.record_counts || (
+          SELECT COALESCE(jsonb_object_agg(e.key, GREATEST(COALESCE((d.record_counts ->> e.key)::bigint, 0), e.value::bigint)), '{}'::jsonb)
+            FROM jsonb_each_text(EXCLUDED.record_counts) e)`;
   }
 
   /** Whether the platform is failing this tenant (or is being worked on): then its limits are not enforced. */
@@ -259,11 +307,12 @@ export function createUsageRound(ctx: AppContext) {
         database_oid: { not: null },
         database_template_id: { not: null },
       },
-      include: PLACEMENT_INCLUDE,
+      include: { ...PLACEMENT_INCLUDE, partner: true },
       orderBy: { id: 'asc' },
     });
     const tenants = loaded.map((t) => ({ ...t, place: placementOf(t) }));
     const { usage, unmeasured, withheld } = await measureAll(tenants, result);
+    await recordDays(tenants.map((t) => ({ id: t.id, u: usage.get(t.id)! })));
     const settings = await db.settings.findUniqueOrThrow({ where: { id: 1 } });
     const now = Date.now();
     let inMaintenance: Set<number> | undefined;
@@ -288,9 +337,8 @@ export function createUsageRound(ctx: AppContext) {
           usage_withheld_rounds: withheldRounds,
         },
       });
-      await recordDay(t.id, u);
       result.measured++;
-      if (await notices.afterRound(after, worst)) result.notified.push({ subscription_id: t.id, state });
+      if (await notices.afterRound(after, worst, { partner: t.partner, settings })) result.notified.push({ subscription_id: t.id, state });
 
       if (!settings.enforce_limits || measured.state !== 'exceeded' || t.state !== 'running') continue;
       if (now - exceededSince!.getTime() < settings.limit_grace_days * DAY_MS) continue;
