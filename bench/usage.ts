@@ -2,7 +2,8 @@
 // A usage round over --tenants databases on the machine's PostgreSQL, copied by the bench from a
 // small Odoo-shaped template (with users and model limits to count) and each handed to a role of its
 // own as a deployment does (svc_db_<oid>, an ordinary login role: svc measures a tenant only as its
-// own role, never as a superuser), their filestores on a local sshd host. Prints per round: its time, the service's CPU (this process runs the round) and
+// own role, never as a superuser) with the package's parameters written inside, their filestores on
+// a local sshd host. Prints per round: its time, the service's CPU (this process runs the round) and
 // PostgreSQL's CPU (its live processes, plus what its ended backends left in the postmaster's
 // children times), with met/missed for the targets: a round ≤ 30 s, service CPU ≤ 10 s per round,
 // and every tenant measured (no missing measure: a refused tenant would be a refusal path timed).
@@ -13,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mapLimited } from '../src/core/session-lock.js';
-import { handOverToTenantRole, newRolePassword } from '../src/instances/index.js';
+import { handOverToTenantRole, newRolePassword, setPackageLimits } from '../src/instances/index.js';
+import { onInstance } from '../src/subscriptions/index.js';
 import { createUsageRound } from '../src/usage/usage-round.js';
 import { createOdooTemplate, queryIn, TENANT_ROLE } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
@@ -109,7 +111,7 @@ async function main() {
         const dir = path.join(base, 'data', 'filestore', name, 'ab');
         await mkdir(dir, { recursive: true });
         await writeFile(path.join(dir, 'logo'), Buffer.alloc(4096 * (1 + (i % 8)), 1));
-        await ctx.db.subscription.create({
+        const sub = await ctx.db.subscription.create({
           data: {
             name: `Tenant ${i}`,
             partner_id: partner.id,
@@ -128,6 +130,8 @@ async function main() {
             model_limits: { 'res.partner': 5000 },
           },
         });
+        // The package inside the instance, as the deployment writes it (svc's addon enforces it).
+        await onInstance(ctx, sub, (query) => setPackageLimits(query, sub));
       },
     );
     console.log(`${TENANTS} tenant databases and filestores made in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
