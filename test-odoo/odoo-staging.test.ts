@@ -2,30 +2,76 @@
 // with a record and an attachment in its filestore; a staging copy made while the customer's
 // instance is asked all along (every request answered), which has the data and the file (a hard
 // link), Odoo's neutralized state, its own uuid, secret and address, its ready mail to the operator
-// (not the customer); listed, dropped by DELETE,
-// and a second one dropped when it expires; refused (409) before the subscription runs.
-// Odoo's ports: 18900 (first source), 18950 (second).
+// (not the customer); listed; following the rollouts of its host (a push adding a field: the copy
+// refreshed, the field there, still neutralized; a push Odoo refuses: the copy put back and still
+// stale with that commit, saying why); dropped by DELETE, and a second one dropped when it
+// expires; refused (409) before the subscription runs. Odoo's ports: 18900 (first source), 18950.
 import { statSync } from 'node:fs';
-import { describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { stagingJobs } from '../src/staging/staging-job-specs.js';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
+import { startFakeGitHost, type FakeGitHost } from '../test/helpers/git-host.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { jsonRpc, odooSources, packagesOf, useOdooFixture, rpcResult } from './odoo-fixture.js';
 
+const TOKEN = 'ghp_StagingTestToken0123456789abcdefg';
 const sources = odooSources();
 const smtp = useSmtpServer();
+let git: FakeGitHost;
+beforeAll(async () => {
+  git = await startFakeGitHost(TOKEN);
+});
+afterAll(async () => {
+  await git?.close();
+});
 const f = useOdooFixture({
   get SMTP_URL() {
     return smtp.url;
+  },
+  get GIT_API_URL() {
+    return git.url;
   },
   SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
   STAGING_URL: 'https://{database_name}.staging.test',
 } as Record<string, string>);
 
+const MODULE = 'svc_staging_demo';
+
+/** The addon deployed to the host: v2 adds a field; v3 a view naming a field that does not exist (Odoo refuses it at -u). */
+function addon(version: 1 | 2 | 3): Record<string, string> {
+  const data = ['security/ir.model.access.csv', ...(version === 3 ? ['views/demo.xml'] : [])];
+  return {
+    [`${MODULE}/__init__.py`]: 'from . import models\n',
+    [`${MODULE}/__manifest__.py`]: `{"name": "svc staging demo", "version": "${version}.0", "depends": ["base"], "data": ${JSON.stringify(data)}, "license": "LGPL-3", "installable": True}\n`,
+    [`${MODULE}/security/ir.model.access.csv`]:
+      'id,name,model_id:id,group_id:id,perm_read,perm_write,perm_create,perm_unlink\naccess_demo,demo,model_svc_staging_demo,base.group_user,1,1,1,1\n',
+    [`${MODULE}/models/__init__.py`]: 'from . import demo\n',
+    [`${MODULE}/models/demo.py`]: [
+      'from odoo import fields, models',
+      '',
+      '',
+      'class SvcStagingDemo(models.Model):',
+      '    _name = "svc.staging.demo"',
+      '    _description = "svc staging demo"',
+      '',
+      '    name = fields.Char()',
+      ...(version >= 2 ? ['    code = fields.Char(default="v2")'] : []),
+      '',
+    ].join('\n'),
+    ...(version === 3
+      ? {
+          [`${MODULE}/views/demo.xml`]:
+            '<odoo><record id="view_svc_staging_demo_form" model="ir.ui.view"><field name="name">svc.staging.demo.form</field><field name="model">svc.staging.demo</field><field name="arch" type="xml"><form><field name="no_such_field"/></form></field></record></odoo>\n',
+        }
+      : {}),
+  };
+}
+
 describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging on Odoo $name', (src) => {
-  test('a neutralized online copy with the data and files, its own identity; listed, dropped, expired', async () => {
+  test("a neutralized online copy with the data and files, its own identity; listed, following its host's rollouts, dropped, expired", async () => {
     const version = await f.newVersion({
       name: `${src.name}-staging`,
       source_url: `file://${src.file}`,
@@ -34,14 +80,42 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
       server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
     });
     const host = await f.newHost();
-    const setup = await f.runJob(host, 'setup_odoo', {
+    const setupBody = {
       odoo_version_id: version.id,
       postgresql_server_id: f.pgServerId,
       http_port: src.port,
       workers: 0,
       max_cron_threads: 0,
-    });
+    };
+    const setup = await f.runJob(host, 'setup_odoo', setupBody);
     expect(setup.state, JSON.stringify(setup)).toBe('completed');
+    // A repository deploying an addon to the host, put on its addons path by setup_odoo.
+    const account = await request(f.t.app, f.t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: TOKEN } });
+    const repoName = `acme/staging-${src.series}`;
+    const remote = await git.repo(repoName);
+    remote.commit(addon(1), 'v1');
+    const repo = await request(f.t.app, f.t.as.admin, {
+      method: 'POST',
+      url: '/api/v1/git-repositories',
+      payload: { name: repoName, branch_name: 'main', git_account_id: account.json().id, root_server_id: host },
+    });
+    expect(repo.statusCode, repo.body).toBe(201);
+    const push = async () => {
+      const res = await request(f.t.app, f.t.as.admin, {
+        method: 'POST',
+        url: `/api/v1/git-repositories/${repo.json().id}/actions/push_commit`,
+      });
+      expect(res.statusCode, res.body).toBe(202);
+      expect((await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000)).state).toBe('completed');
+      const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repo.json().id }, orderBy: { id: 'desc' } });
+      await vi.waitUntil(async () => (await f.t.ctx.db.rollout.findFirst({ where: { git_commit_id: commit.id } }))?.state === 'done', {
+        timeout: 8 * 60_000,
+        interval: 500,
+      });
+      return commit.commit_id;
+    };
+    await push();
+    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
     const templateDb = `svc_odoo_s_tpl${src.series}_${Date.now().toString(36)}`;
     const template = await request(f.t.app, f.t.as.operator, {
       method: 'POST',
@@ -49,7 +123,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
       payload: { name: `Odoo ${src.name} staging`, postgresql_server_id: f.pgServerId, template_db_name: templateDb, root_server_id: host },
     });
     expect(template.statusCode, template.body).toBe(201);
-    const built = await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates');
+    const built = await f.runJob(template.json().id, 'build', { modules: [MODULE] }, 'database-templates');
     expect(built.state, JSON.stringify(built)).toBe('completed');
 
     const database = `svc_odoo_s_c${src.series}_${Date.now().toString(36)}`;
@@ -200,6 +274,70 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(ownerOf(database)).toMatch(/^svc_db_\d+$/);
     expect(ownerOf(copy)).not.toBe(ownerOf(database));
 
+    // A push adding a field: the rollout updates the live instance and leaves the copy stale with its
+    // commit; the copy is refreshed (the follow job, queued here rather than awaited each minute):
+    // the field is there, it is still neutralized, the customer still signs in to it.
+    const messages = (body: string) =>
+      f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: id, body: { startsWith: body } } });
+    const columns = async (db: string) =>
+      (
+        await queryIn<{ c: string }>(db, "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_staging_demo'")
+      ).map((r) => r.c);
+    const stillNeutralized = async () => {
+      expect((await params(copy))['database.is_neutralized']).toBe('true');
+      const [active] = await queryIn<{ crons: number }>(
+        copy,
+        "SELECT count(*)::int AS crons FROM ir_cron c WHERE c.active AND c.id NOT IN (SELECT res_id FROM ir_model_data WHERE model = 'ir.cron' AND name = 'autovacuum_job')",
+      );
+      expect(active).toEqual({ crons: 0 });
+      expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
+    };
+    const oidOf = async (name: string) =>
+      (await adminQuery<{ oid: string }>('SELECT oid::text AS oid FROM pg_database WHERE datname = $1', [name]))[0]!.oid;
+    const copyOid = await oidOf(copy);
+    remote.commit(addon(2), 'v2: a field');
+    const v2 = await push();
+    await f.t.ctx.queues.enqueue(stagingJobs.staging_follow, { user_id: null });
+    await vi.waitUntil(async () => (await messages(`Staging copy ${copy} was updated to commit ${v2.slice(0, 12)}`)) === 1, {
+      timeout: 8 * 60_000,
+      interval: 1000,
+    });
+    const refreshed = (
+      await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/staging-instances` })
+    ).json().items[0];
+    expect(refreshed).toMatchObject({ id: item.id, state: 'ready', stale_commit: null, error: null });
+    expect(await columns(database)).toContain('code');
+    expect(await columns(copy)).toContain('code');
+    await stillNeutralized();
+    expect(rpcResult((await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body)).toBe(1);
+    expect(await oidOf(copy)).toBe(copyOid);
+
+    // A push Odoo refuses: the live instance is put back by its rollout, the copy by its refresh,
+    // which leaves it stale with that commit and says why.
+    remote.commit(addon(3), 'v3: a view Odoo refuses');
+    const v3 = await push();
+    await f.t.ctx.queues.enqueue(stagingJobs.staging_follow, { user_id: null });
+    await vi.waitUntil(
+      async () => (await messages(`refresh_failed: Staging copy ${copy} was not updated to commit ${v3.slice(0, 12)}`)) === 1,
+      {
+        timeout: 8 * 60_000,
+        interval: 1000,
+      },
+    );
+    const failed = (await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/staging-instances` })).json()
+      .items[0];
+    expect(failed).toMatchObject({ id: item.id, state: 'ready', stale_commit: v3 });
+    expect(failed.error).toMatch(/it was put back as it was[\s\S]*no_such_field/);
+    expect(await columns(copy)).toContain('code');
+    expect(await queryIn(copy, "SELECT 1 FROM ir_ui_view WHERE model = 'svc.staging.demo'")).toEqual([]);
+    await stillNeutralized();
+    const leftovers = async (oid: string) => adminQuery('SELECT datname FROM pg_database WHERE datname LIKE $1', [`svcrb\\_${oid}\\_%`]);
+    expect(await leftovers(copyOid)).toEqual([]);
+    const restored = (await f.t.ctx.db.stagingInstance.findUniqueOrThrow({ where: { id: item.id } })).database_oid;
+    expect(String(restored)).toBe(await oidOf(copy));
+    expect(String(restored)).not.toBe(copyOid);
+    expect(statSync(fileOf(copy)).ino).toBe(statSync(fileOf(database)).ino);
+
     // DELETE: the copy's database and filestore go, the live one stays.
     const del = await request(f.t.app, f.t.as.operator, {
       method: 'DELETE',
@@ -220,7 +358,6 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(second.state, JSON.stringify(second)).toBe('completed');
     const secondDb = (second.result as { database_name: string }).database_name;
     await f.t.ctx.db.stagingInstance.updateMany({ where: { database_name: secondDb }, data: { expires_at: new Date(Date.now() - 1000) } });
-    const { stagingJobs } = await import('../src/staging/staging-job-specs.js');
     const expireId = await f.t.ctx.queues.enqueue(stagingJobs.staging_expire, { user_id: null });
     expect((await waitForJob(f.t.app, f.t.as.operator, expireId, 5 * 60_000)).state).toBe('completed');
     expect(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [secondDb])).toEqual([]);

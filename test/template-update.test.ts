@@ -47,6 +47,9 @@ print("ValueError: the new code refuses this template")
 sys.exit(1)
 `;
 
+// Each test deploys, copies databases and runs several root sessions over SSH: seconds alone, several
+// times that beside the real-Odoo suite on a 2-core machine.
+const TIMEOUT_MS = 120_000;
 const sshd = useSshd();
 const t = useTestApp({ workers: true, env: () => ({ ODOO_BASE_PATH: base }) });
 let hostId: number;
@@ -144,7 +147,7 @@ const identity = async (id: number) => {
   return { oid: String(record.template_oid), copy: record.update_safety_copy };
 };
 
-describe('a template update', () => {
+describe('a template update', { timeout: TIMEOUT_MS }, () => {
   it('that fails is undone from its safety copy (database, filestore), says why, and the template stays the template', async () => {
     const { id, name } = await template('fail');
     const oidBefore = (await oidOf(name))!;

@@ -36,4 +36,6 @@ export const rollouts: Feature = {
   },
 };
 
-export { setMaintenance } from './rollout-scripts.js';
+// For staging copies (src/staging), updated as a tenant is.
+export { setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
+export { updateError } from './rollout-tenant.js';

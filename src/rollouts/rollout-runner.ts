@@ -191,6 +191,18 @@ export function createRolloutRunner(ctx: AppContext) {
     }
   }
 
+  /**
+   * The host's Odoo runs the rollout's code now, its staging copies included, whatever their tenants'
+   * updates did: each is stale until refreshed (src/staging: within a minute, docs/staging.md).
+   */
+  async function staleStaging(rolloutId: number) {
+    const r = await db.rollout.findUniqueOrThrow({ where: { id: rolloutId }, include: { git_commit: true } });
+    await db.stagingInstance.updateMany({
+      where: { root_server_id: r.root_server_id, state: { in: ['creating', 'ready', 'refreshing'] } },
+      data: { stale_rollout_id: r.id, stale_commit: r.git_commit?.commit_id ?? null, error: null },
+    });
+  }
+
   return {
     /** The job of one host: its unfinished rollouts, oldest first. */
     async runHost(payload: { root_server_id: number; user_id: number | null }, job: Job) {
@@ -220,6 +232,7 @@ export function createRolloutRunner(ctx: AppContext) {
         // Code that failed a tenant's update would fail the template's too, and `-u all` is not
         // undone there: a half-updated template would be copied into every new instance.
         const { failed } = await end(r.id, null);
+        await staleStaging(r.id);
         if (failed === 0) await updateTemplates(r.root_server_id, audit.user_id);
         done.push(r.id);
       }

@@ -1,4 +1,4 @@
-// A subscription's staging copies (operators): create_staging (202), the list, DELETE (202).
+// A subscription's staging copies (operators): create_staging (202), the list, refresh (202), DELETE (202).
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
 import { idParams, jobAccepted, queryId } from '../core/http/schemas.js';
 import { StagingState } from '../generated/prisma/enums.js';
+import { createStagingRefresh } from './staging-refresh.js';
 import { createStagingService } from './staging-service.js';
 
 const stagingInstance = z.object({
@@ -14,7 +15,14 @@ const stagingInstance = z.object({
   database_name: z.string(),
   url: z.string().describe("The copy's own address under the staging domain (STAGING_URL)"),
   state: z.enum(StagingState),
-  error: z.string().nullable(),
+  error: z.string().nullable().describe('Why it failed to be made, or why its last refresh failed'),
+  stale_commit: z
+    .string()
+    .nullable()
+    .describe(
+      "The commit a rollout of its host deployed that the copy has not been updated to (its host's Odoo runs that code): refreshed within a minute, or by refresh; null when up to date",
+    ),
+  stale_rollout_id: z.number().int().nullable().describe('That rollout'),
   created_at: z.date(),
   expires_at: z.date().describe('When it is dropped (STAGING_DAYS after it was asked for)'),
 });
@@ -22,6 +30,7 @@ const stagingInstance = z.object({
 export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   const service = createStagingService(ctx);
+  const refresh = createStagingRefresh(ctx);
   const tags = ['staging'];
 
   registerActions(parent, {
@@ -56,11 +65,27 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
       tags,
       operationId: operationId('/subscriptions', 'listStagingInstances'),
       summary: "A subscription's staging copies",
-      description: 'Newest first: database, url, state (creating, ready, failed), created_at and expires_at.',
+      description:
+        'Newest first: database, url, state (creating, ready, refreshing, failed), stale_commit (a rollout of its host it has not been updated to), created_at and expires_at.',
       params: idParams,
       response: { 200: z.object({ items: z.array(stagingInstance) }) },
     },
     handler: async (req) => ({ items: await service.list(req.params.id) }),
+  });
+
+  app.post('/api/v1/subscriptions/:id/staging-instances/:staging_id/actions/refresh', {
+    config: { group: 'operator' },
+    schema: {
+      tags,
+      operationId: operationId('/subscriptions', 'refreshStagingInstance'),
+      summary: "Bring a staging copy to its host's code",
+      description:
+        "In a job, as a rollout updates a tenant: the copy's maintenance page, a safety copy (database and filestore), -u all with the host's Odoo, Odoo's neutralization again and svc's check; stale_commit cleared. When the update fails, the copy is put back from its safety copy, keeps stale_commit, and error and the subscription's chatter say why (the job fails). Copies a rollout left stale are refreshed by the service within a minute; this runs it again. 409 unless the copy is ready.",
+      params: z.object({ id: queryId, staging_id: queryId }),
+      response: { 202: jobAccepted },
+    },
+    handler: async (req, reply) =>
+      reply.status(202).send({ job_id: await refresh.request(req.params.id, req.params.staging_id, req.user!.id) }),
   });
 
   app.delete('/api/v1/subscriptions/:id/staging-instances/:staging_id', {

@@ -1,6 +1,9 @@
-// What create_staging runs on the Odoo host (over SSH) and beside the service (pg_dump | pg_restore).
+// What create_staging runs on the Odoo host (over SSH) and beside the service (pg_dump | pg_restore),
+// and what a copy must show once neutralized (after create_staging and after each refresh).
 import { spawn } from 'node:child_process';
+import { UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
+import type { Query } from '../instances/index.js';
 import { type OdooLayout, PYTHON } from '../odoo/index.js';
 import { sessionOptions } from '../postgresql/index.js';
 
@@ -22,6 +25,22 @@ export function neutralizeScript(l: OdooLayout, source: string, database: string
     `tail -n 15 ${out}`,
     'exit $rc',
   ].join('\n');
+}
+
+/** What a copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */
+export async function neutralized(query: Query) {
+  const { rows } = await query(
+    `SELECT (SELECT value FROM public.ir_config_parameter WHERE key = 'database.is_neutralized') AS flag,
+            (SELECT count(*) FROM public.ir_cron c WHERE c.active AND c.id NOT IN (
+               SELECT res_id FROM public.ir_model_data WHERE model = 'ir.cron' AND module = 'base' AND name = 'autovacuum_job'))::int AS crons,
+            (SELECT count(*) FROM public.ir_mail_server WHERE active AND smtp_host <> 'invalid')::int AS mail_servers`,
+  );
+  const r = rows[0] as { flag: string | null; crons: number; mail_servers: number };
+  if (r.flag !== 'true' || r.crons > 0 || r.mail_servers > 0) {
+    throw new UserError(
+      `The copy is not neutralized: database.is_neutralized=${r.flag ?? 'unset'}, ${r.crons} active cron(s), ${r.mail_servers} active mail server(s)`,
+    );
+  }
 }
 
 /** Runs the odoo-bin of argv[2:] once svc's tenant_db (argv[1]) has patched how Odoo connects to a database. */

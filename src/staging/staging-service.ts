@@ -26,7 +26,6 @@ import {
   removeTenantCredentials,
   tenantRoleName,
   writeTenantCredentials,
-  type Query,
   setIdentity,
   PLACEMENT_INCLUDE,
   placementOf,
@@ -36,7 +35,8 @@ import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
 import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
-import { dumpAndRestore, neutralizeScript } from './staging-scripts.js';
+import { createStagingRefresh } from './staging-refresh.js';
+import { dumpAndRestore, neutralized, neutralizeScript } from './staging-scripts.js';
 
 const COPY_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 10 * 60_000;
@@ -47,6 +47,7 @@ export function createStagingService(ctx: AppContext) {
   const { db } = ctx;
   const filestores = createFilestores(ctx);
   const mailCustomer = createCustomerMail(ctx);
+  const refresh = createStagingRefresh(ctx);
 
   async function subscriptionOf(id: number) {
     const sub = await db.subscription.findUnique({ where: { id }, include: PLACEMENT_INCLUDE });
@@ -109,22 +110,7 @@ export function createStagingService(ctx: AppContext) {
       await filestores.remove(host, row.database_name, audit);
       await removeTenantCredentials(ctx, host, row.database_name, audit);
     }
-  }
-
-  /** What the copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */
-  async function neutralized(query: Query) {
-    const { rows } = await query(
-      `SELECT (SELECT value FROM public.ir_config_parameter WHERE key = 'database.is_neutralized') AS flag,
-              (SELECT count(*) FROM public.ir_cron c WHERE c.active AND c.id NOT IN (
-                 SELECT res_id FROM public.ir_model_data WHERE model = 'ir.cron' AND module = 'base' AND name = 'autovacuum_job'))::int AS crons,
-              (SELECT count(*) FROM public.ir_mail_server WHERE active AND smtp_host <> 'invalid')::int AS mail_servers`,
-    );
-    const r = rows[0] as { flag: string | null; crons: number; mail_servers: number };
-    if (r.flag !== 'true' || r.crons > 0 || r.mail_servers > 0) {
-      throw new UserError(
-        `The copy is not neutralized: database.is_neutralized=${r.flag ?? 'unset'}, ${r.crons} active cron(s), ${r.mail_servers} active mail server(s)`,
-      );
-    }
+    await refresh.dropLeftovers(row, audit);
   }
 
   /**
@@ -197,8 +183,10 @@ export function createStagingService(ctx: AppContext) {
     async requestDrop(subscriptionId: number, id: number, userId: number | null) {
       const row = await db.stagingInstance.findFirst({ where: { id, subscription_id: subscriptionId } });
       if (!row) throw new NotFoundError('Staging instance');
-      if (row.state === 'creating')
-        throw new ConflictError(`Staging copy ${row.database_name} is being made: drop it once it is ready or failed`);
+      if (row.state === 'creating' || row.state === 'refreshing')
+        throw new ConflictError(
+          `Staging copy ${row.database_name} is ${row.state === 'creating' ? 'being made' : 'being refreshed'}: drop it once it is ready or failed`,
+        );
       return ctx.queues.enqueue(stagingJobs.staging_drop, { staging_instance_id: id, user_id: userId });
     },
 
@@ -330,11 +318,11 @@ export function createStagingService(ctx: AppContext) {
       return failed;
     },
 
-    /** Drops the copies past their expires_at, and those of a subscription whose database was dropped (not one being made). */
+    /** Drops the copies past their expires_at, and those of a subscription whose database was dropped (not one being made or refreshed). */
     async expire(job: Job) {
       const due = await db.stagingInstance.findMany({
         where: {
-          state: { not: 'creating' },
+          state: { notIn: ['creating', 'refreshing'] },
           OR: [{ expires_at: { lte: new Date() } }, { subscription: { database_dropped_at: { not: null } } }],
         },
       });
