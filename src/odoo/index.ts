@@ -29,6 +29,8 @@ export const odoo: Feature = {
 export { hostsOdoo, signInAsCustomer } from './odoo-sign-in.js';
 export type { CustomerSignIn } from './odoo-sign-in.js';
 // For rollouts (src/rollouts): the host's layout, its Odoo's graceful restart.
+export { connectionsInUse, hostConnections, postgresqlRoom, SVC_CONNECTIONS } from './odoo-connections.js';
+export { otherHosts } from './odoo-host-fit.js';
 export { geventPortOf, odooLayout, PYTHON } from './odoo-layout.js';
 export type { OdooLayout } from './odoo-layout.js';
 export { createOdooService } from './odoo-service.js';

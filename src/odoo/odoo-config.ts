@@ -3,6 +3,7 @@
 // 150 MB for a light one, one heavy in five). Every value is validated before it gets here; the
 // secrets are written as they are only into the file (root:odoo 0640), and the action log shows the
 // file with MASK in their place.
+import { dbMaxconn } from './odoo-connections.js';
 import { geventPortOf, type OdooLayout } from './odoo-layout.js';
 
 export interface HostFacts {
@@ -55,6 +56,7 @@ export interface OdooConfigInput {
 export const SVC_SERVER_WIDE_MODULE = 'svc_instance';
 
 export function odooConfig(c: OdooConfigInput): string {
+  const pools = dbMaxconn({ workers: c.sizing.workers, maxCronThreads: c.maxCronThreads });
   const lines = [
     '; Written by svc (setup_odoo): changes are replaced at the next set-up.',
     '[options]',
@@ -76,6 +78,9 @@ export function odooConfig(c: OdooConfigInput): string {
     `without_demo = ${c.series >= 19 ? 'True' : 'all'}`,
     `workers = ${c.sizing.workers}`,
     `max_cron_threads = ${c.maxCronThreads}`,
+    // Each process's pool (odoo-connections.ts): what every host of a PostgreSQL server is counted by.
+    `db_maxconn = ${pools.db_maxconn}`,
+    ...(pools.db_maxconn_gevent === null ? [] : [`db_maxconn_gevent = ${pools.db_maxconn_gevent}`]),
     `limit_memory_soft = ${c.sizing.limit_memory_soft}`,
     `limit_memory_hard = ${c.sizing.limit_memory_hard}`,
     'limit_time_cpu = 600',

@@ -8,6 +8,7 @@ import { action, registerActions } from '../core/http/actions.js';
 import { refId } from '../core/http/schemas.js';
 import { OdooState } from '../generated/prisma/enums.js';
 import { loadRootServer, requireConfirmed } from '../servers/index.js';
+import { assertHostFits } from './odoo-host-fit.js';
 import { odooJobs } from './odoo-job-specs.js';
 import { basePath, dbfilter, httpPort, moduleName } from './odoo-names.js';
 import { createTemplateBuilder } from './odoo-template-build.js';
@@ -80,7 +81,7 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
       setup_odoo: action({
         summary: 'Install and run Odoo on a root server',
         description:
-          "In a job: the OS packages of the version, the odoo user, the source (checked against source_sha256, unpacked beside the old one, then switched), the host's own PostgreSQL role, a configuration only root and odoo read, and a service (systemd, else a supervised process), healthy on /web/health. Running it again changes nothing that is already right and never stops a running Odoo for nothing; a failure before the switch leaves the running Odoo on its old version.",
+          "In a job: the OS packages of the version, the odoo user, the source (checked against source_sha256, unpacked beside the old one, then switched), the host's own PostgreSQL role, a configuration only root and odoo read, and a service (systemd, else a supervised process), healthy on /web/health. Running it again changes nothing that is already right and never stops a running Odoo for nothing; a failure before the switch leaves the running Odoo on its old version. 409 (with the numbers) when the PostgreSQL server's max_connections cannot hold this host's worst case beside every other Odoo host using it (checked here when workers is given, else by the job before it changes anything).",
         body: setupBody,
         response: 'job',
         run: async ({ id, body, user }) => {
@@ -88,7 +89,7 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
           requireConfirmed(server);
           const [version, pg] = await Promise.all([
             ctx.db.odooVersion.findUnique({ where: { id: body.odoo_version_id }, select: { id: true } }),
-            ctx.db.postgresqlServer.findUnique({ where: { id: body.postgresql_server_id }, select: { id: true } }),
+            ctx.db.postgresqlServer.findUnique({ where: { id: body.postgresql_server_id } }),
           ]);
           if (!version)
             throw new ValidationError('odoo_version_id: no such Odoo version', [
@@ -100,6 +101,9 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
             ]);
           }
           setupBasePath(ctx.config, server, body.base_path);
+          // Workers given: 409 now when the host would not fit beside the others (else the job checks, from the host's cores).
+          if (body.workers !== undefined)
+            await assertHostFits(ctx, pg, { id, workers: body.workers, maxCronThreads: body.max_cron_threads });
           return ctx.queues.enqueue(odooJobs.odoo_setup, { root_server_id: id, ...body, user_id: user.id });
         },
       }),

@@ -16,6 +16,7 @@ import { shellQuote } from '../core/ssh.js';
 import type { OdooVersion, RootServer } from '../generated/prisma/client.js';
 import { type formatResult, stepFailed as hostStepFailed, openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { type HostFacts, odooConfig, sizeWorkers } from './odoo-config.js';
+import { assertHostFits } from './odoo-host-fit.js';
 import { odooLayout, type OdooLayout } from './odoo-layout.js';
 import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
 import { deployedAddons } from './odoo-deployed-addons.js';
@@ -185,12 +186,22 @@ export function createOdooSetup(ctx: AppContext) {
     });
     /** Once the running Odoo was touched, a failure leaves it `failed`; before, its old state. */
     let touched = false;
+    /** Refused for PostgreSQL's connections: nothing was done, the server keeps its state. */
+    let refused = false;
     try {
       const step = (name: string, percent: number) => job.updateProgress({ step: name, percent });
       await step('facts', 2);
       const factsRes = await session.run(HOST_FACTS, { timeoutMs: STEP_TIMEOUT_MS });
       if (factsRes.exitCode !== 0) stepFailed(session, 'Reading the host (cores, memory) failed', factsRes);
       const facts = parseFacts(factsRes.stdout);
+      const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);
+      // Before anything changes: the host, sized so, beside the other hosts of its PostgreSQL server.
+      await assertHostFits(ctx, pgServer, { id: server.id, workers: sizing.workers, maxCronThreads: payload.max_cron_threads }).catch(
+        (err: Error) => {
+          refused = true;
+          throw err;
+        },
+      );
 
       await step('packages', 5);
       const packages = await session.run(installPackages(version.os_packages), { timeoutMs: INSTALL_TIMEOUT_MS });
@@ -226,7 +237,6 @@ export function createOdooSetup(ctx: AppContext) {
       await store.followRolePassword(pgServer.id, secrets.role, secrets.sealed);
 
       await step('configuration', 70);
-      const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);
       const configOf = async (dbPassword: string, adminPasswdHash: string, hostSecret: string) =>
         odooConfig({
           layout: l,
@@ -246,6 +256,10 @@ export function createOdooSetup(ctx: AppContext) {
       const config = await configOf(secrets.dbPassword, adminHash, secrets.hostSecret);
       const configChanged = await writeFile(session, l.config, '640', 'odoo', config, await configOf(MASK, MASK, MASK));
       if (configChanged) touched = true;
+      await ctx.db.rootServer.update({
+        where: { id: server.id },
+        data: { odoo_workers: sizing.workers, odoo_max_cron_threads: payload.max_cron_threads },
+      });
       const login = await session.run(checkDatabaseLogin(l), { timeoutMs: STEP_TIMEOUT_MS });
       if (login.exitCode !== 0) stepFailed(session, 'The host cannot reach PostgreSQL as its role', login);
 
@@ -295,7 +309,7 @@ export function createOdooSetup(ctx: AppContext) {
     } catch (err) {
       const current = await ctx.db.rootServer.findUnique({ where: { id: server.id }, select: { odoo_state: true } });
       if (current?.odoo_state === 'installing') {
-        const keep = !touched && before.state !== 'not_installed' && before.state !== 'installing';
+        const keep = refused || (!touched && before.state !== 'not_installed' && before.state !== 'installing');
         await store.setState(
           server.id,
           keep ? { odoo_state: before.state } : { odoo_state: 'failed', odoo_error: session.mask((err as Error).message).slice(-4000) },
