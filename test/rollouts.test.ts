@@ -13,6 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confirmedRootServer, request, waitForJob } from './helpers/api.js';
+import { pacedLanes } from '../src/rollouts/rollout-pacing.js';
 import { rolloutJobs } from '../src/rollouts/rollout-job-specs.js';
 import { useTestApp } from './helpers/app.js';
 import { useLifecycle } from './helpers/lifecycle.js';
@@ -39,6 +40,13 @@ how = json.load(open(os.path.join(here, "behaviour.json"))).get(db, "ok")
 def sql(q):
     subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-U", "postgres", "-d", db, "-c", q], check=True)
 store = os.path.join(${JSON.stringify(base)}, "data", "filestore", db)
+if how == "slots-once":
+    # Odoo refused by PostgreSQL for want of connection slots, the first time only, after part of its work.
+    if sum(1 for l in open(os.path.join(here, "calls.log")) if l.startswith(db + " ")) == 1:
+        sql("CREATE TABLE svc_half_done ()")
+        print('psycopg2.OperationalError: connection to server at "127.0.0.1", port 5432 failed: FATAL:  sorry, too many clients already')
+        sys.exit(1)
+    how = "ok"
 if how == "ok":
     sql("CREATE TABLE svc_updated (modules text); INSERT INTO svc_updated VALUES ('%s')" % mods)
     sys.exit(0)
@@ -215,6 +223,62 @@ describe('a rollout', () => {
     await runHost();
     expect((await rolloutOut(next)).tenants[0]).toMatchObject({ state: 'unchanged', modules: [] });
     expect(callsOf(good.database_name)).toHaveLength(1);
+  });
+
+  it('a tenant whose update PostgreSQL refused for want of connections is put back and updated again, not failed', async () => {
+    const sub = await tenant();
+    writeFileSync(path.join(source, 'behaviour.json'), JSON.stringify({ [sub.database_name]: 'slots-once' }));
+    const id = await startedRollout([{ subscription_id: sub.id, database_name: sub.database_name }]);
+    await runHost();
+
+    const r = await rolloutOut(id);
+    expect(r.counts).toEqual({ updated: 1, unchanged: 0, failed: 0, pending: 0, superseded: 0 });
+    expect(r.tenants[0]).toMatchObject({ state: 'updated', modules: ['demo'], error: null });
+    expect(callsOf(sub.database_name)).toHaveLength(2);
+    // What the refused run wrote was put back before the second run.
+    expect(await tables(sub.database_name)).toEqual(['svc_updated']);
+    const rows = await t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.subscription', rec_id: sub.id, input_text: { startsWith: 'rollout' } },
+      orderBy: { id: 'asc' },
+    });
+    expect(rows.map((l) => l.status)).toEqual(['failure', 'success']);
+    expect(rows[0]!.input_text).toContain(`database ${sub.database_name}: -u demo`);
+    expect(rows[0]!.output_text).toMatch(/^refused for want of PostgreSQL connections \(try 1 of 5\): .*sorry, too many clients already/);
+  });
+
+  it("updates at once only as many tenants as PostgreSQL has connections for, saying so in the host's action log", async () => {
+    const [{ max }] = (await adminQuery<{ max: string }>("SELECT current_setting('max_connections') AS max")) as [{ max: string }];
+    await t.ctx.db.rootServer.update({ where: { id: hostId }, data: { odoo_workers: 2, odoo_max_cron_threads: 0 } });
+    const audit = { serverId: hostId, rolloutId: 1, userId: null, jobId: 'paced-test' };
+    try {
+      // Room for a few updates of 4 connections each (2 workers, 4 each, and gevent's 8 planned; svc's 20), not for 32.
+      const some = await pacedLanes(t.ctx, audit, 32);
+      expect(some).toBeGreaterThanOrEqual(1);
+      expect(some).toBeLessThan(Math.ceil(Number(max) / 4));
+      expect(await pacedLanes(t.ctx, audit, 1)).toBe(1);
+      // Another host of the server that may take every connection: one at a time.
+      const other = await t.ctx.db.rootServer.create({
+        data: {
+          ip: '127.0.0.2',
+          state: 'confirmed',
+          odoo_state: 'running',
+          odoo_postgresql_server_id: fx.serverId,
+          odoo_workers: Math.ceil(Number(max) / 4),
+          odoo_max_cron_threads: 0,
+        },
+      });
+      expect(await pacedLanes(t.ctx, audit, 32)).toBe(1);
+      await t.ctx.db.rootServer.delete({ where: { id: other.id } });
+      const said = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.root.server', rec_id: hostId, job_id: 'paced-test' } });
+      expect(said.map((l) => l.output_text)).toEqual([
+        expect.stringMatching(
+          new RegExp(`^${some} tenant\\(s\\) at once, not 32 \\(tenants_per_host\\): PostgreSQL allows ${max} connections`),
+        ),
+        expect.stringMatching(/^1 tenant\(s\) at once, not 32 /),
+      ]);
+    } finally {
+      await t.ctx.db.rootServer.update({ where: { id: hostId }, data: { odoo_workers: null, odoo_max_cron_threads: null } });
+    }
   });
 
   it('resumed after a crash: the tenant caught mid-update is put back and updated once; finished ones are not run again', async () => {

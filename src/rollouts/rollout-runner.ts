@@ -11,9 +11,10 @@ import { postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { createOdooService, createTemplateBuilder, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
+import { createOdooService, createTemplateBuilder, hostConnections, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
 import { openRemoteSession } from '../servers/index.js';
 import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
+import { pacedLanes } from './rollout-pacing.js';
 import { checksumsScript, readAddonsPath, readChecksums } from './rollout-scripts.js';
 import { rolloutSettings } from './rollout-settings.js';
 import { basePathOf } from '../instances/index.js';
@@ -139,6 +140,7 @@ export function createRolloutRunner(ctx: AppContext) {
       commit: r.git_commit?.commit_id.slice(0, 12) ?? null,
       userId: audit.user_id,
       jobId: audit.job_id,
+      perUpdate: hostConnections({ workers: server.odoo_workers ?? 1, maxCronThreads: server.odoo_max_cron_threads ?? 0 }, 0).perUpdate,
       session: () => openRemoteSession(ctx, server, audit),
     };
   }
@@ -159,6 +161,8 @@ export function createRolloutRunner(ctx: AppContext) {
       });
       if (left.length === 0) return;
       const { tenants_per_host } = await rolloutSettings(db);
+      // As many as PostgreSQL has connections for (rollout-pacing.ts).
+      const lanes = await pacedLanes(ctx, host, tenants_per_host);
       let next = 0;
       const lane = async () => {
         while (next < left.length) {
@@ -171,7 +175,7 @@ export function createRolloutRunner(ctx: AppContext) {
           await tenants.run(host, row.id);
         }
       };
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(tenants_per_host, left.length)) }, lane));
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes, left.length)) }, lane));
     }
   }
 

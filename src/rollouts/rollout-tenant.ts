@@ -12,6 +12,7 @@ import type { AppContext } from '../context.js';
 import { writeActionLog } from '../core/action-log.js';
 import { postMessage } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
+import { refusedForConnections, type RetryRest, retriedForConnections, retryTarget } from './rollout-pacing.js';
 import {
   copyFilestore,
   dropSafetyCopy,
@@ -57,6 +58,8 @@ export interface RolloutHost {
   commit: string | null;
   userId: number | null;
   jobId: string;
+  /** PostgreSQL connections one update process may take (its db_maxconn). */
+  perUpdate: number;
   session(): Promise<RemoteSession>;
 }
 
@@ -162,6 +165,10 @@ export function createTenantRollout(ctx: AppContext) {
       },
     ).catch(() => {}); // Odoo reloads anyway when its own signal went through; this only makes sure
   }
+
+  /** `attempt` tried again while PostgreSQL refuses it for want of connection slots (rollout-pacing.ts). */
+  const retried = <T>(host: RolloutHost, row: Row, what: string, ...rest: RetryRest<T>) =>
+    retriedForConnections(ctx, retryTarget(host, row, placementOf(row.subscription).pg), what, ...rest);
 
   async function onHost<T>(host: RolloutHost, script: string, what: string, timeoutMs = STEP_TIMEOUT_MS) {
     const session = await host.session();
@@ -270,7 +277,7 @@ export function createTenantRollout(ctx: AppContext) {
       let changed: string[];
       try {
         if (!row.subscription.database_created_at) throw new UserError('its database was dropped after the rollout began');
-        const installed = await installedModules(pg, row);
+        const installed = await retried(host, row, 'reading its modules', () => installedModules(pg, row));
         changed = changedModules(installed, host, await recordedChecksums(ctx, row.subscription_id, row.id));
         if (changed.length === 0) return finish(host, row, 'unchanged', { checksums: checksumsOf(installed, host.sums) });
         await onHost(host, setMaintenance(host.layout, row.database_name, true), 'Setting the maintenance flag');
@@ -287,7 +294,7 @@ export function createTenantRollout(ctx: AppContext) {
     if (row.state === 'copying') {
       const copy = row.safety_copy!;
       try {
-        const oid = await copyDatabase(pg, row, copy);
+        const oid = await retried(host, row, 'its safety copy', () => copyDatabase(pg, row, copy));
         await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy_oid: oid } });
         await onHost(host, copyFilestore(host.layout, row.database_name, copy), 'Copying the filestore');
       } catch (err) {
@@ -304,9 +311,8 @@ export function createTenantRollout(ctx: AppContext) {
     }
 
     if (row.state === 'updating') {
-      if (resumedUpdate) {
-        // The service stopped during the update: wait for an update still running on the host, put
-        // the tenant back from the copy, and update it once, from there.
+      /** The tenant put back from its copy, and copied again: the update starts over from there. */
+      const putBack = async () => {
         await onHost(host, waitForUpdate(host.layout, row.database_name), 'Waiting for an earlier update', UPDATE_TIMEOUT_MS);
         await restoreDatabase(pg, row);
         await onHost(host, restoreFilestore(host.layout, row.database_name, row.safety_copy!), 'Restoring the filestore');
@@ -314,14 +320,29 @@ export function createTenantRollout(ctx: AppContext) {
         await db.rolloutTenant.update({ where: { id: row.id }, data: { safety_copy_oid: oid } });
         await onHost(host, copyFilestore(host.layout, row.database_name, row.safety_copy!), 'Copying the filestore');
         row = await loadRow(ctx, rowId);
-      }
-      const session = await host.session();
-      let res;
-      try {
-        res = await session.run(updateScript(host.layout, host.source, row.database_name, row.modules), { timeoutMs: UPDATE_TIMEOUT_MS });
-      } finally {
-        session.close();
-      }
+      };
+      // The service stopped during the update: wait for an update still running on the host, put
+      // the tenant back from the copy, and update it once, from there.
+      if (resumedUpdate) await putBack();
+      const update = async () => {
+        const session = await host.session();
+        try {
+          return await session.run(updateScript(host.layout, host.source, row.database_name, row.modules), {
+            timeoutMs: UPDATE_TIMEOUT_MS,
+          });
+        } finally {
+          session.close();
+        }
+      };
+      // Odoo refused a connection for want of slots: what it did is put back, and it runs again once there is room.
+      const res = await retried(
+        host,
+        row,
+        `-u ${row.modules.join(',')}`,
+        update,
+        (r) => (r.exitCode !== 0 && refusedForConnections(r.stdout + r.stderr) ? r.stdout + r.stderr : null),
+        putBack,
+      );
       if (res.exitCode === 0 && !res.timedOut) {
         // Recorded as updated before its users come back: a crash after this never restores the
         // copy over what they write; it only leaves the clean-up, done when the rollout resumes.
