@@ -21,6 +21,7 @@ import { sleep } from '../src/core/sleep.js';
 import { startFakeGitHost } from '../test/helpers/git-host.js';
 import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
+import { adminQuery } from '../test/helpers/pg.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { completedJob, startBenchService } from './bench-api.js';
@@ -261,6 +262,9 @@ async function main() {
     console.log(
       `the tenant failing on purpose: ${restored?.state} (${(restored?.error ?? '').split('\n')[0]}); its new column ${columns.length ? 'exists (not restored!)' : 'is absent (restored)'}`,
     );
+    const retried = await ctx.db.actionLog.count({ where: { output_text: { startsWith: 'refused for want of PostgreSQL connections' } } });
+    const [{ max }] = (await adminQuery<{ max: string }>("SELECT current_setting('max_connections') AS max")) as [{ max: string }];
+    console.log(`PostgreSQL max_connections ${max}; tries refused for want of connections and run again: ${retried}`);
     console.log(`${verdict(failed.length === 0)}: failed requests to tenants not being updated ${failed.length} = 0`);
     console.log(`${verdict(pct(downtime, 95) <= 15_000)}: per-tenant downtime p95 ${secs(pct(downtime, 95))} ≤ 15 s`);
     console.log(
