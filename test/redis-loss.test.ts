@@ -64,6 +64,7 @@ describe('Redis restarted empty', () => {
       'moves/moves-sweep',
       'rollouts/rollout-resume',
       'staging/staging-expire',
+      'staging/staging-follow',
     ];
     expect(await schedulers()).toEqual(expected);
 
