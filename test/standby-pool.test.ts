@@ -149,7 +149,11 @@ describe('the standby pool', () => {
     // Held as a maintaining worker holds it: no refill or removal runs while the trials take their
     // standbys, however slow the machine (a refill 15 s after a take would otherwise race them).
     const holdingThePool = async (work: () => Promise<void>) => {
-      while ((await withSessionLock(t.ctx.config.DATABASE_URL, STANDBY_POOL_LOCK, async () => (await work(), true))) === null) {
+      const held = async () => {
+        await work();
+        return true;
+      };
+      while ((await withSessionLock(t.ctx.config.DATABASE_URL, STANDBY_POOL_LOCK, held)) === null) {
         await new Promise((r) => setTimeout(r, 200)); // a scheduled maintenance run is finishing
       }
     };
