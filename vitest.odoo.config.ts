@@ -1,6 +1,8 @@
 // `npm run test:odoo`: the real-Odoo suite (test-odoo/), against the sources named by ODOO_SOURCE.
-// One file at a time: each installs and runs Odoo on this machine (through the tests' sshd), and
-// they share its `odoo` user, its OS packages and its CPU.
+// Two files at a time: each installs and runs its own Odoo services on this machine (through the
+// tests' sshd) on ports, a base path and databases of its own; they share the `odoo` user and the OS
+// packages (setup_odoo installs only what is missing, waiting for apt's lock). Much of a file's time
+// is Odoo starting and installing modules, so two side by side finish well before one after the other.
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -8,7 +10,7 @@ export default defineConfig({
     include: ['test-odoo/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
-    fileParallelism: false,
+    maxWorkers: 2,
     testTimeout: 20 * 60_000,
     hookTimeout: 5 * 60_000,
   },

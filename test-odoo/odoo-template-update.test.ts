@@ -171,10 +171,15 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19400 + 50 * i })))('template
     const before = await stateOf();
     expect(before.columns).not.toContain('code');
     expect(before.records).toEqual([{ name: 'kept in the template' }]);
+    // This host's safety copies (its role's): other files' rollouts may have theirs on the cluster meanwhile.
+    const hostRole = (await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host } })).odoo_db_user;
     const leftovers = async () => ({
-      databases: (await adminQuery<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'svcrb\\_%'")).map(
-        (r) => r.datname,
-      ),
+      databases: (
+        await adminQuery<{ datname: string }>(
+          "SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE datname LIKE 'svcrb\\_%' AND r.rolname = $1",
+          [hostRole],
+        )
+      ).map((r) => r.datname),
       files: readdirSync(`${f.base}/data/filestore`).filter((n) => n.startsWith('svcrb_')),
     });
     const failures = () =>
