@@ -27,7 +27,9 @@ export function startLocalCluster(port: number, opts: { tmpfsMb?: number } = {})
     "listen_addresses = '127.0.0.1'",
     `unix_socket_directories = '${dir}'`,
     'fsync = off',
-    'max_connections = 40',
+    // Debian's default, as the machine's own: an Odoo host on it must pass setup_odoo's sizing
+    // check (its pools and a rollout's update process within max_connections, less svc's 20).
+    'max_connections = 100',
   ];
   appendFileSync(`${dir}/data/postgresql.conf`, `${conf.join('\n')}\n`);
   as(`${bin}/pg_ctl`, ['-D', `${dir}/data`, '-w', '-l', `${dir}/log`, 'start']);
