@@ -13,6 +13,7 @@ const names = {
   tenantRole: `svc_db_cleanup${tag}`,
   tenantDb: `acme_cleanup_${tag}`,
   safetyCopy: `acme_cleanup_${tag}_safety`,
+  templateCopy: `svcrb_cleanup_${tag}`,
   before: `cleanup_before_${tag}`,
   beside: `cleanup_beside_${tag}`,
   besideRole: `odoo_beside${tag}`,
@@ -22,7 +23,7 @@ let standby = '';
 
 afterAll(async () => {
   await ctx?.cleanup(); // its database is gone already (FORCE ended its connections): Redis keys and files
-  for (const db of [names.before, names.beside, names.tenantDb, names.safetyCopy, standby].filter(Boolean))
+  for (const db of [names.before, names.beside, names.tenantDb, names.safetyCopy, names.templateCopy, standby].filter(Boolean))
     await adminQuery(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
   for (const role of [names.hostRole, names.tenantRole, names.besideRole]) await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
 });
@@ -49,6 +50,12 @@ it('drops the run’s databases and roles found through its records (also unreco
   await ctx.db.subscription.create({
     data: { name: 'Acme', partner_id: partner.id, database_name: names.tenantDb, database_role: names.tenantRole },
   });
+  // A template update's safety copy left recorded (owned by the shared tests' role, as in the suite).
+  await adminQuery(`CREATE DATABASE "${names.templateCopy}"`);
+  const pg = await ctx.db.postgresqlServer.create({ data: { name: 'local', ip: '127.0.0.1', port: 5432, username: 'postgres' } });
+  await ctx.db.databaseTemplate.create({
+    data: { name: 'tpl', postgresql_server_id: pg.id, template_db_name: `tpl_cleanup_${tag}`, update_safety_copy: names.templateCopy },
+  });
   // What a run beside this one made (its records are its own), after this one began.
   await adminQuery(`CREATE ROLE "${names.besideRole}" LOGIN`);
   await adminQuery(`CREATE DATABASE "${names.beside}" OWNER "${names.besideRole}"`);
@@ -56,7 +63,7 @@ it('drops the run’s databases and roles found through its records (also unreco
   expect(await dropWhatWasMade([svcDb], before)).toEqual([]);
 
   const dbs = await databases();
-  for (const gone of [svcDb, names.tenantDb, names.safetyCopy, standby]) expect(dbs.has(gone), gone).toBe(false);
+  for (const gone of [svcDb, names.tenantDb, names.safetyCopy, names.templateCopy, standby]) expect(dbs.has(gone), gone).toBe(false);
   for (const kept of [names.before, names.beside]) expect(dbs.has(kept), kept).toBe(true);
   const rs = await roles();
   for (const gone of [names.hostRole, names.tenantRole]) expect(rs.has(gone), gone).toBe(false);
