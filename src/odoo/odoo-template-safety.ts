@@ -50,9 +50,12 @@ export function createTemplateSafety(ctx: AppContext) {
         return copy;
       } catch (err) {
         // Not enough disk, say: the template is not updated, and nothing of the copy stays.
-        await safety.drop(place, template.id).catch(() => {});
+        const left = await safety.drop(place, template.id).then(
+          () => '',
+          (e: Error) => `; what was made of the copy could not be removed: ${e.message}`,
+        );
         throw new UserError(
-          `The safety copy of ${template.template_db_name} could not be made, so it was not updated: ${(err as Error).message}`,
+          `The safety copy of ${template.template_db_name} could not be made, so it was not updated: ${(err as Error).message}${left}`,
         );
       }
     },
