@@ -242,9 +242,15 @@ export function createStagingRefresh(ctx: AppContext) {
         failure = `${(err as Error).message}${left ? `\nIts safety copy ${left} is kept: the next refresh puts the copy back from it first.` : ''}`;
       }
       if (failure !== null) {
-        const message = `Staging copy ${row.database_name} was not updated to ${to}: ${failure}`.slice(0, 8000);
+        // Its users back first: a maintenance page that stays is said in the same message.
+        const stillDown = place
+          ? await onHost(place, audit, setMaintenance(place.l, row.database_name, false)).then(
+              () => '',
+              (e: Error) => `\nIts maintenance page could not be taken down: ${e.message}`,
+            )
+          : '';
+        const message = `Staging copy ${row.database_name} was not updated to ${to}: ${failure}${stillDown}`.slice(0, 8000);
         await db.stagingInstance.update({ where: { id: row.id }, data: { state: 'ready', error: message } });
-        if (place) await onHost(place, audit, setMaintenance(place.l, row.database_name, false)).catch(() => {});
         await notice(row, `refresh_failed: ${message}`, true);
         throw new UserError(message);
       }
