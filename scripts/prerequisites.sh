@@ -4,7 +4,8 @@
 # (a real SSH server per test file), sudo (sudo tests), Chromium (the trial pages in a browser),
 # git (a real git host for deploys), python3 (deploy validation on the "server"; passlib to check
 # Odoo password hashes), openssl (TLS),
-# pg_dump/pg_restore (the tests' backup server dumps and restores real databases), Caddy and
+# pg_dump/pg_restore (the tests' backup server dumps and restores real databases), restic (the
+# backup server's repositories: local, SFTP through the tests' sshd, S3 through a loopback stand-in), Caddy and
 # Pebble with pebble-challtestsrv (customer domains: the service runs Caddy on the Odoo host, Pebble
 # is the ACME server and challtestsrv the DNS server of the tests), redis-server (a private Redis the
 # tests kill and restart), redis-sentinel and haproxy (the high-availability tests) and
@@ -29,6 +30,7 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 { command -v pg_isready && command -v pg_dump; } >/dev/null 2>&1 || missing+=(postgresql-client)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v restic >/dev/null 2>&1 || missing+=(restic)
 command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 { command -v pebble && command -v pebble-challtestsrv; } >/dev/null 2>&1 || missing+=(pebble)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
