@@ -169,6 +169,17 @@ const envSchema = z.object({
   // how soon it first asks (the interval then doubles, up to 30 s).
   BACKUP_WAIT_MS: intVar(100, 86_400_000, 3_600_000),
   BACKUP_POLL_MS: intVar(10, 60_000, 2_000),
+  // svc's own backup server (npm run backup-server): the backup server record it is (its API key is
+  // that record's), where it listens, and where it keeps its local restic repository, its work
+  // folders and restic's cache.
+  BACKUP_SERVER_ID: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).optional()),
+  BACKUP_SERVER_PORT: intVar(1, 65535, 3100),
+  BACKUP_SERVER_HOST: z.string().default('127.0.0.1'),
+  BACKUP_DIR: z.string().min(1).default('./data/backup-server'),
+  // Backups (and restores) the backup server runs at once; never more than one per Odoo host.
+  BACKUP_CONCURRENCY: intVar(1, 100, 2),
+  // How long a backup's download link (GET /api/backups' url) stays good.
+  BACKUP_LINK_TTL_SECONDS: intVar(60, 7 * 86_400, 3600),
   // Largest commit tree push_commit deploys, as downloaded and as unpacked (a gzip bomb stops here).
   GIT_DEPLOY_MAX_BYTES: intVar(1024, 64 * 1024 ** 3, 1024 ** 3),
   // Name servers of the DNS Resolver setting's `cloudflare` and `google` choices (host or host:port).
