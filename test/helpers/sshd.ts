@@ -272,6 +272,8 @@ export async function startSshd(opts: SshdOptions = {}): Promise<Sshd> {
       .join(' ')}`,
     `MaxStartups ${opts.maxStartups ?? 50}`,
     `MaxSessions ${opts.maxSessions ?? 20}`,
+    // As Debian's own sshd_config: the backup server's SFTP repositories (restic over ssh -s sftp).
+    'Subsystem sftp internal-sftp',
     'LogLevel INFO',
     '',
   ].join('\n');
