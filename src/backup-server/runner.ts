@@ -1,0 +1,67 @@
+// The backup server's runner: takes pending restores, then pending backups, up to
+// BACKUP_CONCURRENCY at once, when told there is work (kick) and every few seconds anyway (work
+// another process of the same record left, leases run out). close() lets running work finish.
+import type { Logger } from 'pino';
+import type { BackupRuns } from './backup-runs.js';
+import type { RestoreRuns } from './restore-runs.js';
+
+const LOOK_EVERY_MS = 5_000;
+
+export function startRunner(log: Logger, concurrency: number, backups: BackupRuns, restores: RestoreRuns) {
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let ticking: Promise<void> | null = null;
+  let again = false;
+
+  const launch = (work: Promise<void>) => {
+    const p = work.finally(() => {
+      inFlight.delete(p);
+      kick(); // a slot is free
+    });
+    inFlight.add(p);
+  };
+
+  async function tick() {
+    await backups.sweep();
+    await restores.sweep();
+    while (!stopped && inFlight.size < concurrency) {
+      const restore = await restores.claim();
+      if (restore) {
+        launch(restores.execute(restore));
+        continue;
+      }
+      const backup = await backups.claim();
+      if (!backup) break;
+      launch(backups.execute(backup));
+    }
+  }
+
+  function kick() {
+    if (stopped) return;
+    if (ticking) {
+      again = true;
+      return;
+    }
+    ticking = tick()
+      .catch((err) => log.error({ err }, 'the backup runner could not look for work; it looks again shortly'))
+      .finally(() => {
+        ticking = null;
+        if (again) {
+          again = false;
+          kick();
+        }
+      });
+  }
+
+  const timer = setInterval(kick, LOOK_EVERY_MS);
+  kick();
+  return {
+    kick,
+    async close() {
+      stopped = true;
+      clearInterval(timer);
+      await ticking;
+      await Promise.all(inFlight);
+    },
+  };
+}
