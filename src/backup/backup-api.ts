@@ -41,6 +41,12 @@ const remoteBackup = z.object({
 });
 export type RemoteBackup = z.output<typeof remoteBackup>;
 
+const remoteRestore = z.object({
+  id: z.union([z.string(), z.number()]),
+  state: z.string(),
+  error: z.string().nullable().optional(),
+});
+
 /** What a backup or restore request answers: any JSON object (or nothing), maybe with the backup's id and state. */
 const remoteOperation = z.looseObject({
   id: z.union([z.string(), z.number()]).nullable().optional(),
@@ -100,6 +106,14 @@ export function createBackupApi(ctx: Pick<AppContext, 'db' | 'secretBox' | 'conf
         { method: 'POST', path: server.restore_db_path, json: { db_name: dbName, backup_id: backupId } },
         readOperation('The restore request'),
       );
+    },
+
+    /**
+     * GET /api/restores/{id}: how a restore the server runs in the background is getting on (svc's own
+     * backup server answers its restore request with such an id).
+     */
+    restoreStatus(server: Pick<BackupServerRecord, 'url' | 'api_key'>, target: OutboundTarget, id: string | number) {
+      return get(server, target, `/api/restores/${encodeURIComponent(String(id))}`, remoteRestore, 'The restore status');
     },
 
     /** GET /api/ping: 200 with a JSON body from a reachable server that accepts the key. */
