@@ -2,75 +2,41 @@
 // sshd as the Odoo host holding the filestore, restic on a local repository. svc's backup, restore
 // and compute_backup_state actions talk to it over HTTP exactly as to any backup server.
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackupServer, type BackupServer } from '../src/backup-server/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { request, waitForJob } from './helpers/api.js';
+import { useBackupServer } from './helpers/backup-server.js';
 import { act } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
 
 const f = useOdooHost({ 'ab/logo': 'logo bytes' });
 const { t } = f;
-const API_KEY = 'backup-server-key-0123456789';
-
-let dir: string;
-let bs: BackupServer;
-let bsUrl: string;
-let serverId: number;
+const bs = useBackupServer(t);
 
 async function job(res: { statusCode: number; body: string; json(): { job_id: string } }) {
   expect(res.statusCode, res.body).toBe(202);
   return waitForJob(t.app, t.as.admin, res.json().job_id, 120_000);
 }
 
-const listed = async (db: string) =>
-  (await fetch(`${bsUrl}/api/backups?db_name=${db}`, { headers: { 'X-API-Key': API_KEY } })).json() as Promise<
-    { id: number; state: string; url: string | null; filestore: boolean | null; files: number | null; error: string | null }[]
-  >;
-
 beforeAll(async () => {
   execFileSync('sh', ['-c', 'id odoo >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin odoo']);
   await t.ctx.db.rootServer.update({ where: { id: f.rootServerId }, data: { odoo_db_user: TENANT_ROLE } });
-  dir = await mkdtemp(path.join(tmpdir(), 'svc-backup-server-'));
-  const created = await request(t.app, t.as.operator, {
-    method: 'POST',
-    url: '/api/v1/backup-servers',
-    payload: { url: 'http://127.0.0.1:1', download_url: 'http://127.0.0.1:1/download', api_key: API_KEY, enable_local_backup: true },
-  });
-  expect(created.statusCode, created.body).toBe(201);
-  serverId = created.json().id;
-  bs = await startBackupServer({ ...t.ctx, config: { ...t.ctx.config, BACKUP_DIR: dir } }, serverId);
-  await bs.app.listen({ port: 0, host: '127.0.0.1' });
-  bsUrl = `http://127.0.0.1:${(bs.app.server.address() as AddressInfo).port}`;
-  const patched = await request(t.app, t.as.operator, {
-    method: 'PATCH',
-    url: `/api/v1/backup-servers/${serverId}`,
-    payload: { url: bsUrl, download_url: `${bsUrl}/download`, api_key: API_KEY },
-  });
-  expect(patched.statusCode, patched.body).toBe(200);
-}, 60_000);
-
-afterAll(async () => {
-  await bs?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe("svc's backup server", () => {
   it('answers svc: test_connection, sync_cloud_accounts (none yet); a wrong key is refused', async () => {
-    const ping = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/backup-servers/${serverId}/actions/test_connection` });
+    const ping = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/backup-servers/${bs.id}/actions/test_connection` });
     expect(ping.statusCode, ping.body).toBe(200);
     const sync = await request(t.app, t.as.operator, {
       method: 'POST',
-      url: `/api/v1/backup-servers/${serverId}/actions/sync_cloud_accounts`,
+      url: `/api/v1/backup-servers/${bs.id}/actions/sync_cloud_accounts`,
     });
     expect(sync.json()).toMatchObject({ created: 0, deleted: 0 });
-    const refused = await fetch(`${bsUrl}/api/ping`, { headers: { 'X-API-Key': 'wrong' } });
+    const refused = await fetch(`${bs.url}/api/ping`, { headers: { 'X-API-Key': 'wrong' } });
     expect(refused.status).toBe(401);
-    expect(await refused.text()).not.toContain(API_KEY);
+    expect(await refused.text()).not.toContain(bs.apiKey);
   });
 
   it('backs up a tenant as one unit (database and filestore) and restores both after they changed', async () => {
@@ -83,13 +49,13 @@ describe("svc's backup server", () => {
 
     const backup = await job(await act(t, sub.id, 'backup'));
     expect(backup.state, backup.error).toBe('completed');
-    const [done] = await listed(db);
+    const [done] = await bs.backups(db);
     expect(done).toMatchObject({ state: 'done', filestore: true, files: 2 });
 
     // The download is Odoo's backup zip; a forged or expired link is refused.
     const zip = await fetch(done!.url!);
     expect(zip.status).toBe(200);
-    const zipFile = path.join(dir, 'download.zip');
+    const zipFile = path.join(bs.dir, 'download.zip');
     await writeFile(zipFile, Buffer.from(await zip.arrayBuffer()));
     const names = execFileSync('unzip', ['-Z1', zipFile]).toString().split('\n').filter(Boolean).sort();
     expect(names).toEqual(expect.arrayContaining(['dump.sql', 'manifest.json', 'filestore/ab/logo', 'filestore/cd/upload']));
