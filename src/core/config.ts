@@ -180,6 +180,9 @@ const envSchema = z.object({
   BACKUP_CONCURRENCY: intVar(1, 100, 2),
   // How long a backup's download link (GET /api/backups' url) stays good.
   BACKUP_LINK_TTL_SECONDS: intVar(60, 7 * 86_400, 3600),
+  // How often the backup server verifies (a tenant's backup restored, served and signed in to;
+  // restic check of each repository), in days; 0: only when asked (POST /api/verify).
+  BACKUP_VERIFY_DAYS: intVar(0, 366, 7),
   // Largest commit tree push_commit deploys, as downloaded and as unpacked (a gzip bomb stops here).
   GIT_DEPLOY_MAX_BYTES: intVar(1024, 64 * 1024 ** 3, 1024 ** 3),
   // Name servers of the DNS Resolver setting's `cloudflare` and `google` choices (host or host:port).
