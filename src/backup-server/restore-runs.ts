@@ -48,11 +48,16 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     throw new UserError(`Backup ${backup.id} does not verify: no repository holds its snapshot any more`);
   }
 
-  /** The database and the filestore of the backup, restored under `name` / `<filestore>.svc-restore`. */
+  /**
+   * The database and the filestore of the backup, restored under `name` and into the directory
+   * `filestore` on the tenant's Odoo host (beside the live one: `<filestore>.svc-restore` for a
+   * restore, the scratch database's own filestore for a verify).
+   */
   async function restoreBeside(
     src: TenantSource,
     from: { repo: Awaited<ReturnType<Repositories['toRestic']>>; snapshot: string },
     name: string,
+    filestore: string | null,
   ) {
     const login = await tenantLogin(ctx, src);
     await onServer(secretBox, src.pg, async (query) => {
@@ -72,9 +77,9 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
         what: `psql restoring backup into ${name} (as ${login.user})`,
       }),
     ]);
-    if (!src.host) return;
-    const target = `${src.filestore}.svc-restore`;
-    const parent = src.filestore!.slice(0, src.filestore!.lastIndexOf('/'));
+    if (!src.host || !filestore) return;
+    const target = filestore;
+    const parent = target.slice(0, target.lastIndexOf('/'));
     const files = restic.dump(from.repo, from.snapshot, '/filestore', { archive: 'tar' });
     const session = await openRemoteSession(ctx, src.host, { user_id: null, job_id: null, operation: 'restore' });
     try {
@@ -182,7 +187,7 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     const restored = `svcrs_${tag}`;
     const safety = `svcrb_${tag}`;
     try {
-      await restoreBeside(src, from, restored);
+      await restoreBeside(src, from, restored, src.filestore && `${src.filestore}.svc-restore`);
       await swap(src, restored, safety);
     } catch (err) {
       await dropSafety(src, restored).catch(() => {});
@@ -192,6 +197,9 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
   }
 
   return {
+    sourceOf,
+    restoreBeside,
+
     async claim(): Promise<BackupRestore | null> {
       return db.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<{ id: number }[]>`
