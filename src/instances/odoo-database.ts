@@ -309,11 +309,12 @@ export async function setCustomerLogin(query: Query, customer: Customer): Promis
   });
 }
 
-/** A new password on the customer's login (a ready mail sent again tells a new one). */
-export async function setCustomerPassword(query: Query, password: string): Promise<void> {
+/** A new password on the customer's login (a ready mail sent again tells a new one); answers that user and its login. */
+export async function setCustomerPassword(query: Query, password: string): Promise<{ uid: number; login: string }> {
   const hash = await hashOdooPassword(password, await hashingRounds(query));
-  await transaction(query, LOGIN_TABLES, async () => {
+  return transaction(query, LOGIN_TABLES, async () => {
     const admin = await administrator(query);
-    await query('UPDATE public.res_users SET password = $1 WHERE id = $2', [hash, admin.id]);
+    const { rows } = await query('UPDATE public.res_users SET password = $1 WHERE id = $2 RETURNING login', [hash, admin.id]);
+    return { uid: admin.id, login: String(rows[0]?.login) };
   });
 }
