@@ -1,7 +1,8 @@
 // A local backup server implementing the backup API the service calls, on the real PostgreSQL: X-API-Key on every call,
 // GET /api/ping, GET /api/cloud-accounts, POST {backup path} {db_name} (a real pg_dump in the
 // background: pending → running → done, or failed when pg_dump fails, e.g. a database that refuses
-// connections, or when told to fail), GET /api/backups?db_name= (latest first), POST {restore path} {db_name, backup_id}
+// connections, or when told to fail), GET /api/backups?db_name= (latest first; done ones with
+// "filestore": true and "files" when told, as svc's backup server lists them), POST {restore path} {db_name, backup_id}
 // (a real pg_restore of that dump; an unknown id answers 404 with an error). Tests steer it:
 // hold backups running, answer the request with or without the backup's id, refuse requests.
 import { execFile } from 'node:child_process';
@@ -25,6 +26,8 @@ export interface RemoteBackupRecord {
   file: string;
   /** Shown by GET /api/backups (a server may record a backup only once it starts). */
   listed: boolean;
+  /** Listed with `"filestore": true` and this many files once done (behaviour.filestoreFiles when it was made). */
+  filestoreFiles?: number;
 }
 
 export interface BackupApi extends RecordingServer {
@@ -42,6 +45,8 @@ export interface BackupApi extends RecordingServer {
     refuseWith: number | null;
     /** Backups run and end `failed` with this error (a full disk on the backup server, say). */
     failWith: string | null;
+    /** Done backups are listed with `"filestore": true, "files": <this>` (as svc's backup server lists them); null: without. */
+    filestoreFiles: number | null;
   };
   /** Lets held backups run. */
   release(): void;
@@ -52,7 +57,14 @@ export interface BackupApi extends RecordingServer {
 export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<BackupApi> {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-backups-'));
   const backups: RemoteBackupRecord[] = [];
-  const behaviour: BackupApi['behaviour'] = { hold: false, unlisted: false, answerWithId: true, refuseWith: null, failWith: null };
+  const behaviour: BackupApi['behaviour'] = {
+    hold: false,
+    unlisted: false,
+    answerWithId: true,
+    refuseWith: null,
+    failWith: null,
+    filestoreFiles: null,
+  };
   let releaseHeld: () => void = () => {};
   let held = new Promise<void>((resolve) => (releaseHeld = resolve));
   let seq = 100;
@@ -85,7 +97,14 @@ export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<Ba
       return sendJson(
         res,
         200,
-        listed.map(({ id, db_name, state, created_at, url }) => ({ id, db_name, state, created_at, url })),
+        listed.map(({ id, db_name, state, created_at, url, filestoreFiles }) => ({
+          id,
+          db_name,
+          state,
+          created_at,
+          url,
+          ...(state === 'done' && filestoreFiles !== undefined ? { filestore: true, files: filestoreFiles } : {}),
+        })),
       );
     }
     if (req.method !== 'POST') return sendJson(res, 404, { error: 'no such route' });
@@ -102,6 +121,7 @@ export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<Ba
         url: `https://backups.example.com/dl/${id}.dump`,
         file: path.join(dir, `${id}.dump`),
         listed: !behaviour.unlisted,
+        ...(behaviour.filestoreFiles === null ? {} : { filestoreFiles: behaviour.filestoreFiles }),
       };
       backups.push(b);
       void dump(b);

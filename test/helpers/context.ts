@@ -49,6 +49,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     },
   });
   const ctx = await createContext(config, pino(loggerOptions(config.LOG_LEVEL), sink));
+  // The daily backup schedule (on by default, 01:00–07:00 UTC) would back up a file's subscriptions
+  // while its tests run, at some hours of the day only: off, unless a test turns it on.
+  await ctx.db.settings.update({ where: { id: 1 }, data: { backup_schedule_enabled: false } });
 
   return Object.assign(ctx, {
     dbName,
