@@ -14,7 +14,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import { databaseOwner, onServer } from '../instances/index.js';
-import { connectPostgresqlServer, sessionOptions } from '../postgresql/index.js';
+import { connectPostgresqlServer, quoteIdent, sessionOptions } from '../postgresql/index.js';
 import { openRemoteSession, type Audit } from '../servers/index.js';
 import type { TenantSource } from './tenant-source.js';
 
@@ -34,6 +34,8 @@ export interface PgLogin {
   port: number;
   user: string;
   password: string | null;
+  /** The role the session runs as when it signs in as another (SET ROLE; pg_dump --role). */
+  role?: string;
 }
 
 /** Runs a local program with only what it needs in its environment; rejects with its stderr. */
@@ -138,32 +140,61 @@ async function copyFilestore(ctx: Ctx, src: TenantSource, into: string, audit: A
 }
 
 async function pgDump(ctx: Ctx, login: PgLogin, src: TenantSource, file: string, snapshot: string | null) {
-  const args = [...pgArgs(login), '--no-owner', '--no-privileges', `--file=${file}`, ...(snapshot ? [`--snapshot=${snapshot}`] : [])];
+  const args = [
+    ...pgArgs(login),
+    ...(login.role ? [`--role=${login.role}`] : []),
+    '--no-owner',
+    '--no-privileges',
+    `--file=${file}`,
+    ...(snapshot ? [`--snapshot=${snapshot}`] : []),
+  ];
   await runLocal('pg_dump', [...args, `--dbname=${src.dbName}`], {
     env: pgEnv(ctx.config, login),
     timeoutMs: DUMP_TIMEOUT_MS,
-    what: `pg_dump of ${src.dbName} (as ${login.user})`,
+    what: `pg_dump of ${src.dbName} (as ${login.role ?? login.user})`,
   });
+}
+
+/**
+ * The session the unit is read under, and the login pg_dump signs in with: the tenant's role. A
+ * suspended subscription's database is opened by svc for its backup to superusers only (CONNECTION
+ * LIMIT 0 keeps Odoo and the customer out), so the tenant's role is refused there for the
+ * connection limit: then both sign in as the PostgreSQL server's administrator and run as the
+ * tenant's role (SET ROLE; pg_dump --role), so the dump still reads with the tenant's rights only
+ * (§12). pg_dump runs only its own queries, with an empty search_path.
+ */
+async function dumpSession(ctx: Ctx, src: TenantSource, tenant: PgLogin): Promise<{ client: pg.Client; login: PgLogin }> {
+  const connect = (username: string, password: string | null) =>
+    connectPostgresqlServer(ctx.secretBox, { ip: tenant.host, port: tenant.port, username, password }, src.dbName);
+  const refused = (who: string, err: unknown) =>
+    new UserError(`Could not connect to database ${src.dbName} on ${tenant.host}:${tenant.port} as ${who}: ${(err as Error).message}`);
+  try {
+    return { client: (await connect(tenant.user, src.role?.password ?? null)).client, login: tenant };
+  } catch (err) {
+    if ((err as { code?: string }).code !== '53300') throw refused(tenant.user, err); // too_many_connections
+    const admin = src.pg.username ?? 'postgres';
+    const { client } = await connect(admin, src.pg.password).catch((e: unknown) => {
+      throw refused(`${tenant.user}, nor as ${admin}`, e);
+    });
+    try {
+      const { rows } = await client.query('SELECT datconnlimit FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()');
+      if (rows[0]?.datconnlimit !== 0) throw refused(tenant.user, err); // a limit reached, not a database closed to the tenant
+      await client.query(`SET ROLE ${quoteIdent(tenant.user)}`);
+    } catch (e) {
+      await client.end().catch(() => {});
+      throw e;
+    }
+    const password = await ctx.secretBox.reveal(src.pg.password);
+    return { client, login: { host: tenant.host, port: tenant.port, user: admin, password, role: tenant.user } };
+  }
 }
 
 /** The unit of `src` in `dir` (emptied first): dump.sql, filestore/, manifest.json. */
 export async function captureUnit(ctx: Ctx, src: TenantSource, dir: string, audit: Audit): Promise<CapturedUnit> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(path.join(dir, 'filestore'), { recursive: true, mode: 0o700 });
-  const login = await tenantLogin(ctx, src);
   const dumpFile = path.join(dir, 'dump.sql');
-  let client: pg.Client;
-  try {
-    ({ client } = await connectPostgresqlServer(
-      ctx.secretBox,
-      { ip: login.host, port: login.port, username: login.user, password: src.role?.password ?? null },
-      src.dbName,
-    ));
-  } catch (err) {
-    throw new UserError(
-      `Could not connect to database ${src.dbName} on ${login.host}:${login.port} as ${login.user}: ${(err as Error).message}`,
-    );
-  }
+  const { client, login } = await dumpSession(ctx, src, await tenantLogin(ctx, src));
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     await client.query("SET LOCAL lock_timeout = '30s'");
