@@ -1,12 +1,15 @@
 // svc's own backup server in the test process: a backup_servers record made through the API (local
 // repository on), the backup server of that record started on a loopback port with its BACKUP_DIR in
-// a temporary folder, and the record pointed at it. Stopped and removed after the file.
+// a temporary folder, and the record pointed at it. Stopped and removed after the file. Its weekly
+// verify is off (BACKUP_VERIFY_DAYS 0) unless `config` turns it on: a verify would otherwise start
+// after a file's first backup, in the middle of its other tests.
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { startBackupServer, type BackupServer } from '../../src/backup-server/index.js';
+import type { Config } from '../../src/core/config.js';
 import { request } from './api.js';
 import type { TestApp } from './app.js';
 
@@ -32,7 +35,7 @@ export interface TestBackupServer {
   ): Promise<{ id: number; state: string; url: string | null; filestore: boolean | null; files: number | null; error: string | null }[]>;
 }
 
-export function useBackupServer(t: TestApp, record: Record<string, unknown> = {}): TestBackupServer {
+export function useBackupServer(t: TestApp, record: Record<string, unknown> = {}, config: Partial<Config> = {}): TestBackupServer {
   const b = { apiKey: 'backup-server-key-0123456789' } as TestBackupServer;
   beforeAll(async () => {
     b.dir = await mkdtemp(path.join(tmpdir(), 'svc-backup-server-'));
@@ -49,7 +52,7 @@ export function useBackupServer(t: TestApp, record: Record<string, unknown> = {}
     });
     expect(created.statusCode, created.body).toBe(201);
     b.id = created.json().id;
-    b.server = await startBackupServer({ ...t.ctx, config: { ...t.ctx.config, BACKUP_DIR: b.dir } }, b.id);
+    b.server = await startBackupServer({ ...t.ctx, config: { ...t.ctx.config, BACKUP_DIR: b.dir, BACKUP_VERIFY_DAYS: 0, ...config } }, b.id);
     await b.server.app.listen({ port: 0, host: '127.0.0.1' });
     b.url = `http://127.0.0.1:${(b.server.app.server.address() as AddressInfo).port}`;
     const patched = await request(t.app, t.as.operator, {
