@@ -52,7 +52,10 @@ export function useBackupServer(t: TestApp, record: Record<string, unknown> = {}
     });
     expect(created.statusCode, created.body).toBe(201);
     b.id = created.json().id;
-    b.server = await startBackupServer({ ...t.ctx, config: { ...t.ctx.config, BACKUP_DIR: b.dir, BACKUP_VERIFY_DAYS: 0, ...config } }, b.id);
+    b.server = await startBackupServer(
+      { ...t.ctx, config: { ...t.ctx.config, BACKUP_DIR: b.dir, BACKUP_VERIFY_DAYS: 0, ...config } },
+      b.id,
+    );
     await b.server.app.listen({ port: 0, host: '127.0.0.1' });
     b.url = `http://127.0.0.1:${(b.server.app.server.address() as AddressInfo).port}`;
     const patched = await request(t.app, t.as.operator, {
