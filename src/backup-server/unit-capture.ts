@@ -85,9 +85,19 @@ export async function tenantLogin(ctx: Ctx, src: TenantSource): Promise<PgLogin>
   return { host: pg.ip, port: pg.port, user, password: await ctx.secretBox.reveal(src.role?.password ?? null) };
 }
 
+/**
+ * The Odoo series a database was made by ("18.0", "saas~18.2"): its base module's installed version
+ * begins with it (Odoo writes "<series>.<module version>"). The host's version record is an
+ * operator's name for a source ("18.0-custom"), the fallback only.
+ */
+function odooSeriesOf(modules: Record<string, string>, fallback: string | null): string {
+  const m = /^((?:saas~)?\d+\.\d+)\./.exec(modules.base ?? '');
+  return m?.[1] ?? fallback ?? '';
+}
+
 /** Odoo's manifest.json of a backup (what its database manager writes). */
 function manifestOf(src: TenantSource, pgVersion: string, modules: Record<string, string>, missingFiles: number) {
-  const series = src.odooVersion ?? '';
+  const series = odooSeriesOf(modules, src.odooVersion);
   const [major, minor] = series.split('.').map((n) => Number.parseInt(n, 10));
   return {
     odoo_dump: '1',
