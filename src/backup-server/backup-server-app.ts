@@ -1,7 +1,7 @@
 // The backup server's HTTP API: the one svc calls (GET /api/ping, /api/cloud-accounts,
 // /api/backups?db_name=; POST to the record's backup, restore and drop paths), with the record's API
 // key in X-API-Key, plus what an operator needs around it (cloud accounts added and removed, a
-// restore's progress) and the signed download of a backup as Odoo's own backup zip.
+// restore's progress, a verify run now) and the signed download of a backup as Odoo's own backup zip.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -15,6 +15,7 @@ import type { createDownloadLinks } from './download-links.js';
 import { cloudAccountInput, cloudAccountOut, type Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
 import { tenantSource } from './tenant-source.js';
+import type { VerifyOutcome } from './verify.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'log'>;
 
@@ -25,6 +26,8 @@ export interface BackupServerDeps {
   links: ReturnType<typeof createDownloadLinks>;
   /** Tells the runner there is new work (it also looks on its own every few seconds). */
   kick(): void;
+  /** A verify run now (verify.ts), answered when it ended. */
+  verify(): Promise<VerifyOutcome>;
 }
 
 const dbName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/, 'a database name (letters, digits, _ . -)');
@@ -109,6 +112,12 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
       error: r.error,
       finished_at: r.finished_at?.toISOString() ?? null,
     };
+  });
+
+  // A verify now, whatever the schedule: answered with its outcome once it ended (409 while one runs).
+  app.post('/api/verify', async (req) => {
+    await authenticate(req);
+    return deps.verify();
   });
 
   const operationBody = z.object({ db_name: dbName, backup_id: z.coerce.number().int().min(1).optional() });

@@ -12,6 +12,7 @@ import { createRepositories } from './repositories.js';
 import { createRestic } from './restic.js';
 import { createRestoreRuns } from './restore-runs.js';
 import { startRunner } from './runner.js';
+import { createVerifies } from './verify.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'log'>;
 
@@ -27,14 +28,17 @@ export async function startBackupServer(ctx: Ctx, serverId: number): Promise<Bac
   const restic = createRestic({ cacheDir: path.resolve(ctx.config.BACKUP_DIR, 'cache'), PATH: ctx.config.PATH });
   const repositories = createRepositories(ctx, restic, serverId);
   if (server.enable_local_backup) await repositories.ensureLocal();
+  const restores = createRestoreRuns(ctx, restic, repositories, serverId);
+  const verifies = createVerifies(ctx, restic, repositories, restores, serverId);
   const runner = startRunner(
     ctx.log,
     ctx.config.BACKUP_CONCURRENCY,
     createBackupRuns(ctx, restic, repositories, serverId),
-    createRestoreRuns(ctx, restic, repositories, serverId),
+    restores,
+    verifies,
   );
   const links = createDownloadLinks(ctx.secretBox, serverId, ctx.config.BACKUP_LINK_TTL_SECONDS);
-  const app = await buildBackupServerApp(ctx, { serverId, restic, repositories, links, kick: runner.kick });
+  const app = await buildBackupServerApp(ctx, { serverId, restic, repositories, links, kick: runner.kick, verify: verifies.now });
   return {
     app,
     async close() {

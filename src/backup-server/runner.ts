@@ -1,13 +1,15 @@
-// The backup server's runner: takes pending restores, then pending backups, up to
-// BACKUP_CONCURRENCY at once, when told there is work (kick) and every few seconds anyway (work
-// another process of the same record left, leases run out). close() lets running work finish.
+// The backup server's runner: takes pending restores, then pending backups, then a verify when one
+// is due (verify.ts), up to BACKUP_CONCURRENCY at once, when told there is work (kick) and every
+// few seconds anyway (work another process of the same record left, leases run out, a verify comes
+// due). close() lets running work finish.
 import type { Logger } from 'pino';
 import type { BackupRuns } from './backup-runs.js';
 import type { RestoreRuns } from './restore-runs.js';
+import type { Verifies } from './verify.js';
 
 const LOOK_EVERY_MS = 5_000;
 
-export function startRunner(log: Logger, concurrency: number, backups: BackupRuns, restores: RestoreRuns) {
+export function startRunner(log: Logger, concurrency: number, backups: BackupRuns, restores: RestoreRuns, verifies: Verifies) {
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
   let ticking: Promise<void> | null = null;
@@ -24,6 +26,7 @@ export function startRunner(log: Logger, concurrency: number, backups: BackupRun
   async function tick() {
     await backups.sweep();
     await restores.sweep();
+    await verifies.sweep();
     while (!stopped && inFlight.size < concurrency) {
       const restore = await restores.claim();
       if (restore) {
@@ -31,8 +34,13 @@ export function startRunner(log: Logger, concurrency: number, backups: BackupRun
         continue;
       }
       const backup = await backups.claim();
-      if (!backup) break;
-      launch(backups.execute(backup));
+      if (backup) {
+        launch(backups.execute(backup));
+        continue;
+      }
+      const verify = await verifies.claim();
+      if (!verify) break;
+      launch(verifies.execute(verify).then(() => undefined));
     }
   }
 
