@@ -31,6 +31,12 @@ const backupServer = z.object({
   enable_local_backup: z.boolean(),
   enable_cloud_backup: z.boolean(),
   cloud_account_ids: z.array(z.number()),
+  verified_at: timestamp.nullable().describe("svc's own backup server: when its last verify ended (read-only)"),
+  verify_state: z
+    .enum(['running', 'ok', 'failed'])
+    .nullable()
+    .describe("svc's own backup server: its last verify, a tenant's backup restored and signed in to and restic check of each repository (read-only; null: never)"),
+  verify_note: z.string().nullable().describe('What the last verify checked, or why it failed (read-only)'),
   created_at: timestamp,
   updated_at: timestamp,
 });
