@@ -35,7 +35,7 @@ const backupServer = z.object({
   verify_state: z
     .enum(['running', 'ok', 'failed'])
     .nullable()
-    .describe("svc's own backup server: its last verify, a tenant's backup restored and signed in to and restic check of each repository (read-only; null: never)"),
+    .describe("svc's own backup server's last verify: running, ok or failed (read-only; null: never)"),
   verify_note: z.string().nullable().describe('What the last verify checked, or why it failed (read-only)'),
   created_at: timestamp,
   updated_at: timestamp,
