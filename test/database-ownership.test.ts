@@ -12,7 +12,7 @@ import { startTlsCluster, type TlsCluster } from './helpers/pg-tls-cluster.js';
 import { fillOdooTemplate } from './helpers/odoo-template.js';
 
 const t = useTestApp({ workers: true, env: { BACKUP_POLL_MS: '20' } });
-const fx = useLifecycle(t, { backups: true });
+const fx = useLifecycle(t, { backups: 'real' });
 let other: TlsCluster;
 
 beforeAll(async () => {
@@ -43,9 +43,8 @@ async function deployFrom(templateId: number, databaseName: string) {
   return { id, job: await jobOf(await act(t, id, 'deploy')) };
 }
 
-/** Backups the backup server was asked for, by database name. */
-const backupRequests = () =>
-  fx.remote.calls.filter((c) => c.method === 'POST').map((c) => (JSON.parse(c.body || '{}') as { db_name?: string }).db_name);
+/** Backups svc's backup server was asked for of `dbName` (it records each request as it takes it). */
+const backupsOf = async (dbName: string) => (await fx.backups.backups(dbName)).map((b) => b.id);
 
 describe('a PostgreSQL server record holding subscription databases', () => {
   it('cannot change ip or port (409 naming the field); other fields still change', async () => {
@@ -143,7 +142,7 @@ describe('a PostgreSQL server record holding subscription databases', () => {
     const backup = await jobOf(await act(t, id, 'backup'));
     expect(backup.state).toBe('failed');
     expect(backup.error).toMatch(/is not the cluster/);
-    expect(backupRequests()).not.toContain(victim);
+    expect(await backupsOf(victim)).toEqual([]);
 
     expect((await act(t, id, 'cancel')).statusCode).toBe(200);
     const drop = await jobOf(await act(t, id, 'drop_database', { skip_backup: true }, t.as.admin));

@@ -1,7 +1,9 @@
 // The subscription actions of the customer lifecycle on real parts: databases deployed
 // from a real template on the real PostgreSQL (suspension really refuses connections, drops really
-// remove the database), a local backup server implementing the backup API with real pg_dump/pg_restore,
-// the real BullMQ workers.
+// remove the database), svc's own backup server (restic on a local repository) for the backups,
+// restores and drops that work, a stand-in for the answers it never gives on demand (a backup held
+// running or listed late, an answer without the backup's id, a refusal, a failure), the real BullMQ
+// workers.
 import { describe, expect, it, vi } from 'vitest';
 import { composeFeatures } from '../src/features.js';
 import { recordInterruption } from '../src/jobs/job-interruption.js';
@@ -9,7 +11,7 @@ import { subscriptionJobHandlers } from '../src/subscriptions/subscription-jobs.
 import { request, waitForJob } from './helpers/api.js';
 import { useTestApp, withConfig } from './helpers/app.js';
 import { freePort } from './helpers/sshd.js';
-import { act, canConnect, connect, databaseRow, get, messages, stateHistory, useLifecycle } from './helpers/lifecycle.js';
+import { act, canConnect, connect, databaseRow, get, messages, stateHistory, useBackupStandIn, useLifecycle } from './helpers/lifecycle.js';
 import { adminQuery } from './helpers/pg.js';
 
 const t = useTestApp({
@@ -18,14 +20,16 @@ const t = useTestApp({
   // test of that deadline shortens it.
   env: { SUBSCRIPTION_URL: 'https://{database_name}.odoo.example.com', BACKUP_POLL_MS: '20' },
 });
-const fx = useLifecycle(t, { backups: true });
+const fx = useLifecycle(t, { backups: 'real' });
+const standIn = useBackupStandIn(t);
 
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const job = async (res: { statusCode: number; body: string; json(): { job_id: string } }) => {
   expect(res.statusCode, res.body).toBe(202);
-  return waitForJob(t.app, t.as.user, res.json().job_id, 30_000);
+  return waitForJob(t.app, t.as.user, res.json().job_id, 120_000);
 };
+const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const actionLog = (id: number) =>
   t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: id }, orderBy: { id: 'asc' } });
 
@@ -247,20 +251,28 @@ describe('backup', () => {
     const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     const done = await job(await act(t, sub.id, 'backup'));
     expect(done.state, done.error).toBe('completed');
-    const [made] = await fx.remote.settled(sub.database_name);
+    const [made] = await fx.backups.backups(sub.database_name);
+    expect(made).toMatchObject({ state: 'done' });
     expect(done.result).toMatchObject({
       subscription_id: sub.id,
       backup_server_id: fx.backupServerId,
       backup: { id: made!.id, state: 'done' },
     });
-    const post = fx.remote.callsTo('/svc/database/backup').at(-1)!;
-    expect(JSON.parse(post.body)).toEqual({ db_name: sub.database_name });
-    expect(post.headers['x-api-key']).toBe(fx.remote.apiKey);
+    // The backup server took the request (key accepted) as one of this subscription's database.
+    expect(await t.ctx.db.tenantBackup.findUniqueOrThrow({ where: { id: made!.id } })).toMatchObject({
+      db_name: sub.database_name,
+      subscription_id: sub.id,
+    });
     const current = await get(t, sub.id);
     expect(current).toMatchObject({ backup_state: 'ok', operation: null, state: 'running' });
-    expect((await messages(t, sub.id)).at(-1)!.body).toBe(
-      `Backup ${made!.id} of ${sub.database_name} done on backup server ${fx.backupServerId}: ${made!.url}.`,
-    );
+    // The chatter names the backup and its signed download link, which downloads it.
+    const link = `${literal(fx.backups.url)}/download/${made!.id}\\?expires=\\d+&signature=[\\w-]+`;
+    const body = (await messages(t, sub.id)).at(-1)!.body;
+    expect(body).toMatch(new RegExp(`^Backup ${made!.id} of ${sub.database_name} done on backup server ${fx.backupServerId}: ${link}\\.$`));
+    const download = await fetch(body.slice(body.indexOf(': ') + 2, -1));
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-type')).toBe('application/zip');
+    await download.arrayBuffer();
     const rows = await actionLog(sub.id);
     expect(rows.filter((r) => r.action_type === 'database').at(-1)).toMatchObject({ status: 'success', job_id: done.id });
     expect(rows.filter((r) => r.action_type === 'api_call').map((r) => r.input_text.split('\n')[0])).toEqual(
@@ -269,36 +281,36 @@ describe('backup', () => {
         expect.stringMatching(/^GET .*\/api\/backups\?db_name=/),
       ]),
     );
-    expect(JSON.stringify(rows)).not.toContain(fx.remote.apiKey);
-  });
+    expect(JSON.stringify(rows)).not.toContain(fx.backups.apiKey);
+  }, 120_000);
 
   it('without an id in the answer, the backup is the one listed after the request (not an older one)', async () => {
-    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    const sub = await fx.deployed({ backup_server_id: standIn.id });
     expect((await job(await act(t, sub.id, 'backup'))).state).toBe('completed');
-    fx.remote.behaviour.answerWithId = false;
-    fx.remote.behaviour.unlisted = true;
+    standIn.remote.behaviour.answerWithId = false;
+    standIn.remote.behaviour.unlisted = true;
     try {
-      const posts = fx.remote.callsTo('/svc/database/backup').length;
+      const posts = standIn.remote.callsTo('/svc/database/backup').length;
       const res = await act(t, sub.id, 'backup');
       // Two polls after the request have listed the old, done backup: it must not count.
       await vi.waitUntil(
         async () => {
-          const post = fx.remote.callsTo('/svc/database/backup')[posts];
-          const after = post ? fx.remote.calls.slice(fx.remote.calls.indexOf(post)) : [];
+          const post = standIn.remote.callsTo('/svc/database/backup')[posts];
+          const after = post ? standIn.remote.calls.slice(standIn.remote.calls.indexOf(post)) : [];
           if (after.filter((c) => c.path === '/api/backups').length >= 2) return true;
           return Boolean((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn); // wrongly took the old one
         },
         { timeout: 20_000, interval: 20 },
       );
       expect((await t.ctx.queues.find(res.json().job_id, ['backups']))!.finishedOn).toBeUndefined();
-      fx.remote.release();
+      standIn.remote.release();
       const done = await job(res);
-      const ended = await fx.remote.settled(sub.database_name, 2);
+      const ended = await standIn.remote.settled(sub.database_name, 2);
       expect(done.result.backup.id).toBe(ended[1]!.id);
     } finally {
-      fx.remote.behaviour.answerWithId = true;
-      fx.remote.behaviour.unlisted = false;
-      fx.remote.release();
+      standIn.remote.behaviour.answerWithId = true;
+      standIn.remote.behaviour.unlisted = false;
+      standIn.remote.release();
     }
   });
 
@@ -306,23 +318,23 @@ describe('backup', () => {
     const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     await act(t, sub.id, 'suspend');
     const done = await job(await act(t, sub.id, 'backup'));
-    expect(done.state, done.error).toBe('completed');
-    expect((await fx.remote.settled(sub.database_name)).map((b) => b.state)).toEqual(['done']);
+    expect(done.state, JSON.stringify(await fx.backups.backups(sub.database_name))).toBe('completed');
+    expect((await fx.backups.backups(sub.database_name)).map((b) => b.state)).toEqual(['done']);
     expect(await databaseRow(sub.database_name)).toEqual({ datallowconn: false, datconnlimit: 0 });
     expect(await canConnect(sub.database_name)).toMatch(/not currently accepting/);
     const bodies = (await messages(t, sub.id)).map((m) => m.body);
     expect(bodies.filter((b) => /opened to superusers|closed to connections again/.test(b))).toHaveLength(2);
-  });
+  }, 120_000);
 
   it('the backup server answering an error: job failed with the remote error, subscription unchanged, chatter and action log say why', async () => {
-    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
-    fx.remote.behaviour.refuseWith = 503;
+    const sub = await fx.deployed({ backup_server_id: standIn.id });
+    standIn.remote.behaviour.refuseWith = 503;
     try {
       const failed = await job(await act(t, sub.id, 'backup'));
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/POST .*\/svc\/database\/backup answered HTTP 503: .*the backup service is out of order/);
     } finally {
-      fx.remote.behaviour.refuseWith = null;
+      standIn.remote.behaviour.refuseWith = null;
     }
     expect(await get(t, sub.id)).toMatchObject({ backup_state: 'none', operation: null, state: 'running' });
     expect((await messages(t, sub.id)).at(-1)).toMatchObject({
@@ -356,25 +368,25 @@ describe('backup', () => {
     await request(t.app, t.as.operator, {
       method: 'PATCH',
       url: `/api/v1/subscriptions/${sub.id}`,
-      payload: { backup_server_id: fx.backupServerId },
+      payload: { backup_server_id: standIn.id },
     });
-    fx.remote.behaviour.hold = true;
+    standIn.remote.behaviour.hold = true;
     try {
       const late = await withConfig(t, { BACKUP_WAIT_MS: 1000 }, async () => job(await act(t, sub.id, 'backup')));
       expect(late.state).toBe('failed');
       expect(late.error).toMatch(/was not reported done within 1000 ms \(last state: running\)/);
       expect(await get(t, sub.id)).toMatchObject({ backup_state: 'running', operation: null });
     } finally {
-      fx.remote.behaviour.hold = false;
-      fx.remote.release();
+      standIn.remote.behaviour.hold = false;
+      standIn.remote.release();
     }
   });
 
   it('a backup the server reports failed: backup_state failed, job failed', async () => {
-    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
-    fx.remote.behaviour.failWith = 'No space left on device';
+    const sub = await fx.deployed({ backup_server_id: standIn.id });
+    standIn.remote.behaviour.failWith = 'No space left on device';
     const failed = await job(await act(t, sub.id, 'backup')).finally(() => {
-      fx.remote.behaviour.failWith = null;
+      standIn.remote.behaviour.failWith = null;
     });
     expect(failed.error).toMatch(/reports backup \d+ of .* as failed/);
     expect((await get(t, sub.id)).backup_state).toBe('failed');
@@ -398,12 +410,12 @@ describe('restore', () => {
 
     const restored = await job(await act(t, sub.id, 'restore', undefined, t.as.admin));
     expect(restored.state, restored.error).toBe('completed');
-    const [backup] = await fx.remote.settled(sub.database_name);
+    const [backup] = await fx.backups.backups(sub.database_name);
     expect(restored.result).toMatchObject({ backup_id: backup!.id });
-    expect(JSON.parse(fx.remote.callsTo('/svc/database/restore').at(-1)!.body)).toEqual({
-      db_name: sub.database_name,
-      backup_id: backup!.id,
-    });
+    // The backup server was asked to restore that backup into this database, and did.
+    expect(await t.ctx.db.backupRestore.findMany({ where: { db_name: sub.database_name } })).toEqual([
+      expect.objectContaining({ backup_id: backup!.id, target_db_name: sub.database_name, state: 'done' }),
+    ]);
     const check = await connect(sub.database_name);
     // The company is named after the customer at deployment (the partner has no company name).
     expect((await check.query('SELECT name FROM res_company')).rows).toEqual([{ name: 'Jane Customer' }]);
@@ -414,7 +426,7 @@ describe('restore', () => {
     const suspended = await act(t, sub.id, 'restore', {}, t.as.admin);
     expect(suspended.statusCode).toBe(409);
     expect(suspended.json().error.message).toMatch(/is suspended; restore needs running/);
-  });
+  }, 120_000);
 });
 
 describe('drop_database', () => {
@@ -429,8 +441,8 @@ describe('drop_database', () => {
     const done = await job(await act(t, sub.id, 'drop_database', {}, t.as.admin));
     expect(done.state, done.error).toBe('completed');
     expect(await databaseRow(sub.database_name)).toBeNull();
-    const [backup] = await fx.remote.settled(sub.database_name);
-    expect(backup!.state).toBe('done');
+    const backups = await fx.backups.backups(sub.database_name);
+    expect(backups.map((b) => b.state)).toEqual(['done']);
     expect(await get(t, sub.id)).toMatchObject({
       state: 'cancelled',
       database_dropped_at: expect.any(String),
@@ -456,18 +468,18 @@ describe('drop_database', () => {
     expect(again.statusCode).toBe(409);
     expect(again.json().error.message).toMatch(/was dropped/);
     expect((await act(t, sub.id, 'backup')).statusCode).toBe(409);
-  });
+  }, 120_000);
 
   it('never drops without a backup that ended done: a failed backup leaves the database and the state as they were', async () => {
-    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    const sub = await fx.deployed({ backup_server_id: standIn.id });
     await act(t, sub.id, 'cancel');
-    fx.remote.behaviour.refuseWith = 500;
+    standIn.remote.behaviour.refuseWith = 500;
     try {
       const failed = await job(await act(t, sub.id, 'drop_database', undefined, t.as.admin));
       expect(failed.state).toBe('failed');
       expect(failed.error).toMatch(/HTTP 500/);
     } finally {
-      fx.remote.behaviour.refuseWith = null;
+      standIn.remote.behaviour.refuseWith = null;
     }
     expect(await databaseRow(sub.database_name)).not.toBeNull();
     expect(await get(t, sub.id)).toMatchObject({ state: 'cancelled', database_dropped_at: null, operation: null });
@@ -480,10 +492,11 @@ describe('drop_database', () => {
   it('skip_backup drops without asking the backup server', async () => {
     const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
     await act(t, sub.id, 'suspend');
-    const calls = fx.remote.calls.length;
     const done = await job(await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin));
     expect(done.state, done.error).toBe('completed');
-    expect(fx.remote.calls.length).toBe(calls);
+    // svc logs every call it makes to a backup server: there was none, and the server holds no backup of it.
+    expect((await actionLog(sub.id)).filter((r) => r.action_type === 'api_call')).toEqual([]);
+    expect(await fx.backups.backups(sub.database_name)).toEqual([]);
     expect(await databaseRow(sub.database_name)).toBeNull();
     expect((await messages(t, sub.id)).map((m) => m.body)).toContainEqual(
       expect.stringMatching(/without a backup \(skip_backup by administrator-/),
@@ -491,8 +504,8 @@ describe('drop_database', () => {
   });
 
   it('while a backup holds the subscription, state changes and other operations answer 409 naming it', async () => {
-    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
-    fx.remote.behaviour.hold = true;
+    const sub = await fx.deployed({ backup_server_id: standIn.id });
+    standIn.remote.behaviour.hold = true;
     try {
       const res = await act(t, sub.id, 'backup');
       const jobId = res.json().job_id;
@@ -505,15 +518,15 @@ describe('drop_database', () => {
       expect((await act(t, sub.id, 'cancel')).statusCode).toBe(409);
       // The job claims the subscription before it asks for the backup: release() once the backup
       // server holds it, or the request arriving later waits for the next release.
-      await vi.waitUntil(() => fx.remote.backups.some((b) => b.db_name === sub.database_name && b.state === 'running'), {
+      await vi.waitUntil(() => standIn.remote.backups.some((b) => b.db_name === sub.database_name && b.state === 'running'), {
         timeout: 10_000,
       });
-      fx.remote.release();
+      standIn.remote.release();
       expect((await job(res)).state).toBe('completed');
       expect((await act(t, sub.id, 'suspend')).statusCode).toBe(200);
     } finally {
-      fx.remote.behaviour.hold = false;
-      fx.remote.release();
+      standIn.remote.behaviour.hold = false;
+      standIn.remote.release();
     }
   });
 });
@@ -601,7 +614,9 @@ describe('the database a subscription acts on (an operator cannot point the oper
     expect(backup.json().error.message).toBe(`Subscription ${id} has no database of its own: no deployment of it created ${victim}`);
     expect((await act(t, id, 'drop_database', { skip_backup: true }, t.as.admin)).statusCode).toBe(400);
     expect(await databaseRow(victim)).toEqual({ datallowconn: true, datconnlimit: -1 });
-    expect(fx.remote.backups.filter((b) => b.db_name === victim)).toEqual([]);
+    // Nothing was asked of the backup server: svc logged no call, and the server holds no backup of it.
+    expect((await actionLog(id)).filter((r) => r.action_type === 'api_call')).toEqual([]);
+    expect(await fx.backups.backups(victim)).toEqual([]);
   });
 
   it('a database_name another subscription has is a 409 naming the field and that subscription', async () => {

@@ -1,8 +1,8 @@
 // The trial lifecycle end to end on real parts: a real SMTP server receives the
 // trial_ready, trial_ending and trial_expired mails; the trial_lifecycle job runs in the real BullMQ
 // workers (two sets of workers at once, like two worker processes); databases are deployed from a
-// real template and really closed, and dropped after a real final backup (a local backup server
-// implementing the backup API with pg_dump).
+// real template and really closed, and dropped after a real final backup (svc's own backup server,
+// restic on a local repository).
 import { afterAll, describe, expect, it } from 'vitest';
 import { createContext, type AppContext } from '../src/context.js';
 import { subscriptionJobs } from '../src/subscriptions/subscription-job-specs.js';
@@ -24,7 +24,7 @@ const t = useTestApp({
   env: () => ({ SMTP_URL: smtp.url, BACKUP_POLL_MS: '20' }),
 });
 
-const fx = useLifecycle(t, { backups: true });
+const fx = useLifecycle(t, { backups: 'real' });
 
 afterAll(async () => {
   await second?.workers.close();
@@ -301,7 +301,7 @@ describe('end to end', () => {
       const result = await runLifecycle();
       const queued = result.drops_queued.find((d) => d.subscription_id === id)!;
       expect(queued.job_id).toMatch(/^backups-/);
-      const drop = await waitForJob(t.app, t.as.user, queued.job_id, 30_000);
+      const drop = await waitForJob(t.app, t.as.user, queued.job_id, 120_000);
       expect(drop.state, drop.error).toBe('completed');
       // Queued once, even though the next run sees the same dates.
       expect((await runLifecycle()).drops_queued).toEqual([]);
@@ -309,8 +309,9 @@ describe('end to end', () => {
       await setSettings({ drop_expired_trials: false });
     }
 
-    const [backup] = await fx.remote.settled(sub.database_name);
-    expect(backup!.state).toBe('done');
+    // The final backup is the backup server's, done and downloadable.
+    const [backup] = await fx.backups.backups(sub.database_name);
+    expect(backup).toMatchObject({ state: 'done', url: expect.stringMatching(/\/download\/\d+\?expires=\d+&signature=/) });
     expect(await databaseRow(sub.database_name)).toBeNull();
     sub = await get(t, id);
     expect(sub).toMatchObject({ state: 'cancelled', database_dropped_at: expect.any(String), backup_state: 'ok', url: null });
@@ -326,5 +327,5 @@ describe('end to end', () => {
     ]);
     expect(await emails(id)).toEqual(['Your trial is ready', 'Your trial has ended', 'Your trial has ended']);
     expect(mailsTo(email)).toHaveLength(4); // the code, ready, expired twice
-  });
+  }, 180_000);
 });

@@ -4,7 +4,8 @@
 // connections, or when told to fail), GET /api/backups?db_name= (latest first; done ones with
 // "filestore": true and "files" when told, as svc's backup server lists them), POST {restore path} {db_name, backup_id}
 // (a real pg_restore of that dump; an unknown id answers 404 with an error). Tests steer it:
-// hold backups running, answer the request with or without the backup's id, refuse requests.
+// hold backups running, answer the request with or without the backup's id, refuse requests. It stands
+// in only for those answers, which svc's own backup server (./backup-server.ts) never gives on demand.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { postAction, request, waitForJob } from './api.js';
 import { startBackupApi, type BackupApi } from './backup-api.js';
+import { useBackupServer, type TestBackupServer } from './backup-server.js';
 import { createOdooTemplate } from './odoo-template.js';
 import type { TestApp } from './app.js';
 import { adminQuery, databaseUrl, dropDatabase } from './pg.js';
@@ -77,35 +78,56 @@ async function setupLifecycle(t: TestApp) {
 
 export type Lifecycle = Awaited<ReturnType<typeof setupLifecycle>>;
 
-export interface LifecycleWithBackups extends Lifecycle {
-  /** The backup stand-in (./backup-api.ts)... */
+export interface BackupStandIn {
+  /** The stand-in (./backup-api.ts), for the answers svc's own backup server never gives on demand... */
   remote: BackupApi;
   /** ...registered as a backup server of the app. */
+  id: number;
+}
+
+/**
+ * The backup stand-in registered as a backup server of the app, for the tests of svc against a
+ * backup server that holds a backup running, lists it late, answers without its id, refuses or fails
+ * on command. A backup server that works is svc's own (`useLifecycle(t, { backups: 'real' })`).
+ */
+export function useBackupStandIn(t: TestApp): BackupStandIn {
+  const s = {} as BackupStandIn;
+  beforeAll(async () => {
+    s.remote = await startBackupApi();
+    const res = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/backup-servers',
+      payload: { url: s.remote.url, download_url: 'https://backups.example.com/dl', api_key: s.remote.apiKey },
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    s.id = res.json().id;
+  });
+  afterAll(() => s.remote?.close());
+  return s;
+}
+
+export interface LifecycleWithBackups extends Lifecycle {
+  /** svc's own backup server (./backup-server.ts), in the test process... */
+  backups: TestBackupServer;
+  /** ...and its backup_servers record. */
   backupServerId: number;
 }
 
 /**
  * The fixture of a test file (call it after useTestApp()), filled before its tests and its customer
- * databases dropped after them; with `backups`, also the backup stand-in, registered as a backup server.
+ * databases dropped after them; with `backups: 'real'`, also svc's own backup server (a stand-in for
+ * the answers it never gives on demand is useBackupStandIn's).
  */
 export function useLifecycle(t: TestApp): Lifecycle;
-export function useLifecycle(t: TestApp, opts: { backups: true }): LifecycleWithBackups;
-export function useLifecycle(t: TestApp, opts: { backups?: boolean } = {}): Lifecycle {
+export function useLifecycle(t: TestApp, opts: { backups: 'real' }): LifecycleWithBackups;
+export function useLifecycle(t: TestApp, opts: { backups?: 'real' } = {}): Lifecycle {
   const fx = {} as LifecycleWithBackups;
+  const real = opts.backups === 'real' ? useBackupServer(t) : null;
   beforeAll(async () => {
     Object.assign(fx, await setupLifecycle(t));
-    if (!opts.backups) return;
-    fx.remote = await startBackupApi();
-    const res = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/backup-servers',
-      payload: { url: fx.remote.url, download_url: 'https://backups.example.com/dl', api_key: fx.remote.apiKey },
-    });
-    expect(res.statusCode, res.body).toBe(201);
-    fx.backupServerId = res.json().id;
+    if (real) Object.assign(fx, { backups: real, backupServerId: real.id });
   });
   afterAll(async () => {
-    await fx.remote?.close();
     await fx.cleanup?.();
   });
   return fx;
