@@ -18,6 +18,10 @@ export const settingsModel = defineModel({
     'enforce_limits',
     'limit_grace_days',
     'support_contact',
+    'backup_schedule_enabled',
+    'backup_window_start_hour',
+    'backup_window_hours',
+    'backup_concurrency',
   ],
 });
 

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
 import { ifMatchHeaders, ifMatchOf, withEtag } from '../core/http/etag.js';
 import { authorOf } from '../core/http/auth.js';
-import { timestamp } from '../core/http/schemas.js';
+import { nullableTimestamp, timestamp } from '../core/http/schemas.js';
 import { DnsResolver } from '../generated/prisma/enums.js';
 import { createSettingsService } from './settings-service.js';
 import { createDomainLookup } from './domain-lookup.js';
@@ -32,6 +32,16 @@ const settings = z.object({
     .describe(
       "Whom customers contact: written into every instance (svc.contact), named by a suspended instance's page and its limit messages",
     ),
+  backup_schedule_enabled: z.boolean().describe('Every running subscription with a database is backed up once a day, in the window'),
+  backup_window_start_hour: z.number().int().describe('Hour (UTC, 0..23) the daily backup window opens'),
+  backup_window_hours: z.number().int().describe('How long the window stays open (1..24 hours); outside it nothing is queued'),
+  backup_concurrency: z
+    .number()
+    .int()
+    .describe('Backups (with restores and drops) running at once, overall; never more than one per Odoo host'),
+  no_backup_server_alert_at: nullableTimestamp.describe(
+    'Read-only: since when running subscriptions have gone 26 h without a backup because there is no backup server at all (null: not the case)',
+  ),
   updated_at: timestamp,
 });
 
@@ -58,6 +68,10 @@ const settingsUpdate = z
       .max(200)
       .regex(/^\P{Cc}*$/u, 'one line of text, no control characters')
       .nullable(),
+    backup_schedule_enabled: z.boolean(),
+    backup_window_start_hour: z.number().int().min(0).max(23),
+    backup_window_hours: z.number().int().min(1).max(24),
+    backup_concurrency: z.number().int().min(1).max(50),
   })
   .partial()
   .strict()

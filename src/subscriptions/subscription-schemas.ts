@@ -11,8 +11,16 @@ export const modelLimits = z
   .describe('model name → maximum records');
 export const packageNames = z.array(z.string().trim().min(1).max(200)).max(200);
 const count = z.number().int().min(0).max(1_000_000);
+/** Backups of one period the backup server keeps (0..366; at least one of the three above 0, subscription-retention.ts). */
+const keep = (period: string) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(366)
+    .describe(`${period} backups the backup server keeps of the tenant (0..366; at least one of the three above 0)`);
 
-/** What a trial package supplies to a subscription (packages, limits, trial and grace periods), as answered. */
+/** What a trial package supplies to a subscription (packages, limits, trial and grace periods, backup retention), as answered. */
 export const packageFieldsOut = {
   packages: z.array(z.string()),
   user_limit: z.number(),
@@ -21,6 +29,9 @@ export const packageFieldsOut = {
   trial_duration_days: z.number(),
   grace_period_days: z.number(),
   model_limits: z.record(z.string(), z.unknown()),
+  backup_keep_daily: z.number(),
+  backup_keep_weekly: z.number(),
+  backup_keep_monthly: z.number(),
 };
 
 /** The same fields as accepted (all optional: the database has the defaults). */
@@ -32,6 +43,9 @@ export const packageFieldsIn = {
   trial_duration_days: count.optional(),
   grace_period_days: count.optional(),
   model_limits: modelLimits.optional(),
+  backup_keep_daily: keep('Daily').optional(),
+  backup_keep_weekly: keep('Weekly').optional(),
+  backup_keep_monthly: keep('Monthly').optional(),
 };
 
 export const subscription = z.object({

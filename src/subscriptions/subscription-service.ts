@@ -16,6 +16,7 @@ import { onSubscription } from './subscription-audit.js';
 import { subscriptionJobs } from './subscription-job-specs.js';
 import { changesInstance, queueInstanceSync } from './subscription-instance-sync.js';
 import { subscriptionModel } from './subscription-models.js';
+import { refuseNoRetention } from './subscription-retention.js';
 import { STANDBY_PREFIX } from '../instances/index.js';
 
 type Data = Record<string, unknown>;
@@ -109,7 +110,7 @@ const DAY_MS = 86_400_000;
 
 /**
  * Creates a confirmed trial subscription for `partner` from what the trial package supplies
- * (packages, limits, trial duration, grace period, model limits).
+ * (packages, limits, trial duration, grace period, model limits, backup retention).
  */
 export async function createTrialSubscription(
   tx: DbTx,
@@ -130,6 +131,9 @@ export async function createTrialSubscription(
       trial_duration_days: pkg.trial_duration_days,
       grace_period_days: pkg.grace_period_days,
       model_limits: pkg.model_limits ?? {},
+      backup_keep_daily: pkg.backup_keep_daily,
+      backup_keep_weekly: pkg.backup_keep_weekly,
+      backup_keep_monthly: pkg.backup_keep_monthly,
       trial_end_date: trialEnd,
       grace_end_date: new Date(trialEnd.getTime() + pkg.grace_period_days * DAY_MS),
       database_template_id: input.databaseTemplateId,
@@ -149,10 +153,11 @@ const time = (v: unknown) => (v === null || v === undefined ? null : v instanceo
 /**
  * The rules of a PATCH, on the locked row (the lifecycle claims rows with conditional updates
  * meanwhile): a live database stays where it is, a new trial end gets its own reminder, and the
- * grace period does not end before the trial.
+ * grace period does not end before the trial, and some backups are kept.
  */
 async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>, data: Data): Promise<Data> {
   const before = row as unknown as Subscription;
+  refuseNoRetention(row, data);
   const moves = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
   if (moves.length > 0 && databaseBound(before)) {
     throw new ConflictError(`The database of subscription ${before.id} exists: ${moves.join(' and ')} cannot change until it is dropped`, {
@@ -173,7 +178,13 @@ async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>
 }
 
 export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'config' | 'log'>) {
-  const records = createRecordService(ctx, subscriptionModel, { prepareUpdate: prepareSubscriptionUpdate });
+  const records = createRecordService(ctx, subscriptionModel, {
+    prepareUpdate: prepareSubscriptionUpdate,
+    async prepareCreate(_tx, data) {
+      refuseNoRetention(null, data);
+      return data;
+    },
+  });
   /** The answer: the row and the instance's address. */
   const withUrl = (out: Data) => ({
     ...out,
