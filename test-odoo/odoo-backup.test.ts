@@ -1,0 +1,265 @@
+// svc's own backup server on the real Odoo (18.0 and 19.0): a tenant deployed on a host svc set
+// up gets a record and an uploaded file as its customer (JSON-RPC through the host as svc's proxy
+// forwards); svc's backup action with svc's backup server (useBackupServer) stores it as one unit
+// (the listed backup done with its filestore, the file counted, manifest.json naming the installed
+// modules and the version); the file and the record are deleted (the file also from the filestore:
+// Odoo's filestore GC does not run here) and svc's restore brings both back, the customer signing
+// in. Then drop_database with its final backup; that backup's download (Odoo's backup zip, fetched
+// over HTTP) is loaded by the host's own Odoo (`odoo-bin db load`) into a new database, which
+// serves the customer's login and the file. Odoo's ports: 19600 (first source), 19650.
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, test } from 'vitest';
+import { request, waitForJob } from '../test/helpers/api.js';
+import { useBackupServer } from '../test/helpers/backup-server.js';
+import { credentialsIn } from '../test/helpers/customer-credentials.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
+import { adminQuery } from '../test/helpers/pg.js';
+import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
+import { jsonRpc, odooSources, packagesOf, rpcResult, serverWideModulesOf, useOdooFixture } from './odoo-fixture.js';
+
+const run = promisify(execFile);
+const sources = odooSources();
+const smtp = useSmtpServer();
+const f = useOdooFixture({
+  get SMTP_URL() {
+    return smtp.url;
+  },
+  SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
+  BACKUP_POLL_MS: '500',
+} as Record<string, string>);
+const bs = useBackupServer(f.t);
+
+/** Databases loaded from a backup zip by Odoo itself: no svc record names them, so this file drops them. */
+const loaded: string[] = [];
+afterAll(async () => {
+  for (const name of loaded) {
+    await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
+    if (f.base) await rm(path.join(f.base, 'data', 'filestore', name), { recursive: true, force: true });
+  }
+}, 120_000);
+
+async function unzipList(zip: string) {
+  return (await run('unzip', ['-Z1', zip])).stdout.split('\n').filter(Boolean);
+}
+
+describe.each(sources.map((s, i) => ({ ...s, port: 19600 + 50 * i })))('backups on Odoo $name', (src) => {
+  test('a tenant backed up as one unit, restored with its record and file; its final backup loads in Odoo into a new database', async () => {
+    const versionName = `${src.name}-backup`;
+    const version = await f.newVersion({
+      name: versionName,
+      source_url: `file://${src.file}`,
+      source_sha256: src.sha256,
+      os_packages: packagesOf(src.series),
+      server_wide_modules: serverWideModulesOf(src.series),
+    });
+    const host = await f.newHost();
+    const setup = await f.runJob(host, 'setup_odoo', {
+      odoo_version_id: version.id,
+      postgresql_server_id: f.pgServerId,
+      http_port: src.port,
+      workers: 0,
+      max_cron_threads: 0,
+    });
+    expect(setup.state, JSON.stringify(setup)).toBe('completed');
+    const stamp = Date.now().toString(36);
+    const template = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/database-templates',
+      payload: {
+        name: `Odoo ${src.name} backups`,
+        postgresql_server_id: f.pgServerId,
+        template_db_name: `svc_odoo_b_tpl${src.series}_${stamp}`,
+        root_server_id: host,
+      },
+    });
+    expect(template.statusCode, template.body).toBe(201);
+    const built = await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates');
+    expect(built.state, JSON.stringify(built)).toBe('completed');
+
+    // The tenant: a trial deployed from the template, its customer's credentials mailed.
+    const database = `svc_odoo_b_c${src.series}_${stamp}`;
+    const email = `backup-${src.series}-${Date.now()}@example.com`;
+    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
+    const created = await request(f.t.app, f.t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/subscriptions',
+      payload: {
+        name: 'Trial',
+        partner_id: partner.json().id,
+        database_template_id: template.json().id,
+        database_name: database,
+        is_trial: true,
+        trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
+      },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = created.json().id as number;
+    const act = async (name: string, caller = f.t.as.operator, payload?: object) => {
+      const res = await request(f.t.app, caller, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}`, payload });
+      return res;
+    };
+    const job = async (name: string, caller = f.t.as.operator, payload?: object) => {
+      const res = await act(name, caller, payload);
+      expect(res.statusCode, res.body).toBe(202);
+      return waitForJob(f.t.app, caller, res.json().job_id, 10 * 60_000);
+    };
+    expect((await act('confirm')).statusCode).toBe(200);
+    const deployed = await job('deploy');
+    expect(deployed.state, deployed.error).toBe('completed');
+    const { login, password } = credentialsIn(textOf(await smtp.waitFor(email)));
+
+    // The customer, through the host as svc's proxy forwards (the tenant's database in X-Odoo-Database).
+    const proxied = (db: string) => ({ 'x-odoo-database': db, 'x-forwarded-for': '203.0.113.9', 'x-forwarded-host': `${db}.odoo.test` });
+    const signIn = async (db: string) =>
+      rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [db, login, password, {}], proxied(db))).body) as number | false;
+    const uid = await signIn(database);
+    expect(uid).toBeGreaterThan(0);
+    const call = async (db: string, model: string, method: string, args: unknown[], kw: object = {}) =>
+      rpcResult((await jsonRpc(src.port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw], proxied(db))).body);
+
+    const fileText = `an uploaded file of ${database} ${Date.now()}`;
+    const partnerId = (await call(database, 'res.partner', 'create', [{ name: 'Backed-up partner' }])) as number;
+    const attachmentId = (await call(database, 'ir.attachment', 'create', [
+      { name: 'backup-probe.txt', datas: Buffer.from(fileText).toString('base64') },
+    ])) as number;
+    const [stored] = await queryIn<{ store_fname: string }>(database, 'SELECT store_fname FROM ir_attachment WHERE id = $1', [
+      attachmentId,
+    ]);
+    expect(stored?.store_fname, 'the attachment is a file in the filestore').toBeTruthy();
+    const filestore = path.join(f.base, 'data', 'filestore', database);
+    const fileOf = (db: string) => path.join(f.base, 'data', 'filestore', db, stored!.store_fname);
+    expect(readFileSync(fileOf(database), 'utf8')).toBe(fileText);
+    const filesOnHost = async (dir: string) =>
+      (await readdir(dir, { withFileTypes: true, recursive: true })).filter((e) => e.isFile()).length;
+
+    // svc's backup action, with svc's own backup server: one unit, listed done with its filestore.
+    const backup = await job('backup');
+    expect(backup.state, backup.error).toBe('completed');
+    const [done] = await bs.backups(database);
+    expect(done, JSON.stringify(done)).toMatchObject({ state: 'done', filestore: true, error: null });
+    expect(done!.files).toBe(await filesOnHost(filestore));
+    expect(String((backup.result as { backup: { id: unknown } }).backup.id)).toBe(String(done!.id));
+
+    // Its download is Odoo's backup zip: the dump, the attachment's file, the manifest.
+    const work = await mkdtemp(path.join(tmpdir(), 'svc-odoo-backup-'));
+    await chmod(work, 0o755);
+    try {
+      const download = async (url: string, name: string) => {
+        const res = await fetch(url);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toBe('application/zip');
+        const file = path.join(work, name);
+        await writeFile(file, Buffer.from(await res.arrayBuffer()), { mode: 0o644 });
+        return file;
+      };
+      const first = await download(done!.url!, 'first.zip');
+      expect(await unzipList(first)).toEqual(expect.arrayContaining(['dump.sql', 'manifest.json', `filestore/${stored!.store_fname}`]));
+      const manifest = JSON.parse((await run('unzip', ['-p', first, 'manifest.json'])).stdout);
+      const installed = await queryIn<{ name: string; latest_version: string }>(
+        database,
+        "SELECT name, latest_version FROM ir_module_module WHERE state = 'installed' ORDER BY name",
+      );
+      expect(manifest).toMatchObject({
+        odoo_dump: '1',
+        db_name: database,
+        version: src.name,
+        major_version: src.name,
+        modules: Object.fromEntries(installed.map((m) => [m.name, m.latest_version])),
+      });
+      expect(Object.keys(manifest.modules)).toEqual(expect.arrayContaining(['base', 'web']));
+
+      // The file and the record are lost: unlinked by the customer, the file gone from the filestore.
+      await call(database, 'ir.attachment', 'unlink', [[attachmentId]]);
+      await call(database, 'res.partner', 'unlink', [[partnerId]]);
+      await rm(fileOf(database));
+      expect(await call(database, 'res.partner', 'search_count', [[['id', '=', partnerId]]])).toBe(0);
+
+      // svc's restore (administrators): both back, served by the host's Odoo; the customer signs in.
+      const restored = await job('restore', f.t.as.admin, { backup_id: done!.id });
+      expect(restored.state, restored.error).toBe('completed');
+      expect(await signIn(database)).toBe(uid);
+      expect(await call(database, 'res.partner', 'read', [[partnerId], ['name']])).toEqual([
+        expect.objectContaining({ id: partnerId, name: 'Backed-up partner' }),
+      ]);
+      const [back] = (await call(database, 'ir.attachment', 'read', [[attachmentId], ['datas']])) as { datas: string }[];
+      expect(Buffer.from(back!.datas, 'base64').toString()).toBe(fileText);
+      expect(readFileSync(fileOf(database), 'utf8')).toBe(fileText);
+      // The restored filestore is Odoo's to write: a new upload lands in it.
+      const later = `uploaded after the restore ${Date.now()}`;
+      const laterId = await call(database, 'ir.attachment', 'create', [
+        { name: 'later.txt', datas: Buffer.from(later).toString('base64') },
+      ]);
+      const [laterBack] = (await call(database, 'ir.attachment', 'read', [[laterId], ['datas']])) as { datas: string }[];
+      expect(Buffer.from(laterBack!.datas, 'base64').toString()).toBe(later);
+      // Nothing of the restore is left beside the live instance.
+      expect((await readdir(path.dirname(filestore))).filter((n) => n.startsWith(database) && n !== database)).toEqual([]);
+      const owned = await adminQuery<{ datname: string }>(
+        'SELECT datname FROM pg_database WHERE datdba = (SELECT datdba FROM pg_database WHERE datname = $1)',
+        [database],
+      );
+      expect(owned.map((r) => r.datname)).toEqual([database]);
+
+      // What the copy loaded by Odoo must hold too: every table and every installed module.
+      const shape = async (db: string) =>
+        queryIn<{ tables: number; modules: string }>(
+          db,
+          `SELECT (SELECT count(*)::int FROM pg_catalog.pg_tables WHERE schemaname = 'public') AS tables,
+                  (SELECT string_agg(name, ',' ORDER BY name) FROM ir_module_module WHERE state = 'installed') AS modules`,
+        );
+      const liveShape = await shape(database);
+
+      // drop_database with its final backup: the database and the filestore go, the backup stays.
+      expect((await act('cancel')).statusCode).toBe(200);
+      const dropped = await job('drop_database', f.t.as.admin, {});
+      expect(dropped.state, dropped.error).toBe('completed');
+      const finalId = (dropped.result as { backup: { id: unknown } }).backup.id;
+      expect(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [database])).toEqual([]);
+      expect(existsSync(filestore)).toBe(false);
+      const final = (await bs.backups(database)).find((b) => String(b.id) === String(finalId));
+      expect(final, JSON.stringify(final)).toMatchObject({ state: 'done', filestore: true });
+
+      // Its download, loaded by the host's own Odoo into a new database (Odoo's `db load`, as its user
+      // with its configuration), serves the customer's login, the record and the file.
+      const zip = await download(final!.url!, 'final.zip');
+      expect(await unzipList(zip)).toContain(`filestore/${stored!.store_fname}`);
+      const copy = `svc_odoo_b_n${src.series}_${stamp}`;
+      loaded.push(copy);
+      const source = path.join(f.base, 'versions', versionName);
+      const loadedBy = await run(
+        'setpriv',
+        [
+          '--reuid=odoo',
+          '--regid=odoo',
+          '--init-groups',
+          'env',
+          `HOME=${path.join(f.base, 'data')}`,
+          '/usr/bin/python3',
+          'odoo-bin',
+          'db',
+          '-c',
+          path.join(f.base, 'config', `odoo-${src.port}.conf`),
+          'load',
+          copy,
+          zip,
+        ],
+        { cwd: source, timeout: 10 * 60_000, maxBuffer: 64 * 1024 * 1024 },
+      ).catch((err: Error & { stdout?: string; stderr?: string }) => {
+        throw new Error(`odoo-bin db load failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+      });
+      expect(loadedBy.stderr).not.toMatch(/Couldn't restore database|Traceback/);
+      expect(await shape(copy)).toEqual(liveShape);
+      expect(await signIn(copy)).toBe(uid);
+      expect(await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Backed-up partner']]])).toBe(1);
+      const [inCopy] = (await call(copy, 'ir.attachment', 'read', [[attachmentId], ['datas']])) as { datas: string }[];
+      expect(Buffer.from(inCopy!.datas, 'base64').toString()).toBe(fileText);
+      expect(readFileSync(fileOf(copy), 'utf8')).toBe(fileText);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
