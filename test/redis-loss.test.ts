@@ -53,6 +53,7 @@ describe('Redis restarted empty', () => {
     const samplesSince = (since: Date) => t.ctx.db.monitorLog.count({ where: { root_server_id: id, created_at: { gt: since } } });
     await expect.poll(() => samplesSince(new Date(0)), { timeout: 30_000, interval: 250 }).toBeGreaterThan(0);
     const expected = [
+      'lifecycle/backup-schedule',
       'lifecycle/lost-operations',
       'lifecycle/trial-lifecycle',
       'maintenance/collect-usage',

@@ -26,3 +26,6 @@ export const alerts: Feature = {
   onMonitorStop: (ctx) => createAlertEvaluation(ctx).monitoringStopped,
   metrics: alertMetrics,
 };
+
+// What other features use from this one: they import it from here, never from the files.
+export { formatDuration } from './alert-text.js';

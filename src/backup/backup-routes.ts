@@ -97,8 +97,11 @@ const backupStateResult = z.object({
       state: z.string(),
       created_at: z.string().nullable().optional(),
       url: z.string().nullable().optional(),
+      filestore: z.boolean().nullable().optional().describe("The backup holds the instance's filestore (when the server says)"),
+      files: z.number().nullable().optional().describe('Files of the filestore in it (when the server says)'),
     })
     .nullable(),
+  last_backup_at: z.string().nullable().describe('When the last completed backup was made, as svc knows it'),
 });
 
 export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
@@ -161,7 +164,7 @@ export function registerBackupRoutes(parent: FastifyInstance, ctx: AppContext) {
       compute_backup_state: action({
         summary: 'Compute the backup state of a subscription',
         description:
-          "Asks the subscription's backup server (its backup_server_id, or the only one) for the latest backup of its database and stores backup_state: done/ok → ok, pending/running → running, failed/error → failed, none → none.",
+          "Asks the subscription's backup server (its backup_server_id, or the only one) for the latest backup of its database and stores backup_state: done/ok → ok, pending/running → running, failed/error → failed, none → none. The latest completed backup listed moves last_backup_at forward to its created_at (never later than now), which resolves a firing backup alert when it is within 26 h.",
         response: backupStateResult,
         run: ({ id, author }) => states.computeBackupState(id, { author }),
       }),

@@ -7,6 +7,7 @@ import { NotFoundError, UserError } from '../core/errors.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import type { BackupState } from '../generated/prisma/enums.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
+import { createBackupOverdue, recordBackupDone, type Notice } from './backup-overdue.js';
 
 /** The states the backup server gives a backup, as backup_state (an unknown one is an error, never guessed). */
 export const REMOTE_STATES: Record<string, BackupState> = {
@@ -23,6 +24,13 @@ export interface BackupStateResult {
   backup_server_id: number | null;
   backup_state: BackupState;
   latest_backup: RemoteBackup | null;
+  last_backup_at: string | null;
+}
+
+/** When a listed backup was made, as a date no later than `now`; null when the server does not say. */
+function madeAt(backup: RemoteBackup, now: Date): Date | null {
+  const ms = backup.created_at ? Date.parse(backup.created_at) : Number.NaN;
+  return Number.isNaN(ms) ? null : new Date(Math.min(ms, now.getTime()));
 }
 
 /** A subscription's backup server: its backup_server_id, or the only backup server there is. */
@@ -37,13 +45,15 @@ export async function backupServerFor(db: Db | DbTx, backupServerId: number | nu
   );
 }
 
-export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
+export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
   const api = createBackupApi(ctx);
+  const overdue = createBackupOverdue(ctx);
 
   /**
    * Asks the backup server and stores the mapped state (tracked in the subscription's chatter).
    * `tx` lets a caller (the inbound webhook) make the update part of its own transaction; the
-   * api_call action-log row is written outside it, so a failure stays visible.
+   * api_call action-log row is written outside it, so a failure stays visible. The latest
+   * completed backup listed moves last_backup_at forward (to when it was made, as the server says).
    */
   async function computeBackupState(subscriptionId: number, opts: { tx?: DbTx; author?: Author | null } = {}): Promise<BackupStateResult> {
     const run = async (tx: DbTx) => {
@@ -53,17 +63,22 @@ export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox
       let state: BackupState = 'none';
       let latest: RemoteBackup | null = null;
       let serverId: number | null = before.backup_server_id;
+      let resolved: Notice | null = null;
       if (before.database_name) {
         const server = await backupServerFor(tx, before.backup_server_id);
         serverId = server.id;
         const target = { model_name: 'svc.subscription' as const, rec_id: subscriptionId, user_id: opts.author?.id ?? null };
         const backups = await api.backups(server, target, before.database_name);
-        latest = backups.find((b) => b.db_name === before.database_name) ?? null;
+        const ours = backups.filter((b) => b.db_name === before.database_name);
+        latest = ours[0] ?? null;
         if (latest) {
           const mapped = REMOTE_STATES[latest.state.toLowerCase()];
           if (!mapped) throw new UserError(`The backup server reports an unknown backup state "${latest.state}"`);
           state = mapped;
         }
+        const done = ours.find((b) => REMOTE_STATES[b.state.toLowerCase()] === 'ok');
+        const at = done && before.database_created_at ? madeAt(done, new Date()) : null;
+        if (at) resolved = await recordBackupDone(tx, subscriptionId, at);
       }
 
       if (state !== before.backup_state) {
@@ -77,9 +92,24 @@ export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox
           opts.author ?? null,
         );
       }
-      return { subscription_id: subscriptionId, backup_server_id: serverId, backup_state: state, latest_backup: latest };
+      const { last_backup_at } = await tx.subscription.findUniqueOrThrow({
+        where: { id: subscriptionId },
+        select: { last_backup_at: true },
+      });
+      const result = {
+        subscription_id: subscriptionId,
+        backup_server_id: serverId,
+        backup_state: state,
+        latest_backup: latest,
+        last_backup_at: last_backup_at?.toISOString() ?? null,
+      };
+      return { result, resolved };
     };
-    return opts.tx ? run(opts.tx) : ctx.db.$transaction(run, { timeout: ctx.config.OUTBOUND_TIMEOUT_MS + 5_000 });
+    const { result, resolved } = await (opts.tx
+      ? run(opts.tx)
+      : ctx.db.$transaction(run, { timeout: ctx.config.OUTBOUND_TIMEOUT_MS + 5_000 }));
+    await overdue.tellOperators(resolved);
+    return result;
   }
 
   return { computeBackupState };

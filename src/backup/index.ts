@@ -25,3 +25,5 @@ export const backup: Feature = {
 export { createBackupApi } from './backup-api.js';
 export type { BackupServerRecord, RemoteBackup } from './backup-api.js';
 export { REMOTE_STATES, backupServerFor } from './backup-state.js';
+export { BACKUP_OVERDUE_MS, createBackupOverdue, recordBackupDone } from './backup-overdue.js';
+export type { Notice as BackupNotice, OverdueResult } from './backup-overdue.js';

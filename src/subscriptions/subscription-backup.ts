@@ -10,7 +10,15 @@ import type { OutboundTarget } from '../core/outbound-log.js';
 import { sleep } from '../core/sleep.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState } from '../generated/prisma/enums.js';
-import { createBackupApi, type BackupServerRecord, type RemoteBackup, backupServerFor, REMOTE_STATES } from '../backup/index.js';
+import {
+  createBackupApi,
+  createBackupOverdue,
+  type BackupServerRecord,
+  type RemoteBackup,
+  backupServerFor,
+  recordBackupDone,
+  REMOTE_STATES,
+} from '../backup/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { checkOperable, claimSubscription, releaseClaim } from './subscription-claim.js';
 import { databaseStatus, setConnections, type DatabaseStatus } from './subscription-database.js';
@@ -27,9 +35,10 @@ export function backupDone(what: string, backup: RemoteBackup, sub: Subscription
   return `${what} ${backup.id} of ${sub.database_name} done on backup server ${server.id}${backup.url ? `: ${backup.url}` : ''}.`;
 }
 
-export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
+export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
   const { db, config } = ctx;
   const api = createBackupApi(ctx);
+  const overdue = createBackupOverdue(ctx);
 
   async function setBackupState(id: number, state: BackupState, author: Author | null) {
     await db.$transaction(async (tx) => {
@@ -73,6 +82,8 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
       if (state === 'running') continue;
       await setBackupState(sub.id, state, author);
       if (state === 'failed') throw new UserError(`The backup server reports backup ${mine.id} of ${dbName} as ${mine.state}`);
+      // Seen done now: last_backup_at (what the daily schedule and the 26 h alert go by).
+      await overdue.tellOperators(await recordBackupDone(db, sub.id, new Date()));
       return mine;
     }
     throw new UserError(

@@ -15,7 +15,7 @@ import { databaseStatus, dropDatabase, setConnections } from './subscription-dat
 import { lockSubscription, setSubscriptionState } from './subscription-service.js';
 import { REMOTE_TX } from './subscription-suspension.js';
 
-export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config'>) {
+export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
   const { db } = ctx;
   const backups = createBackupOperations(ctx);
   const filestores = createFilestores(ctx);

@@ -56,6 +56,15 @@ export const subscriptionJobs = defineJobs({
     // updates), so a re-run, or two runs at once, do each thing once; its drops are separate jobs.
     afterCrash: 'rerun',
   }),
+  // Every 5 minutes: the daily backups due in the window queued (backup_subscription jobs, bounded
+  // overall and per Odoo host), and the 26 h backup alert judged.
+  backup_schedule: job({
+    queue: 'lifecycle',
+    payload: z.object({ ...requestedBy }),
+    // Idempotent: each queueing is claimed (backup_attempted_at) and the backup job is deduplicated
+    // per subscription; the alert fires and resolves by conditional updates.
+    afterCrash: 'rerun',
+  }),
   // Every 10 minutes: a deployment, backup, restore or drop whose job Redis lost ends as interrupted (its
   // claim released; a deployment failed, what it made removed).
   recover_lost_operations: job({

@@ -1,6 +1,7 @@
 // Subscription jobs: the deployment of the customer database, its backups, restores and drop, the
-// trial lifecycle run (every 5 minutes, a BullMQ job scheduler: one run per interval across every
-// worker process) and the recovery of operations whose job Redis lost (every 10 minutes).
+// trial lifecycle run and the daily backups' schedule (every 5 minutes, BullMQ job schedulers: one
+// run per interval across every worker process) and the recovery of operations whose job Redis
+// lost (every 10 minutes).
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
@@ -9,6 +10,7 @@ import { featureJobs } from '../feature.js';
 import { INTERRUPTED, LOST_WITH_REDIS } from '../jobs/index.js';
 import { actorFields, onSubscription, type Actor } from './subscription-audit.js';
 import { createBackupOperations } from './subscription-backup.js';
+import { BACKUP_SCHEDULE_EVERY_MS, runBackupSchedule } from './subscription-backup-schedule.js';
 import { createCredentialsOperation } from './subscription-credentials.js';
 import { deploySubscription, markDeploymentFailed } from './subscription-deployment.js';
 import { removeLostDeployment } from './subscription-deployment-cleanup.js';
@@ -62,6 +64,7 @@ export const subscriptionJobHandlers = featureJobs(
       drop_subscription_database: (payload, job) => drops.drop(payload.subscription_id, payload.skip_backup, actorOf(payload, job)),
       sync_instance: (payload) => syncInstance(ctx, payload.subscription_id),
       trial_lifecycle: (payload, job) => runTrialLifecycle(ctx, actorOf(payload, job)),
+      backup_schedule: (payload, job) => runBackupSchedule(ctx, actorOf(payload, job)),
       recover_lost_operations: (payload, job) =>
         recoverLostOperations(
           ctx,
@@ -89,9 +92,10 @@ export const subscriptionJobHandlers = featureJobs(
   },
 );
 
-/** The lifecycle runs (idempotent: upserting the schedulers at every worker start is safe). */
+/** The lifecycle runs and the backup schedule (idempotent: upserting the schedulers at every worker start is safe). */
 export async function registerSubscriptionSchedules(ctx: AppContext) {
   await ctx.queues.schedule('trial-lifecycle', { every: TRIAL_LIFECYCLE_EVERY_MS }, subscriptionJobs.trial_lifecycle, { user_id: null });
+  await ctx.queues.schedule('backup-schedule', { every: BACKUP_SCHEDULE_EVERY_MS }, subscriptionJobs.backup_schedule, { user_id: null });
   await ctx.queues.schedule('lost-operations', { every: LOST_OPERATIONS_EVERY_MS }, subscriptionJobs.recover_lost_operations, {
     user_id: null,
   });
