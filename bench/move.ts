@@ -9,19 +9,17 @@
 // 2. move to the other host and cluster while the client keeps asking: the total time and the
 //    freeze (target ≤ 30 s for 1 GB), and what the client saw.
 // Needs root (sshd, sudo) and the OS packages of Odoo (run npm run test:odoo once). Ports 19390/19395.
-import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { benchOdooSource, serverWideModulesOf } from '../test/helpers/odoo-source.js';
-import { queryIn } from '../test/helpers/odoo-template.js';
-import { adminQuery } from '../test/helpers/pg.js';
 import { startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { startSmtpServer, textOf } from '../test/helpers/smtp.js';
 import { freePort, startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { completedJob, startBenchService } from './bench-api.js';
 import { createBenchContext, loadavg, runBench, verdict } from './bench-context.js';
+import { fillTenant } from './bench-tenant.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -158,27 +156,11 @@ async function main() {
     const password = /Password: +(\S+)/.exec(text)![1]!;
 
     // Fill it: rows of its own table (as its owner) and 1 MB files in its filestore.
-    const [{ owner } = { owner: '' }] = await adminQuery<{ owner: string }>(
-      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
-      [database],
-    );
     const filled = performance.now();
-    await queryIn(
-      database,
-      `SET ROLE "${owner}"; CREATE TABLE public.bench_payload (id serial PRIMARY KEY, body text);
-       ALTER TABLE public.bench_payload ALTER COLUMN body SET STORAGE EXTERNAL;
-       INSERT INTO public.bench_payload (body) SELECT string_agg(md5(random()::text || g::text || s::text), '') FROM generate_series(1, ${DB_MB * 1024}) g, generate_series(1, 32) s GROUP BY g; RESET ROLE`,
-    );
-    const dir = `${base}/a/data/filestore/${database}/bench`;
-    execFileSync('bash', [
-      '-c',
-      `mkdir -p ${dir} && for i in $(seq 1 ${FILES_MB}); do head -c 1048576 /dev/urandom > ${dir}/f$i; done && chown -R odoo:odoo ${base}/a/data/filestore/${database}`,
-    ]);
-    const [{ size } = { size: '0' }] = await adminQuery<{ size: string }>('SELECT pg_database_size($1)::text AS size', [database]);
-    const filesBytes = Number(execFileSync('du', ['-sb', `${base}/a/data/filestore/${database}`], { encoding: 'utf8' }).split('\t')[0]);
-    const totalMb = (Number(size) + filesBytes) / 1e6;
+    const { dbBytes, filesBytes } = await fillTenant(database, `${base}/a/data/filestore/${database}`, { db: DB_MB, files: FILES_MB });
+    const totalMb = (dbBytes + filesBytes) / 1e6;
     console.log(
-      `tenant filled in ${secs(performance.now() - filled)}: database ${(Number(size) / 1e6).toFixed(0)} MB, filestore ${(filesBytes / 1e6).toFixed(0)} MB`,
+      `tenant filled in ${secs(performance.now() - filled)}: database ${(dbBytes / 1e6).toFixed(0)} MB, filestore ${(filesBytes / 1e6).toFixed(0)} MB`,
     );
 
     const uid = (await jsonRpc(PORT_A, 'common', 'authenticate', [database, login, password, {}])).result as number;
