@@ -38,6 +38,10 @@ const remoteBackup = z.object({
   state: z.string(),
   created_at: z.string().nullable().optional(),
   url: z.string().nullable().optional(),
+  // Optional (svc's backup server gives them): the backup holds the instance's filestore, and how
+  // many files of it. Only `filestore: true` lets a drop remove the filestore on the Odoo host.
+  filestore: z.boolean().nullable().optional(),
+  files: z.number().int().min(0).nullable().optional(),
 });
 export type RemoteBackup = z.output<typeof remoteBackup>;
 

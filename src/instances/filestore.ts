@@ -104,5 +104,12 @@ export function createFilestores(ctx: FilestoreHost) {
       runOnOdooHost(ctx, server, audit, renameFilestoreScript(path(server, from), path(server, to)), QUICK_TIMEOUT_MS),
     remove: (server: RootServer, database: string, audit: Audit) =>
       runOnOdooHost(ctx, server, audit, removeFilestoreScript(path(server, database)), QUICK_TIMEOUT_MS),
+    /** Renames a database's filestore to `<its path>.<suffix>`: kept, out of the way of a database made again under the name. Answers where it is. */
+    async setAside(server: RootServer, database: string, suffix: string, audit: Audit) {
+      if (!/^[a-z0-9-]{1,40}$/.test(suffix)) throw new UserError(`${JSON.stringify(suffix)} cannot end a filestore directory's name`);
+      const from = path(server, database);
+      await runOnOdooHost(ctx, server, audit, renameFilestoreScript(from, `${from}.${suffix}`), QUICK_TIMEOUT_MS);
+      return `${from}.${suffix}`;
+    },
   };
 }

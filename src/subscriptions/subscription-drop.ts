@@ -1,7 +1,8 @@
 // The drop of a subscription's database (drop_database), run as a job under the subscription's
 // claim (subscription-claim.ts): the final backup (which must end done, unless skip_backup), then
-// DROP DATABASE, then cancelled. Each step is in the chatter before it starts; a failure before
-// the drop leaves everything as it was, one during or after it is settled by asking PostgreSQL.
+// DROP DATABASE, then cancelled, then the filestore (removed only when the final backup holds it).
+// Each step is in the chatter before it starts; a failure before the drop leaves everything as it
+// was, one during or after it is settled by asking PostgreSQL.
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { authorOfUser, type Author } from '../core/chatter.js';
@@ -73,20 +74,47 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
   }
 
   /**
-   * The dropped database's filestore on its Odoo host. The drop is done whatever happens
-   * here: a failure is an alert in the chatter (the command and its output are in the root server's
-   * action log).
+   * The dropped database's filestore on its Odoo host, removed only when the final backup says it
+   * holds it (`filestore: true` in the backup server's list) or the operator chose skip_backup;
+   * otherwise it is kept on the host, renamed <filestore>.dropped-<time>, and the chatter says why
+   * and where. The drop is done whatever
+   * happens here: a failure is an alert in the chatter (the command and its output are in the root
+   * server's action log). The tenant's credentials file goes either way (its database is gone).
    */
-  async function removeFilestore(sub: Subscription, actor: Actor, author: Author | null) {
+  async function removeFilestore(sub: Subscription, actor: Actor, author: Author | null, final: RemoteBackup | 'skip_backup') {
     const { host } = await loadPlacement(db, sub.id);
     if (!host) return;
+    const name = sub.database_name!;
+    const audit = { ...actorFields(actor), operation: 'drop_database' };
+    const keep = final !== 'skip_backup' && final.filestore !== true;
     try {
-      const audit = { ...actorFields(actor), operation: 'drop_database' };
-      const out = await filestores.remove(host, sub.database_name!, audit);
-      if (sub.database_role) await removeTenantCredentials(ctx, host, sub.database_name!, audit);
-      await postNotice(db, sub.id, `Filestore removed on root server ${host.id}: ${out}`, author);
+      if (final !== 'skip_backup' && keep) {
+        // Set aside under a name of its own: a deployment made again under the name (to restore a backup into) finds the place free.
+        const stamp = new Date()
+          .toISOString()
+          .replace(/[-:]|\.\d+/g, '')
+          .toLowerCase();
+        const kept = await filestores.setAside(host, name, `dropped-${stamp}`, audit);
+        await postAlert(
+          db,
+          sub.id,
+          `Filestore of ${name} kept on root server ${host.id} (${host.name ?? host.ip}) at ${kept}: ` +
+            `the final backup ${final.id} does not say it holds the filestore (the backup server lists it without "filestore": true), ` +
+            "so removing it could lose the instance's attachments. Remove it by hand once it is kept elsewhere.",
+          author,
+        );
+      } else {
+        const out = await filestores.remove(host, name, audit);
+        const why =
+          final === 'skip_backup'
+            ? 'skip_backup: no backup holds it'
+            : `the final backup ${final.id} holds it${typeof final.files === 'number' ? ` (${final.files} files)` : ''}`;
+        await postNotice(db, sub.id, `Filestore removed on root server ${host.id} (${why}): ${out}`, author);
+      }
+      if (sub.database_role) await removeTenantCredentials(ctx, host, name, audit);
     } catch (err) {
-      await postAlert(db, sub.id, `The filestore of ${sub.database_name} could not be removed: ${(err as Error).message}`, author);
+      const what = keep ? `set aside (it stays at ${filestores.path(host, name)})` : 'removed';
+      await postAlert(db, sub.id, `The filestore of ${name} could not be ${what}: ${(err as Error).message}`, author);
     }
   }
 
@@ -121,7 +149,7 @@ export function createDropOperation(ctx: Pick<AppContext, 'db' | 'secretBox' | '
         dropSent = true;
         await dropDatabase(ctx, sub, actor);
         await db.$transaction((tx) => markDropped(tx, id, author, `Database ${name} dropped; subscription cancelled.`));
-        await removeFilestore(sub, actor, author);
+        await removeFilestore(sub, actor, author, backup ?? 'skip_backup');
         return { subscription_id: id, database_name: name, backup, dropped: true };
       } catch (err) {
         const message = `drop_database failed: ${(err as Error).message}.`;
