@@ -15,7 +15,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRestic } from '../src/backup-server/restic.js';
-import type { VerifyOutcome } from '../src/backup-server/verify.js';
+import { backupWindowOpen, type VerifyOutcome } from '../src/backup-server/verify.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useBackupServer } from './helpers/backup-server.js';
 import { act } from './helpers/lifecycle.js';
@@ -92,6 +92,12 @@ const odoo = http.createServer((req, res) => {
 beforeAll(async () => {
   execFileSync('sh', ['-c', 'id odoo >/dev/null 2>&1 || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin odoo']);
   await t.ctx.db.rootServer.update({ where: { id: f.rootServerId }, data: { odoo_db_user: TENANT_ROLE } });
+  // No daily schedule: the file backs up when it means to, and a due verify never waits for the window to close.
+  await t.ctx.db.settings.upsert({
+    where: { id: 1 },
+    create: { backup_schedule_enabled: false },
+    update: { backup_schedule_enabled: false },
+  });
   await new Promise<void>((resolve) => odoo.listen(0, '127.0.0.1', resolve));
 });
 afterAll(() => new Promise<void>((resolve) => odoo.close(() => resolve())));
@@ -277,4 +283,18 @@ describe("svc's backup server verifies its backups", () => {
     await expectScratchGone(scratch);
     expect((await chatter()).at(-1)).toMatchObject({ subtype_xmlid: 'mail.mt_alert' });
   }, 120_000);
+
+  it('a due verify waits for the daily backup window to close (UTC hours, across midnight; a 24-hour window or no schedule: never)', () => {
+    const at = (h: number) => new Date(Date.UTC(2026, 11, 1, h, 30));
+    const window = (start: number, hours: number, enabled = true) => ({
+      backup_schedule_enabled: enabled,
+      backup_window_start_hour: start,
+      backup_window_hours: hours,
+    });
+    expect([0, 1, 6, 7].map((h) => backupWindowOpen(at(h), window(1, 6)))).toEqual([false, true, true, false]);
+    expect([21, 22, 23, 0, 1, 2].map((h) => backupWindowOpen(at(h), window(22, 3)))).toEqual([false, true, true, true, false, false]);
+    expect(backupWindowOpen(at(3), window(1, 24))).toBe(false);
+    expect(backupWindowOpen(at(3), window(1, 6, false))).toBe(false);
+    expect(backupWindowOpen(at(3), null)).toBe(false);
+  });
 });

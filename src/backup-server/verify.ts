@@ -13,7 +13,7 @@ import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import { ConflictError, UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
-import { Prisma, type BackupRepository, type TenantBackup } from '../generated/prisma/client.js';
+import { Prisma, type BackupRepository, type Settings, type TenantBackup } from '../generated/prisma/client.js';
 import {
   basePathOf,
   filestorePath,
@@ -74,6 +74,19 @@ const QUIET = `DO $$ BEGIN
   IF pg_catalog.to_regclass('public.fetchmail_server') IS NOT NULL THEN UPDATE public.fetchmail_server SET active = false WHERE active; END IF;
 END $$`;
 
+/**
+ * Whether svc's daily backup window (its settings, UTC) is open at `now`: a due verify waits for it
+ * to close, since restic check locks each repository against the night's backups (and they it). A
+ * 24-hour window never closes: the verify does not wait for it.
+ */
+export function backupWindowOpen(
+  now: Date,
+  s: Pick<Settings, 'backup_schedule_enabled' | 'backup_window_start_hour' | 'backup_window_hours'> | null,
+): boolean {
+  if (!s?.backup_schedule_enabled || s.backup_window_hours >= 24) return false;
+  return (now.getUTCHours() - s.backup_window_start_hour + 24) % 24 < s.backup_window_hours;
+}
+
 const message = (err: unknown) => (err as Error).message;
 const repositoryName = (r: BackupRepository) => `${r.name ?? r.uuid} (${r.provider})`;
 
@@ -105,6 +118,7 @@ export function createVerifies(ctx: Ctx, restic: Restic, repositories: Repositor
     if (!o.force) {
       const days = config.BACKUP_VERIFY_DAYS;
       if (days === 0 || (server.verified_at && server.verified_at.getTime() > Date.now() - days * DAY_MS)) return null;
+      if (backupWindowOpen(new Date(), await db.settings.findUnique({ where: { id: 1 } }))) return null;
     }
     const pick = await candidate();
     if (!pick) return refuse('Nothing to verify: no completed backup of a tenant with an Odoo host');
