@@ -417,6 +417,34 @@ describe('the 26 h alert', { timeout: 120_000 }, () => {
     expect((await schedule()).alerts).toMatchObject({ fired: [], resolved: [] });
   });
 
+  it('with several backup servers and none chosen: the subscription waits, and its alert says why', async () => {
+    const sub = await fx.deployed();
+    await only(sub);
+    await age(sub.id, 100, null);
+    const second = await request(t.app, t.as.operator, {
+      method: 'POST',
+      url: '/api/v1/backup-servers',
+      payload: { url: remote.url, download_url: 'https://backups.example.com/dl', api_key: remote.apiKey },
+    });
+    expect(second.statusCode, second.body).toBe(201);
+    try {
+      expect((await windowNow()).statusCode).toBe(200);
+      const run = await schedule();
+      expect(run.queued).toEqual([]);
+      expect(run.waiting).toEqual([
+        { subscription_id: sub.id, reason: expect.stringMatching(/there are several: set its backup_server_id/) },
+      ]);
+      expect(run.alerts.fired).toEqual([sub.id]);
+      const [alert] = await alertsOf(sub.id, '[ALERT]');
+      expect(alert!.body).toMatch(/It is not backed up: .*set its backup_server_id\./);
+    } finally {
+      expect(
+        (await request(t.app, t.as.operator, { method: 'DELETE', url: `/api/v1/backup-servers/${second.json().id}` })).statusCode,
+      ).toBe(204);
+      expect((await settings({ backup_schedule_enabled: false })).statusCode).toBe(200);
+    }
+  });
+
   it('without any backup server: one alert for the installation, on the settings, resolved when one is added', async () => {
     const sub = await fx.deployed();
     await only(sub);

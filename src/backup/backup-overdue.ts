@@ -13,6 +13,7 @@ import type { Db, DbTx } from '../core/db.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import { formatDuration } from '../alerts/index.js';
 import { createNotificationService } from '../notifications/index.js';
+import { backupServerFor } from './backup-server-for.js';
 
 /** A running subscription without a completed backup for this long is an alert. */
 export const BACKUP_OVERDUE_MS = 26 * 3600_000;
@@ -90,6 +91,11 @@ export function createBackupOverdue(ctx: Ctx) {
 
   /** Fires the alert of `sub` unless it fired or a backup came meanwhile (the update re-checks). */
   async function fire(sub: Subscription, cutoff: Date, now: Date): Promise<boolean> {
+    // Why no backup can be made, when that is the reason (several backup servers, none chosen).
+    const why = await backupServerFor(db, sub.backup_server_id).then(
+      () => '',
+      (err: Error) => ` It is not backed up: ${err.message}.`,
+    );
     const notice: Notice = {
       on: onSubscription(sub.id),
       title: `[ALERT] ${label(sub)}: no completed backup for 26 h`,
@@ -97,6 +103,7 @@ export function createBackupOverdue(ctx: Ctx) {
         ? `Its last completed backup was at ${sub.last_backup_at.toISOString()} (${formatDuration(now.getTime() - sub.last_backup_at.getTime())} ago).`
         : `No completed backup of it is known since its database was created (${sub.database_created_at!.toISOString()}).`,
     };
+    notice.message += why;
     const fired = await db.$transaction(async (tx) => {
       const claimed = await tx.subscription.updateMany({
         where: {

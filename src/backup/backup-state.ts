@@ -2,12 +2,15 @@
 // mapped done/ok → ok, pending/running → running, failed/error → failed, none → none. The server is the subscription's backup_server_id, or the only backup server there is.
 // Also callable by inbound webhooks (a backup server's callback) as `_compute_backup_state`.
 import type { AppContext } from '../context.js';
-import type { Db, DbTx } from '../core/db.js';
+import type { DbTx } from '../core/db.js';
 import { NotFoundError, UserError } from '../core/errors.js';
 import { trackChanges, type Author } from '../core/chatter.js';
 import type { BackupState } from '../generated/prisma/enums.js';
 import { createBackupApi, type RemoteBackup } from './backup-api.js';
 import { createBackupOverdue, recordBackupDone, type Notice } from './backup-overdue.js';
+import { backupServerFor } from './backup-server-for.js';
+
+export { backupServerFor };
 
 /** The states the backup server gives a backup, as backup_state (an unknown one is an error, never guessed). */
 export const REMOTE_STATES: Record<string, BackupState> = {
@@ -31,18 +34,6 @@ export interface BackupStateResult {
 function madeAt(backup: RemoteBackup, now: Date): Date | null {
   const ms = backup.created_at ? Date.parse(backup.created_at) : Number.NaN;
   return Number.isNaN(ms) ? null : new Date(Math.min(ms, now.getTime()));
-}
-
-/** A subscription's backup server: its backup_server_id, or the only backup server there is. */
-export async function backupServerFor(db: Db | DbTx, backupServerId: number | null) {
-  if (backupServerId !== null) return db.backupServer.findUniqueOrThrow({ where: { id: backupServerId } });
-  const servers = await db.backupServer.findMany({ take: 2 });
-  if (servers.length === 1) return servers[0]!;
-  throw new UserError(
-    servers.length === 0
-      ? 'There is no backup server'
-      : 'The subscription has no backup server and there are several: set its backup_server_id',
-  );
 }
 
 export function createBackupStateService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
