@@ -102,14 +102,26 @@ export function createBackupApi(ctx: Pick<AppContext, 'db' | 'secretBox' | 'conf
       );
     },
 
-    /** POST {restore_db_path} {"db_name","backup_id"}: the server restores that backup into the database. */
-    restore(server: BackupServerRecord, target: OutboundTarget, dbName: string, backupId: string | number): Promise<RemoteOperation> {
-      return call(
-        server,
-        target,
-        { method: 'POST', path: server.restore_db_path, json: { db_name: dbName, backup_id: backupId } },
-        readOperation('The restore request'),
-      );
+    /**
+     * POST {restore_db_path} {"db_name","backup_id"}: the server restores that backup into the database;
+     * with `into` (target_db_name), into that other database instead — only a server that says it can
+     * (restoresInto) is ever sent one.
+     */
+    restore(
+      server: BackupServerRecord,
+      target: OutboundTarget,
+      dbName: string,
+      backupId: string | number,
+      into?: string,
+    ): Promise<RemoteOperation> {
+      const json = { db_name: dbName, backup_id: backupId, ...(into === undefined ? {} : { target_db_name: into }) };
+      return call(server, target, { method: 'POST', path: server.restore_db_path, json }, readOperation('The restore request'));
+    },
+
+    /** Whether the server restores into another database than the backup's (svc's own answers its ping with restore_into: true). */
+    async restoresInto(server: Pick<BackupServerRecord, 'url' | 'api_key'>, target: OutboundTarget): Promise<boolean> {
+      const ping = await get(server, target, '/api/ping', z.unknown(), 'The ping answer');
+      return typeof ping === 'object' && ping !== null && (ping as { restore_into?: unknown }).restore_into === true;
     },
 
     /**

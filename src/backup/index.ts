@@ -23,6 +23,7 @@ export const backup: Feature = {
 
 // What other features use from this one: they import it from here, never from the files.
 export { createBackupApi } from './backup-api.js';
+export { createRestoreFollower } from './backup-restore-follow.js';
 export type { BackupServerRecord, RemoteBackup } from './backup-api.js';
 export { REMOTE_STATES, backupServerFor } from './backup-state.js';
 export { BACKUP_OVERDUE_MS, createBackupOverdue, recordBackupDone } from './backup-overdue.js';

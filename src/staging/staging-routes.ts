@@ -23,6 +23,7 @@ const stagingInstance = z.object({
       "The commit a rollout of its host deployed that the copy has not been updated to (its host's Odoo runs that code): refreshed within a minute, or by refresh; null when up to date",
     ),
   stale_rollout_id: z.number().int().nullable().describe('That rollout'),
+  backup_id: z.number().int().nullable().describe('The backup it was restored from; null: copied from the live instance'),
   created_at: z.date(),
   expires_at: z.date().describe('When it is dropped (STAGING_DAYS after it was asked for)'),
 });
@@ -48,13 +49,21 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
               .boolean()
               .default(false)
               .describe('Send the ready mail to the customer (default: to the operator who asked, not the customer)'),
+            backup_id: z
+              .number()
+              .int()
+              .min(1)
+              .optional()
+              .describe(
+                "Make the copy from this completed backup of the subscription's database (on its backup server, which must restore into another database: svc's own does) instead of from the live instance",
+              ),
           })
           .strict()
           .meta({ example: { notify_customer: false } })
           .nullable()
           .optional(),
         response: 'job',
-        run: ({ id, body, user }) => service.request(id, user.id, body?.notify_customer ?? false),
+        run: ({ id, body, user }) => service.request(id, user.id, body?.notify_customer ?? false, body?.backup_id),
       }),
     },
   });

@@ -35,6 +35,7 @@ import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession } from '../servers/index.js';
 import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
+import { createStagingFromBackup } from './staging-from-backup.js';
 import { createStagingRefresh } from './staging-refresh.js';
 import { dumpAndRestore, neutralized, neutralizeScript } from './staging-scripts.js';
 
@@ -48,6 +49,7 @@ export function createStagingService(ctx: AppContext) {
   const filestores = createFilestores(ctx);
   const mailCustomer = createCustomerMail(ctx);
   const refresh = createStagingRefresh(ctx);
+  const fromBackup = createStagingFromBackup(ctx);
 
   async function subscriptionOf(id: number) {
     const sub = await db.subscription.findUnique({ where: { id }, include: PLACEMENT_INCLUDE });
@@ -144,8 +146,9 @@ export function createStagingService(ctx: AppContext) {
 
   const service = {
     /** Checks the subscription can be copied, records the copy (creating) and queues its job. */
-    async request(subscriptionId: number, userId: number | null, notifyCustomer = false) {
-      const { database, pg, host } = await placeOf(subscriptionId);
+    async request(subscriptionId: number, userId: number | null, notifyCustomer = false, backupId?: number) {
+      const { sub, database, pg, host } = await placeOf(subscriptionId);
+      if (backupId !== undefined) await fromBackup.check(sub, backupId, userId);
       const name = `${database.slice(0, 46)}_stg_${randomBytes(4).toString('hex')}`;
       const url = ctx.config.STAGING_URL.replaceAll('{database_name}', name);
       const expires = new Date(Date.now() + ctx.config.STAGING_DAYS * 86_400_000);
@@ -157,11 +160,12 @@ export function createStagingService(ctx: AppContext) {
           root_server_id: host.id,
           url,
           expires_at: expires,
+          backup_id: backupId ?? null,
         },
       });
       await note(
         subscriptionId,
-        `Staging copy ${name} requested (${url}); it is dropped on ${expires.toISOString().slice(0, 10)}.`,
+        `Staging copy ${name} requested (${url})${backupId === undefined ? '' : ` from backup ${backupId}`}; it is dropped on ${expires.toISOString().slice(0, 10)}.`,
         userId,
       );
       const jobId = await ctx.queues.enqueue(stagingJobs.staging_create, {
@@ -208,25 +212,41 @@ export function createStagingService(ctx: AppContext) {
           const who = await databaseOwner(q, database);
           if (!who) throw new UserError(`Database ${database} does not exist`);
           await assertTenantRole(q, tenantRole?.role ?? who, `The staging copy of ${database}`);
-          await createEmptyDatabase(q, copy, who, (await databaseLocale(q, database))!);
+          if (row.backup_id === null) await createEmptyDatabase(q, copy, who, (await databaseLocale(q, database))!);
           return who;
         });
-        const user = tenantRole?.role ?? owner;
-        const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
-        // A subscription with a role of its own: the copy gets another (not production's), before it is filled.
-        const copyRole = sub.database_role ? await roleOfCopy(row, pg, host, owner, audit) : null;
-        await databaseStep(
-          db,
-          row.subscription_id,
-          audit,
-          `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user}${copyRole ? `, into the copy as ${copyRole.role}` : ''})`,
-          () => {
-            const from = { host: pg.ip, port: pg.port, user, password };
-            const to = copyRole ? { ...from, user: copyRole.role, password: copyRole.password } : from;
-            return dumpAndRestore(from, to, database, copy, COPY_TIMEOUT_MS, ctx.config.PATH);
-          },
-        );
-        await filestores.copy(host, database, copy, audit);
+        let copyRole: { role: string; password: string } | null;
+        if (row.backup_id !== null) {
+          // The backup server makes the copy's database (owned by the tenant's role) and filestore; then its own role.
+          await databaseStep(db, row.subscription_id, audit, `restore of backup ${row.backup_id} into ${copy}`, () =>
+            fromBackup.restoreInto(sub, row, payload.user_id),
+          );
+          copyRole = sub.database_role ? await roleOfCopy(row, pg, host, owner, audit) : null;
+        } else {
+          const user = tenantRole?.role ?? owner;
+          const password = tenantRole?.password ? await ctx.secretBox.reveal(tenantRole.password) : null;
+          // A subscription with a role of its own: the copy gets another (not production's), before it is filled.
+          copyRole = sub.database_role ? await roleOfCopy(row, pg, host, owner, audit) : null;
+          const to = copyRole;
+          await databaseStep(
+            db,
+            row.subscription_id,
+            audit,
+            `pg_dump -Fc ${database} | pg_restore --no-owner -d ${copy} (as ${user}${to ? `, into the copy as ${to.role}` : ''})`,
+            () => {
+              const from = { host: pg.ip, port: pg.port, user, password };
+              return dumpAndRestore(
+                from,
+                to ? { ...from, user: to.role, password: to.password } : from,
+                database,
+                copy,
+                COPY_TIMEOUT_MS,
+                ctx.config.PATH,
+              );
+            },
+          );
+          await filestores.copy(host, database, copy, audit);
+        }
         const tenant = {
           role: copyRole ? { role: copyRole.role, password: await ctx.secretBox.encrypt(copyRole.password) } : tenantRole,
           deadlineMs: ctx.config.TENANT_DEADLINE_SECONDS * 1000,
