@@ -4,9 +4,10 @@
 // (the listed backup done with its filestore, the file counted, manifest.json naming the installed
 // modules and the version); the file and the record are deleted (the file also from the filestore:
 // Odoo's filestore GC does not run here) and svc's restore brings both back, the customer signing
-// in. Then drop_database with its final backup; that backup's download (Odoo's backup zip, fetched
-// over HTTP) is loaded by the host's own Odoo (`odoo-bin db load`) into a new database, which
-// serves the customer's login and the file. Odoo's ports: 19600 (first source), 19650.
+// in; the backup server's verify restores that backup into a scratch database the host's Odoo
+// serves and signs in to it. Then drop_database with its final backup; that backup's download
+// (Odoo's backup zip, fetched over HTTP) is loaded by the host's own Odoo (`odoo-bin db load`) into
+// a new database, which serves the customer's login and the file. Odoo's ports: 19600 (first source), 19650.
 import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
@@ -203,6 +204,20 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19600 + 50 * i })))('backups 
         [database],
       );
       expect(owned.map((r) => r.datname)).toEqual([database]);
+
+      // The backup server's verify: the latest backup restored into a scratch database, served by the
+      // host's Odoo (its credentials file, its filestore) and signed in to as the tenant's
+      // administrator, then removed; restic check of the repository.
+      const verify = await fetch(`${bs.url}/api/verify`, { method: 'POST', headers: { 'X-API-Key': bs.apiKey } });
+      const outcome = (await verify.json()) as { state: string; backup_id: number; note: string };
+      expect(verify.status, JSON.stringify(outcome)).toBe(200);
+      expect(outcome.state, outcome.note).toBe('ok');
+      expect(outcome.backup_id).toBe((await bs.backups(database)).find((b) => b.state === 'done')!.id);
+      expect(outcome.note).toMatch(
+        new RegExp(`Signed in to svcvf_${outcome.backup_id}_[0-9a-f]{6} as \\S+ \\(user ${uid}\\) through Odoo`),
+      );
+      expect(await adminQuery("SELECT datname FROM pg_database WHERE datname LIKE 'svcvf\\_%'")).toEqual([]);
+      expect((await readdir(path.dirname(filestore))).filter((n) => n.startsWith('svcvf_'))).toEqual([]);
 
       // What the copy loaded by Odoo must hold too: every table and every installed module.
       const shape = async (db: string) =>
