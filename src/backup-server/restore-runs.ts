@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
 import type { BackupRestore, TenantBackup } from '../generated/prisma/client.js';
-import { basePathOf, createEmptyDatabase, databaseLocale, onServer, runOnOdooHost } from '../instances/index.js';
+import { basePathOf, createEmptyDatabase, databaseLocale, onServer, type Query, runOnOdooHost } from '../instances/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
@@ -30,6 +30,16 @@ const SCRIPT_TIMEOUT_MS = 10 * 60_000;
 /** Odoo's signalling sequences: a restored database must not look unchanged to the registry and caches Odoo holds for its name. */
 const SIGNALLING =
   "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'S' AND c.relname LIKE 'base\\_%signaling%'";
+
+const endSessions = (query: Query, name: string) =>
+  query('SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1', [name]);
+
+/** The live filestore and the folders a restore keeps beside it, shell-quoted. */
+const folders = (src: TenantSource) => ({
+  live: q(src.filestore!),
+  old: q(`${src.filestore}.svc-old`),
+  restoredDir: q(`${src.filestore}.svc-restore`),
+});
 
 export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Repositories, serverId: number) {
   const { db, log, secretBox } = ctx;
@@ -95,39 +105,67 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     }
   }
 
-  /** The restored database and filestore take the live ones' names; the live ones become `safety`. */
+  /**
+   * The restored database and filestore take the live ones' names; the live ones become `safety`.
+   * A step failing after the databases were renamed puts the live ones back (putBack) before the
+   * failure goes on: a restore never ends with the live instance half replaced.
+   */
   async function swap(src: TenantSource, restored: string, safety: string) {
     const layout = src.host ? odooLayout(basePathOf(ctx.config, src.host), src.host.odoo_http_port ?? ctx.config.ODOO_HTTP_PORT) : null;
     const onHost = (script: string) => runOnOdooHost(ctx, src.host!, { user_id: null, operation: 'restore' }, script, SCRIPT_TIMEOUT_MS);
     if (layout) await onHost(setMaintenance(layout, src.dbName, true));
     try {
       await onServer(secretBox, src.pg, async (query) => {
-        const end = (name: string) =>
-          query('SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1', [name]);
-        await end(src.dbName);
+        await endSessions(query, src.dbName);
         await query(`ALTER DATABASE ${quoteIdent(src.dbName)} RENAME TO ${quoteIdent(safety)}`);
         try {
-          await end(restored);
+          await endSessions(query, restored);
           await query(`ALTER DATABASE ${quoteIdent(restored)} RENAME TO ${quoteIdent(src.dbName)}`);
         } catch (err) {
           await query(`ALTER DATABASE ${quoteIdent(safety)} RENAME TO ${quoteIdent(src.dbName)}`);
           throw err;
         }
       });
-      if (src.host) {
-        const live = q(src.filestore!);
-        const old = q(`${src.filestore}.svc-old`);
-        await onHost(
-          `rm -rf -- ${old}; if [ -e ${live} ]; then mv -T -- ${live} ${old}; fi; mv -T -- ${q(`${src.filestore}.svc-restore`)} ${live}`,
-        );
+      try {
+        if (src.host) {
+          const { live, old, restoredDir } = folders(src);
+          await onHost(`rm -rf -- ${old} && { if [ -e ${live} ]; then mv -T -- ${live} ${old}; fi; } && mv -T -- ${restoredDir} ${live}`);
+        }
+        // The registry and caches Odoo holds for the name must see a change: the restored sequences go past the live ones.
+        await bumpSignalling(src, safety);
+        const found = await onServer(secretBox, src.pg, (query) => findDatabase(query, src.dbName));
+        await db.subscription.update({ where: { id: src.subscriptionId }, data: { database_oid: BigInt(found!.oid) } });
+      } catch (err) {
+        await putBack(src, restored, safety).catch((e: Error) => {
+          throw new UserError(
+            `${(err as Error).message}; putting the live instance back failed too (${e.message}): its database may be ${safety}, ` +
+              `its filestore ${src.filestore}.svc-old`,
+          );
+        });
+        throw new UserError(`${(err as Error).message} (the live instance was put back as it was)`);
       }
-      // The registry and caches Odoo holds for the name must see a change: the restored sequences go past the live ones.
-      await bumpSignalling(src, safety);
-      const found = await onServer(secretBox, src.pg, (query) => findDatabase(query, src.dbName));
-      await db.subscription.update({ where: { id: src.subscriptionId }, data: { database_oid: BigInt(found!.oid) } });
     } finally {
       if (layout) await onHost(setMaintenance(layout, src.dbName, false)).catch((err) => log.error({ err }, 'maintenance page left on'));
     }
+  }
+
+  /** After a failed swap: the live database and filestore take their names again; the restored ones go back beside them. */
+  async function putBack(src: TenantSource, restored: string, safety: string) {
+    await onServer(secretBox, src.pg, async (query) => {
+      await endSessions(query, src.dbName);
+      await query(`ALTER DATABASE ${quoteIdent(src.dbName)} RENAME TO ${quoteIdent(restored)}`);
+      await query(`ALTER DATABASE ${quoteIdent(safety)} RENAME TO ${quoteIdent(src.dbName)}`);
+    });
+    if (!src.host) return;
+    const { live, old, restoredDir } = folders(src);
+    // The live filestore was moved aside only if .svc-old is there; the restored one may have taken its place.
+    await runOnOdooHost(
+      ctx,
+      src.host,
+      { user_id: null, operation: 'restore' },
+      `if [ -e ${old} ]; then { [ ! -e ${live} ] || mv -T -- ${live} ${restoredDir}; } && mv -T -- ${old} ${live}; fi`,
+      SCRIPT_TIMEOUT_MS,
+    );
   }
 
   /** Each signalling sequence of the restored database set past the safety copy's (the live one's) value. */
@@ -167,6 +205,18 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     });
   }
 
+  async function dropRestored(src: TenantSource, restored: string) {
+    await onServer(secretBox, src.pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(restored)} WITH (FORCE)`));
+    if (src.host)
+      await runOnOdooHost(
+        ctx,
+        src.host,
+        { user_id: null, operation: 'restore' },
+        `rm -rf -- ${folders(src).restoredDir}`,
+        SCRIPT_TIMEOUT_MS,
+      );
+  }
+
   async function dropSafety(src: TenantSource, safety: string) {
     await onServer(secretBox, src.pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(safety)} WITH (FORCE)`));
     if (src.host)
@@ -190,7 +240,8 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
       await restoreBeside(src, from, restored, src.filestore && `${src.filestore}.svc-restore`);
       await swap(src, restored, safety);
     } catch (err) {
-      await dropSafety(src, restored).catch(() => {});
+      // Only what the restore made: the live filestore may be in .svc-old if it could not be put back.
+      await dropRestored(src, restored).catch((e) => log.warn({ err: e, restored }, 'a failed restore could not be cleared away'));
       throw err;
     }
     await dropSafety(src, safety).catch((err) => log.warn({ err, safety }, 'the safety copy of a restore could not be dropped'));
