@@ -382,13 +382,13 @@ describe('backup', () => {
     }
   });
 
-  it('a backup the server reports failed: backup_state failed, job failed', async () => {
+  it('a backup the server reports failed: backup_state failed, job failed with the cause the server gives', async () => {
     const sub = await fx.deployed({ backup_server_id: standIn.id });
     standIn.remote.behaviour.failWith = 'No space left on device';
     const failed = await job(await act(t, sub.id, 'backup')).finally(() => {
       standIn.remote.behaviour.failWith = null;
     });
-    expect(failed.error).toMatch(/reports backup \d+ of .* as failed/);
+    expect(failed.error).toMatch(/reports backup \d+ of .* as failed: .*No space left on device/);
     expect((await get(t, sub.id)).backup_state).toBe('failed');
   });
 });

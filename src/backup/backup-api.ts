@@ -42,6 +42,8 @@ const remoteBackup = z.object({
   // many files of it. Only `filestore: true` lets a drop remove the filestore on the Odoo host.
   filestore: z.boolean().nullable().optional(),
   files: z.number().int().min(0).nullable().optional(),
+  /** Why it failed, when the server says (svc's backup server does). */
+  error: z.string().nullable().optional(),
 });
 export type RemoteBackup = z.output<typeof remoteBackup>;
 

@@ -6,13 +6,13 @@ import type { DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import { startActionLog } from '../core/action-log.js';
 import { authorOfUser, trackChanges, type Author } from '../core/chatter.js';
-import type { OutboundTarget } from '../core/outbound-log.js';
 import { sleep } from '../core/sleep.js';
 import type { Subscription } from '../generated/prisma/client.js';
 import type { BackupState } from '../generated/prisma/enums.js';
 import {
   createBackupApi,
   createBackupOverdue,
+  createRestoreFollower,
   type BackupServerRecord,
   type RemoteBackup,
   backupServerFor,
@@ -38,6 +38,7 @@ export function backupDone(what: string, backup: RemoteBackup, sub: Subscription
 export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config' | 'queues'>) {
   const { db, config } = ctx;
   const api = createBackupApi(ctx);
+  const followRestore = createRestoreFollower(ctx);
   const overdue = createBackupOverdue(ctx);
 
   async function setBackupState(id: number, state: BackupState, author: Author | null) {
@@ -81,7 +82,10 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
       if (!state) throw new UserError(`The backup server reports an unknown state "${mine.state}" for backup ${mine.id} of ${dbName}`);
       if (state === 'running') continue;
       await setBackupState(sub.id, state, author);
-      if (state === 'failed') throw new UserError(`The backup server reports backup ${mine.id} of ${dbName} as ${mine.state}`);
+      if (state === 'failed')
+        throw new UserError(
+          `The backup server reports backup ${mine.id} of ${dbName} as ${mine.state}${mine.error ? `: ${mine.error}` : ''}`,
+        );
       // Seen done now: last_backup_at (what the daily schedule and the 26 h alert go by).
       await overdue.tellOperators(await recordBackupDone(db, sub.id, new Date()));
       return mine;
@@ -90,24 +94,6 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
       `The backup of ${dbName} was not reported done within ${config.BACKUP_WAIT_MS} ms (last state: ${last}); ` +
         'it may still finish on the backup server (compute_backup_state reads it)',
     );
-  }
-
-  /** Reads GET /api/restores/{id} until the restore is done or failed, within BACKUP_WAIT_MS. */
-  async function waitForRestore(server: BackupServerRecord, target: OutboundTarget, id: string | number) {
-    const deadline = Date.now() + config.BACKUP_WAIT_MS;
-    let wait = config.BACKUP_POLL_MS;
-    let last = 'running';
-    for (let left = deadline - Date.now(); left > 0; left = deadline - Date.now()) {
-      await sleep(Math.min(wait, left));
-      wait = Math.min(wait * 2, MAX_POLL_MS);
-      const status = await api.restoreStatus(server, target, id);
-      last = status.state;
-      const state = REMOTE_STATES[status.state.toLowerCase()];
-      if (state === 'ok') return { id: status.id, state: status.state };
-      if (state === 'failed')
-        throw new UserError(`The backup server reports restore ${id} as ${status.state}: ${status.error ?? 'no cause given'}`);
-    }
-    throw new UserError(`Restore ${id} was not reported done within ${config.BACKUP_WAIT_MS} ms (last state: ${last})`);
   }
 
   /**
@@ -262,7 +248,7 @@ export function createBackupOperations(ctx: Pick<AppContext, 'db' | 'secretBox' 
           }
           // A server that restores in the background (svc's own) answers the restore's id: it is followed to its end.
           if (answer.id !== undefined && answer.id !== null && REMOTE_STATES[answer.state?.toLowerCase() ?? ''] === 'running') {
-            answer = await waitForRestore(server, target, answer.id);
+            answer = await followRestore(server, target, answer.id);
           }
           const done = `Database ${sub.database_name} restored from backup ${backupId} by backup server ${server.id}${answer.state ? ` (state: ${answer.state})` : ''}.`;
           return { done, result: { subscription_id: id, backup_server_id: server.id, backup_id: backupId, answer } };

@@ -98,12 +98,13 @@ export async function startBackupApi(apiKey = 'backup-api-key-0123'): Promise<Ba
       return sendJson(
         res,
         200,
-        listed.map(({ id, db_name, state, created_at, url, filestoreFiles }) => ({
+        listed.map(({ id, db_name, state, created_at, url, filestoreFiles, error }) => ({
           id,
           db_name,
           state,
           created_at,
           url,
+          ...(error ? { error } : {}),
           ...(state === 'done' && filestoreFiles !== undefined ? { filestore: true, files: filestoreFiles } : {}),
         })),
       );
