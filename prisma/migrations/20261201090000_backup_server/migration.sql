@@ -12,12 +12,9 @@ CREATE TABLE "backup_repositories" (
     "password" TEXT NOT NULL,
     "created_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
-    CONSTRAINT "backup_repositories_pkey" PRIMARY KEY ("id"),
-    CONSTRAINT "backup_repositories_provider_check" CHECK ("provider" IN ('local', 's3', 'sftp'))
+    CONSTRAINT "backup_repositories_pkey" PRIMARY KEY ("id")
 );
 CREATE UNIQUE INDEX "backup_repositories_backup_server_id_uuid_key" ON "backup_repositories"("backup_server_id", "uuid");
--- One local repository per backup server.
-CREATE UNIQUE INDEX "backup_repositories_local_key" ON "backup_repositories"("backup_server_id") WHERE "provider" = 'local';
 ALTER TABLE "backup_repositories" ADD CONSTRAINT "backup_repositories_backup_server_id_fkey" FOREIGN KEY ("backup_server_id") REFERENCES "backup_servers"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- tenant_backups: the backups GET /api/backups lists. One backup is one tenant as a unit (database
@@ -39,11 +36,10 @@ CREATE TABLE "tenant_backups" (
     "finished_at" TIMESTAMP(3),
     "verified_at" TIMESTAMP(3),
 
-    CONSTRAINT "tenant_backups_pkey" PRIMARY KEY ("id"),
-    CONSTRAINT "tenant_backups_state_check" CHECK ("state" IN ('pending', 'running', 'done', 'failed'))
+    CONSTRAINT "tenant_backups_pkey" PRIMARY KEY ("id")
 );
-CREATE INDEX "tenant_backups_db_name_id_idx" ON "tenant_backups"("backup_server_id", "db_name", "id");
-CREATE INDEX "tenant_backups_state_idx" ON "tenant_backups"("backup_server_id", "state", "id");
+CREATE INDEX "tenant_backups_backup_server_id_db_name_id_idx" ON "tenant_backups"("backup_server_id", "db_name", "id");
+CREATE INDEX "tenant_backups_backup_server_id_state_id_idx" ON "tenant_backups"("backup_server_id", "state", "id");
 ALTER TABLE "tenant_backups" ADD CONSTRAINT "tenant_backups_backup_server_id_fkey" FOREIGN KEY ("backup_server_id") REFERENCES "backup_servers"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- backup_restores: what POST {restore_db_path} asked for, run by the backup server like a backup.
@@ -60,9 +56,8 @@ CREATE TABLE "backup_restores" (
     "started_at" TIMESTAMP(3),
     "finished_at" TIMESTAMP(3),
 
-    CONSTRAINT "backup_restores_pkey" PRIMARY KEY ("id"),
-    CONSTRAINT "backup_restores_state_check" CHECK ("state" IN ('pending', 'running', 'done', 'failed'))
+    CONSTRAINT "backup_restores_pkey" PRIMARY KEY ("id")
 );
-CREATE INDEX "backup_restores_state_idx" ON "backup_restores"("backup_server_id", "state", "id");
+CREATE INDEX "backup_restores_backup_server_id_state_id_idx" ON "backup_restores"("backup_server_id", "state", "id");
 ALTER TABLE "backup_restores" ADD CONSTRAINT "backup_restores_backup_server_id_fkey" FOREIGN KEY ("backup_server_id") REFERENCES "backup_servers"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "backup_restores" ADD CONSTRAINT "backup_restores_backup_id_fkey" FOREIGN KEY ("backup_id") REFERENCES "tenant_backups"("id") ON DELETE CASCADE ON UPDATE CASCADE;
