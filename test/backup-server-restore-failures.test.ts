@@ -20,6 +20,7 @@ import { act } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
 import { adminQuery, databaseUrl } from './helpers/pg.js';
+import { startS3Server } from './helpers/s3-server.js';
 
 const f = useOdooHost({ 'ab/logo': 'logo bytes' });
 const { t } = f;
@@ -204,6 +205,33 @@ describe('retention', () => {
     const rows = await t.ctx.db.tenantBackup.findMany({ where: { backup_server_id: bs.id, db_name: db } });
     for (const row of rows) expect(left.map((s) => s.id)).toContain((row.snapshots as Record<string, string>)[LOCAL_UUID]);
     expect(await bc.snapshotsTagged(`backup:${otherBackup}`)).toHaveLength(1);
+  }, 240_000);
+  it('a repository that cannot be pruned (a cloud account refusing) does not keep another from being pruned, nor its rows', async () => {
+    const sub = await f.fx.deployed();
+    const db = sub.database_name;
+    await t.ctx.db.subscription.update({
+      where: { id: sub.id },
+      data: { backup_keep_daily: 1, backup_keep_weekly: 0, backup_keep_monthly: 0 },
+    });
+    const s3 = await startS3Server({ accounts: { AKIASVCRETENTION01: 'svc-retention-s3-secret-2b7e' } });
+    // A cloud account backups no longer go to (enable_cloud_backup off), whose access was then withdrawn.
+    const added = await bc.call('POST', '/api/cloud-accounts', {
+      provider: 's3',
+      repository: `s3:${s3.endpoint}/retention/repository`,
+      credentials: { access_key_id: 'AKIASVCRETENTION01', secret_access_key: 'svc-retention-s3-secret-2b7e' },
+    });
+    expect(added.status, added.text).toBe(201);
+    try {
+      const first = await doneBackup(db);
+      s3.refuse(true);
+      const second = await doneBackup(db);
+      // keep-daily 1: the first one goes from the local repository, and with it its row (no repository holds it).
+      await eventually(async () => expect((await bs.backups(db)).map((b) => b.id)).toEqual([second]));
+      expect(await bc.restic.snapshots(await bc.local(), { tags: [`backup:${first}`] })).toEqual([]);
+    } finally {
+      await bc.call('DELETE', `/api/cloud-accounts/${added.json().id}`);
+      await s3.stop();
+    }
   }, 240_000);
 });
 

@@ -79,11 +79,25 @@ export function createBackupRuns(ctx: Ctx, restic: Restic, repositories: Reposit
     }
   }
 
-  /** The retention of the tenant's subscription in every repository; rows left without a snapshot go. */
+  /**
+   * The retention of the tenant's subscription in every repository; rows left without a snapshot go.
+   * A repository that cannot be pruned (a cloud account refusing) is tried again after the next
+   * backup; the others are pruned and their rows told meanwhile (restic forgets for good: a row
+   * left naming a forgotten snapshot would stay listed).
+   */
   async function prune(dbName: string, retention: { keepDaily: number; keepWeekly: number; keepMonthly: number }) {
     const rows = await db.tenantBackup.findMany({ where: { backup_server_id: serverId, db_name: dbName, state: 'done' } });
     for (const repo of await db.backupRepository.findMany({ where: { backup_server_id: serverId } })) {
-      const { removed } = await restic.applyRetention(await repositories.toRestic(repo), { tags: [dbTag(dbName)], ...retention });
+      let removed: string[];
+      try {
+        ({ removed } = await restic.applyRetention(await repositories.toRestic(repo), { tags: [dbTag(dbName)], ...retention }));
+      } catch (err) {
+        log.error(
+          { err, db_name: dbName, repository: repo.uuid },
+          'pruning old backups in a repository failed; tried again after the next backup',
+        );
+        continue;
+      }
       if (removed.length === 0) continue;
       const gone = new Set(removed);
       for (const row of rows) {
