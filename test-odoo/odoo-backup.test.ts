@@ -31,6 +31,7 @@ const f = useOdooFixture({
     return smtp.url;
   },
   SUBSCRIPTION_URL: 'https://{database_name}.odoo.test',
+  STAGING_URL: 'https://{database_name}.staging.test',
   BACKUP_POLL_MS: '500',
 } as Record<string, string>);
 const bs = useBackupServer(f.t);
@@ -180,6 +181,41 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19600 + 50 * i })))('backups 
       await rm(fileOf(database));
       expect(await call(database, 'res.partner', 'search_count', [[['id', '=', partnerId]]])).toBe(0);
 
+      // A staging copy made from that backup (create_staging with backup_id): the record and the file
+      // are in the copy, neutralized, with its own role and address; the live instance is unchanged.
+      const asked = await act('create_staging', f.t.as.operator, { backup_id: done!.id });
+      expect(asked.statusCode, asked.body).toBe(202);
+      const staged = await waitForJob(f.t.app, f.t.as.operator, asked.json().job_id, 10 * 60_000);
+      expect(staged.state, staged.error).toBe('completed');
+      const stagingCopy = (staged.result as { database_name: string }).database_name;
+      expect(await signIn(stagingCopy)).toBe(uid);
+      expect(await call(stagingCopy, 'res.partner', 'search_count', [[['id', '=', partnerId]]])).toBe(1);
+      const [copied] = (await call(stagingCopy, 'ir.attachment', 'read', [[attachmentId], ['datas']])) as { datas: string }[];
+      expect(Buffer.from(copied!.datas, 'base64').toString()).toBe(fileText);
+      const [neutral] = await queryIn<{ value: string }>(
+        stagingCopy,
+        "SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'",
+      );
+      expect(neutral?.value).toBe('true');
+      const [copyOwner, liveOwner] = await Promise.all(
+        [stagingCopy, database].map(
+          async (db) =>
+            (await adminQuery<{ o: string }>('SELECT pg_get_userbyid(datdba) AS o FROM pg_database WHERE datname = $1', [db]))[0]!.o,
+        ),
+      );
+      expect(copyOwner).not.toBe(liveOwner);
+      expect(await call(database, 'res.partner', 'search_count', [[['id', '=', partnerId]]])).toBe(0);
+      const listedCopy = await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/staging-instances` });
+      expect(listedCopy.json().items).toEqual([
+        expect.objectContaining({ database_name: stagingCopy, state: 'ready', backup_id: done!.id }),
+      ]);
+      const dropCopy = await request(f.t.app, f.t.as.operator, {
+        method: 'DELETE',
+        url: `/api/v1/subscriptions/${id}/staging-instances/${listedCopy.json().items[0].id}`,
+      });
+      expect(dropCopy.statusCode, dropCopy.body).toBe(202);
+      expect((await waitForJob(f.t.app, f.t.as.operator, dropCopy.json().job_id, 5 * 60_000)).state).toBe('completed');
+
       // svc's restore (administrators): both back, served by the host's Odoo; the customer signs in.
       const restored = await job('restore', f.t.as.admin, { backup_id: done!.id });
       expect(restored.state, restored.error).toBe('completed');
@@ -216,7 +252,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19600 + 50 * i })))('backups 
       expect(outcome.note).toMatch(
         new RegExp(`Signed in to svcvf_${outcome.backup_id}_[0-9a-f]{6} as \\S+ \\(user ${uid}\\) through Odoo`),
       );
-      expect(await adminQuery("SELECT datname FROM pg_database WHERE datname LIKE 'svcvf\\_%'")).toEqual([]);
+      // The scratch it named is gone (other files' backup servers, on this cluster too, make their own).
+      const scratch = new RegExp(`Signed in to (svcvf_${outcome.backup_id}_[0-9a-f]{6})`).exec(outcome.note)![1]!;
+      expect(await adminQuery('SELECT datname FROM pg_database WHERE datname = $1', [scratch])).toEqual([]);
       expect((await readdir(path.dirname(filestore))).filter((n) => n.startsWith('svcvf_'))).toEqual([]);
 
       // What the copy loaded by Odoo must hold too: every table and every installed module.

@@ -84,4 +84,24 @@ describe("svc's backup server", () => {
     // Nothing of the restore is left beside it.
     expect((await readdir(path.dirname(files))).filter((n) => n.startsWith(db) && n !== db)).toEqual([]);
   }, 240_000);
+  it('restores into another database only when it is a staging copy of this subscription being made (400 otherwise, nothing asked of the runner)', async () => {
+    const [a, b] = [await f.fx.deployed(), await f.fx.deployed()];
+    const made = await job(await act(t, a.id, 'backup'));
+    expect(made.state, made.error).toBe('completed');
+    const [done] = await bs.backups(a.database_name);
+    const restore = (target: string) =>
+      fetch(`${bs.url}/svc/database/restore`, {
+        method: 'POST',
+        headers: { 'X-API-Key': bs.apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ db_name: a.database_name, backup_id: done!.id, target_db_name: target }),
+      });
+    for (const target of [b.database_name, `${a.database_name}_elsewhere`]) {
+      const res = await restore(target);
+      expect(res.status, target).toBe(400);
+      expect(await res.text()).toMatch(/is not a staging copy of/);
+    }
+    expect(await t.ctx.db.backupRestore.count({ where: { db_name: a.database_name } })).toBe(0);
+    const ping = await fetch(`${bs.url}/api/ping`, { headers: { 'X-API-Key': bs.apiKey } });
+    expect(await ping.json()).toEqual({ ok: true, restore_into: true });
+  }, 240_000);
 });

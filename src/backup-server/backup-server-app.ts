@@ -14,6 +14,7 @@ import { dbTag } from './backup-runs.js';
 import type { createDownloadLinks } from './download-links.js';
 import { cloudAccountInput, cloudAccountOut, type Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
+import { stagingCopyOf } from './restore-runs.js';
 import { tenantSource } from './tenant-source.js';
 import type { VerifyOutcome } from './verify.js';
 
@@ -68,9 +69,10 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     };
   }
 
+  // restore_into: this server restores a backup into a staging copy of its database (target_db_name), svc asks before it sends one.
   app.get('/api/ping', async (req) => {
     await authenticate(req);
-    return { ok: true };
+    return { ok: true, restore_into: true };
   });
 
   app.get('/api/cloud-accounts', async (req) => {
@@ -120,7 +122,11 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     return deps.verify();
   });
 
-  const operationBody = z.object({ db_name: dbName, backup_id: z.coerce.number().int().min(1).optional() });
+  const operationBody = z.object({
+    db_name: dbName,
+    backup_id: z.coerce.number().int().min(1).optional(),
+    target_db_name: dbName.optional(),
+  });
 
   /** POST {backup_db_path}: a pending backup, taken by the runner. */
   async function requestBackup(name: string) {
@@ -134,8 +140,9 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
   }
 
   /** POST {restore_db_path}: that backup (the latest done one unless named), checked to be this database's and done. */
-  async function requestRestore(name: string, backupId: number | undefined) {
-    await tenantSource(ctx, name);
+  async function requestRestore(name: string, backupId: number | undefined, into: string | undefined) {
+    const src = await tenantSource(ctx, name);
+    if (into !== undefined && into !== name) await stagingCopyOf(db, src, into);
     const backup = backupId
       ? await db.tenantBackup.findFirst({ where: { id: backupId, backup_server_id: serverId } })
       : await db.tenantBackup.findFirst({ where: { backup_server_id: serverId, db_name: name, state: 'done' }, orderBy: { id: 'desc' } });
@@ -147,7 +154,7 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     });
     if (busy) throw new ConflictError(`Restore ${busy.id} of ${name} is ${busy.state}`);
     const row = await db.backupRestore.create({
-      data: { backup_server_id: serverId, backup_id: backup.id, db_name: name, target_db_name: name },
+      data: { backup_server_id: serverId, backup_id: backup.id, db_name: name, target_db_name: into ?? name },
     });
     deps.kick();
     return { id: row.id, state: row.state, backup_id: backup.id };
@@ -178,9 +185,9 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     await authenticate(req);
     const r = await record();
     const path = req.url.split('?')[0];
-    const { db_name, backup_id } = req.body;
+    const { db_name, backup_id, target_db_name } = req.body;
     if (path === r.backup_db_path) return reply.status(202).send(await requestBackup(db_name));
-    if (path === r.restore_db_path) return reply.status(202).send(await requestRestore(db_name, backup_id));
+    if (path === r.restore_db_path) return reply.status(202).send(await requestRestore(db_name, backup_id, target_db_name));
     if (path === r.drop_db_path) return reply.status(200).send(await dropBackups(db_name));
     throw new NotFoundError(`POST ${path}`);
   });

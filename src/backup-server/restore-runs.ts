@@ -7,10 +7,10 @@
 // copy is dropped once the swap is done.
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { UserError } from '../core/errors.js';
+import { ConflictError, UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
 import type { BackupRestore, TenantBackup } from '../generated/prisma/client.js';
-import { basePathOf, createEmptyDatabase, databaseLocale, onServer, type Query, runOnOdooHost } from '../instances/index.js';
+import { basePathOf, filestorePath, createEmptyDatabase, databaseLocale, onServer, type Query, runOnOdooHost } from '../instances/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
@@ -40,6 +40,21 @@ const folders = (src: TenantSource) => ({
   old: q(`${src.filestore}.svc-old`),
   restoredDir: q(`${src.filestore}.svc-restore`),
 });
+
+/**
+ * The staging copy `target` of the tenant, being made: the only other database a backup is restored
+ * into (a name svc chose for a copy of this subscription, never another tenant's or the live one).
+ */
+export async function stagingCopyOf(db: Ctx['db'], src: TenantSource, target: string) {
+  const copy = await db.stagingInstance.findFirst({ where: { database_name: target, subscription_id: src.subscriptionId } });
+  if (!copy)
+    throw new UserError(
+      `${target} is not a staging copy of ${src.dbName}: a backup is restored into the live database or one of its staging copies only`,
+    );
+  if (copy.state !== 'creating')
+    throw new ConflictError(`Staging copy ${target} is ${copy.state}: a backup is restored only into a copy being made`);
+  return copy;
+}
 
 export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Repositories, serverId: number) {
   const { db, log, secretBox } = ctx;
@@ -233,6 +248,12 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     const backup = await db.tenantBackup.findUniqueOrThrow({ where: { id: row.backup_id } });
     const src = await tenantSource(ctx, row.db_name);
     const from = await sourceOf(backup);
+    if (row.target_db_name !== row.db_name) {
+      // Into a staging copy being made (checked when asked, again now): its database and filestore, nothing swapped.
+      await stagingCopyOf(db, src, row.target_db_name);
+      await restoreBeside(src, from, row.target_db_name, src.host && filestorePath(basePathOf(ctx.config, src.host), row.target_db_name));
+      return;
+    }
     const tag = `${row.id}_${randomBytes(3).toString('hex')}`;
     const restored = `svcrs_${tag}`;
     const safety = `svcrb_${tag}`;
