@@ -104,12 +104,15 @@ describe('a backup that cannot be made is failed with its cause and leaves no sn
     });
     expect(added.status, added.text).toBe(201);
     await t.ctx.db.backupServer.update({ where: { id: bs.id }, data: { enable_cloud_backup: true } });
+    const packs = async () => (await readdir(path.join(bs.dir, 'repository', 'data'), { recursive: true })).length;
+    const packsBefore = await packs();
     s3.refuse(true);
     try {
       const id = await requestBackup(sub.database_name);
       const backup = await settled(sub.database_name, id);
       expect(backup).toMatchObject({ state: 'failed', url: null });
       expect(backup.error).toMatch(/refused access.*Access Denied/s);
+      expect(await packs()).toBeGreaterThan(packsBefore); // the local repository took the tenant's data first
       // The snapshot the local repository had (made first) was forgotten; the account's was never made.
       s3.refuse(false);
       expect(await snapshotsTagged(`db:${sub.database_name}`)).toEqual([]);
