@@ -156,6 +156,44 @@ function keptBy(list: { id: number; time: Date }[], daily: number, weekly: numbe
   return kept.sort((a, b) => a - b);
 }
 
+describe("forgetting a dropped database's backups", () => {
+  it('with a cloud account refusing: 400 naming it, the backups stay listed, and a retry once it answers forgets them', async () => {
+    const sub = await f.fx.deployed();
+    const db = sub.database_name;
+    const s3 = await startS3Server({ accounts: { AKIASVCDROPREFUSE1: 'svc-drop-refuse-s3-secret-9c1d' } });
+    const added = await bc.call('POST', '/api/cloud-accounts', {
+      provider: 's3',
+      name: 'refusing later',
+      repository: `s3:${s3.endpoint}/drops/repository`,
+      credentials: { access_key_id: 'AKIASVCDROPREFUSE1', secret_access_key: 'svc-drop-refuse-s3-secret-9c1d' },
+    });
+    expect(added.status, added.text).toBe(201);
+    await t.ctx.db.backupServer.update({ where: { id: bs.id }, data: { enable_cloud_backup: true } });
+    try {
+      const id = await doneBackup(db);
+      expect((await act(t, sub.id, 'cancel')).statusCode).toBe(200);
+      const drop = await act(t, sub.id, 'drop_database', { skip_backup: true }, t.as.admin);
+      expect((await waitForJob(t.app, t.as.admin, drop.json().job_id, 150_000)).state).toBe('completed');
+
+      s3.refuse(true);
+      const refused = await bc.call('POST', '/svc/database/drop', { db_name: db });
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.text).toMatch(/could not be forgotten everywhere .*refusing later \(s3\)/);
+      expect((await bs.backups(db)).map((b) => b.id)).toEqual([id]);
+      expect(await bc.restic.snapshots(await bc.local(), { tags: [`db:${db}`] })).toEqual([]); // the local repository's went
+
+      s3.refuse(false);
+      const retried = await bc.call('POST', '/svc/database/drop', { db_name: db });
+      expect(retried.status, retried.text).toBe(200);
+      expect(await bs.backups(db)).toEqual([]);
+    } finally {
+      await t.ctx.db.backupServer.update({ where: { id: bs.id }, data: { enable_cloud_backup: false } });
+      await bc.call('DELETE', `/api/cloud-accounts/${added.json().id}`);
+      await s3.stop();
+    }
+  }, 240_000);
+});
+
 describe('retention', () => {
   it("prunes a tenant's backups to its subscription's policy after a backup; rows whose snapshots are all gone are deleted", async () => {
     const sub = await f.fx.deployed();

@@ -166,15 +166,31 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     if (live) throw new ConflictError(`Database ${name} is subscription ${live.id}'s: its backups are kept while it exists`);
     const rows = await db.tenantBackup.findMany({ where: { backup_server_id: serverId, db_name: name } });
     if (rows.some((r) => r.state === 'pending' || r.state === 'running')) throw new ConflictError(`A backup of ${name} is running`);
+    // Each repository on its own: one that refuses keeps its snapshots and the rows naming them, for a retry.
+    const refused: string[] = [];
+    const cleared: string[] = [];
     for (const repo of await db.backupRepository.findMany({ where: { backup_server_id: serverId } })) {
-      const r = await repositories.toRestic(repo);
-      const snaps = await deps.restic.snapshots(r, { tags: [dbTag(name)] });
-      if (snaps.length > 0)
-        await deps.restic.forget(
-          r,
-          snaps.map((s) => s.id),
-          { prune: true },
-        );
+      try {
+        const r = await repositories.toRestic(repo);
+        const snaps = await deps.restic.snapshots(r, { tags: [dbTag(name)] });
+        if (snaps.length > 0)
+          await deps.restic.forget(
+            r,
+            snaps.map((s) => s.id),
+            { prune: true },
+          );
+        cleared.push(repo.uuid);
+      } catch (err) {
+        refused.push(`${repo.name ?? repo.uuid} (${repo.provider}): ${(err as Error).message}`);
+      }
+    }
+    if (refused.length > 0) {
+      for (const row of rows) {
+        const snaps = { ...(row.snapshots as Record<string, string>) };
+        for (const uuid of cleared) delete snaps[uuid];
+        await db.tenantBackup.update({ where: { id: row.id }, data: { snapshots: snaps } });
+      }
+      throw new UserError(`The backups of ${name} could not be forgotten everywhere (they stay listed: try again): ${refused.join('; ')}`);
     }
     await db.tenantBackup.deleteMany({ where: { backup_server_id: serverId, db_name: name } });
     return { db_name: name, dropped: rows.length };
