@@ -80,6 +80,12 @@ export function createBackupRuns(ctx: Ctx, restic: Restic, repositories: Reposit
   }
 
   /**
+   * Tenants backed up since their last pruning. restic's prune needs a repository to itself (backups
+   * beside it would wait on its lock, or it on theirs), so pruning waits until nothing runs (pruneDue).
+   */
+  const dueForPruning = new Map<string, { keepDaily: number; keepWeekly: number; keepMonthly: number }>();
+
+  /**
    * The retention of the tenant's subscription in every repository; rows left without a snapshot go.
    * A repository that cannot be pruned (a cloud account refusing) is tried again after the next
    * backup; the others are pruned and their rows told meanwhile (restic forgets for good: a row
@@ -149,16 +155,24 @@ export function createBackupRuns(ctx: Ctx, restic: Restic, repositories: Reposit
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    try {
-      await prune(row.db_name, src.retention);
-    } catch (err) {
-      log.error({ err, db_name: row.db_name }, 'pruning old backups failed; tried again after the next backup');
-    }
+    dueForPruning.set(row.db_name, src.retention);
   }
 
   return {
     claim,
     sweep,
+
+    /** Prunes the tenants backed up since; the runner calls it when no backup, restore or verify runs. */
+    async pruneDue() {
+      for (const [dbName, retention] of [...dueForPruning]) {
+        dueForPruning.delete(dbName);
+        try {
+          await prune(dbName, retention);
+        } catch (err) {
+          log.error({ err, db_name: dbName }, 'pruning old backups failed; tried again after the next backup');
+        }
+      }
+    },
 
     /** Runs one claimed backup to its end (done or failed with its cause), renewing its lease meanwhile. */
     async execute(row: TenantBackup) {

@@ -1,7 +1,7 @@
 // The backup server's runner: takes pending restores, then pending backups, then a verify when one
-// is due (verify.ts), up to BACKUP_CONCURRENCY at once, when told there is work (kick) and every
-// few seconds anyway (work another process of the same record left, leases run out, a verify comes
-// due). close() lets running work finish.
+// is due (verify.ts), up to BACKUP_CONCURRENCY at once, and prunes old backups when nothing runs;
+// when told there is work (kick) and every few seconds anyway (work another process of the same
+// record left, leases run out, a verify comes due). close() lets running work finish.
 import type { Logger } from 'pino';
 import type { BackupRuns } from './backup-runs.js';
 import type { RestoreRuns } from './restore-runs.js';
@@ -42,6 +42,8 @@ export function startRunner(log: Logger, concurrency: number, backups: BackupRun
       if (!verify) break;
       launch(verifies.execute(verify).then(() => undefined));
     }
+    // Nothing running: old backups are pruned now (restic's prune takes a repository to itself).
+    if (!stopped && inFlight.size === 0) await backups.pruneDue();
   }
 
   function kick() {
