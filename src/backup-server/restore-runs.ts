@@ -4,20 +4,21 @@
 // the live one), then swapped in under the maintenance page with the instance's sessions ended: the
 // live database and filestore become the safety copy, the restored ones take their names. Anything
 // failing before the swap leaves the live instance untouched; a failed swap is put back. The safety
-// copy is dropped once the swap is done.
-import { randomBytes } from 'node:crypto';
+// copy is dropped once the swap is done. A restore whose process died is put right by the sweep
+// (restore-recovery.ts).
 import type { AppContext } from '../context.js';
 import { ConflictError, UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
 import type { BackupRestore, TenantBackup } from '../generated/prisma/client.js';
-import { basePathOf, filestorePath, createEmptyDatabase, databaseLocale, onServer, type Query, runOnOdooHost } from '../instances/index.js';
+import { basePathOf, filestorePath, createEmptyDatabase, databaseLocale, onServer, runOnOdooHost } from '../instances/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
 import { openRemoteSession } from '../servers/index.js';
-import { INTERRUPTED, LEASE_MS } from './backup-runs.js';
+import { LEASE_MS } from './backup-runs.js';
 import type { Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
+import { endSessions, folders, restoreNames, sweepInterrupted } from './restore-recovery.js';
 import { tenantSource, type TenantSource } from './tenant-source.js';
 import { pgArgs, pgEnv, runLocal, tenantLogin } from './unit-capture.js';
 
@@ -30,16 +31,6 @@ const SCRIPT_TIMEOUT_MS = 10 * 60_000;
 /** Odoo's signalling sequences: a restored database must not look unchanged to the registry and caches Odoo holds for its name. */
 const SIGNALLING =
   "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'S' AND c.relname LIKE 'base\\_%signaling%'";
-
-const endSessions = (query: Query, name: string) =>
-  query('SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1', [name]);
-
-/** The live filestore and the folders a restore keeps beside it, shell-quoted. */
-const folders = (src: TenantSource) => ({
-  live: q(src.filestore!),
-  old: q(`${src.filestore}.svc-old`),
-  restoredDir: q(`${src.filestore}.svc-restore`),
-});
 
 /**
  * The staging copy `target` of the tenant, being made: the only other database a backup is restored
@@ -128,7 +119,8 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
   async function swap(src: TenantSource, restored: string, safety: string) {
     const layout = src.host ? odooLayout(basePathOf(ctx.config, src.host), src.host.odoo_http_port ?? ctx.config.ODOO_HTTP_PORT) : null;
     const onHost = (script: string) => runOnOdooHost(ctx, src.host!, { user_id: null, operation: 'restore' }, script, SCRIPT_TIMEOUT_MS);
-    if (layout) await onHost(setMaintenance(layout, src.dbName, true));
+    // A .svc-old an earlier restore left goes first: once the databases are renamed, one found is this restore's (the sweep relies on it).
+    if (layout) await onHost(`${setMaintenance(layout, src.dbName, true)}\nrm -rf -- ${folders(src).old}`);
     try {
       await onServer(secretBox, src.pg, async (query) => {
         await endSessions(query, src.dbName);
@@ -144,7 +136,7 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
       try {
         if (src.host) {
           const { live, old, restoredDir } = folders(src);
-          await onHost(`rm -rf -- ${old} && { if [ -e ${live} ]; then mv -T -- ${live} ${old}; fi; } && mv -T -- ${restoredDir} ${live}`);
+          await onHost(`{ if [ -e ${live} ]; then mv -T -- ${live} ${old}; fi; } && mv -T -- ${restoredDir} ${live}`);
         }
         // The registry and caches Odoo holds for the name must see a change: the restored sequences go past the live ones.
         await bumpSignalling(src, safety);
@@ -164,23 +156,28 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     }
   }
 
-  /** After a failed swap: the live database and filestore take their names again; the restored ones go back beside them. */
+  /**
+   * After a failed swap: the live database and filestore take their names again; the restored ones
+   * go back beside them. The filestore first: a run dying in between leaves what the sweep reads as
+   * the restored database live and unrecorded, whose putting back is then the databases' alone.
+   */
   async function putBack(src: TenantSource, restored: string, safety: string) {
+    if (src.host) {
+      const { live, old, restoredDir } = folders(src);
+      // The live filestore was moved aside only if .svc-old is there; the restored one may have taken its place.
+      await runOnOdooHost(
+        ctx,
+        src.host,
+        { user_id: null, operation: 'restore' },
+        `if [ -e ${old} ]; then { [ ! -e ${live} ] || mv -T -- ${live} ${restoredDir}; } && mv -T -- ${old} ${live}; fi`,
+        SCRIPT_TIMEOUT_MS,
+      );
+    }
     await onServer(secretBox, src.pg, async (query) => {
       await endSessions(query, src.dbName);
       await query(`ALTER DATABASE ${quoteIdent(src.dbName)} RENAME TO ${quoteIdent(restored)}`);
       await query(`ALTER DATABASE ${quoteIdent(safety)} RENAME TO ${quoteIdent(src.dbName)}`);
     });
-    if (!src.host) return;
-    const { live, old, restoredDir } = folders(src);
-    // The live filestore was moved aside only if .svc-old is there; the restored one may have taken its place.
-    await runOnOdooHost(
-      ctx,
-      src.host,
-      { user_id: null, operation: 'restore' },
-      `if [ -e ${old} ]; then { [ ! -e ${live} ] || mv -T -- ${live} ${restoredDir}; } && mv -T -- ${old} ${live}; fi`,
-      SCRIPT_TIMEOUT_MS,
-    );
   }
 
   /** Each signalling sequence of the restored database set past the safety copy's (the live one's) value. */
@@ -232,8 +229,8 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
       );
   }
 
+  /** The folders first: a run that dies in between leaves the safety copy, which tells the sweep the rest is to go too. */
   async function dropSafety(src: TenantSource, safety: string) {
-    await onServer(secretBox, src.pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(safety)} WITH (FORCE)`));
     if (src.host)
       await runOnOdooHost(
         ctx,
@@ -242,6 +239,7 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
         `rm -rf -- ${q(`${src.filestore}.svc-old`)} ${q(`${src.filestore}.svc-restore`)}`,
         SCRIPT_TIMEOUT_MS,
       );
+    await onServer(secretBox, src.pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(safety)} WITH (FORCE)`));
   }
 
   async function run(row: BackupRestore) {
@@ -254,9 +252,8 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
       await restoreBeside(src, from, row.target_db_name, src.host && filestorePath(basePathOf(ctx.config, src.host), row.target_db_name));
       return;
     }
-    const tag = `${row.id}_${randomBytes(3).toString('hex')}`;
-    const restored = `svcrs_${tag}`;
-    const safety = `svcrb_${tag}`;
+    // Names of this row's own (restoreBeside drops a restored copy a run of it left).
+    const { restored, safety } = await restoreNames(db, row.id);
     try {
       await restoreBeside(src, from, restored, src.filestore && `${src.filestore}.svc-restore`);
       await swap(src, restored, safety);
@@ -285,12 +282,8 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
       });
     },
 
-    async sweep() {
-      await db.backupRestore.updateMany({
-        where: { backup_server_id: serverId, state: 'running', lease_until: { lt: new Date() } },
-        data: { state: 'failed', error: INTERRUPTED, finished_at: new Date(), lease_until: null },
-      });
-    },
+    /** Restores whose process died: failed, the live instance they were replacing put back (restore-recovery.ts). */
+    sweep: () => sweepInterrupted(ctx, serverId),
 
     async execute(row: BackupRestore) {
       const renew = setInterval(() => {
