@@ -10,15 +10,12 @@ import type { AppContext } from '../context.js';
 import type { TenantBackup } from '../generated/prisma/client.js';
 import type { Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
+import { INTERRUPTED, leaseUntil, whileLeased } from './lease.js';
 import { captureUnit } from './unit-capture.js';
 import { tenantSource } from './tenant-source.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'log'>;
 type Restic = ReturnType<typeof createRestic>;
-
-/** A running backup's lease: renewed every LEASE_MS / 4; past it, the backup is taken as interrupted. */
-export const LEASE_MS = 2 * 60_000;
-export const INTERRUPTED = 'interrupted: the backup server stopped while it ran';
 
 export const dbTag = (dbName: string) => `db:${dbName}`;
 export const backupTag = (id: number) => `backup:${id}`;
@@ -42,7 +39,7 @@ export function createBackupRuns(ctx: Ctx, restic: Restic, repositories: Reposit
       if (rows.length === 0) return null;
       return tx.tenantBackup.update({
         where: { id: rows[0]!.id },
-        data: { state: 'running', started_at: new Date(), lease_until: new Date(Date.now() + LEASE_MS) },
+        data: { state: 'running', started_at: new Date(), lease_until: leaseUntil() },
       });
     });
   }
@@ -176,24 +173,20 @@ export function createBackupRuns(ctx: Ctx, restic: Restic, repositories: Reposit
 
     /** Runs one claimed backup to its end (done or failed with its cause), renewing its lease meanwhile. */
     async execute(row: TenantBackup) {
-      const renew = setInterval(() => {
-        db.tenantBackup
-          .updateMany({ where: { id: row.id, state: 'running' }, data: { lease_until: new Date(Date.now() + LEASE_MS) } })
-          .catch((err) => log.warn({ err, backup_id: row.id }, 'renewing a backup lease failed'));
-      }, LEASE_MS / 4);
-      try {
-        await run(row);
-        log.info({ backup_id: row.id, db_name: row.db_name }, 'backup done');
-      } catch (err) {
-        const error = (err as Error).message.slice(0, 4000);
-        log.warn({ backup_id: row.id, db_name: row.db_name, error }, 'backup failed');
-        await db.tenantBackup.updateMany({
-          where: { id: row.id, state: 'running' },
-          data: { state: 'failed', error, finished_at: new Date(), lease_until: null },
-        });
-      } finally {
-        clearInterval(renew);
-      }
+      const renew = () => db.tenantBackup.updateMany({ where: { id: row.id, state: 'running' }, data: { lease_until: leaseUntil() } });
+      await whileLeased(log, `backup ${row.id}`, renew, async () => {
+        try {
+          await run(row);
+          log.info({ backup_id: row.id, db_name: row.db_name }, 'backup done');
+        } catch (err) {
+          const error = (err as Error).message.slice(0, 4000);
+          log.warn({ backup_id: row.id, db_name: row.db_name, error }, 'backup failed');
+          await db.tenantBackup.updateMany({
+            where: { id: row.id, state: 'running' },
+            data: { state: 'failed', error, finished_at: new Date(), lease_until: null },
+          });
+        }
+      });
     },
   };
 }

@@ -12,7 +12,7 @@ import { basePathOf, onServer, type Query, runOnOdooHost } from '../instances/in
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, ownDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
-import { INTERRUPTED, LEASE_MS } from './backup-runs.js';
+import { INTERRUPTED, leaseUntil } from './lease.js';
 import { tenantSource, type TenantSource } from './tenant-source.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'log'>;
@@ -146,7 +146,7 @@ export async function sweepInterrupted(ctx: Ctx, serverId: number) {
     // Taken over with a lease of this process: another process's sweep leaves it meanwhile.
     const { count } = await db.backupRestore.updateMany({
       where: { id: row.id, state: 'running', lease_until: { lt: new Date() } },
-      data: { lease_until: new Date(Date.now() + LEASE_MS) },
+      data: { lease_until: leaseUntil() },
     });
     if (count === 0) continue;
     let error = INTERRUPTED;

@@ -15,7 +15,7 @@ import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';
 import { openRemoteSession } from '../servers/index.js';
-import { LEASE_MS } from './backup-runs.js';
+import { leaseUntil, whileLeased } from './lease.js';
 import type { Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
 import { endSessions, folders, restoreNames, sweepInterrupted } from './restore-recovery.js';
@@ -277,7 +277,7 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
         if (rows.length === 0) return null;
         return tx.backupRestore.update({
           where: { id: rows[0]!.id },
-          data: { state: 'running', started_at: new Date(), lease_until: new Date(Date.now() + LEASE_MS) },
+          data: { state: 'running', started_at: new Date(), lease_until: leaseUntil() },
         });
       });
     },
@@ -286,25 +286,21 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
     sweep: () => sweepInterrupted(ctx, serverId),
 
     async execute(row: BackupRestore) {
-      const renew = setInterval(() => {
-        db.backupRestore
-          .updateMany({ where: { id: row.id, state: 'running' }, data: { lease_until: new Date(Date.now() + LEASE_MS) } })
-          .catch((err) => log.warn({ err, restore_id: row.id }, 'renewing a restore lease failed'));
-      }, LEASE_MS / 4);
-      try {
-        await run(row);
-        await db.backupRestore.update({ where: { id: row.id }, data: { state: 'done', finished_at: new Date(), lease_until: null } });
-        log.info({ restore_id: row.id, db_name: row.db_name }, 'restore done');
-      } catch (err) {
-        const error = (err as Error).message.slice(0, 4000);
-        log.warn({ restore_id: row.id, db_name: row.db_name, error }, 'restore failed');
-        await db.backupRestore.updateMany({
-          where: { id: row.id, state: 'running' },
-          data: { state: 'failed', error, finished_at: new Date(), lease_until: null },
-        });
-      } finally {
-        clearInterval(renew);
-      }
+      const renew = () => db.backupRestore.updateMany({ where: { id: row.id, state: 'running' }, data: { lease_until: leaseUntil() } });
+      await whileLeased(log, `restore ${row.id}`, renew, async () => {
+        try {
+          await run(row);
+          await db.backupRestore.update({ where: { id: row.id }, data: { state: 'done', finished_at: new Date(), lease_until: null } });
+          log.info({ restore_id: row.id, db_name: row.db_name }, 'restore done');
+        } catch (err) {
+          const error = (err as Error).message.slice(0, 4000);
+          log.warn({ restore_id: row.id, db_name: row.db_name, error }, 'restore failed');
+          await db.backupRestore.updateMany({
+            where: { id: row.id, state: 'running' },
+            data: { state: 'failed', error, finished_at: new Date(), lease_until: null },
+          });
+        }
+      });
     },
   };
 }

@@ -28,7 +28,7 @@ import {
 } from '../instances/index.js';
 import { hostsOdoo, signInAsCustomer } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
-import { LEASE_MS } from './backup-runs.js';
+import { leaseUntil, whileLeased } from './lease.js';
 import type { Repositories } from './repositories.js';
 import type { RestoreRuns } from './restore-runs.js';
 import type { Restic } from './restic.js';
@@ -126,7 +126,7 @@ export function createVerifies(ctx: Ctx, restic: Restic, repositories: Repositor
       where: { id: serverId, OR: [{ verify_state: null }, { verify_state: { not: 'running' } }] },
       data: {
         verify_state: 'running',
-        verify_lease_until: new Date(Date.now() + LEASE_MS),
+        verify_lease_until: leaseUntil(),
         verify_scratch: Prisma.DbNull,
         verify_note: `Running since ${new Date().toISOString()}: backup ${pick.backupId} of ${pick.dbName}`,
       },
@@ -262,15 +262,12 @@ export function createVerifies(ctx: Ctx, restic: Restic, repositories: Repositor
 
   /** Runs a claimed verify to its end: the outcome recorded and answered. */
   async function execute(c: Claim): Promise<VerifyOutcome> {
-    const renew = setInterval(() => {
-      // Raw: a lease is not a change of the record (its updated_at stays).
-      db.$executeRaw`UPDATE backup_servers SET verify_lease_until = ${new Date(Date.now() + LEASE_MS)} WHERE id = ${serverId} AND verify_state = 'running'`.catch(
-        (err) => log.warn({ err }, 'renewing the verify lease failed'),
-      );
-    }, LEASE_MS / 4);
-    const lines: string[] = [];
-    let passed: number | null = null;
-    try {
+    // Raw: a lease is not a change of the record (its updated_at stays).
+    const renew = () =>
+      db.$executeRaw`UPDATE backup_servers SET verify_lease_until = ${leaseUntil()} WHERE id = ${serverId} AND verify_state = 'running'`;
+    return whileLeased(log, 'the verify', renew, async () => {
+      const lines: string[] = [];
+      let passed: number | null = null;
       try {
         const backup = await db.tenantBackup.findFirst({ where: { id: c.backupId, backup_server_id: serverId, state: 'done' } });
         if (!backup) throw new UserError(`Backup ${c.backupId} of ${c.dbName} is no longer there (pruned meanwhile)`);
@@ -284,9 +281,7 @@ export function createVerifies(ctx: Ctx, restic: Restic, repositories: Repositor
       const at = await record(state, lines, passed);
       log.info({ backup_id: c.backupId, db_name: c.dbName, state }, 'backup verify ended');
       return { state, verified_at: at, db_name: c.dbName, backup_id: c.backupId, note: lines.join('\n') };
-    } finally {
-      clearInterval(renew);
-    }
+    });
   }
 
   /** A verify whose process died: failed as interrupted, its scratch removed. */
@@ -296,7 +291,7 @@ export function createVerifies(ctx: Ctx, restic: Restic, repositories: Repositor
     const { count } = await db.backupServer.updateMany({
       where: { id: serverId, verify_state: 'running', OR: [{ verify_lease_until: null }, { verify_lease_until: { lt: new Date() } }] },
       // Taken over (still running) while its scratch is removed: no other process sweeps it too.
-      data: { verify_lease_until: new Date(Date.now() + LEASE_MS) },
+      data: { verify_lease_until: leaseUntil() },
     });
     if (count === 0) return;
     const lines = ['Interrupted: the backup server stopped while the verify ran.'];
