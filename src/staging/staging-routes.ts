@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { action, operationId, registerActions } from '../core/http/actions.js';
-import { idParams, jobAccepted, queryId } from '../core/http/schemas.js';
+import { idParams, jobAccepted, queryId, refId } from '../core/http/schemas.js';
 import { StagingState } from '../generated/prisma/enums.js';
 import { createStagingRefresh } from './staging-refresh.js';
 import { createStagingService } from './staging-service.js';
@@ -49,10 +49,7 @@ export function registerStagingRoutes(parent: FastifyInstance, ctx: AppContext) 
               .boolean()
               .default(false)
               .describe('Send the ready mail to the customer (default: to the operator who asked, not the customer)'),
-            backup_id: z
-              .number()
-              .int()
-              .min(1)
+            backup_id: refId
               .optional()
               .describe(
                 "Make the copy from this completed backup of the subscription's database (on its backup server, which must restore into another database: svc's own does) instead of from the live instance",
