@@ -71,7 +71,18 @@ describe('secret columns', () => {
     await t.ctx.db.subscription.updateMany({
       data: { database_role: 'svc_db_1', database_role_password: await t.ctx.secretBox.encrypt('tenant-role-pw') },
     });
-    await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
+    const backupServer = await post('/api/v1/backup-servers', { url: 'http://b.invalid', download_url: 'http://d.invalid', api_key: 'k' });
+    // svc's own backup server keeps its repositories' restic passwords and cloud credentials (its own API writes them).
+    await t.ctx.db.backupRepository.create({
+      data: {
+        backup_server_id: backupServer.id,
+        uuid: 'u-1',
+        provider: 's3',
+        location: 's3:https://s3.invalid/b',
+        password: await t.ctx.secretBox.encrypt('restic-pw'),
+        credentials: await t.ctx.secretBox.encrypt('{"access_key_id":"a","secret_access_key":"s"}'),
+      },
+    });
     const ntfy = await post('/api/v1/notification-servers', {
       provider: 'selfhosted_push',
       url: 'http://n.invalid',

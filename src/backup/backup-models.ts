@@ -22,8 +22,22 @@ export const backupServerModel = defineModel({
   destinations: ['url'],
 });
 
+/**
+ * svc's own backup server's repositories (its local one and its cloud accounts, src/backup-server):
+ * not served by svc's API (the backup server lists them), listed here so that their restic passwords
+ * and cloud credentials are re-encrypted with the others when the data key rotates.
+ */
+export const backupRepositoryModel = defineModel({
+  name: 'svc.saas.backup.repository',
+  delegate: 'backupRepository',
+  table: 'backup_repositories',
+  readGroup: 'administrator',
+  secrets: ['password', 'credentials'],
+});
+
 declare module '../core/models.js' {
   interface ModelNames {
     'svc.saas.backup.server': true;
+    'svc.saas.backup.repository': true;
   }
 }

@@ -1,12 +1,12 @@
 // Backup servers and their cloud accounts, and a subscription's backup state.
 import type { Feature } from '../feature.js';
-import { backupServerModel } from './backup-models.js';
+import { backupRepositoryModel, backupServerModel } from './backup-models.js';
 import { registerBackupRoutes } from './backup-routes.js';
 import { createBackupStateService } from './backup-state.js';
 
 export const backup: Feature = {
   name: 'backup',
-  models: [backupServerModel],
+  models: [backupServerModel, backupRepositoryModel],
   routes: registerBackupRoutes,
   // A backup server's callback (an inbound webhook) asks for `_compute_backup_state()` on a subscription.
   webhookMethods: (ctx) => {
