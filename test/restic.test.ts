@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -242,6 +242,23 @@ describe.each(['local', 'sftp', 's3'] as const)('a %s repository', (provider) =>
     expect(result.ok).toBe(true);
     expect(result.output).toContain('no errors were found');
   }, 60_000);
+});
+
+describe('a folder made anew with the same files', () => {
+  it("is taken as unchanged by the files' modification times and sizes, not read again (the backup server's work dir)", async () => {
+    const repo = repositoryOf('local', 'reread');
+    await engine.init(repo);
+    const dir = path.join(root, 'reread-work');
+    await cp(work, dir, { recursive: true, preserveTimestamps: true });
+    const first = await engine.backup(repo, dir, { tags: ['db:tenant_r', 'backup:1'], host: 'svc-backup' });
+    expect(first.filesUnmodified).toBe(0);
+    // Made anew, as the work dir is for each backup: new inodes and change times, tar's kept mtimes.
+    await rm(dir, { recursive: true });
+    await cp(work, dir, { recursive: true, preserveTimestamps: true });
+    const second = await engine.backup(repo, dir, { tags: ['db:tenant_r', 'backup:2'], host: 'svc-backup' });
+    expect(second.filesUnmodified).toBe(4);
+    expect(second.bytesAdded).toBeLessThanOrEqual(first.bytesProcessed * 0.02);
+  }, 90_000);
 });
 
 describe('refusals', () => {

@@ -53,6 +53,7 @@ interface BackupSummary {
   data_added: number;
   total_bytes_processed: number;
   total_files_processed: number;
+  files_unmodified: number;
 }
 
 /** The first line of restic's output that is JSON of the wanted shape (forget --prune prints prune's text after it). */
@@ -151,10 +152,21 @@ export function createRestic(opts: ResticOptions) {
       repo: ResticRepository,
       dir: string,
       o: { tags: string[]; host: string; time?: Date },
-    ): Promise<{ snapshotId: string; bytesAdded: number; bytesProcessed: number; files: number }> {
+    ): Promise<{ snapshotId: string; bytesAdded: number; bytesProcessed: number; files: number; filesUnmodified: number }> {
       checkTags(o.tags);
       if (!o.host || o.host.startsWith('-')) throw new ResticError(`not a host name for a snapshot: ${JSON.stringify(o.host)}`);
-      const args = ['backup', '--json', '--quiet', `--host=${o.host}`, ...o.tags.map((t) => `--tag=${t}`)];
+      // The work dir is made anew for each backup (new inodes and change times): a file is taken as
+      // unchanged by its modification time and size, which tar keeps, as the parent snapshot has them
+      // (Odoo never rewrites a stored file in place; the dump and the manifest are written anew).
+      const args = [
+        'backup',
+        '--json',
+        '--quiet',
+        '--ignore-inode',
+        '--ignore-ctime',
+        `--host=${o.host}`,
+        ...o.tags.map((t) => `--tag=${t}`),
+      ];
       if (o.time) args.push(`--time=${resticTime(o.time)}`);
       const ran = await attempt(`backing up ${dir}`, repo, [...args, '--', '.'], dir);
       if (ran.failure && ran.code !== 3) throw ran.failure;
@@ -183,6 +195,7 @@ export function createRestic(opts: ResticOptions) {
         bytesAdded: summary.data_added,
         bytesProcessed: summary.total_bytes_processed,
         files: summary.total_files_processed,
+        filesUnmodified: summary.files_unmodified ?? 0,
       };
     },
 
