@@ -104,4 +104,20 @@ describe("svc's backup server", () => {
     const ping = await fetch(`${bs.url}/api/ping`, { headers: { 'X-API-Key': bs.apiKey } });
     expect(await ping.json()).toEqual({ ok: true, restore_into: true });
   }, 240_000);
+
+  it("writes each dump of a database with the same \\restrict key (pg_dump's random one made every dump new to restic)", async () => {
+    const sub = await f.fx.deployed();
+    const firstLines: string[] = [];
+    for (const n of [1, 2]) {
+      const made = await job(await act(t, sub.id, 'backup'));
+      expect(made.state, made.error).toBe('completed');
+      const [latest] = await bs.backups(sub.database_name);
+      const zip = path.join(bs.dir, `restrict-${n}.zip`);
+      await writeFile(zip, Buffer.from(await (await fetch(latest!.url!)).arrayBuffer()));
+      const dump = execFileSync('unzip', ['-p', zip, 'dump.sql']).toString();
+      firstLines.push(dump.split('\n').find((l) => l.startsWith('\\restrict')) ?? 'none');
+    }
+    expect(firstLines[0]).toMatch(/^\\restrict [0-9a-f]{40}$/);
+    expect(firstLines[1]).toBe(firstLines[0]);
+  }, 240_000);
 });

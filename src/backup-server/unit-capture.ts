@@ -7,6 +7,7 @@
 // up until its next run, so no file the dump refers to can go before it is copied; the tenant's own
 // writes (ROW EXCLUSIVE too) go on. Files added meanwhile are copied or not: the dump does not name them.
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
@@ -149,6 +150,23 @@ async function copyFilestore(ctx: Ctx, src: TenantSource, into: string, audit: A
   }
 }
 
+/** Whether this machine's pg_dump takes --restrict-key (15.14, 16.10, 17.6 and later). */
+let restrictKeyKnown: Promise<boolean> | null = null;
+function takesRestrictKey(config: { PATH: string }): Promise<boolean> {
+  restrictKeyKnown ??= runLocal('pg_dump', ['--help'], { env: { PATH: config.PATH }, timeoutMs: 30_000, what: 'pg_dump --help' }).then(
+    (help) => help.includes('--restrict-key'),
+    () => false,
+  );
+  return restrictKeyKnown;
+}
+
+/**
+ * The key of the dump's \restrict line, the same for every dump of one database: pg_dump's random
+ * one made each dump's first and last chunks new to restic (1-5 MB a backup, whatever the tenant).
+ */
+const restrictKey = (ctx: Ctx, dbName: string) =>
+  createHmac('sha256', ctx.secretBox.deriveKey('backup-server:restrict-key')).update(dbName).digest('hex').slice(0, 40);
+
 async function pgDump(ctx: Ctx, login: PgLogin, src: TenantSource, file: string, snapshot: string | null) {
   const args = [
     ...pgArgs(login),
@@ -157,6 +175,7 @@ async function pgDump(ctx: Ctx, login: PgLogin, src: TenantSource, file: string,
     '--no-privileges',
     `--file=${file}`,
     ...(snapshot ? [`--snapshot=${snapshot}`] : []),
+    ...((await takesRestrictKey(ctx.config)) ? [`--restrict-key=${restrictKey(ctx, src.dbName)}`] : []),
   ];
   await runLocal('pg_dump', [...args, `--dbname=${src.dbName}`], {
     env: pgEnv(ctx.config, login),
