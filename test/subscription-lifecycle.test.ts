@@ -4,6 +4,7 @@
 // restores and drops that work, a stand-in for the answers it never gives on demand (a backup held
 // running or listed late, an answer without the backup's id, a refusal, a failure), the real BullMQ
 // workers.
+import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
 import { composeFeatures } from '../src/features.js';
 import { recordInterruption } from '../src/jobs/job-interruption.js';
@@ -12,6 +13,7 @@ import { request, waitForJob } from './helpers/api.js';
 import { useTestApp, withConfig } from './helpers/app.js';
 import { freePort } from './helpers/sshd.js';
 import { act, canConnect, connect, databaseRow, get, messages, stateHistory, useBackupStandIn, useLifecycle } from './helpers/lifecycle.js';
+import { tenantUrl } from './helpers/odoo-template.js';
 import { adminQuery } from './helpers/pg.js';
 
 const t = useTestApp({
@@ -324,6 +326,31 @@ describe('backup', () => {
     expect(await canConnect(sub.database_name)).toMatch(/not currently accepting/);
     const bodies = (await messages(t, sub.id)).map((m) => m.body);
     expect(bodies.filter((b) => /opened to superusers|closed to connections again/.test(b))).toHaveLength(2);
+  }, 120_000);
+
+  it("a suspended database's backup reads none of the tenant's tables in the administrator's session (its code could RESET ROLE there)", async () => {
+    const sub = await fx.deployed({ backup_server_id: fx.backupServerId });
+    // The tenant, as its own role: an Odoo-shaped database whose module list is a view running its code.
+    const tenant = new pg.Client({ connectionString: tenantUrl(sub.database_name) });
+    await tenant.connect();
+    try {
+      await tenant.query('CREATE TABLE public.ir_attachment (id serial, store_fname text)');
+      await tenant.query(`CREATE FUNCTION public.svc_escalate() RETURNS text LANGUAGE plpgsql AS $$
+        BEGIN RESET ROLE; EXECUTE 'CREATE ROLE svc_escalated_by_backup SUPERUSER'; RETURN '1'; END $$`);
+      await tenant.query(
+        "CREATE VIEW public.ir_module_module AS SELECT 'base'::text AS name, public.svc_escalate() AS latest_version, 'installed'::text AS state",
+      );
+    } finally {
+      await tenant.end();
+    }
+    await act(t, sub.id, 'suspend');
+    try {
+      const done = await job(await act(t, sub.id, 'backup'));
+      expect(done.state, done.error).toBe('completed');
+      expect(await adminQuery("SELECT 1 FROM pg_roles WHERE rolname = 'svc_escalated_by_backup'")).toEqual([]);
+    } finally {
+      await adminQuery('DROP ROLE IF EXISTS svc_escalated_by_backup');
+    }
   }, 120_000);
 
   it('the backup server answering an error: job failed with the remote error, subscription unchanged, chatter and action log say why', async () => {

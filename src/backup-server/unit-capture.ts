@@ -228,11 +228,15 @@ export async function captureUnit(ctx: Ctx, src: TenantSource, dir: string, audi
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     await client.query("SET LOCAL lock_timeout = '30s'");
     const odoo = (await client.query("SELECT pg_catalog.to_regclass('public.ir_attachment') IS NOT NULL AS odoo")).rows[0].odoo as boolean;
+    // In the administrator's session (a database closed to its role, login.role set) no table of the
+    // tenant's is read: a view or a policy of its could run its code there and RESET ROLE to the
+    // administrator. pg_dump reads the catalogs and COPYs rows, which run none.
+    const readTenantTables = odoo && !login.role;
     if (odoo && src.host) await client.query('LOCK TABLE public.ir_attachment IN ROW EXCLUSIVE MODE');
     const snapshot = (await client.query('SELECT pg_catalog.pg_export_snapshot() AS s')).rows[0].s as string;
     const pgVersion = (await client.query('SHOW server_version')).rows[0].server_version as string;
     const modules: Record<string, string> = {};
-    if (odoo) {
+    if (readTenantTables) {
       const { rows } = await client.query(
         "SELECT name, latest_version FROM public.ir_module_module WHERE state = 'installed' ORDER BY name",
       );
@@ -247,7 +251,7 @@ export async function captureUnit(ctx: Ctx, src: TenantSource, dir: string, audi
     if (src.host) {
       const have = new Set(await countFiles(path.join(dir, 'filestore')));
       files = have.size;
-      if (odoo) {
+      if (readTenantTables) {
         const { rows } = await client.query('SELECT DISTINCT store_fname FROM public.ir_attachment WHERE store_fname IS NOT NULL');
         missingFiles = rows.filter((r) => !have.has(String(r.store_fname))).length;
       }
