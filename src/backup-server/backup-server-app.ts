@@ -130,11 +130,9 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
 
   /** POST {backup_db_path}: a pending backup, taken by the runner. */
   async function requestBackup(name: string) {
-    await tenantSource(ctx, name);
+    const src = await tenantSource(ctx, name);
     await repositories.targets(); // nowhere to store: said now, not as a failed backup later
-    const row = await db.tenantBackup.create({
-      data: { backup_server_id: serverId, db_name: name, subscription_id: (await tenantSource(ctx, name)).subscriptionId },
-    });
+    const row = await db.tenantBackup.create({ data: { backup_server_id: serverId, db_name: name, subscription_id: src.subscriptionId } });
     deps.kick();
     return { id: row.id, state: row.state };
   }
