@@ -49,7 +49,7 @@ export class UnclearRestore extends Error {}
  * state, and answers what was found and done (the row's error). Throws UnclearRestore when what it
  * finds fits no step of a restore; any other failure (a host out of reach) is worth another try.
  */
-export async function recoverInterrupted(ctx: Ctx, row: BackupRestore): Promise<string> {
+export async function recoverInterrupted(ctx: Ctx, row: BackupRestore): Promise<{ note: string; finished: boolean }> {
   const { db, secretBox } = ctx;
   let src: TenantSource;
   try {
@@ -79,6 +79,7 @@ export async function recoverInterrupted(ctx: Ctx, row: BackupRestore): Promise<
     await findDatabase(query, restored),
   ]);
   let outcome: string;
+  let finished = false;
   if (!copy) {
     if (!live) {
       await maintenanceOff();
@@ -106,6 +107,7 @@ export async function recoverInterrupted(ctx: Ctx, row: BackupRestore): Promise<
     if (fs) await onHost(`rm -rf -- ${fs.old} ${fs.restoredDir}`);
     await onServer(secretBox, src.pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(safety)} WITH (FORCE)`));
     outcome = `after the swap, before its safety copy ${safety} was dropped: dropped now; the restore had finished`;
+    finished = true;
   } else if (recorded !== null && copy.oid === recorded) {
     // The restored database had taken the live name, but was never recorded: the live one takes it again.
     if (layout) await onHost(setMaintenance(layout, name, true));
@@ -129,7 +131,7 @@ export async function recoverInterrupted(ctx: Ctx, row: BackupRestore): Promise<
     );
   }
   await maintenanceOff();
-  return `interrupted: the backup server stopped ${outcome}`;
+  return { note: `interrupted: the backup server stopped ${outcome}`, finished };
 }
 
 /**
@@ -150,9 +152,10 @@ export async function sweepInterrupted(ctx: Ctx, serverId: number) {
     });
     if (count === 0) continue;
     let error = INTERRUPTED;
+    let finished = false;
     if (row.target_db_name === row.db_name) {
       try {
-        error = await recoverInterrupted(ctx, row);
+        ({ note: error, finished } = await recoverInterrupted(ctx, row));
       } catch (err) {
         if (!(err instanceof UnclearRestore)) {
           const why = (err as Error).message.slice(0, 3000);
@@ -166,10 +169,16 @@ export async function sweepInterrupted(ctx: Ctx, serverId: number) {
         error = err.message;
       }
     }
-    log.warn({ restore_id: row.id, db_name: row.db_name, error }, 'restore interrupted');
+    log.warn({ restore_id: row.id, db_name: row.db_name, note: error }, 'restore interrupted');
+    // A restore found finished is done: the instance is the restored one (what happened is in the log).
     await db.backupRestore.updateMany({
       where: { id: row.id, state: 'running' },
-      data: { state: 'failed', error: error.slice(0, 4000), finished_at: new Date(), lease_until: null },
+      data: {
+        state: finished ? 'done' : 'failed',
+        error: finished ? null : error.slice(0, 4000),
+        finished_at: new Date(),
+        lease_until: null,
+      },
     });
   }
 }
