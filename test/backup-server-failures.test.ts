@@ -166,7 +166,8 @@ describe('a backup server process that died mid-backup', () => {
         subscription_id: sub.id,
         state: 'running',
         started_at: new Date(Date.now() - 10 * 60_000),
-        lease_until: new Date(Date.now() - 60_000),
+        // Held while the test makes what the dead process left (the runner sweeps every 5 s).
+        lease_until: new Date(Date.now() + 10 * 60_000),
       },
     });
     // What the dead process had stored of it: a snapshot with its tags in the local repository.
@@ -175,6 +176,8 @@ describe('a backup server process that died mid-backup', () => {
     await bc.restic.backup(await bc.local(), dir, { tags: [`db:${sub.database_name}`, `backup:${row.id}`], host: 'svc' });
     await rm(dir, { recursive: true, force: true });
     expect(await snapshotsTagged(`backup:${row.id}`)).toHaveLength(1);
+    // Its process is gone: the lease runs out.
+    await t.ctx.db.tenantBackup.update({ where: { id: row.id }, data: { lease_until: new Date(Date.now() - 60_000) } });
 
     const failed = await settled(sub.database_name, row.id, 30_000);
     expect(failed.state).toBe('failed');
