@@ -7,6 +7,8 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { request, waitForJob } from './helpers/api.js';
 import { useBackupServer } from './helpers/backup-server.js';
+import { createRepositories } from '../src/backup-server/repositories.js';
+import { createRestic } from '../src/backup-server/restic.js';
 import { act } from './helpers/lifecycle.js';
 import { useOdooHost } from './helpers/odoo-host.js';
 import { queryIn, TENANT_ROLE } from './helpers/odoo-template.js';
@@ -120,4 +122,44 @@ describe("svc's backup server", () => {
     expect(firstLines[0]).toMatch(/^\\restrict [0-9a-f]{40}$/);
     expect(firstLines[1]).toBe(firstLines[0]);
   }, 240_000);
+  it('answers 400 to unknown fields, out-of-range ids and a cloud repository on a loopback address outside OUTBOUND_ALLOW_NETS', async () => {
+    const call = (method: string, url: string, body?: object) =>
+      fetch(`${bs.url}${url}`, {
+        method,
+        headers: { 'X-API-Key': bs.apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    expect((await call('POST', '/svc/database/backup', { db_name: 'x', surprise: 1 })).status).toBe(400);
+    expect((await call('POST', '/svc/database/restore', { db_name: 'x', backup_id: 2147483648 })).status).toBe(400);
+    expect((await call('GET', '/api/restores/2147483648')).status).toBe(400);
+    expect((await call('DELETE', '/api/cloud-accounts/0x1')).status).toBe(400);
+    expect((await call('GET', '/api/backups?db_name=x&more=1')).status).toBe(400);
+    const s3 = { access_key_id: 'a', secret_access_key: 's' };
+    expect(
+      (
+        await call('POST', '/api/cloud-accounts', {
+          provider: 's3',
+          repository: 's3:http://127.0.0.1:9/b',
+          credentials: { ...s3, extra: 'x' },
+        })
+      ).status,
+    ).toBe(400);
+    // The tests allow loopback (OUTBOUND_ALLOW_NETS); a backup server without that entry refuses it, by address and by name.
+    const strict = createRepositories(
+      { ...t.ctx, config: { ...t.ctx.config, OUTBOUND_ALLOW_NETS: [] } },
+      createRestic({ cacheDir: bs.dir, PATH: t.ctx.config.PATH }),
+      bs.id,
+    );
+    for (const repository of ['s3:http://127.0.0.1:9/b', 's3:http://localhost:9/b']) {
+      await expect(strict.addCloudAccount({ provider: 's3', repository, credentials: s3 })).rejects.toThrow(/loopback address/);
+    }
+    await expect(
+      strict.addCloudAccount({
+        provider: 'sftp',
+        repository: 'sftp:backup@127.0.0.1:/srv',
+        credentials: { private_key: 'k', known_hosts: 'h' },
+      }),
+    ).rejects.toThrow(/loopback address/);
+    expect(await t.ctx.db.backupRepository.count({ where: { backup_server_id: bs.id, provider: { not: 'local' } } })).toBe(0);
+  });
 });

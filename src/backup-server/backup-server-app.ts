@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { NotFoundError, UnauthenticatedError, UserError, ConflictError } from '../core/errors.js';
 import { registerErrorHandler } from '../core/http/error-handler.js';
+import { idParams, queryId, refId } from '../core/http/schemas.js';
 import type { TenantBackup } from '../generated/prisma/client.js';
 import { dbTag } from './backup-runs.js';
 import type { createDownloadLinks } from './download-links.js';
@@ -85,13 +86,13 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     return reply.status(201).send(cloudAccountOut(await repositories.addCloudAccount(req.body)));
   });
 
-  app.delete('/api/cloud-accounts/:id', { schema: { params: z.object({ id: z.coerce.number().int().min(1) }) } }, async (req, reply) => {
+  app.delete('/api/cloud-accounts/:id', { schema: { params: idParams } }, async (req, reply) => {
     await authenticate(req);
     await repositories.removeCloudAccount(req.params.id);
     return reply.status(204).send();
   });
 
-  app.get('/api/backups', { schema: { querystring: z.object({ db_name: dbName }) } }, async (req) => {
+  app.get('/api/backups', { schema: { querystring: z.object({ db_name: dbName }).strict() } }, async (req) => {
     await authenticate(req);
     const { download_url } = await record();
     const rows = await db.tenantBackup.findMany({
@@ -102,7 +103,7 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     return Promise.all(rows.map((b) => backupOut(b, download_url)));
   });
 
-  app.get('/api/restores/:id', { schema: { params: z.object({ id: z.coerce.number().int().min(1) }) } }, async (req) => {
+  app.get('/api/restores/:id', { schema: { params: idParams } }, async (req) => {
     await authenticate(req);
     const r = await db.backupRestore.findFirst({ where: { id: req.params.id, backup_server_id: serverId } });
     if (!r) throw new NotFoundError('Restore');
@@ -122,11 +123,14 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     return deps.verify();
   });
 
-  const operationBody = z.object({
-    db_name: dbName,
-    backup_id: z.coerce.number().int().min(1).optional(),
-    target_db_name: dbName.optional(),
-  });
+  // backup_id as svc sends it (the listed id: a number) or written out (a string of digits), a record id either way.
+  const operationBody = z
+    .object({
+      db_name: dbName,
+      backup_id: z.union([refId, queryId]).optional(),
+      target_db_name: dbName.optional(),
+    })
+    .strict();
 
   /** POST {backup_db_path}: a pending backup, taken by the runner. */
   async function requestBackup(name: string) {
@@ -210,8 +214,8 @@ export async function buildBackupServerApp(ctx: Ctx, deps: BackupServerDeps): Pr
     '/download/:id',
     {
       schema: {
-        params: z.object({ id: z.coerce.number().int().min(1) }),
-        querystring: z.object({ expires: z.string().optional(), signature: z.string().optional() }),
+        params: idParams,
+        querystring: z.object({ expires: z.string().optional(), signature: z.string().optional() }).strict(),
       },
     },
     async (req, reply) => {

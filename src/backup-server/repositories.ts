@@ -6,6 +6,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import type { Config } from '../core/config.js';
+import { BlockedAddressError, createAddressGuard } from '../core/outbound-guard.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import type { BackupRepository } from '../generated/prisma/client.js';
 import type { ResticRepository, createRestic } from './restic.js';
@@ -15,12 +17,12 @@ type Restic = ReturnType<typeof createRestic>;
 
 export const LOCAL_UUID = 'local';
 
-const s3Credentials = z.object({
+const s3Credentials = z.strictObject({
   access_key_id: z.string().min(1).max(256),
   secret_access_key: z.string().min(1).max(1024),
   region: z.string().min(1).max(64).optional(),
 });
-const sftpCredentials = z.object({
+const sftpCredentials = z.strictObject({
   private_key: z.string().min(1).max(16_384),
   known_hosts: z.string().min(1).max(16_384),
   port: z.coerce.number().int().min(1).max(65535).optional(),
@@ -34,22 +36,51 @@ const repositoryPassword = z.string().min(16).max(1024).optional();
 
 /** A cloud account as an operator adds it: POST /api/cloud-accounts. */
 export const cloudAccountInput = z.discriminatedUnion('provider', [
-  z.object({
-    provider: z.literal('s3'),
-    name: z.string().min(1).max(200).optional(),
-    repository: z.string().regex(/^s3:https?:\/\/[^\s]+$/, 's3:http(s)://host[:port]/bucket[/prefix]'),
-    credentials: s3Credentials,
-    password: repositoryPassword,
-  }),
-  z.object({
-    provider: z.literal('sftp'),
-    name: z.string().min(1).max(200).optional(),
-    repository: z.string().regex(/^sftp:[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\/[^\s]*$/, 'sftp:user@host:/absolute/path'),
-    credentials: sftpCredentials,
-    password: repositoryPassword,
-  }),
+  z
+    .object({
+      provider: z.literal('s3'),
+      name: z.string().min(1).max(200).optional(),
+      repository: z.string().regex(/^s3:https?:\/\/[^\s]+$/, 's3:http(s)://host[:port]/bucket[/prefix]'),
+      credentials: s3Credentials,
+      password: repositoryPassword,
+    })
+    .strict(),
+  z
+    .object({
+      provider: z.literal('sftp'),
+      name: z.string().min(1).max(200).optional(),
+      repository: z.string().regex(/^sftp:[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\/[^\s]*$/, 'sftp:user@host:/absolute/path'),
+      credentials: sftpCredentials,
+      password: repositoryPassword,
+    })
+    .strict(),
 ]);
 export type CloudAccountInput = z.infer<typeof cloudAccountInput>;
+
+/** The host a cloud repository names (s3:http(s)://host/..., sftp:user@host:/...). */
+function repositoryHost(location: string): string {
+  if (location.startsWith('s3:')) return new URL(location.slice(3)).hostname;
+  return /^sftp:[^@]+@([^:]+):/.exec(location)![1]!;
+}
+
+/**
+ * A cloud repository's host, as every outbound call of svc: never a loopback, link-local or
+ * unspecified address (by name too) unless OUTBOUND_ALLOW_NETS allows it. Checked when the account
+ * is added (restic connects by itself afterwards).
+ */
+async function assertReachable(config: Pick<Config, 'OUTBOUND_ALLOW_NETS'>, location: string) {
+  const guard = createAddressGuard(config.OUTBOUND_ALLOW_NETS);
+  const host = repositoryHost(location);
+  try {
+    guard.checkHost(host);
+    await new Promise<void>((resolve, reject) =>
+      guard.lookup(host.replace(/^\[(.*)\]$/, '$1'), { all: true }, (err) => (err ? reject(err) : resolve())),
+    );
+  } catch (err) {
+    if (err instanceof BlockedAddressError) throw new UserError(`The repository ${location}: ${err.message}`);
+    throw new UserError(`The repository ${location}: its host ${host} cannot be resolved (${(err as Error).message})`);
+  }
+}
 
 export const cloudAccountOut = (r: BackupRepository) => ({ id: r.id, uuid: r.uuid, provider: r.provider, name: r.name });
 
@@ -109,6 +140,7 @@ export function createRepositories(ctx: Ctx, restic: Restic, serverId: number) {
 
     /** Adds a cloud account: its repository is initialised (or opened) first, nothing is stored if that fails. */
     async addCloudAccount(input: CloudAccountInput): Promise<BackupRepository> {
+      await assertReachable(ctx.config, input.repository);
       const taken = await db.backupRepository.findFirst({ where: { backup_server_id: serverId, location: input.repository } });
       if (taken) throw new ConflictError(`Cloud account ${taken.id} already uses ${input.repository}`);
       const password = input.password ?? randomBytes(32).toString('base64url');
