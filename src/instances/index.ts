@@ -85,3 +85,4 @@ export {
 } from './standby-pool.js';
 export type { Standby } from './standby-pool.js';
 export { loadPlacement, PLACEMENT_INCLUDE, placementOf, type Placement } from './placement.js';
+export { readyTemplateHosts, type TemplateHost } from './template-hosts.js';
