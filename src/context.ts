@@ -30,7 +30,7 @@ export async function createContext(
   const redis = createRedis(config, { lazy, log });
   const queues = createQueues(redis, config.QUEUE_PREFIX);
   const secretBox = createSecretBox(db, await loadOrCreateMasterKey(config.SVC_MASTER_KEY_FILE));
-  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log);
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, log, config.MAIL_DIR);
   return {
     config,
     log,

@@ -97,6 +97,8 @@ const envSchema = z.object({
   BASE_URL: baseUrl('http://localhost:3000'),
   SMTP_URL: optionalString.pipe(url(['smtp:', 'smtps:']).optional()),
   MAIL_FROM: z.string().min(1).default('svc <no-reply@localhost>'),
+  // Without SMTP_URL, each mail is written here as an .eml file (made 0700 when missing).
+  MAIL_DIR: z.string().min(1).default('./data/mail'),
   SVC_MASTER_KEY_FILE: z.string().min(1).default('./data/master.key'),
   GIT_API_URL: baseUrl('https://api.github.com'),
   SVC_ROLE: z.enum(['all', 'api', 'worker']).default('all'),

@@ -1,5 +1,10 @@
-// Outgoing mail over SMTP (nodemailer). Without SMTP_URL mail goes to the log only (development).
-// Mails are eta templates in views/mail/: a plain-text and an HTML part each.
+// Outgoing mail over SMTP (nodemailer). Without SMTP_URL each mail is written to MAIL_DIR as an
+// .eml file: the message nodemailer would have sent (RFC 5322, CRLF lines), which a mail client
+// opens, so a first trial works without a relay. Mails are eta templates in views/mail/: a
+// plain-text and an HTML part each.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
@@ -34,15 +39,43 @@ export interface Mailer {
   close(): void;
 }
 
-export function createMailer(smtpUrl: string | undefined, from: string, log: Logger): Mailer {
-  if (!smtpUrl) {
-    return {
-      async send(message) {
-        log.warn({ to: message.to, subject: message.subject, text: textWithoutSecrets(message) }, 'SMTP_URL unset: mail logged, not sent');
-      },
-      close() {},
-    };
-  }
+/** `<UTC time>-<random>.eml`: names sort in the order the mails were written, and never collide. */
+function emlName(): string {
+  return `${new Date().toISOString().replace(/[-:]/g, '').replace('.', '-')}-${randomBytes(4).toString('hex')}.eml`;
+}
+
+/**
+ * Mails as files in `dir` (made 0700 when missing: a mail may carry a password), one `.eml` a mail,
+ * 0600, written under a temporary name and then renamed (a reader never sees half a mail). The
+ * folder is logged once, when the mailer is made.
+ */
+function fileMailer(dir: string, from: string, log: Logger): Mailer {
+  const folder = path.resolve(dir);
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+  let ready = false;
+  log.info({ mail_dir: folder }, `SMTP_URL unset: mails are written as .eml files to ${folder}`);
+  return {
+    async send(message) {
+      const { secrets: _, ...mail } = message;
+      const info = (await transport.sendMail({ from, ...mail })) as { message: Buffer };
+      if (!ready) {
+        mkdirSync(folder, { recursive: true, mode: 0o700 });
+        ready = true;
+      }
+      const file = path.join(folder, emlName());
+      await writeFile(`${file}.tmp`, info.message, { mode: 0o600 });
+      await rename(`${file}.tmp`, file);
+      log.debug({ to: message.to, subject: message.subject, file }, 'mail written');
+    },
+    close() {
+      transport.close();
+    },
+  };
+}
+
+/** SMTP when `smtpUrl` is set, else .eml files in `mailDir`. */
+export function createMailer(smtpUrl: string | undefined, from: string, log: Logger, mailDir = './data/mail'): Mailer {
+  if (!smtpUrl) return fileMailer(mailDir, from, log);
   const transport = nodemailer.createTransport(smtpUrl, {
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,

@@ -34,6 +34,8 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     REDIS_URL,
     QUEUE_PREFIX: dbName,
     SVC_MASTER_KEY_FILE: path.join(dir, 'master.key'),
+    // Mails without an SMTP server are files: in the test's own folder, never the project's data/.
+    MAIL_DIR: path.join(dir, 'mail'),
     BASE_URL: 'http://svc.test',
     LOG_LEVEL: 'info',
     // Every stand-in of a third-party API listens on loopback, which the outbound guard refuses by default.
