@@ -76,6 +76,7 @@ export {
 export { removeTenantCredentials, writeTenantCredentials } from './tenant-credentials.js';
 export { standbyJobs } from './standby-job-specs.js';
 export {
+  installationPrefix,
   MAX_STANDBY_POOL_SIZE,
   STANDBY_PREFIX,
   STANDBY_REFILL_DELAY_MS,
@@ -85,4 +86,4 @@ export {
 } from './standby-pool.js';
 export type { Standby } from './standby-pool.js';
 export { loadPlacement, PLACEMENT_INCLUDE, placementOf, type Placement } from './placement.js';
-export { readyTemplateHosts, type TemplateHost } from './template-hosts.js';
+export { copyInStep, readyTemplateHosts, type TemplateHost, templateOn } from './template-hosts.js';

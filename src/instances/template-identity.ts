@@ -38,7 +38,8 @@ export const recordedIdentity = (t: TemplateIdentityRecord): DatabaseIdentity | 
 export async function recordTemplateIdentity(db: Db, templateId: number, found: DatabaseIdentity, why: string): Promise<void> {
   await db.databaseTemplate.update({
     where: { id: templateId },
-    data: { template_system_identifier: found.systemIdentifier, template_oid: found.oid },
+    // Another database: its copies on the pool's other hosts are out of step (template-hosts.ts).
+    data: { template_system_identifier: found.systemIdentifier, template_oid: found.oid, content_version: { increment: 1 } },
   });
   await postMessage(db, {
     ...onTemplate(templateId),

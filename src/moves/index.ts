@@ -27,3 +27,6 @@ export const moves: Feature = {
   ),
   schedules: (ctx: AppContext) => ctx.queues.schedule('moves-sweep', { every: SWEEP_EVERY_MS }, moveJobs.moves_sweep, { user_id: null }),
 };
+
+export { sendFilestore } from './move-copy.js';
+export { createMoveService } from './move-service.js';

@@ -92,11 +92,12 @@ export async function sendFilestore(
   to: RootServer,
   name: string,
   audit: Audit,
-  opts: { mirror?: boolean } = {},
+  opts: { mirror?: boolean; toName?: string; operation?: string } = {},
 ): Promise<string> {
   const src = filestorePath(basePathOf(ctx.config, from), name);
-  const dst = filestorePath(basePathOf(ctx.config, to), name);
-  const operation = 'move';
+  // A template's copy on another host has a name of its own there (src/pools).
+  const dst = filestorePath(basePathOf(ctx.config, to), opts.toName ?? name);
+  const operation = opts.operation ?? 'move';
   const hosts = { from, to };
   const sender = await openRemoteSession(ctx, from, { ...audit, operation });
   let receiver: RemoteSession | undefined;

@@ -5,6 +5,7 @@ import type { RecordRef } from '../core/chatter.js';
 import { postMessage } from '../core/chatter.js';
 import type { Interruptions } from '../core/jobs.js';
 import { featureJobs } from '../feature.js';
+import { poolJobs } from '../pools/pool-job-specs.js';
 import { odooJobs } from './odoo-job-specs.js';
 import { failLostSetups } from './odoo-lost-setups.js';
 import { createOdooService } from './odoo-service.js';
@@ -68,6 +69,25 @@ async function told<T>(
   }
 }
 
+/**
+ * After a setup (a host joined a pool), a build or an update: the template's copies on the pool's
+ * other hosts are made (again) now rather than at the pools' next sweep. An update changed the
+ * template's contents: its version goes up first, so the copies made before are out of step.
+ */
+function poolChanged(ctx: AppContext, templateId?: number, opts: { updated?: boolean } = {}) {
+  return async <T>(result: T): Promise<T> => {
+    if (templateId === undefined) {
+      await ctx.queues.enqueue(poolJobs.pools_sweep, { user_id: null });
+      return result;
+    }
+    // Not through Prisma's update: updated_at is the version standbys follow, not this.
+    if (opts.updated)
+      await ctx.db.$executeRaw`UPDATE database_templates SET content_version = content_version + 1 WHERE id = ${templateId}`;
+    await ctx.queues.enqueue(poolJobs.template_copies_sync, { database_template_id: templateId, user_id: null });
+    return result;
+  };
+}
+
 export const odooJobHandlers = featureJobs(
   odooJobs,
   (ctx) => {
@@ -75,15 +95,19 @@ export const odooJobHandlers = featureJobs(
     const service = createOdooService(ctx);
     const templates = createTemplateBuilder(ctx);
     return {
-      odoo_setup: (payload, job) => told(ctx, 'setup_odoo', payload.root_server_id, () => setup(payload, job)),
+      odoo_setup: (payload, job) => told(ctx, 'setup_odoo', payload.root_server_id, () => setup(payload, job)).then(poolChanged(ctx)),
       odoo_restart: (payload, job) => told(ctx, 'restart_odoo', payload.root_server_id, () => service.restart(payload, job)),
       odoo_stop: (payload, job) => told(ctx, 'stop_odoo', payload.root_server_id, () => service.stop(payload, job)),
       odoo_start_again: (payload, job) => told(ctx, 'Starting Odoo again', payload.root_server_id, () => service.startAgain(payload, job)),
       odoo_lost_setups: () => failLostSetups(ctx),
       odoo_build_template: (payload, job) =>
-        told(ctx, 'build', payload.database_template_id, () => templates.build(payload, job), 'svc.database.template'),
+        told(ctx, 'build', payload.database_template_id, () => templates.build(payload, job), 'svc.database.template').then(
+          poolChanged(ctx, payload.database_template_id),
+        ),
       odoo_update_template: (payload, job) =>
-        told(ctx, 'update', payload.database_template_id, () => templates.update(payload, job), 'svc.database.template'),
+        told(ctx, 'update', payload.database_template_id, () => templates.update(payload, job), 'svc.database.template').then(
+          poolChanged(ctx, payload.database_template_id, { updated: true }),
+        ),
     };
   },
   interruptions,
