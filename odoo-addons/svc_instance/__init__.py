@@ -1,4 +1,5 @@
 # svc's addon: what it contributes is imported here, one module per concern.
+from . import controllers
 from . import models
 from . import http_routing
 from . import maintenance

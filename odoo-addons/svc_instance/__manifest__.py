@@ -8,7 +8,7 @@
     "license": "LGPL-3",
     "author": "svc",
     "depends": ["base", "web"],
-    "data": [],
+    "data": ["security/ir.model.access.csv"],
     "assets": {
         "web.assets_backend": [
             "svc_instance/static/src/trial_systray.js",

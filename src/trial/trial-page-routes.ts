@@ -11,6 +11,8 @@ import { registerPageSecurityHeaders } from '../core/http/page-headers.js';
 import type { RouteDocs } from '../core/http/openapi.js';
 import { z } from 'zod';
 import { createTrialCsrf, CSRF_FIELD } from './trial-csrf.js';
+import { createTrialProgressPages } from './trial-progress-routes.js';
+import { createTrialVisitor } from './trial-visitor.js';
 import { createTrialVerificationService, type CodeEntry, type SignupField } from './trial-verification-service.js';
 
 const VIEWS = path.resolve(fileURLToPath(new URL('../../views', import.meta.url)));
@@ -57,6 +59,10 @@ interface MessagePage {
 export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppContext) {
   const service = createTrialVerificationService(ctx);
   const csrf = createTrialCsrf(ctx.secretBox.deriveKey('trial-form-csrf'), {
+    secureCookie: ctx.config.BASE_URL.startsWith('https:'),
+    path: FORM_PATH,
+  });
+  const visitor = createTrialVisitor(ctx.secretBox.deriveKey('trial-visitor'), {
     secureCookie: ctx.config.BASE_URL.startsWith('https:'),
     path: FORM_PATH,
   });
@@ -123,6 +129,8 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       config: { group: 'public' as const, openapi: { produces: 'text/html', ...docs } },
     });
     const FORM = 'application/x-www-form-urlencoded';
+    const progressPages = createTrialProgressPages(ctx, { render, message, page, views: VIEWS }, visitor);
+    progressPages.register(app);
 
     app.get(
       FORM_PATH,
@@ -214,7 +222,7 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
         .meta({ example: { _csrf: '<from the page>', token: '<from the code entry page>', code: '123456' } }),
       consumes: FORM,
       responses: {
-        200: 'Confirmation: the trial request is created',
+        200: "The trial's progress page (the trial request is created; this browser follows it: an HttpOnly visitor cookie)",
         400: 'Wrong code (attempts left on the page) or not 6 digits',
         403: CSRF_REFUSED,
         404: 'No such verification',
@@ -228,12 +236,9 @@ export async function registerTrialPageRoutes(parent: FastifyInstance, ctx: AppC
       const outcome = await service.verify((req.body ?? {}) as Body);
       switch (outcome.kind) {
         case 'verified':
-          return render(req, reply, 200, 'confirmed', {
-            title: 'Request received',
-            packageName: outcome.packageName,
-            autoRun: outcome.autoRun,
-            maskedEmail: outcome.maskedEmail,
-          });
+          // This browser now follows the trial: the progress page, and later the way into it.
+          reply.header('set-cookie', visitor.cookie(outcome.trialRequestId));
+          return progressPages.show(req, reply, outcome.trialRequestId, { maskedEmail: outcome.maskedEmail });
         case 'not_found':
           return message(req, reply, 404, NO_SUCH_VERIFICATION);
         case 'not_pending':

@@ -39,7 +39,11 @@ export function injectTransport(app: FastifyInstance, remoteAddress = '127.0.0.1
 export function httpTransport(baseUrl: string): Transport {
   return async (req) => {
     const res = await fetch(baseUrl + req.url, { method: req.method, headers: req.headers, body: req.body });
-    return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+    return {
+      status: res.status,
+      headers: { ...Object.fromEntries(res.headers), 'set-cookie': res.headers.getSetCookie() },
+      body: await res.text(),
+    };
   };
 }
 
@@ -54,8 +58,22 @@ export const signupFields = (email: string, packageId: number, extra: Record<str
 });
 
 export class Visitor {
-  cookie: string | null = null;
+  /** The cookies the site set, by name (the CSRF nonce, the visitor cookie of a verified trial). */
+  private readonly jar = new Map<string, string>();
   csrf: string | null = null;
+
+  /** The Cookie header this visitor sends (null: none yet); set to act as another browser with the same cookies. */
+  get cookie(): string | null {
+    return this.jar.size === 0 ? null : [...this.jar].map(([name, value]) => `${name}=${value}`).join('; ');
+  }
+
+  set cookie(header: string | null) {
+    this.jar.clear();
+    for (const part of (header ?? '').split(';')) {
+      const [name, ...rest] = part.trim().split('=');
+      if (name) this.jar.set(name, rest.join('='));
+    }
+  }
 
   constructor(private readonly transport: Transport) {}
 
@@ -74,8 +92,10 @@ export class Visitor {
     }
     const res = await this.transport({ method, url, headers, body });
     const setCookie = res.headers['set-cookie'];
-    const cookieLine = Array.isArray(setCookie) ? setCookie[0] : setCookie;
-    if (cookieLine) this.cookie = cookieLine.split(';')[0]!;
+    for (const line of Array.isArray(setCookie) ? setCookie : setCookie ? [setCookie] : []) {
+      const [name, ...rest] = line.split(';')[0]!.split('=');
+      this.jar.set(name!.trim(), rest.join('='));
+    }
     this.csrf = /name="_csrf" value="([^"]+)"/.exec(res.body)?.[1] ?? this.csrf;
     return {
       status: res.status,

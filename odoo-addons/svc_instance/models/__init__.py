@@ -7,3 +7,4 @@ from . import ir_attachment
 from . import ir_config_parameter
 from . import ir_http
 from . import ir_cron
+from . import svc_sign_in_link

@@ -4,3 +4,4 @@ from . import test_storage
 from . import test_params
 from . import test_trial
 from . import test_http
+from . import test_sign_in
