@@ -8,19 +8,38 @@ import { checkPostgres, UnreachableError } from './core/reachability.js';
 import { createDb } from './core/db.js';
 import { NotFoundError } from './core/errors.js';
 import { createAuthService } from './auth/auth-service.js';
+import { QuickstartError } from './quickstart/quickstart-errors.js';
 
 const USAGE = `Usage: npm run cli -- <command>
   create-admin --email E [--name N]   create (or promote) an administrator and print a new API token;
                                       run again, it prints another token for the same user
   create-token --email E              print a new API token for an existing user
   migrate                             apply pending migrations (same as npm run db:migrate)
-  diff <name>                         write prisma/migrations/<stamp>_<name> from schema changes`;
+  diff <name>                         write prisma/migrations/<stamp>_<name> from schema changes
+  quickstart --odoo-source <tarball path or https URL> --sha256 <hex> [--trust-this-machine]
+             [--domain <name>] [--email <admin e-mail>]
+             [--ssh-host 127.0.0.1] [--ssh-port 22] [--ssh-user root] [--authorized-keys <file>]
+                                      make this machine svc's first Odoo host and a trial form that
+                                      deploys at once (README, Quick start); run again, it changes
+                                      only what is not right
+  wait <job_id>                       follow a job, printing its progress; exits 1 if it failed`;
 
 async function run(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { email: { type: 'string' }, name: { type: 'string' } },
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string' },
+      'odoo-source': { type: 'string' },
+      sha256: { type: 'string' },
+      domain: { type: 'string' },
+      'trust-this-machine': { type: 'boolean' },
+      'ssh-host': { type: 'string' },
+      'ssh-port': { type: 'string' },
+      'ssh-user': { type: 'string' },
+      'authorized-keys': { type: 'string' },
+    },
   });
   const [command, arg] = positionals;
   const config = loadConfig();
@@ -64,6 +83,23 @@ async function run(argv: string[]): Promise<void> {
       }
       return;
     }
+    case 'quickstart': {
+      // Imported here: the app, the workers and every feature load only for the commands that use them.
+      const { quickstartOptions } = await import('./quickstart/quickstart-options.js');
+      const { runQuickstart } = await import('./quickstart/quickstart.js');
+      const options = quickstartOptions(values);
+      const done = await runQuickstart(config, options, (line) => console.log(line));
+      console.log(`\nThe trial form: ${done.trialUrl}  (served while svc runs: npm start)`);
+      console.log(`An API token of the operator ${done.operatorEmail} (shown once):`);
+      console.log(done.operatorToken);
+      return;
+    }
+    case 'wait': {
+      if (!arg) throw new UsageError('wait needs a job id (the job_id of a 202 answer)');
+      const { waitForJob } = await import('./quickstart/job-wait.js');
+      await waitForJob(config, arg, (line) => console.log(line));
+      return;
+    }
     default:
       throw new UsageError(command ? `Unknown command ${command}` : 'No command given');
   }
@@ -93,7 +129,8 @@ run(process.argv.slice(2)).then(
   () => process.exit(0),
   (err) => {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof ConfigError || err instanceof UnreachableError || err instanceof CliError) console.error(err.message);
+    else if (err instanceof ConfigError || err instanceof UnreachableError || err instanceof CliError || err instanceof QuickstartError)
+      console.error(err.message);
     else pino().error({ err }, 'command failed');
     process.exit(err instanceof UsageError ? 2 : 1);
   },

@@ -1,7 +1,9 @@
 // The README's walk-through as a new user runs it: the service started on a fresh database (as
 // `npm start` does), then every shell block of "First administrator token" run with bash, as
 // written (create-admin twice included), only the port changed. No answer may be an error, and
-// the user ends with an operator's token, a job to read and the trial form of a package.
+// the user ends with an operator's token and a job read and followed to its end (npm run cli -- wait).
+// "The first trial by hand" needs an Odoo host: its commands are checked for bash's syntax and for
+// the steps a deployment needs (the real run of the same steps is quickstart's, test-odoo).
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -61,7 +63,31 @@ describe('README: First administrator token', () => {
     expect(out).toMatch(/"token":"svc_[A-Za-z0-9_-]{40,}"/);
     // The job of rotate_encryption_key, read back (the worker runs in the service).
     expect(out).toMatch(/"id":"maintenance-[^"]+",.*"name":"rotate_encryption_key"/);
-    // The trial form of the package the walk-through made.
-    expect(out).toContain('<title>Start your CRM trial');
+    // The same job followed by the CLI to its end.
+    expect(out).toMatch(/job maintenance-\S+ \(rotate_encryption_key\) completed: /);
+  });
+});
+
+describe('README: The first trial by hand', () => {
+  it('is bash, and builds the template on its Odoo host before the package deploys from it', async () => {
+    const script = shellBlocks(await readFile('README.md', 'utf8'), 'The first trial by hand').join('\n');
+    const syntax = spawnSync('bash', ['-n', '-c', script], { encoding: 'utf8' });
+    expect(syntax.status, syntax.stderr).toBe(0);
+    expect(script).not.toContain('localhost:3000');
+    const order = [
+      '/odoo-versions',
+      '/actions/setup_odoo',
+      '/database-templates',
+      '\\"root_server_id\\":$HOST',
+      '/actions/build',
+      '/trial-packages',
+    ];
+    const at = order.map((step) => script.indexOf(step));
+    expect(
+      at.every((i) => i >= 0),
+      JSON.stringify(at),
+    ).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(script.match(/npm run cli -- wait/g)).toHaveLength(3);
   });
 });
