@@ -24,12 +24,17 @@ const VERSION = `template-update-test-${process.pid}`;
 const source = path.join(base, 'versions', VERSION);
 const store = path.join(base, 'data', 'filestore');
 
-// The stand-in: `--version`, or `-d <db> ... -u all`; behaviour.json says what the update does.
+// The stand-in: `--version`, `shell` (the asset bundles: none), or `-d <db> ... -u all`; behaviour.json says what the update does.
 const FAKE_ODOO_BIN = `
 import json, os, subprocess, sys
 args = sys.argv[1:]
 if "--version" in args:
     print("Odoo Server 18.0")
+    sys.exit(0)
+if args[0] == "shell":
+    # The first pages' asset bundles (template-assets.py on stdin): a stand-in has none to make.
+    sys.stdin.read()
+    print("assets=[]")
     sys.exit(0)
 db = args[args.index("-d") + 1]
 here = os.path.dirname(os.path.abspath(__file__))

@@ -49,7 +49,6 @@ export {
 } from './safety-copy.js';
 export {
   assertOdooDatabase,
-  hashingRounds,
   setAddressAndDate,
   setBaseUrl,
   setCustomerLogin,
@@ -63,7 +62,7 @@ export {
   SVC_ADDON,
 } from './odoo-database.js';
 export type { Suspension } from './odoo-database.js';
-export { earlyHash, newPassword } from './odoo-password.js';
+export { hashOdooPassword, newPassword } from './odoo-password.js';
 export { newSignInToken, SIGN_IN_LINK_MINUTES, SIGN_IN_LINK_TABLE, signInTokenHash, storeSignInLink } from './sign-in-link.js';
 export { assertTenantRole, databaseOwner, insideTenant, lockTenantTables, TenantRefusal, tenantRoleOf } from './tenant-session.js';
 export type { TenantRole } from './tenant-session.js';

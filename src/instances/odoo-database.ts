@@ -5,7 +5,7 @@
 // Each function is one transaction on a connection to that database.
 import { randomUUID } from 'node:crypto';
 import { UserError } from '../core/errors.js';
-import { hashOdooPassword, ODOO_DEFAULT_ROUNDS } from './odoo-password.js';
+import { hashOdooPassword } from './odoo-password.js';
 import { lockTenantTables, type LockMode, type Query } from './tenant-session.js';
 
 export type { Query };
@@ -267,23 +267,11 @@ async function administrator(query: Query): Promise<{ id: number; partner_id: nu
   return row;
 }
 
-/** The rounds the instance hashes with (password.hashing.rounds), else Odoo's default. */
-export async function hashingRounds(query: Query): Promise<number> {
-  const { rows } = await transaction(
-    query,
-    PARAMS,
-    () => query(`SELECT value FROM public.ir_config_parameter WHERE key = 'password.hashing.rounds'`),
-    'ACCESS SHARE',
-  );
-  const rounds = Number(rows[0]?.value);
-  return Number.isInteger(rounds) && rounds >= 1000 && rounds <= 10_000_000 ? rounds : ODOO_DEFAULT_ROUNDS;
-}
-
 export interface Customer {
   email: string;
   name: string;
   companyName: string;
-  /** The hash of the customer's password, made with the instance's hashingRounds(). */
+  /** The hash of the customer's password (hashOdooPassword: svc's random passwords need no stretching). */
   passwordHash: string;
 }
 
@@ -311,7 +299,7 @@ export async function setCustomerLogin(query: Query, customer: Customer): Promis
 
 /** A new password on the customer's login (a ready mail sent again tells a new one); answers that user and its login. */
 export async function setCustomerPassword(query: Query, password: string): Promise<{ uid: number; login: string }> {
-  const hash = await hashOdooPassword(password, await hashingRounds(query));
+  const hash = await hashOdooPassword(password);
   return transaction(query, LOGIN_TABLES, async () => {
     const admin = await administrator(query);
     const { rows } = await query('UPDATE public.res_users SET password = $1 WHERE id = $2 RETURNING login', [hash, admin.id]);

@@ -36,6 +36,7 @@ import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
 import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';
 import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
+import { makeFirstPageAssets } from './odoo-template-assets.js';
 import { seriesOf } from './odoo-setup.js';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -160,7 +161,16 @@ export function createTemplateBuilder(ctx: AppContext) {
           .then(() => null)
           .catch((err: Error) => err.message);
       }
-      if (res.exitCode !== 0 || missing.length > 0 || passwordFailed !== null) {
+      // The first pages' asset bundles, so that no copy makes them again (odoo-template-assets.ts).
+      let assetsFailed: string | null = null;
+      if (res.exitCode === 0 && missing.length === 0 && passwordFailed === null) {
+        await job.updateProgress({ step: 'assets', percent: 88 });
+        assetsFailed = await makeFirstPageAssets(session, l, source, db).then(
+          () => null,
+          (err: Error) => err.message,
+        );
+      }
+      if (res.exitCode !== 0 || missing.length > 0 || passwordFailed !== null || assetsFailed !== null) {
         if (kind === 'build') {
           // Nothing half-built stays: the database (only the one this job made) and its files.
           await onServer(ctx.secretBox, template.postgresql_server, (query) =>
@@ -173,7 +183,7 @@ export function createTemplateBuilder(ctx: AppContext) {
             ? `the administrator's password could not be set: ${passwordFailed}`
             : missing.length > 0
               ? `module(s) ${missing.join(', ')} not installed`
-              : `odoo-bin exited with ${res.exitCode ?? res.signal}`;
+              : (assetsFailed ?? `odoo-bin exited with ${res.exitCode ?? res.signal}`);
         throw new UserError(`${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} failed (${what}): ${said}`);
       }
 

@@ -24,12 +24,11 @@ import {
   type MadeDatabase,
   type Query,
   assertOdooDatabase,
-  hashingRounds,
   setAddressAndDate,
   setCustomerLogin,
   setIdentity,
   setPackageLimits,
-  earlyHash,
+  hashOdooPassword,
   insideTenant,
   newPassword,
   tenantRoleOf,
@@ -195,8 +194,7 @@ async function standbyFor(ctx: Ctx, sub: Subscription, templateId: number) {
  * is then handed over or marked lost. Answers when the package limits were read.
  */
 async function makeInstance(run: Run, source: Source, standby: Standby | null, password: string) {
-  const hashFor = earlyHash(password, `${source.template.id}@${source.template.updated_at.getTime()}`);
-  const [database, files] = await Promise.allSettled([makeDatabase(run, source, standby, hashFor), makeFilestore(run, source, standby)]);
+  const [database, files] = await Promise.allSettled([makeDatabase(run, source, standby, password), makeFilestore(run, source, standby)]);
   const failure = [database, files].find((o) => o.status === 'rejected');
   if (standby) await settleStandby(run, standby, failure?.reason as Error | undefined);
   if (failure) throw failure.reason;
@@ -216,7 +214,7 @@ async function signIn(run: Run, host: NonNullable<Source['root']>, source: Sourc
 }
 
 /** The database (a standby renamed, or a copy of the template), then the instance inside it. */
-async function makeDatabase(run: Run, source: Source, standby: Standby | null, hashFor: (rounds: number) => Promise<string>) {
+async function makeDatabase(run: Run, source: Source, standby: Standby | null, password: string) {
   const { ctx, databaseName } = run;
   const { template, server, where, partner, url } = source;
   if (standby) {
@@ -265,7 +263,7 @@ async function makeDatabase(run: Run, source: Source, standby: Standby | null, h
         run,
         'customer_login',
         `the administrator of ${databaseName} becomes ${partner.email}, with a new password`,
-        async () => setCustomerLogin(query, customerOf(partner, await hashFor(await hashingRounds(query)))),
+        async () => setCustomerLogin(query, customerOf(partner, await hashOdooPassword(password))),
         () => "Customer login set; the template's API keys, devices and tokens removed",
       ));
       limitsReadAt = new Date();

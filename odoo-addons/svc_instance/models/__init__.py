@@ -8,3 +8,4 @@ from . import ir_config_parameter
 from . import ir_http
 from . import ir_cron
 from . import svc_sign_in_link
+from . import res_users_password

@@ -1,0 +1,39 @@
+// The asset bundles of a template's first pages, made at build and update (template-assets.py,
+// through `odoo-bin shell` as Odoo's user, the file on standard input): without them each copy's
+// first page made them again (seconds of CPU, ~10 s of the first sign-in). The bundles are
+// attachments in the database with their files in its filestore, so a copy (CREATE DATABASE …
+// TEMPLATE and the filestore copied with it) serves them at once.
+import { readFileSync } from 'node:fs';
+import { shellQuote as q } from '../core/ssh.js';
+import type { RemoteSession } from '../servers/index.js';
+import { type OdooLayout, PYTHON } from './odoo-layout.js';
+
+const SCRIPT = readFileSync(new URL('./template-assets.py', import.meta.url), 'utf8');
+const ASSETS_TIMEOUT_MS = 10 * 60_000;
+
+/** `odoo-bin shell` on `database` as Odoo's user with the service's configuration; the program comes on stdin. */
+export function odooShell(l: OdooLayout, source: string, database: string): string {
+  const log = q(`${l.base}/logs/${l.service}-${database}.assets.log`);
+  return [
+    `cd ${q(source)} || exit 3`,
+    // Odoo's log (stderr) to a file of its own, written as root (Odoo's user cannot write in logs/); the program's answer on stdout.
+    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin shell -c ${q(l.config)} -d ${q(database)} --no-http --workers=0 --max-cron-threads=0 2>${log}`,
+    'rc=$?',
+    `[ $rc -eq 0 ] || { grep -E ' (ERROR|CRITICAL) |Traceback|Error:' ${log} | tail -n 20; tail -n 15 ${log}; }`,
+    'exit $rc',
+  ].join('\n');
+}
+
+/** Makes the first pages' bundles in `database`; answers their URLs, or throws with Odoo's words. */
+export async function makeFirstPageAssets(session: RemoteSession, l: OdooLayout, source: string, database: string): Promise<string[]> {
+  const res = await session.run(odooShell(l, source, database), {
+    stdin: SCRIPT,
+    timeoutMs: ASSETS_TIMEOUT_MS,
+    label: `make the asset bundles of ${database}'s first pages (odoo-bin shell < template-assets.py)`,
+  });
+  const line = res.stdout.split('\n').find((s) => s.startsWith('assets='));
+  if (res.exitCode !== 0 || res.timedOut || !line) {
+    throw new Error(`making its asset bundles failed: ${session.mask(`${res.stdout}\n${res.stderr}`.trim()).slice(-2000)}`);
+  }
+  return JSON.parse(line.slice('assets='.length)) as string[];
+}
