@@ -249,43 +249,61 @@ describe('drain', () => {
     expect(look.failed).toEqual([]);
   });
 
-  it('cordons the host; a second drain answers the one under way; it ends naming what stayed and why', async () => {
-    // The only other host of the pool is cordoned: nowhere to move to.
+  it('cordons the host; a second drain answers the one under way (waiting on its move); it ends naming what stayed and why', async () => {
+    // The pool's other hosts are cordoned: nowhere to move to.
     const host = await poolHost();
-    const [sub, suspended] = [subs[2]!, subs[3]!];
-    await t.ctx.db.subscription.updateMany({ where: { id: { in: [sub.id, suspended.id] } }, data: { root_server_id: host.id } });
+    const [moving, idle, suspended] = [subs[1]!, subs[2]!, subs[3]!];
+    const ids = [moving.id, idle.id, suspended.id];
+    await t.ctx.db.subscription.updateMany({ where: { id: { in: ids } }, data: { root_server_id: host.id } });
     await t.ctx.db.subscription.update({ where: { id: suspended.id }, data: { state: 'suspended' } });
     await t.ctx.db.rootServer.updateMany({
       where: { odoo_version_id: version.id, id: { not: host.id } },
       data: { cordoned_at: new Date(), cordon_reason: 'test' },
     });
-
-    const first = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/root-servers/${host.id}/actions/drain`,
-      payload: { batch_size: 2 },
+    // A move of one tenant under way (an operator's, say): the drain waits for it rather than start another.
+    await t.ctx.db.subscription.update({ where: { id: moving.id }, data: { operation: 'move' } });
+    const move = await t.ctx.db.subscriptionMove.create({
+      data: {
+        subscription_id: moving.id,
+        database_name: 'x',
+        from_postgresql_server_id: f.fx.serverId,
+        from_root_server_id: host.id,
+        to_postgresql_server_id: f.fx.serverId,
+        to_root_server_id: f.rootServerId,
+        created_at: new Date(Date.now() + 60_000), // counts as the drain's
+      },
     });
+    const drain = (payload?: object) =>
+      request(t.app, t.as.operator, {
+        method: 'POST',
+        url: `/api/v1/root-servers/${host.id}/actions/drain`,
+        ...(payload ? { payload } : {}),
+      });
+
+    const first = await drain({ batch_size: 2 });
     expect(first.statusCode, first.body).toBe(202);
     const cordoned = await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id } });
     expect(cordoned.cordoned_at).not.toBeNull();
     expect(cordoned.cordon_reason).toBe('drain');
-    const second = await request(t.app, t.as.operator, {
-      method: 'POST',
-      url: `/api/v1/root-servers/${host.id}/actions/drain`,
-      payload: null,
-    });
+    const second = await drain();
     expect(second.statusCode, second.body).toBe(202);
-    const job = await waitForJob(t.app, t.as.user, first.json().job_id, 60_000);
+    const listed = async () =>
+      (await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${host.id}/drains` })).json().items;
+    expect(await listed()).toMatchObject([{ state: 'draining', batch_size: 2 }]);
+
+    // The move fails: the drain does not try it again, and ends.
+    await t.ctx.db.subscriptionMove.update({ where: { id: move.id }, data: { state: 'failed' } });
+    await t.ctx.db.subscription.update({ where: { id: moving.id }, data: { operation: null } });
+    const job = await waitForJob(t.app, t.as.user, second.json().job_id, 60_000);
     expect(job.state, job.error).toBe('completed');
-    const drains = await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${host.id}/drains` });
-    expect(drains.statusCode, drains.body).toBe(200);
-    const items = drains.json().items;
+    const items = await listed();
     expect(items).toHaveLength(1);
-    expect(items[0]).toMatchObject({ state: 'failed', batch_size: 2, moved: 0 });
-    expect(items[0].left_over).toContain(`subscription ${sub.id}: No host fits subscription ${sub.id}`);
+    expect(items[0]).toMatchObject({ state: 'failed', batch_size: 2, moved: 0, failed_subscription_ids: [moving.id] });
+    expect(items[0].left_over).toContain(`subscription ${moving.id}: its move failed (see its moves)`);
+    expect(items[0].left_over).toContain(`subscription ${idle.id}: No host fits subscription ${idle.id}`);
     expect(items[0].left_over).toContain(`subscription ${suspended.id}: it is suspended: only a running instance is moved`);
-    // Nothing moved: both tenants are where they were.
-    expect(await t.ctx.db.subscriptionMove.count({ where: { subscription_id: { in: [sub.id, suspended.id] } } })).toBe(0);
+    // No move was started by the drain: the tenants are where they were.
+    expect(await t.ctx.db.subscriptionMove.count({ where: { from_root_server_id: host.id } })).toBe(1);
   });
 
   it('a host that runs no Odoo: 409', async () => {
