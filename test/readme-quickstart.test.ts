@@ -49,13 +49,13 @@ afterAll(async () => {
 });
 
 describe('README: First administrator token', () => {
-  it('runs as written on a fresh database, create-admin twice: every answer is a success', async () => {
+  it('runs as written on a fresh database, create-admin twice: every answer is a success', { timeout: 180_000 }, async () => {
     const blocks = shellBlocks(await readFile('README.md', 'utf8'), 'First administrator token');
     expect(blocks.length).toBeGreaterThanOrEqual(2);
     const script = blocks.join('\n').replaceAll('localhost:3000', `localhost:${port}`);
     expect(script.match(/create-admin/g)?.length).toBeGreaterThanOrEqual(2);
 
-    const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', script], { env: childEnv(env), encoding: 'utf8', timeout: 120_000 });
+    const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', script], { env: childEnv(env), encoding: 'utf8', timeout: 170_000 });
     expect(run.status, run.stderr).toBe(0);
     const out = run.stdout;
     expect(out).not.toMatch(/\{"error":\{/);
