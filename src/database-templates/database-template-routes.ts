@@ -28,6 +28,11 @@ const databaseTemplate = z.object({
     .number()
     .nullable()
     .describe('Read-only: the oid of the template database; a copy or update refuses another database under template_db_name'),
+  modules: z
+    .array(z.string())
+    .describe(
+      'Read-only: the Odoo modules installed in the template database, read after build and update (empty: not known); trial packages may name only these',
+    ),
   admin_password_set: z
     .boolean()
     .describe("Whether build (or update) set the template's random Odoo administrator password (never readable)"),

@@ -37,3 +37,6 @@ export { createOdooService } from './odoo-service.js';
 export { loadOdooHost } from './odoo-store.js';
 export { odooJobs };
 export { createTemplateBuilder } from './odoo-template-build.js';
+// Packages are apps: a package's modules checked against its template and host (trial packages, subscriptions, deployments).
+export { moduleName } from './odoo-names.js';
+export { assertPackageModules, assertTemplateHasPackages } from './odoo-modules.js';

@@ -38,11 +38,16 @@ export const odooJobs = defineJobs({
   }),
   odoo_build_template: job({
     queue: 'odoo',
-    payload: onTemplate.extend({ modules: z.array(moduleName).min(1).max(200) }),
+    payload: onTemplate.extend({ modules: z.array(moduleName).max(200).optional() }),
     key: perTemplate,
     afterCrash: 'interrupt',
   }),
-  odoo_update_template: job({ queue: 'odoo', payload: onTemplate, key: perTemplate, afterCrash: 'interrupt' }),
+  odoo_update_template: job({
+    queue: 'odoo',
+    payload: onTemplate.extend({ modules: z.array(moduleName).max(200).optional() }),
+    key: perTemplate,
+    afterCrash: 'interrupt',
+  }),
   // Every 10 minutes: a setup_odoo whose job Redis lost left its server installing; it is failed (odoo-lost-setups.ts).
   odoo_lost_setups: job({ queue: 'maintenance', payload: z.object({ ...requestedBy }), key: () => 'all', afterCrash: 'rerun' }),
 });

@@ -145,17 +145,27 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
       build: action({
         summary: "Build a template's database with its host's Odoo",
         description:
-          "In a job, on the template's root server (which must run Odoo on the template's PostgreSQL server): odoo-bin -i <modules> --stop-after-init without demo data makes template_db_name, owned by the host's role, with its filestore; the template's owner_role becomes that role. 409 when the database exists (build never overwrites one). A module that does not exist or fails to install fails the job with Odoo's words, and nothing half-built stays.",
+          "In a job, on the template's root server (which must run Odoo on the template's PostgreSQL server): odoo-bin -i <modules> --stop-after-init without demo data makes template_db_name, owned by the host's role, with its filestore; the template's owner_role becomes that role. The modules installed: those asked for (optional), the union of the `packages` of the trial packages that use the template, and base, web and svc_instance; the template then records every module installed in it (`modules`). 409 when the database exists (build never overwrites one). A module that is not on the host's addons path fails the job naming it before anything is made; one that fails to install fails it with Odoo's words, and nothing half-built stays.",
         body: z
-          .object({ modules: z.array(moduleName).min(1).max(200).describe('Technical names, e.g. ["base"] or ["web", "contacts"]') })
+          .object({
+            modules: z
+              .array(moduleName)
+              .max(200)
+              .optional()
+              .describe(
+                "Technical names, e.g. ['crm']; default: only the template's trial packages' modules (and base, web, svc_instance)",
+              ),
+          })
           .strict()
-          .meta({ example: { modules: ['base'] } }),
+          .meta({ example: { modules: ['crm'] } })
+          .nullable()
+          .optional(),
         response: 'job',
         run: async ({ id, body, user }) => {
           await templates.assertBuildable(id, 'build');
           return ctx.queues.enqueue(odooJobs.odoo_build_template, {
             database_template_id: id,
-            modules: [...new Set(body.modules)],
+            ...(body?.modules ? { modules: [...new Set(body.modules)] } : {}),
             user_id: user.id,
           });
         },
@@ -164,11 +174,23 @@ export function registerOdooHostRoutes(app: FastifyInstance, ctx: AppContext) {
         operationId: 'databaseTemplates.updateModules',
         summary: "Update every module of a template's database",
         description:
-          "In a job: odoo-bin -u all --stop-after-init on template_db_name with its host's Odoo (after a new source of the same version). 409 when the database does not exist.",
+          "In a job: odoo-bin -u all --stop-after-init on template_db_name with its host's Odoo (after a new source of the same version); modules asked for, and its trial packages' modules, are installed where missing (-i), so the template keeps every module it had and gains those. The template then records every module installed in it. 409 when the database does not exist.",
+        body: z
+          .object({
+            modules: z.array(moduleName).max(200).optional().describe('Technical names of modules to install as well, e.g. ["sale"]'),
+          })
+          .strict()
+          .meta({ example: { modules: ['sale'] } })
+          .nullable()
+          .optional(),
         response: 'job',
-        run: async ({ id, user }) => {
+        run: async ({ id, body, user }) => {
           await templates.assertBuildable(id, 'update');
-          return ctx.queues.enqueue(odooJobs.odoo_update_template, { database_template_id: id, user_id: user.id });
+          return ctx.queues.enqueue(odooJobs.odoo_update_template, {
+            database_template_id: id,
+            ...(body?.modules ? { modules: [...new Set(body.modules)] } : {}),
+            user_id: user.id,
+          });
         },
       }),
     },

@@ -20,6 +20,7 @@ import { assertHostFits } from './odoo-host-fit.js';
 import { odooLayout, type OdooLayout } from './odoo-layout.js';
 import { ensureRole, odooPasswordHash, randomSecret, roleNameOf } from './odoo-role.js';
 import { deployedAddons } from './odoo-deployed-addons.js';
+import { listHostModules } from './odoo-modules.js';
 import { convertTenants } from './odoo-tenant-roles.js';
 import {
   checkDatabaseLogin,
@@ -262,6 +263,8 @@ export function createOdooSetup(ctx: AppContext) {
       });
       const login = await session.run(checkDatabaseLogin(l), { timeoutMs: STEP_TIMEOUT_MS });
       if (login.exitCode !== 0) stepFailed(session, 'The host cannot reach PostgreSQL as its role', login);
+      // What its templates and packages may name (odoo-modules.ts).
+      const modules = await listHostModules(ctx, session, server.id, l);
 
       const target = serviceFileTarget(l, facts.systemd);
       const serviceText = facts.systemd ? systemdUnit(l, l.sourceOf(version.name), version.name) : runScript(l, l.sourceOf(version.name));
@@ -304,6 +307,7 @@ export function createOdooSetup(ctx: AppContext) {
         packages: session.mask(packages.stdout).trim().split('\n').pop() ?? '',
         changed: { source: sourceChanged, addons: addonsChanged, config: configChanged, service: serviceChanged },
         restarted: restart,
+        modules: modules.length,
         tenant_roles: tenants,
       };
     } catch (err) {

@@ -34,9 +34,10 @@ import {
 import { quoteIdent } from '../postgresql/index.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
+import { buildModules, listHostModules, notOnHost, packageModulesOf } from './odoo-modules.js';
 import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';
-import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
 import { makeFirstPageAssets } from './odoo-template-assets.js';
+import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
 import { seriesOf } from './odoo-setup.js';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -84,7 +85,7 @@ export function createTemplateBuilder(ctx: AppContext) {
     });
   }
 
-  async function run(kind: 'build' | 'update', payload: Payload & { modules?: string[] }, job: Job) {
+  async function run(kind: 'build' | 'update', payload: Payload & { modules?: string[] | undefined }, job: Job) {
     const loaded = await loadBuildable(ctx, payload.database_template_id);
     const { host, version } = loaded;
     const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
@@ -112,22 +113,34 @@ export function createTemplateBuilder(ctx: AppContext) {
     let copy: string | null = null;
     const session = await openRemoteSession(ctx, host, audit);
     try {
+      // Packages are apps (odoo-modules.ts): a build installs what was asked, its packages' modules and
+      // svc's; an update keeps what is installed and adds what was asked and its packages' modules.
+      const modules =
+        kind === 'build'
+          ? await buildModules(ctx.db, template.id, payload.modules)
+          : [...new Set([SVC_ADDON, ...(payload.modules ?? []), ...(await packageModulesOf(ctx.db, template.id))])];
+      const absent = notOnHost(await listHostModules(ctx, session, host.id, l), modules);
+      if (absent.length > 0) {
+        throw new UserError(
+          `${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} refused: module ${absent.join(', ')} is not on the addons path of root server ${host.id}`,
+        );
+      }
       if (kind === 'update') {
         await job.updateProgress({ step: 'safety_copy', percent: 5 });
         copy = await safety.make(place, template);
       }
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
       const series = seriesOf((await session.run(sourceVersion(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
-      const modules = kind === 'build' ? [...new Set([...payload.modules!, SVC_ADDON])] : [SVC_ADDON];
       const args =
         kind === 'build'
           ? ['-i', modules.join(','), series >= 19 ? '--without-demo' : '--without-demo=all']
-          : // -i installs it where it is missing (a template built before it); -u all updates it with the rest.
-            ['-i', SVC_ADDON, '-u', 'all'];
+          : // -i installs what is missing (svc's addon in a template built before it, new modules); -u all updates the rest.
+            ['-i', modules.join(','), '-u', 'all'];
       const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
       const said = session.mask(res.stdout.trim()).slice(-4000);
 
       let missing: string[] = [];
+      let installedModules: string[] = [];
       let passwordFailed: string | null = null;
       // The administrator's password: the template's own, else a new one (a build, or a template built before).
       const adminPassword = (await ctx.secretBox.reveal(template.admin_password)) ?? newPassword();
@@ -140,11 +153,9 @@ export function createTemplateBuilder(ctx: AppContext) {
           template.postgresql_server,
           db,
           async (query) => {
-            const { rows } = await query("SELECT name FROM public.ir_module_module WHERE state = 'installed' AND name = ANY($1::text[])", [
-              modules,
-            ]);
-            const installed = new Set(rows.map((r) => r.name));
-            return modules.filter((m) => !installed.has(m));
+            const { rows } = await query("SELECT name FROM public.ir_module_module WHERE state = 'installed' ORDER BY name");
+            installedModules = rows.map((r) => String(r.name));
+            return modules.filter((m) => !installedModules.includes(m));
           },
           tenantOpts,
         ).catch(() => modules);
@@ -203,11 +214,19 @@ export function createTemplateBuilder(ctx: AppContext) {
         // Its copies are owned by the host's role, and the service signs in to them as that role.
         await ctx.db.databaseTemplate.update({
           where: { id: template.id },
-          data: { owner_role: host.odoo_db_user, owner_password: host.odoo_db_password, admin_password: sealedPassword },
+          data: {
+            owner_role: host.odoo_db_user,
+            owner_password: host.odoo_db_password,
+            admin_password: sealedPassword,
+            modules: installedModules,
+          },
         });
         await recordTemplateIdentity(ctx.db, template.id, after.found!, 'build');
-      } else if (template.admin_password === null) {
-        await ctx.db.databaseTemplate.update({ where: { id: template.id }, data: { admin_password: sealedPassword } });
+      } else {
+        await ctx.db.databaseTemplate.update({
+          where: { id: template.id },
+          data: { admin_password: sealedPassword, modules: installedModules },
+        });
       }
       if (copy) {
         await job.updateProgress({ step: 'safety_copy_dropped', percent: 95 });
@@ -220,7 +239,8 @@ export function createTemplateBuilder(ctx: AppContext) {
       await job.updateProgress({ step: 'done', percent: 100 });
       return {
         template_db_name: db,
-        ...(kind === 'build' ? { modules } : { updated: 'all', installed: [SVC_ADDON] }),
+        ...(kind === 'build' ? { modules } : { updated: 'all', installed: modules }),
+        installed_modules: installedModules,
         odoo_version: version.name,
         owner: after.owner,
         size_bytes: after.size,
@@ -260,7 +280,7 @@ export function createTemplateBuilder(ctx: AppContext) {
       }
       if (kind === 'update' && !exists) throw new ConflictError(`Database ${template.template_db_name} does not exist: build it first`);
     },
-    build: (payload: Payload & { modules: string[] }, job: Job) => run('build', payload, job),
-    update: (payload: Payload, job: Job) => run('update', payload, job),
+    build: (payload: Payload & { modules?: string[] | undefined }, job: Job) => run('build', payload, job),
+    update: (payload: Payload & { modules?: string[] | undefined }, job: Job) => run('update', payload, job),
   };
 }

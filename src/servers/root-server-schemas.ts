@@ -118,6 +118,9 @@ export const rootServerOut = z
     odoo_version_id: z.number().int().nullable().describe('The Odoo version it runs'),
     odoo_http_port: z.number().int().nullable().describe('Where Odoo listens on the host (127.0.0.1 only)'),
     odoo_error: z.string().nullable().describe("Why Odoo is failed: the end of Odoo's log, or the failed step"),
+    odoo_modules: z
+      .array(z.string())
+      .describe("The modules on its Odoo's addons path, listed at setup_odoo and at each template build (empty: not listed yet)"),
     odoo_postgresql_server_id: z.number().int().nullable().describe("The PostgreSQL server of the host's own role"),
     odoo_db_user: z.string().nullable().describe("The host's own PostgreSQL role (LOGIN CREATEDB, never a superuser)"),
     created_at: timestamp,

@@ -44,7 +44,7 @@ import {
   type Standby,
   standbyJobs,
 } from '../instances/index.js';
-import { hostsOdoo, signInAsCustomer } from '../odoo/index.js';
+import { assertTemplateHasPackages, hostsOdoo, signInAsCustomer } from '../odoo/index.js';
 import { findDatabase, quoteIdent, sameDatabase } from '../postgresql/index.js';
 import { actorFields, onSubscription, postAlert, postNotice, type Actor } from './subscription-audit.js';
 import { forgetDatabase, leftoverOf, removeLeftovers, removeMade, type Made } from './subscription-deployment-cleanup.js';
@@ -159,6 +159,8 @@ async function sourceOf(ctx: Ctx, sub: Subscription) {
     : null;
   if (!template) throw new UserError('The subscription has no database template to deploy from');
   const server = template.postgresql_server;
+  // Packages are apps: a template known to lack the subscription's modules deploys nothing (nor do its standbys).
+  assertTemplateHasPackages(template, sub.packages);
   const partner = await ctx.db.partner.findUniqueOrThrow({ where: { id: sub.partner_id } });
   const url = subscriptionUrl(ctx.config, { database_name: sub.database_name, database_dropped_at: null })!;
   return { template, server, root: template.root_server, where: serverWhere(server), partner, url };

@@ -5,11 +5,18 @@ import { INT32_MAX, nullableTimestamp, patchOf, refId, timestamp, isoInstant } f
 import { BackupState, SubscriptionOperation, SubscriptionState, SuspendReason, UsageState } from '../generated/prisma/enums.js';
 import { SYSTEM_DATABASES } from '../postgresql/index.js';
 import { STANDBY_PREFIX } from '../instances/index.js';
+import { moduleName } from '../odoo/index.js';
 
 export const modelLimits = z
   .record(z.string().min(1).max(200), z.number().int().min(0).max(INT32_MAX))
   .describe('model name → maximum records');
-export const packageNames = z.array(z.string().trim().min(1).max(200)).max(200);
+/** Odoo modules by technical name (packages are apps: a template built for a package installs them). */
+export const packageNames = z
+  .array(moduleName)
+  .max(200)
+  .describe(
+    'Odoo modules by technical name (e.g. crm): the deployed instance has them installed; each must be in the template (400 naming those it lacks)',
+  );
 const count = z.number().int().min(0).max(1_000_000);
 /** Backups of one period the backup server keeps (0..366; at least one of the three above 0, subscription-retention.ts). */
 const keep = (period: string) =>

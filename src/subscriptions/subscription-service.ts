@@ -18,6 +18,7 @@ import { changesInstance, queueInstanceSync } from './subscription-instance-sync
 import { subscriptionModel } from './subscription-models.js';
 import { refuseNoRetention } from './subscription-retention.js';
 import { STANDBY_PREFIX } from '../instances/index.js';
+import { assertPackageModules } from '../odoo/index.js';
 
 type Data = Record<string, unknown>;
 
@@ -108,6 +109,12 @@ function databaseNameFor(companyName: string, id: number): string {
 
 const DAY_MS = 86_400_000;
 
+/** The modules and the template of a subscription as it will be written. */
+const packagesOf = (sub: Data) => ({
+  packages: (sub.packages as string[] | undefined) ?? [],
+  database_template_id: (sub.database_template_id as number | null | undefined) ?? null,
+});
+
 /**
  * Creates a confirmed trial subscription for `partner` from what the trial package supplies
  * (packages, limits, trial duration, grace period, model limits, backup retention).
@@ -155,15 +162,18 @@ const time = (v: unknown) => (v === null || v === undefined ? null : v instanceo
  * meanwhile): a live database stays where it is, a new trial end gets its own reminder, and the
  * grace period does not end before the trial, and some backups are kept.
  */
-async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>, data: Data): Promise<Data> {
+async function prepareSubscriptionUpdate(tx: DbTx, row: Record<string, unknown>, data: Data): Promise<Data> {
   const before = row as unknown as Subscription;
   refuseNoRetention(row, data);
-  const moves = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
+  const moves: string[] = (['database_name', 'database_template_id'] as const).filter((f) => f in data && data[f] !== before[f]);
+  // Its modules are those its instance was deployed with: svc installs none into a live database.
+  if (Array.isArray(data.packages) && [...data.packages].sort().join() !== [...before.packages].sort().join()) moves.push('packages');
   if (moves.length > 0 && databaseBound(before)) {
     throw new ConflictError(`The database of subscription ${before.id} exists: ${moves.join(' and ')} cannot change until it is dropped`, {
       fields: moves.map((field) => ({ field, message: 'the database exists' })),
     });
   }
+  if (moves.length > 0) await assertPackageModules(tx, packagesOf({ ...before, ...data }));
   const next: Data = { ...data };
   if (changesInstance(before, data)) next.instance_sync_pending_at = new Date();
   if ('trial_end_date' in data && time(before.trial_end_date) !== time(data.trial_end_date)) next.trial_reminder_sent_at = null;
@@ -180,8 +190,9 @@ async function prepareSubscriptionUpdate(_tx: DbTx, row: Record<string, unknown>
 export function createSubscriptionService(ctx: Pick<AppContext, 'db' | 'secretBox' | 'queues' | 'config' | 'log'>) {
   const records = createRecordService(ctx, subscriptionModel, {
     prepareUpdate: prepareSubscriptionUpdate,
-    async prepareCreate(_tx, data) {
+    async prepareCreate(tx, data) {
       refuseNoRetention(null, data);
+      await assertPackageModules(tx, packagesOf(data));
       return data;
     },
   });
