@@ -34,6 +34,7 @@ import { odoo } from './odoo/index.js';
 import { rollouts } from './rollouts/index.js';
 import { staging } from './staging/index.js';
 import { moves } from './moves/index.js';
+import { placement } from './placement/index.js';
 import { pools } from './pools/index.js';
 
 export const FEATURES: readonly Feature[] = [
@@ -62,6 +63,7 @@ export const FEATURES: readonly Feature[] = [
   rollouts,
   staging,
   moves,
+  placement,
   pools,
   maintenance,
   metrics,

@@ -98,6 +98,7 @@ describe('a trial deployment', () => {
     // The filestore is copied while the database steps run, one after the other.
     // Each row names its operation first.
     expect(steps.filter((x) => !x.includes('filestore'))).toEqual([
+      'success deploy: choose the host',
       expect.stringMatching(/^success deploy: CREATE DATABASE/),
       'success deploy: new identity of',
       'success deploy: the administrator of',

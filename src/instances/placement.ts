@@ -1,6 +1,6 @@
 // Where a subscription's database and instance live. The deployment that creates the database
-// records its PostgreSQL server and Odoo host on the subscription (the template's at that moment); a
-// move changes them. Before a deployment, the template's servers are where it will live.
+// records its PostgreSQL server and Odoo host on the subscription when it places it (a host of the
+// template's pool, src/placement); a move changes them. Before a deployment, the template's servers.
 import type { Db, DbTx } from '../core/db.js';
 import { UserError } from '../core/errors.js';
 import type { DatabaseTemplate, PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
@@ -20,7 +20,7 @@ export interface Placement {
 
 type Placed = Pick<
   Subscription,
-  'id' | 'database_created_at' | 'postgresql_server_id' | 'root_server_id' | 'database_role' | 'database_role_password'
+  'id' | 'database_created_at' | 'placed_at' | 'postgresql_server_id' | 'root_server_id' | 'database_role' | 'database_role_password'
 > & {
   postgresql_server: PostgresqlServer | null;
   root_server: RootServer | null;
@@ -38,7 +38,8 @@ export const PLACEMENT_INCLUDE = {
 export function placementOf(sub: Placed): Placement {
   const template = sub.database_template;
   if (!template) throw new UserError(`Subscription ${sub.id} has no database template, so where its database lives is unknown`);
-  if (!sub.database_created_at || !sub.postgresql_server) {
+  // Placed by a deployment (src/placement) but not yet made: where the deployment puts it.
+  if (!sub.postgresql_server || (!sub.database_created_at && !sub.placed_at)) {
     return { template, pg: template.postgresql_server, host: template.root_server, tenantRole: tenantRoleOf(template) };
   }
   const host = sub.root_server;

@@ -16,6 +16,7 @@ import { copyTemplate, dropMadeDatabase, LONG_STATEMENT_TIMEOUT, onServer, serve
 import { assertOdooDatabase, setIdentity, type Query } from './odoo-database.js';
 import { handOverToTenantRole, hasTenantRoles, tenantRoleName } from './tenant-role.js';
 import { insideTenant, tenantRoleOf } from './tenant-session.js';
+import { placeStandby } from './standby-placement.js';
 
 /** Databases under this prefix are the pool's: no subscription or template may use it. */
 export const STANDBY_PREFIX = 'svc_standby_';
@@ -57,14 +58,18 @@ const madeOf = (s: StandbyDatabase): MadeDatabase | null =>
 /**
  * Hands one ready standby of the package, made from the template as it is now, to one caller
  * (state taken); null when there is none. Concurrent callers get different ones (SKIP LOCKED).
+ * `onHosts`: only standbys on these Odoo hosts, in this order (placement's healthy hosts, least
+ * filled first); undefined: anywhere.
  */
-export async function takeStandby(db: Db, packageId: number, templateId: number): Promise<Standby | null> {
+export async function takeStandby(db: Db, packageId: number, templateId: number, onHosts?: readonly number[]): Promise<Standby | null> {
+  const hosts = onHosts ? [...onHosts] : null;
   const [row] = await db.$queryRaw<{ id: number }[]>`
     UPDATE standby_databases SET state = 'taken', updated_at = now()
      WHERE id = (SELECT s.id FROM standby_databases s
                    JOIN database_templates t ON t.id = s.database_template_id AND t.updated_at = s.template_version
                   WHERE s.trial_package_id = ${packageId} AND s.database_template_id = ${templateId} AND s.state = 'ready'
-                  ORDER BY s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED)
+                    AND (${hosts}::int[] IS NULL OR s.root_server_id = ANY(${hosts}::int[]))
+                  ORDER BY array_position(${hosts}::int[], s.root_server_id), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED)
     RETURNING id`;
   if (!row) return null;
   return db.standbyDatabase.findUnique({ where: { id: row.id }, include: { postgresql_server: true, root_server: true } });
@@ -170,18 +175,16 @@ export function createStandbyPool(ctx: Deps) {
   }
 
   /** Copies the template into a new standby: database, identity, filestore; failed (and cleaned) on any error. */
-  async function makeStandby(pkg: Package, template: Template): Promise<{ name: string; error?: string }> {
-    const server = template.postgresql_server;
-    const placeholder = await db.standbyDatabase.create({
-      data: {
-        trial_package_id: pkg.id,
-        database_template_id: template.id,
-        template_version: template.updated_at,
-        postgresql_server_id: server.id,
-        root_server_id: template.root_server_id,
-        database_name: `${STANDBY_PREFIX}new_${Date.now()}_${Math.random().toString(36).slice(2)}`,
-      },
-    });
+  async function makeStandby(pkg: Package, own: Template): Promise<{ name: string; error?: string }> {
+    // Placed like the trials that will take it (standby-placement.ts): no host fits, no standby.
+    const spot = await placeStandby(db, pkg.id, own, `${STANDBY_PREFIX}new_${Date.now()}_${Math.random().toString(36).slice(2)}`).catch(
+      (err: Error) => err,
+    );
+    if (spot instanceof Error) return { name: `(a standby of package ${pkg.id})`, error: spot.message };
+    const { server, row: placeholder } = spot;
+    const host = spot.root;
+    // The template as seen on that host (its copy there: template-hosts.ts).
+    const template = spot.templateHost.template;
     const s = await db.standbyDatabase.update({
       where: { id: placeholder.id },
       data: { database_name: await standbyName(db, pkg.id, placeholder.id) },
@@ -234,8 +237,8 @@ export function createStandbyPool(ctx: Deps) {
           (role) => `Owned by ${role}`,
         );
       }
-      if (template.root_server) {
-        const root = template.root_server;
+      if (host) {
+        const root = host;
         await logged(
           s,
           'make standby',
@@ -253,8 +256,8 @@ export function createStandbyPool(ctx: Deps) {
       await onServer(ctx.secretBox, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
         timeout: LONG_STATEMENT_TIMEOUT,
       }).catch(() => {});
-      if (filestore && template.root_server) {
-        await filestores.remove(template.root_server, name, { ...audit, operation: 'make standby (failed: remove)' }).catch(() => {});
+      if (filestore && host) {
+        await filestores.remove(host, name, { ...audit, operation: 'make standby (failed: remove)' }).catch(() => {});
       }
       await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
       return { name, error };

@@ -195,6 +195,8 @@ export function createOdooSetup(ctx: AppContext) {
       const factsRes = await session.run(HOST_FACTS, { timeoutMs: STEP_TIMEOUT_MS });
       if (factsRes.exitCode !== 0) stepFailed(session, 'Reading the host (cores, memory) failed', factsRes);
       const facts = parseFacts(factsRes.stdout);
+      // Placement derives the host's capacity from its memory (src/placement).
+      await ctx.db.rootServer.update({ where: { id: server.id }, data: { memory_bytes: facts.memoryBytes } });
       const sizing = sizeWorkers(facts, payload.workers, payload.max_cron_threads);
       // Before anything changes: the host, sized so, beside the other hosts of its PostgreSQL server.
       await assertHostFits(ctx, pgServer, { id: server.id, workers: sizing.workers, maxCronThreads: payload.max_cron_threads }).catch(

@@ -54,6 +54,28 @@ const editable = {
     .nullable()
     .describe('Domain or URL of the code editor; unset: http://<ip>:<code_server_port>'),
   cmd: z.string().max(10_000).nullable().describe('Command run by run_cmd'),
+  // Placement (docs/fleet.md): each null derives the figure from the host's memory and disk.
+  capacity_tenants: z
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .nullable()
+    .describe('Tenants placement puts here at most (null: from the memory, 64 MB a tenant)'),
+  capacity_memory_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 50)
+    .nullable()
+    .describe("Memory for tenants (null: 80 % of the host's memory as setup_odoo or monitoring read it)"),
+  capacity_disk_bytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 53 - 1)
+    .nullable()
+    .describe("Disk for tenants, 10 % of it kept free (null: the newest monitoring sample's disk)"),
 };
 
 export const rootServerCreate = z
@@ -123,6 +145,12 @@ export const rootServerOut = z
       .describe("The modules on its Odoo's addons path, listed at setup_odoo and at each template build (empty: not listed yet)"),
     odoo_postgresql_server_id: z.number().int().nullable().describe("The PostgreSQL server of the host's own role"),
     odoo_db_user: z.string().nullable().describe("The host's own PostgreSQL role (LOGIN CREATEDB, never a superuser)"),
+    cordoned_at: nullableTimestamp.describe('Since when placement gives it no new tenant (actions cordon / uncordon)'),
+    cordon_reason: z.string().nullable(),
+    capacity_tenants: z.number().int().nullable().describe('Set by an operator (null: derived; actions/room shows the figures)'),
+    capacity_memory_bytes: z.number().nullable(),
+    capacity_disk_bytes: z.number().nullable(),
+    memory_bytes: z.number().nullable().describe('The memory setup_odoo read on the host'),
     created_at: timestamp,
     updated_at: timestamp,
     latest_metrics: latestMetricsOut.nullable().describe('The newest monitor log row'),

@@ -22,6 +22,7 @@ export const settingsModel = defineModel({
     'backup_window_start_hour',
     'backup_window_hours',
     'backup_concurrency',
+    'pool_room_alert_tenants',
   ],
 });
 

@@ -39,6 +39,11 @@ const settings = z.object({
     .number()
     .int()
     .describe('Backups (with restores and drops) running at once, overall; never more than one per Odoo host'),
+  pool_room_alert_tenants: z
+    .number()
+    .int()
+    .nullable()
+    .describe("A pool whose free room (new tenants) falls under this is an alert (null: room for 24 hours of the last week's trials)"),
   no_backup_server_alert_at: nullableTimestamp.describe(
     'Read-only: since when running subscriptions have gone 26 h without a backup because there is no backup server at all (null: not the case)',
   ),
@@ -72,6 +77,7 @@ const settingsUpdate = z
     backup_window_start_hour: z.number().int().min(0).max(23),
     backup_window_hours: z.number().int().min(1).max(24),
     backup_concurrency: z.number().int().min(1).max(50),
+    pool_room_alert_tenants: z.number().int().min(0).max(1_000_000).nullable(),
   })
   .partial()
   .strict()

@@ -55,17 +55,23 @@ export async function removeLeftovers(
   }
 }
 
+/** The PostgreSQL server the deployment placed the subscription on (recorded before the database exists), else the template's. */
+async function placedServer(ctx: Ctx, subscriptionId: number) {
+  const now = await ctx.db.subscription.findUniqueOrThrow({
+    where: { id: subscriptionId },
+    include: { postgresql_server: true, database_template: { include: { postgresql_server: true } } },
+  });
+  if (now.placed_at && now.postgresql_server) return now.postgresql_server;
+  return now.database_template!.postgresql_server;
+}
+
 /** Removes the database and filestore a failed deployment made; answers what it did, for the chatter. */
 export async function removeMade(ctx: Ctx, sub: Subscription, made: Made, audit: Audit) {
   const done: string[] = [];
   if (made.database) {
     const database = made.database;
     try {
-      const template = await ctx.db.databaseTemplate.findUniqueOrThrow({
-        where: { id: sub.database_template_id! },
-        include: { postgresql_server: true },
-      });
-      await dropMade(ctx, template.postgresql_server, database);
+      await dropMade(ctx, await placedServer(ctx, sub.id), database);
       await forgetDatabase(ctx, sub.id);
       done.push(`Database ${database.name} it made was dropped.`);
     } catch (err) {
@@ -99,7 +105,10 @@ export async function removeLostDeployment(ctx: Ctx, sub: Subscription, lostJobI
   const template = sub.database_template_id
     ? await ctx.db.databaseTemplate.findUnique({ where: { id: sub.database_template_id }, include: { root_server: true } })
     : null;
-  const host = template?.root_server ?? null;
+  // Where the deployment placed it (placement records it before the database exists), else the template's.
+  const placed =
+    sub.placed_at && sub.root_server_id !== null ? await ctx.db.rootServer.findUnique({ where: { id: sub.root_server_id } }) : null;
+  const host = placed ?? template?.root_server ?? null;
   const made: Made = { database: leftoverOf(sub), filestoreOn: host, credentialsOn: sub.database_role ? host : null };
   const entry = {
     ...onSubscription(sub.id),

@@ -40,7 +40,6 @@ import {
   STANDBY_REFILL_DELAY_MS,
   standbyHandedOver,
   standbyLost,
-  takeStandby,
   type Standby,
   standbyJobs,
 } from '../instances/index.js';
@@ -52,6 +51,7 @@ import { createLifecycleMail } from './subscription-mail.js';
 import { assertState, DEPLOYABLE_STATES, lockSubscription, setSubscriptionState, subscriptionUrl } from './subscription-service.js';
 import { queueInstanceSync } from './subscription-instance-sync.js';
 import { supportContact } from './subscription-suspension-page.js';
+import { placeSubscription, recordedPlace } from './subscription-placement.js';
 
 export interface DeploymentResult {
   subscription_id: number;
@@ -65,6 +65,7 @@ export interface DeploymentResult {
 export type DeploymentStep =
   | 'connecting'
   | 'removing_leftovers'
+  | 'placing'
   | 'taking_standby'
   | 'creating_database'
   | 'tenant_role'
@@ -109,9 +110,9 @@ export async function deploySubscription(
   const run: Run = { ctx, sub, databaseName: sub.database_name!, author, audit: actorFields(actor), report, made, stepsStarted: 0 };
   try {
     await report({ step: 'connecting' });
-    const source = await sourceOf(ctx, sub);
-    await removeEarlierAttempt(run, source);
-    const standby = await standbyFor(ctx, sub, source.template.id);
+    const template = await sourceOf(ctx, sub);
+    await removeEarlierAttempt(run, template);
+    const { source, standby } = await placeInstance(run, template);
     const password = newPassword();
     const { limitsReadAt, uid } = await makeInstance(run, source, standby, password);
     if (hostsOdoo(source.root)) await signIn(run, source.root, source, uid, password);
@@ -158,9 +159,9 @@ async function sourceOf(ctx: Ctx, sub: Subscription) {
       })
     : null;
   if (!template) throw new UserError('The subscription has no database template to deploy from');
-  const server = template.postgresql_server;
   // Packages are apps: a template known to lack the subscription's modules deploys nothing (nor do its standbys).
   assertTemplateHasPackages(template, sub.packages);
+  const server = template.postgresql_server;
   const partner = await ctx.db.partner.findUniqueOrThrow({ where: { id: sub.partner_id } });
   const url = subscriptionUrl(ctx.config, { database_name: sub.database_name, database_dropped_at: null })!;
   return { template, server, root: template.root_server, where: serverWhere(server), partner, url };
@@ -174,21 +175,39 @@ async function step<T>(run: Run, name: DeploymentStep, input: string, work: () =
   return runLoggedStep(run.ctx.db, entry, work, output);
 }
 
-/** An earlier attempt that died after making its database: what it made is removed first. */
-async function removeEarlierAttempt(run: Run, source: Source) {
+/** An earlier attempt that died after making its database: what it made is removed first (where that attempt placed it). */
+async function removeEarlierAttempt(run: Run, template: Source) {
   const leftover = leftoverOf(run.sub);
   if (!leftover) return;
+  const source = (await recordedPlace(run.ctx, run.sub)) ?? template;
   await step(run, 'removing_leftovers', `remove what an earlier attempt made: database ${run.databaseName} on ${source.where}`, () =>
     removeLeftovers(run.ctx, source, leftover, run.audit),
   );
   await forgetDatabase(run.ctx, run.sub.id);
 }
 
-/** A ready standby of the trial's package made from this template, taken for this subscription; null for none. */
-async function standbyFor(ctx: Ctx, sub: Subscription, templateId: number) {
-  if (!sub.is_trial) return null;
-  const request = await ctx.db.trialRequest.findFirst({ where: { subscription_id: sub.id }, select: { trial_package_id: true } });
-  return request?.trial_package_id ? takeStandby(ctx.db, request.trial_package_id, templateId) : null;
+/**
+ * Where the instance goes (subscription-placement.ts): a ready standby on a healthy host, else the
+ * host placement picks, recorded on the subscription. The choice and why are this step's output.
+ */
+async function placeInstance(run: Run, template: Source) {
+  const placed = await step(
+    run,
+    'placing',
+    `choose the host of ${run.databaseName} among those with template ${template.template.template_db_name} ready`,
+    () => placeSubscription(run.ctx, run.sub, template.template.id),
+    (p) => p.text,
+  );
+  // The template as it is on the chosen host: its own there, or its copy (src/pools), which is what is copied.
+  const source = {
+    ...template,
+    template: placed.templateHost.template,
+    server: placed.server,
+    root: placed.root,
+    where: serverWhere(placed.server),
+    templateHost: placed.templateHost,
+  };
+  return { source, standby: placed.standby };
 }
 
 /**
@@ -384,7 +403,7 @@ function markRunning(run: Run, source: Source, standby: Standby | null, limitsRe
       database_created_at: new Date(),
       // Where it lives from now on (a move changes it): the servers its database was made on.
       postgresql_server_id: standby ? standby.postgresql_server_id : source.server.id,
-      root_server_id: standby ? standby.root_server_id : source.template.root_server_id,
+      root_server_id: standby ? standby.root_server_id : (source.root?.id ?? null),
       suspended_at: null,
       suspend_reason: null,
       instance_sync_pending_at: pending,
