@@ -99,7 +99,7 @@ describe('the mails', () => {
     const sub = await trial(email, { trial_end_date: iso(Date.now() + 10 * DAY), grace_end_date: iso(Date.now() + 17 * DAY) });
     const ready = await smtp.waitFor(email);
     expect(subjectOf(ready)).toBe('Your trial is ready');
-    expect(textOf(ready)).toContain(`http://${sub.database_name}.localhost:8069`);
+    expect(textOf(ready)).toContain(`http://${sub.database_name}.localhost`);
     expect(textOf(ready)).toMatch(/The trial runs until \d{1,2} \w+ \d{4}, \d\d:\d\d UTC\. We will remind you 3 days before it ends\./);
     expect(ready.raw).toMatch(/Content-Type: text\/html/i);
     expect((await get(t, sub.id)).trial_ready_sent_at).not.toBeNull();
@@ -274,7 +274,7 @@ describe('end to end', () => {
     const request_ = await t.ctx.db.trialRequest.findFirstOrThrow({ where: { email } });
     const id = request_.subscription_id!;
     let sub = await get(t, id);
-    expect(sub).toMatchObject({ state: 'running', is_trial: true, url: `http://${sub.database_name}.localhost:8069` });
+    expect(sub).toMatchObject({ state: 'running', is_trial: true, url: `http://${sub.database_name}.localhost` });
     expect(textOf(ready)).toContain(sub.url as string);
     expect(await canConnect(sub.database_name)).toBe(true);
 

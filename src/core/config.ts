@@ -113,10 +113,11 @@ const envSchema = z.object({
     .regex(/^\/[A-Za-z0-9._/-]*$/, 'an absolute path (letters, digits and . _ - / only)')
     .default('/opt/odoo')
     .transform((v) => (v.length > 1 ? v.replace(/\/+$/, '') : v)),
-  // Address of a customer's instance: {database_name} is replaced by the subscription's.
+  // Address of a customer's instance: {database_name} is replaced by the subscription's. setup_proxy
+  // serves its host pattern on each Odoo host (Caddy on port 80, or 443 with on-demand TLS for https).
   SUBSCRIPTION_URL: z
     .string()
-    .default('http://{database_name}.localhost:8069')
+    .default('http://{database_name}.localhost')
     .refine((v) => v.includes('{database_name}'), 'must contain {database_name}')
     .refine(
       (v) => isUrl(v.replaceAll('{database_name}', 'db'), ['http:', 'https:']),
@@ -126,7 +127,7 @@ const envSchema = z.object({
   // staging domain, never a customer's.
   STAGING_URL: z
     .string()
-    .default('http://{database_name}.staging.localhost:8069')
+    .default('http://{database_name}.staging.localhost')
     .refine((v) => v.includes('{database_name}'), 'must contain {database_name}')
     .refine(
       (v) => isUrl(v.replaceAll('{database_name}', 'db'), ['http:', 'https:']),
@@ -197,6 +198,15 @@ const envSchema = z.object({
     .default('https://acme-v02.api.letsencrypt.org/directory'),
   // The ACME account's contact (expiry and policy mails from the CA).
   ACME_EMAIL: optionalString.pipe(z.email().optional()),
+  // The tenants' own https addresses: unset = a certificate per tenant by Caddy's on-demand TLS
+  // (svc's ask endpoint decides); else Caddy's DNS provider line (`cloudflare {env.CF_API_TOKEN}`)
+  // for one wildcard certificate through the DNS-01 challenge (a Caddy with that module).
+  TENANT_TLS_DNS: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[a-z0-9_]+( [A-Za-z0-9_.:{}-]+)*$/, 'a DNS provider and its arguments: letters, digits, spaces and _ . - : { } only')
+      .optional(),
+  ),
   // A PEM file on this machine, copied to the Odoo host for Caddy's acme_ca_root: the root of a
   // private ACME server's own HTTPS certificate (Pebble in tests).
   ACME_CA_ROOT_PEM: optionalString,

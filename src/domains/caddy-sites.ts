@@ -14,7 +14,9 @@ import {
   CADDY_VALIDATE,
   underCaddyLock,
   formatResult,
+  HOST_SECRET_HEADER,
   type RemoteSession,
+  TENANT_HEADER_SPELLINGS,
 } from '../servers/index.js';
 import { geventPortOf } from '../odoo/index.js';
 import { HOSTNAME } from './hostname.js';
@@ -42,25 +44,14 @@ export function siteFileOf(site: Site): string {
   return `${CADDY_SITES_DIR}/${database}--${hostname}.caddy`;
 }
 
+const DROP_SPELLINGS = [...TENANT_HEADER_SPELLINGS, HOST_SECRET_HEADER].map((name) => `\t\theader_up -${name}`);
+
 /**
  * The file's contents: a site served over HTTPS (Caddy obtains its certificate) in front of Odoo.
  * The web client's /websocket goes to Odoo's evented port where Odoo runs workers (there the HTTP
  * workers refuse it); Odoo without workers serves it on its HTTP port and has no evented port,
  * so a refused connection there falls back to the HTTP port (and the evented one rests 30 s).
  */
-/**
- * The spellings of the tenant header a client could send besides the one the site sets: Caddy
- * passes a header whose name holds `_`, and a WSGI server may read `X_Odoo_Database` as
- * HTTP_X_ODOO_DATABASE (svc's addon also drops such headers before Odoo reads them).
- */
-export const TENANT_HEADER_SPELLINGS = ['X_Odoo_Database', 'X-Odoo_Database', 'X_Odoo-Database'] as const;
-/**
- * Removed too: the host's secret, which only svc's own calls on the host carry (svc_instance then
- * serves them templates and standbys): a client's, were it ever known, never reaches Odoo.
- */
-export const HOST_SECRET_HEADER = 'X-Svc-Host-Secret';
-const DROP_SPELLINGS = [...TENANT_HEADER_SPELLINGS, HOST_SECRET_HEADER].map((name) => `\t\theader_up -${name}`);
-
 export function siteConfig(site: Site): string {
   const { hostname, database, odooPort } = checked(site);
   return [

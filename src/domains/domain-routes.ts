@@ -1,5 +1,6 @@
 // /api/v1/domains (read: user; write and actions: operator): customer domains, and the action
-// verify (202, a job) that makes one live once its DNS points at the Odoo host.
+// verify (202, a job) that makes one live once its DNS points at the Odoo host; and Caddy's
+// on-demand TLS question (public: tls-ask.ts).
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { action, registerActions } from '../core/http/actions.js';
@@ -7,9 +8,11 @@ import { registerCrud } from '../core/http/crud.js';
 import { domainModel } from './domain-models.js';
 import { domainCreate, domainFilters, domainOut, domainUpdate } from './domain-schemas.js';
 import { createDomainService } from './domain-service.js';
+import { registerTlsAskRoute } from './tls-ask.js';
 
 export function registerDomainRoutes(app: FastifyInstance, ctx: AppContext) {
   const service = createDomainService(ctx);
+  registerTlsAskRoute(app, ctx);
   registerCrud(app, {
     path: '/domains',
     model: domainModel,

@@ -47,8 +47,8 @@ export function odooLayout(base: string, port: number): OdooLayout {
   };
 }
 
-/** Odoo's own gevent (longpolling) port in prefork mode: 3 above its HTTP port, as 8069 and 8072. */
-export const geventPortOf = (httpPort: number) => httpPort + 3;
+// Odoo's gevent (longpolling) port: the rule lives with the Caddy sites that proxy /websocket to it.
+export { geventPortOf } from '../servers/index.js';
 
 /** The interpreter that sees the Debian python3-* packages (another python3 may come first on PATH). */
 export const PYTHON = '/usr/bin/python3';

@@ -25,6 +25,21 @@ const CADDY_DEFAULT_ADMIN = 'localhost:2019';
 /** The first line of the main Caddyfile, which tells it from one the operator wrote. */
 const WRITTEN_BY = '# Written by svc (setup_proxy)';
 
+/** Odoo's own gevent (longpolling) port in prefork mode: 3 above its HTTP port, as 8069 and 8072. */
+export const geventPortOf = (httpPort: number) => httpPort + 3;
+
+/**
+ * The spellings of the tenant header a client could send besides the one the site sets: Caddy
+ * passes a header whose name holds `_`, and a WSGI server may read `X_Odoo_Database` as
+ * HTTP_X_ODOO_DATABASE (svc's addon also drops such headers before Odoo reads them).
+ */
+export const TENANT_HEADER_SPELLINGS = ['X_Odoo_Database', 'X-Odoo_Database', 'X_Odoo-Database'] as const;
+/**
+ * Removed too: the host's secret, which only svc's own calls on the host carry (svc_instance then
+ * serves them templates and standbys): a client's, were it ever known, never reaches Odoo.
+ */
+export const HOST_SECRET_HEADER = 'X-Svc-Host-Secret';
+
 /** The whole configuration as Caddy would load it: exit status 0 when valid. */
 export const CADDY_VALIDATE = `caddy validate --config ${CADDYFILE} --adapter caddyfile`;
 /**
@@ -51,15 +66,20 @@ interface MainCaddyfileOptions {
   acmeEmail?: string;
   /** Whether CADDY_ACME_ROOT is written (a private ACME server). */
   acmeRoot: boolean;
+  /** The tenants' own addresses (tenant-sites.ts), '' for none. */
+  tenantSites?: string;
+  /** svc's answer to "may Caddy obtain a certificate for this name?" (on-demand TLS), when a tenant site uses it. */
+  onDemandAsk?: string;
 }
 
-/** The main Caddyfile: the ACME account, the log the service reads, and the customer sites. */
+/** The main Caddyfile: the ACME account, the log the service reads, the customer sites and the tenants' own addresses. */
 export function mainCaddyfile(o: MainCaddyfileOptions): string {
   const global = [
     `\tadmin unix/${CADDY_ADMIN_SOCKET}`,
     o.acmeEmail ? `\temail ${o.acmeEmail}` : null,
     `\tacme_ca ${o.acmeCaUrl}`,
     o.acmeRoot ? `\tacme_ca_root ${CADDY_ACME_ROOT}` : null,
+    ...(o.onDemandAsk ? ['\ton_demand_tls {', `\t\task ${o.onDemandAsk}`, '\t}'] : []),
     '\tlog {',
     `\t\toutput file ${CADDY_LOG}`,
     '\t\tformat json',
@@ -73,6 +93,7 @@ export function mainCaddyfile(o: MainCaddyfileOptions): string {
     '',
     `import ${CADDY_SITES_DIR}/*.caddy`,
     '',
+    ...(o.tenantSites ? [o.tenantSites] : []),
   ].join('\n');
 }
 

@@ -184,7 +184,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     },
 
     async root_server_setup_proxy(payload, job) {
-      return setupStep('setup_proxy', payload, job, (session) => setupProxy(ctx.config, session, job));
+      return setupStep('setup_proxy', payload, job, (session, server) => setupProxy(ctx.config, server, session, job));
     },
   };
 }

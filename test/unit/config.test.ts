@@ -24,7 +24,7 @@ describe('config', () => {
       FCM_API_URL: 'https://fcm.googleapis.com',
       JOB_LOCK_MS: 30_000,
       JOB_STALLED_INTERVAL_MS: 30_000,
-      SUBSCRIPTION_URL: 'http://{database_name}.localhost:8069',
+      SUBSCRIPTION_URL: 'http://{database_name}.localhost',
       BACKUP_WAIT_MS: 3_600_000,
       BACKUP_POLL_MS: 2_000,
     });
@@ -55,6 +55,8 @@ describe('config', () => {
     ['JOB_STALLED_INTERVAL_MS', '0'],
     ['SUBSCRIPTION_URL', 'https://odoo.example.com'],
     ['SUBSCRIPTION_URL', 'ftp://{database_name}.example.com'],
+    ['TENANT_TLS_DNS', 'cloudflare x\n}\nhttp://evil {'],
+    ['TENANT_TLS_DNS', 'cloudflare "token"'],
     ['BACKUP_WAIT_MS', '0'],
   ])('refuses %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
