@@ -171,6 +171,11 @@ describe('the trial page after the correct code', () => {
     expect(await svcTablesHolding(token)).toEqual([]);
     expect(await svcTablesHolding(sha256(token))).toEqual([]);
 
+    // A HEAD mints nothing.
+    expect((await t.app.inject({ method: 'HEAD', url: '/saas/trial/progress', headers: { cookie: visitor.cookie! } })).statusCode).toBe(
+      200,
+    );
+    expect(await queryIn(sub.database_name!, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 1 }]);
     // Each page served mints its own link; the addon's statement takes a row once, and not once expired.
     const again = tokenIn((await visitor.open('/saas/trial/progress')).html)!;
     expect(again).not.toBe(token);

@@ -58,7 +58,8 @@ export function createTrialProgressPages(ctx: AppContext, kit: TrialPageKit, vis
     if (!p) return kit.message(req, reply, 404, NOT_FOLLOWED);
     // A page with a sign-in token, or a state that changes, is never kept by a cache.
     reply.header('cache-control', 'no-store');
-    const link = p.state === 'ready' ? await progress.signInLink(requestId) : null;
+    // A HEAD (a link checker, a prefetch) mints nothing.
+    const link = p.state === 'ready' && req.method !== 'HEAD' ? await progress.signInLink(requestId) : null;
     const live = WAITING.includes(p.state);
     allowOnPage(reply, { script: live || link ? script : undefined, formOrigins: link ? [formSource(link.action)] : [] });
     const heading = verified ? 'Thank you!' : `Your ${p.packageName} trial`;
