@@ -61,6 +61,35 @@ function listed(judged: readonly Judged[]): string[] {
   return lines;
 }
 
+/**
+ * The figures of a pool's hosts, kept per process for FIGURES_MAX_AGE_MS and brought up to date by
+ * each placement with what it read under the chosen host's lock: reading 200 hosts' tenants for
+ * every decision cost more than the decision's budget. A stale figure only orders the candidates
+ * (the host's room is read again under its lock), and a pool that looks full is read again before
+ * the deployment is refused.
+ */
+const figureCache = new Map<string, { at: number; hosts: Map<number, HostFigures> }>();
+const FIGURES_MAX_AGE_MS = 5_000;
+
+async function figuresOf(db: Db, key: string, all: readonly Candidate[], fresh: boolean, now: Date, except?: number) {
+  const cached = figureCache.get(key);
+  if (!fresh && cached && Date.now() - cached.at < FIGURES_MAX_AGE_MS) return { hosts: cached.hosts, cached: true };
+  const hosts = new Map((await loadHosts(db, all as (Candidate & { root_server_id: number })[], now, except)).map((h) => [h.id, h]));
+  if (figureCache.size > 1000) figureCache.clear();
+  figureCache.set(key, { at: Date.now(), hosts });
+  return { hosts, cached: false };
+}
+
+/** What a placement read of a host under its lock (and the tenant it added there) replaces in the cached figures. */
+function noteHost(key: string, host: HostFigures, placed: boolean, now: Date) {
+  const entry = figureCache.get(key);
+  if (!entry) return;
+  entry.hosts.set(
+    host.id,
+    placed ? { ...host, tenants: host.tenants + 1, tenants_since_sample: host.tenants_since_sample + 1, last_placed_at: now } : host,
+  );
+}
+
 /** Places one tenant: the host chosen and recorded through `reserve`; a NoRoomError when none fits. */
 export async function place<C extends Candidate>(db: Db, req: PlaceRequest<C>, now = new Date()): Promise<Decision<C>> {
   const withHost = req.candidates.filter((c): c is C & { root_server_id: number } => c.root_server_id !== null);
@@ -75,13 +104,25 @@ export async function place<C extends Candidate>(db: Db, req: PlaceRequest<C>, n
     db,
     withHost.map((c) => c.root_server_id),
   );
+  const key = withHost.map((c) => c.root_server_id).join(',');
   // Hosts found full under their lock (another placement took the room meanwhile), with why.
   const lost = new Map<number, Judged>();
+  let fresh = false;
   for (;;) {
     const open = withHost.filter((c) => !lost.has(c.root_server_id));
-    const { fits, left } = judge(await loadHosts(db, open, now, req.exceptSubscription), tenantDisk);
+    const figures = await figuresOf(db, key, withHost, fresh, now, req.exceptSubscription);
+    const { fits, left } = judge(
+      open.flatMap((c) => figures.hosts.get(c.root_server_id) ?? []),
+      tenantDisk,
+    );
     const out = [...left, ...lost.values()];
     const best = fits[0];
+    if (!best && figures.cached) {
+      // Before refusing: the pool as it is now (a host uncordoned or given room meanwhile).
+      fresh = true;
+      lost.clear();
+      continue;
+    }
     if (!best)
       throw new NoRoomError(
         req.what,
@@ -96,6 +137,7 @@ export async function place<C extends Candidate>(db: Db, req: PlaceRequest<C>, n
       await req.reserve(tx, chosen, again!);
       return judged.fits[0]!;
     });
+    if (taken) noteHost(key, taken.host, taken.reason === null, now);
     if (taken && taken.reason === null) {
       const text = [
         `${req.what}: ${hostLabel(taken.host)} — the least filled of ${fits.length} host(s) that fit (fill ${(taken.fill.fill * 100).toFixed(1)} %, a new tenant counted at ${(tenantDisk / 1024 ** 2).toFixed(0)} MB of disk)`,
