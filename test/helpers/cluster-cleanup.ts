@@ -29,6 +29,7 @@ const RECORDED_DATABASES = [
   'SELECT database_name AS name FROM staging_instances',
   'SELECT database_name AS name FROM subscription_moves',
   'SELECT template_db_name AS name FROM database_templates',
+  'SELECT database_name AS name FROM database_template_copies',
   // Safety copies (rollouts, template updates, staging refreshes) a run may leave recorded.
   'SELECT safety_copy AS name FROM rollout_tenants WHERE safety_copy IS NOT NULL',
   'SELECT update_safety_copy AS name FROM database_templates WHERE update_safety_copy IS NOT NULL',
