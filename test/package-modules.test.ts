@@ -248,6 +248,9 @@ describe('build and the host', () => {
       try {
         expect(await listHostModules(t.ctx, session, host.id, layout)).toEqual(['base', 'crm', 'svc_instance', 'web']);
         expect((await call('GET', `/api/v1/root-servers/${host.id}`)).json().odoo_modules).toEqual(['base', 'crm', 'svc_instance', 'web']);
+        // A configuration without addons_path (not setup_odoo's): nothing listed, nothing refused for it.
+        await writeFile(odooLayout(dir, 18_997).config, '[options]\ndb_user = x\n');
+        expect(await listHostModules(t.ctx, session, host.id, odooLayout(dir, 18_997))).toEqual([]);
         // No configuration: the step fails saying so.
         await expect(listHostModules(t.ctx, session, host.id, odooLayout(dir, 18_998))).rejects.toThrow(
           /No Odoo configuration at .*odoo-18998\.conf/,

@@ -67,9 +67,14 @@ export async function buildModules(db: Pick<DbTx, 'trialPackage'>, templateId: n
   return sorted([...ALWAYS_INSTALLED, ...asked, ...(await packageModulesOf(db, templateId))]);
 }
 
-/** The names of `wanted` a host's Odoo does not have; none when its list is not known. */
+/**
+ * The names of `wanted` a host's Odoo does not have; none when its list is not known. What svc
+ * always installs is not asked of the list: every Odoo has base and web, and setup_odoo ships svc's addon.
+ */
 export const notOnHost = (available: readonly string[], wanted: readonly string[]) =>
-  available.length === 0 ? [] : sorted(wanted.filter((m) => !available.includes(m)));
+  available.length === 0
+    ? []
+    : sorted(wanted.filter((m) => !available.includes(m) && !(ALWAYS_INSTALLED as readonly string[]).includes(m)));
 
 /** The names of `wanted` a template lacks; none when its modules are not known. */
 export const notInTemplate = (template: { modules: readonly string[] }, wanted: readonly string[]) =>

@@ -1,11 +1,11 @@
 # Prints the Odoo modules an Odoo service of this host can install: one `module=<name>` line for each
 # folder holding a __manifest__.py in a directory of its configuration's addons_path (Odoo's own rule
 # for a module). Argument: the configuration file. Exit code 3 (with a message on stderr): no such
-# file or no addons_path in it. Run as root (the file is root:odoo 0640).
+# file. A configuration without addons_path (not one setup_odoo wrote) lists nothing: not known.
+# Run as root (the file is root:odoo 0640).
 config="$1"
 [ -r "$config" ] || { echo "No Odoo configuration at $config: run setup_odoo" >&2; exit 3; }
 paths=$(sed -n 's/^addons_path *= *//p' "$config" | tail -n 1)
-[ -n "$paths" ] || { echo "No addons_path in $config" >&2; exit 3; }
 IFS=','
 for dir in $paths; do
   for manifest in "$dir"/*/__manifest__.py; do
