@@ -87,6 +87,7 @@ describe('crash recovery per queue', () => {
       rollouts: 'rerun',
       staging: 'rerun',
       moves: 'rerun',
+      pools: 'rerun',
     });
   });
 
