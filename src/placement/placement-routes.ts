@@ -73,7 +73,7 @@ const cordonBody = z
       .trim()
       .min(1)
       .max(500)
-      .regex(/^\P{Cc}*$/u, 'one line of text')
+      .refine((v) => !/\p{Cc}/u.test(v), 'one line of text, no control characters')
       .optional(),
   })
   .strict()

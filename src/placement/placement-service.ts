@@ -62,22 +62,39 @@ function listed(judged: readonly Judged[]): string[] {
 }
 
 /**
- * The figures of a pool's hosts, kept per process for FIGURES_MAX_AGE_MS and brought up to date by
+ * The figures of a pool's hosts, kept per process (read again behind a placement once older than
+ * FIGURES_MAX_AGE_MS, before it once older than FIGURES_STALE_MS) and brought up to date by
  * each placement with what it read under the chosen host's lock: reading 200 hosts' tenants for
  * every decision cost more than the decision's budget. A stale figure only orders the candidates
  * (the host's room is read again under its lock), and a pool that looks full is read again before
  * the deployment is refused.
  */
-const figureCache = new Map<string, { at: number; hosts: Map<number, HostFigures> }>();
+const figureCache = new Map<string, { at: number; hosts: Map<number, HostFigures>; refreshing: boolean }>();
 const FIGURES_MAX_AGE_MS = 5_000;
+/** Older than this, a placement waits for the pool's figures; younger, they are read again behind it. */
+const FIGURES_STALE_MS = 30_000;
+
+async function readFigures(db: Db, key: string, all: readonly Candidate[], now: Date, except?: number) {
+  const hosts = new Map((await loadHosts(db, all as (Candidate & { root_server_id: number })[], now, except)).map((h) => [h.id, h]));
+  if (figureCache.size > 1000) figureCache.clear();
+  figureCache.set(key, { at: Date.now(), hosts, refreshing: false });
+  return hosts;
+}
 
 async function figuresOf(db: Db, key: string, all: readonly Candidate[], fresh: boolean, now: Date, except?: number) {
   const cached = figureCache.get(key);
-  if (!fresh && cached && Date.now() - cached.at < FIGURES_MAX_AGE_MS) return { hosts: cached.hosts, cached: true };
-  const hosts = new Map((await loadHosts(db, all as (Candidate & { root_server_id: number })[], now, except)).map((h) => [h.id, h]));
-  if (figureCache.size > 1000) figureCache.clear();
-  figureCache.set(key, { at: Date.now(), hosts });
-  return { hosts, cached: false };
+  const age = cached ? Date.now() - cached.at : Number.POSITIVE_INFINITY;
+  if (!fresh && cached && age < FIGURES_STALE_MS) {
+    // Past their age, read again behind this placement (one reading at a time), not before it.
+    if (age >= FIGURES_MAX_AGE_MS && !cached.refreshing) {
+      cached.refreshing = true;
+      readFigures(db, key, all, new Date()).catch(() => {
+        cached.refreshing = false;
+      });
+    }
+    return { hosts: cached.hosts, cached: true };
+  }
+  return { hosts: await readFigures(db, key, all, now, except), cached: false };
 }
 
 /** What a placement read of a host under its lock (and the tenant it added there) replaces in the cached figures. */
