@@ -306,6 +306,34 @@ describe('drain', () => {
     expect(await t.ctx.db.subscriptionMove.count({ where: { from_root_server_id: host.id } })).toBe(1);
   });
 
+  it('stop_drain: no further move starts, the drain is stopped, the host stays cordoned; 409 when none runs', async () => {
+    const host = await poolHost();
+    const sub = subs[0]!;
+    await t.ctx.db.subscription.update({ where: { id: sub.id }, data: { root_server_id: host.id, operation: 'move' } });
+    await t.ctx.db.subscriptionMove.create({
+      data: {
+        subscription_id: sub.id,
+        database_name: 'x',
+        from_postgresql_server_id: f.fx.serverId,
+        from_root_server_id: host.id,
+        to_postgresql_server_id: f.fx.serverId,
+        to_root_server_id: f.rootServerId,
+        created_at: new Date(Date.now() + 60_000),
+      },
+    });
+    const started = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${host.id}/actions/drain` });
+    expect(started.statusCode, started.body).toBe(202);
+    const stop = () => request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${host.id}/actions/stop_drain` });
+    const stopped = await stop();
+    expect(stopped.statusCode, stopped.body).toBe(200);
+    expect(stopped.json()).toMatchObject({ state: 'stopped', moved: 0 });
+    const job = await waitForJob(t.app, t.as.user, started.json().job_id, 60_000);
+    expect(job.state, job.error).toBe('completed');
+    expect(job.result).toMatchObject({ state: 'stopped' });
+    expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id } })).cordoned_at).not.toBeNull();
+    expect((await stop()).statusCode).toBe(409);
+  });
+
   it('a host that runs no Odoo: 409', async () => {
     const {
       id: _i,

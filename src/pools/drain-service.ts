@@ -147,6 +147,23 @@ export function createDrains(ctx: AppContext) {
 
     list: (hostId: number) => db.hostDrain.findMany({ where: { root_server_id: hostId }, orderBy: { id: 'desc' } }),
 
+    /** Stops the running drain: no further move starts; those under way finish (or fail) on their own. The host stays cordoned. */
+    async stop(hostId: number, userId: number | null) {
+      if (!(await db.rootServer.findUnique({ where: { id: hostId }, select: { id: true } }))) throw new NotFoundError('Root server');
+      const drain = await db.hostDrain.findFirst({ where: { root_server_id: hostId, state: 'draining' } });
+      if (!drain) throw new ConflictError(`Root server ${hostId} has no drain under way`);
+      const look = await lookAtDrain(db, drain);
+      const stopped = await db.hostDrain.update({
+        where: { id: drain.id },
+        data: { state: 'stopped', moved: look.moved, failed_subscription_ids: look.failed, finished_at: new Date() },
+      });
+      await note(
+        hostId,
+        `Drain ${drain.id} stopped${userId ? ` by user ${userId}` : ''}: ${look.moved} tenant(s) moved, ${look.moving.length} move(s) under way finish on their own, ${look.left.length} tenant(s) still here. The host stays cordoned.`,
+      );
+      return stopped;
+    },
+
     async run(payload: Payload, job: Job, lookEveryMs = LOOK_EVERY_MS) {
       const first = await db.hostDrain.findUnique({ where: { id: payload.drain_id } });
       if (first?.state !== 'draining') return { drain_id: payload.drain_id, state: first?.state ?? 'gone' };

@@ -61,6 +61,13 @@ export function registerPoolRoutes(parent: FastifyInstance, ctx: AppContext) {
         response: 'job',
         run: ({ id, body, author, user }) => drains.request(id, body?.batch_size, author, user.id),
       }),
+      stop_drain: action({
+        summary: "Stop an Odoo host's drain",
+        description:
+          'No further move of the drain starts; moves under way finish (or fail) on their own. The drain is `stopped`; the host stays cordoned (`uncordon` to take tenants again, `drain` to go on). 409 when no drain is under way.',
+        response: drain,
+        run: ({ id, user }) => drains.stop(id, user.id),
+      }),
     },
   });
 
