@@ -144,7 +144,19 @@ async function records() {
   }
 }
 
+/** Whether a Caddy runs on this machine (setup_proxy starts the system's one when none does). */
+function caddyRuns(): boolean {
+  try {
+    execFileSync('pgrep', ['-x', 'caddy'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+let caddyBefore = true;
+
 beforeAll(async () => {
+  caddyBefore = caddyRuns();
   before = await clusterSnapshot();
   work = await mkdtemp(path.join(tmpdir(), 'svc-quickstart-'));
   await chmod(work, 0o755);
@@ -167,6 +179,14 @@ afterAll(async () => {
     const exited = new Promise((r) => service!.once('exit', r));
     process.kill(-service.pid, 'SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
+  }
+  // The Caddy setup_proxy started for this run, when none ran before it (through its admin socket).
+  if (!caddyBefore && caddyRuns()) {
+    try {
+      execFileSync('caddy', ['stop', '--address', 'unix//var/lib/caddy/svc-admin/admin.sock'], { stdio: 'ignore' });
+    } catch {
+      console.error('the Caddy setup_proxy started could not be stopped through its admin socket');
+    }
   }
   const problems = await dropWhatWasMade([svcDb], before);
   if (problems.length > 0) console.error(`not dropped:\n  ${problems.join('\n  ')}`);
