@@ -1,0 +1,202 @@
+// The trial straight into Odoo, on the real Odoo, for each tarball of ODOO_SOURCE: in Chromium a
+// visitor fills the trial form, enters the mailed code and ends up inside their own Odoo's web
+// client, signed in as the customer, without typing a password, through the instance's own address
+// (SUBSCRIPTION_URL: <database>.localhost on a relay in front of the host's Odoo, whose dbfilter
+// ^%d$ finds the database by that name, as the proxy's address would). The link used twice,
+// expired or altered shows Odoo's login page; the token is in no line of Odoo's log. Odoo ports
+// 20000-20199: 20000 + 100 per tarball, the relay on 20199.
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { request } from '../test/helpers/api.js';
+import { queryIn } from '../test/helpers/odoo-template.js';
+import { codeFrom, useSmtpServer } from '../test/helpers/smtp.js';
+import { odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+
+const sources = odooSources();
+const RELAY_PORT = 20199;
+const smtp = useSmtpServer();
+const f = useOdooFixture({
+  get SMTP_URL() {
+    return smtp.url;
+  },
+  SUBSCRIPTION_URL: `http://{database_name}.localhost:${RELAY_PORT}`,
+} as Record<string, string>);
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+/** The instances' address: a relay to the Odoo of the tarball under test. */
+const relay = { target: 0, server: null as net.Server | null, sockets: new Set<net.Socket>() };
+let browser: Browser;
+let baseUrl: string;
+
+beforeAll(async () => {
+  relay.server = net.createServer((client) => {
+    const upstream = net.connect(relay.target, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      relay.sockets.add(s);
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+      s.on('close', () => relay.sockets.delete(s));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => relay.server!.listen(RELAY_PORT, '127.0.0.1', resolve));
+  baseUrl = await f.t.app.listen({ port: 0, host: '127.0.0.1' });
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+  for (const s of relay.sockets) s.destroy();
+  await new Promise<void>((resolve) => (relay.server ? relay.server.close(() => resolve()) : resolve()));
+});
+
+/** The web client is there and its session is the customer's (asked from inside the page). */
+async function signedInAs(page: Page) {
+  await page.locator('.o_main_navbar').waitFor({ timeout: 180_000 });
+  return page.evaluate(async () => {
+    const res = await fetch('/web/session/get_session_info', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: {} }),
+    });
+    const { result } = await res.json();
+    return { uid: result.uid as number, login: result.username as string };
+  });
+}
+
+/** Posts `token` to the instance's sign-in route from a page of its own (a browser with no session there). */
+async function postToken(context: BrowserContext, action: string, token: string) {
+  const page = await context.newPage();
+  await page.goto(`${baseUrl}/healthz`);
+  await page.setContent(`<form method="post" action="${action}"><input name="token" value="${token}"><button>go</button></form>`);
+  await Promise.all([page.waitForURL(/\/web\/login/, { timeout: 60_000 }).catch(() => {}), page.click('button')]);
+  return page;
+}
+
+/** Odoo's login page, and nothing else: its form, no web client. */
+async function expectLoginPage(page: Page) {
+  await page.locator('input[name="login"]').waitFor({ timeout: 60_000 });
+  expect(new URL(page.url()).pathname).toBe('/web/login');
+  expect(await page.locator('.o_main_navbar').count()).toBe(0);
+}
+
+describe.each(sources.map((s, i) => ({ ...s, port: 20000 + 100 * i })))('the trial straight into Odoo $name', (src) => {
+  test(
+    'form, mailed code, and inside the web client signed in as the customer; the link used twice, expired or altered shows the login page',
+    async () => {
+      relay.target = src.port;
+      const version = await f.newVersion({
+        name: `${src.name}-straight`,
+        source_url: `file://${src.file}`,
+        source_sha256: src.sha256,
+        os_packages: packagesOf(src.series),
+        server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      });
+      const host = await f.newHost();
+      const setup = await f.runJob(host, 'setup_odoo', {
+        odoo_version_id: version.id,
+        postgresql_server_id: f.pgServerId,
+        http_port: src.port,
+        workers: 0,
+        max_cron_threads: 0,
+      });
+      expect(setup.state, JSON.stringify(setup)).toBe('completed');
+      const template = await request(f.t.app, f.t.as.operator, {
+        method: 'POST',
+        url: '/api/v1/database-templates',
+        payload: {
+          name: `Odoo ${src.name} straight`,
+          postgresql_server_id: f.pgServerId,
+          template_db_name: `svc_odoo_s_tpl${src.series}_${Date.now().toString(36)}`,
+          root_server_id: host,
+        },
+      });
+      expect(template.statusCode, template.body).toBe(201);
+      const built = await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates');
+      expect(built.state, JSON.stringify(built)).toBe('completed');
+      const pkg = await f.t.ctx.db.trialPackage.create({
+        data: {
+          name: `Straight ${src.series}`,
+          url_string: `straight-${src.series}-${Date.now().toString(36)}`,
+          packages: [],
+          auto_run_subscription: true,
+          database_template_id: template.json().id,
+        },
+      });
+
+      const email = `straight-${src.series}-${Date.now()}@example.com`;
+      const visitor = await browser.newContext();
+      const page = await visitor.newPage();
+      const tokens: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'POST' && new URL(r.url()).pathname === '/svc/sign_in')
+          tokens.push(new URLSearchParams(r.postData() ?? '').get('token')!);
+      });
+      await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
+      await page.getByLabel('Your name').fill('Jane Doe');
+      await page.getByLabel('Company name').fill(`Straight ${src.series} ${Date.now().toString(36)}`);
+      await page.getByLabel('E-mail address').fill(email);
+      await page.getByLabel('Mobile number').fill('+49 170 1234567');
+      await page.getByLabel('Company size').selectOption('1-5');
+      await page.getByRole('button', { name: 'Send me the code' }).click();
+      await page.getByLabel('Verification code').fill(codeFrom(await smtp.waitFor(email)));
+      await page.getByRole('button', { name: 'Confirm' }).click();
+
+      // Progress, then the instance's own address, the web client, the customer's session.
+      await page.waitForURL(/\.localhost:20199\/odoo/, { timeout: 180_000 });
+      const request_ = await f.t.ctx.db.trialRequest.findFirstOrThrow({ where: { email }, include: { subscription: true } });
+      const database = request_.subscription!.database_name!;
+      const origin = `http://${database}.localhost:${RELAY_PORT}`;
+      expect(new URL(page.url()).origin).toBe(origin);
+      expect(await signedInAs(page)).toEqual({ uid: 2, login: email });
+      expect(tokens).toHaveLength(1);
+      expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 0 }]);
+
+      // Used twice: another browser posting the same token gets the login page.
+      const stranger = await browser.newContext();
+      await expectLoginPage(await postToken(stranger, `${origin}/svc/sign_in`, tokens[0]!));
+
+      // A fresh link read from the page without JavaScript (same visitor cookie), expired before it is used.
+      const noScript = await browser.newContext({ javaScriptEnabled: false });
+      await noScript.addCookies(await visitor.cookies(`${baseUrl}/saas/trial/progress`));
+      const ready = await noScript.newPage();
+      await ready.goto(`${baseUrl}/saas/trial/progress`);
+      const expiring = await ready.locator('input[name="token"]').getAttribute('value');
+      expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 1 }]);
+      await queryIn(database, "UPDATE svc_sign_in_link SET expires_at = (now() AT TIME ZONE 'UTC') - interval '1 second'");
+      await ready.getByRole('button', { name: 'Open your Odoo' }).click();
+      await expectLoginPage(ready);
+      expect(expiring).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+      // Altered: the login page, and the real token still works afterwards (the button of the page).
+      await ready.goto(`${baseUrl}/saas/trial/progress`);
+      const fresh = (await ready.locator('input[name="token"]').getAttribute('value'))!;
+      const altered = (fresh[0] === 'A' ? 'B' : 'A') + fresh.slice(1);
+      await expectLoginPage(await postToken(await browser.newContext(), `${origin}/svc/sign_in`, altered));
+      await ready.getByRole('button', { name: 'Open your Odoo' }).click();
+      await ready.waitForURL(/\/odoo/, { timeout: 60_000 });
+      expect(new URL(ready.url()).pathname).toMatch(/^\/odoo/);
+
+      // No token in Odoo's log (nor in its access log lines: the token is in the body).
+      const log = await readFile(`${f.base}/logs/odoo-${src.port}.log`, 'utf8');
+      for (const token of [tokens[0]!, expiring!, fresh, altered]) expect(log).not.toContain(token);
+      expect(log).toContain('svc: sign-in link used for db:');
+
+      await Promise.all([visitor.close(), stranger.close(), noScript.close()]);
+      // The next tarball's Odoo takes the relay's place.
+      expect((await f.runJob(host, 'stop_odoo')).state).toBe('completed');
+    },
+    30 * 60_000,
+  );
+});
