@@ -375,9 +375,13 @@ async function main() {
       runs.push(visitor());
       await sleep((SPREAD_S * 1000) / VISITORS);
     }
-    const crowd = await Promise.all(runs);
+    // A visitor that never got in is counted (and said), not the end of the bench.
+    const settled = await Promise.allSettled(runs);
+    const crowd = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const lost = settled.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message).split('\n')[0]] : []));
+    if (lost.length > 0) console.log(`  ${lost.length} of ${VISITORS} visitors never got in: ${[...new Set(lost)].join('; ')}`);
     const crowdCpu = cpuSince(crowdCpu0);
-    report(`${VISITORS} visitors within ${SPREAD_S} s, ready pool`, crowd);
+    if (crowd.length > 0) report(`${VISITORS} visitors within ${SPREAD_S} s, ready pool (${crowd.length} got in)`, crowd);
     console.log(`  deployment steps (from each step's action-log row to the next): ${await stepTimes(crowdStart)}`);
     console.log(`  CPU per visitor in the crowd: ${cpuText(crowdCpu, VISITORS)}`);
     console.log(`  Odoo's log: ${factsSince(crowdLog0, odooLogFacts(odooLog), VISITORS)}`);
@@ -396,10 +400,8 @@ async function main() {
       singles.map((r) => r.ms),
       50,
     );
-    const crowdP95 = pct(
-      crowd.map((r) => r.ms),
-      95,
-    );
+    // A visitor that never got in counts as slower than any that did.
+    const crowdP95 = pct([...crowd.map((r) => r.ms), ...lost.map(() => Number.POSITIVE_INFINITY)], 95);
     console.log(`${verdict(setupMs <= 60_000)}: setup_odoo with the packages present ${secs(setupMs)} ≤ 60 s`);
     console.log(`${verdict(buildMs <= 30_000)}: build with base ${secs(buildMs)} ≤ 30 s`);
     console.log(`${verdict(singleP50 <= 1500)}: one visitor, code → inside the web client signed in, p50 ${secs(singleP50)} ≤ 1.5 s`);
