@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { environment, loadConfig } from '../src/core/config.js';
+import { applyDomain } from '../src/quickstart/domain-env.js';
 import { clusterSnapshot, dropWhatWasMade, type ClusterSnapshot } from './helpers/cluster-cleanup.js';
 import { adminQuery, databaseUrl, REDIS_URL } from './helpers/pg.js';
 import { childEnv } from './helpers/spawn.js';
@@ -180,5 +182,29 @@ describe('quickstart with --trust-this-machine', { timeout: 10 * 60_000 }, () =>
     expect(retried(await records())).toEqual(retried(made));
     const pub = (await readFile(path.join(dir, 'data', 'ssh', 'svc_ed25519.pub'), 'utf8')).trim();
     expect((await readFile(keysFile(), 'utf8')).split('\n').filter((l) => l === pub)).toHaveLength(1);
+  });
+});
+
+describe('quickstart --domain', () => {
+  it("writes SUBSCRIPTION_URL for the tenants' domain in .env (its other lines kept), and the configuration read again has it", async () => {
+    const envDir = await mkdtemp(path.join(tmpdir(), 'svc-quickstart-env-'));
+    try {
+      await writeFile(path.join(envDir, '.env'), 'PORT=3001\nSUBSCRIPTION_URL=http://{database_name}.localhost\n');
+      const printed: string[] = [];
+      const config = loadConfig(environment(envDir, {}));
+      const after = await applyDomain(config, 'odoo.example.com', (l) => printed.push(l), envDir, {});
+      expect(after.SUBSCRIPTION_URL).toBe('https://{database_name}.odoo.example.com');
+      expect(await readFile(path.join(envDir, '.env'), 'utf8')).toBe(
+        'PORT=3001\nSUBSCRIPTION_URL=https://{database_name}.odoo.example.com\n',
+      );
+      expect(printed).toEqual([
+        `SUBSCRIPTION_URL=https://{database_name}.odoo.example.com written in ${path.join(envDir, '.env')} (--domain)`,
+      ]);
+      // Right already: nothing written.
+      expect(await applyDomain(after, 'odoo.example.com', (l) => printed.push(l), envDir, {})).toBe(after);
+      expect(printed).toHaveLength(1);
+    } finally {
+      await rm(envDir, { recursive: true, force: true });
+    }
   });
 });

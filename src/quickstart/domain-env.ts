@@ -3,13 +3,22 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Config, loadConfig } from '../core/config.js';
+import { type Config, environment, loadConfig } from '../core/config.js';
 import { QuickstartError } from './quickstart-errors.js';
 
 export const subscriptionUrlOf = (domain: string) => `https://{database_name}.${domain}`;
 
-/** Writes SUBSCRIPTION_URL for `domain` into `<dir>/.env` when it differs; answers the configuration read again. */
-export async function applyDomain(config: Config, domain: string, print: (line: string) => void, dir = process.cwd()): Promise<Config> {
+/**
+ * Writes SUBSCRIPTION_URL for `domain` into `<dir>/.env` when it differs; answers the configuration
+ * read again (from `env`, the process's environment unless given, over that file).
+ */
+export async function applyDomain(
+  config: Config,
+  domain: string,
+  print: (line: string) => void,
+  dir = process.cwd(),
+  env?: NodeJS.ProcessEnv,
+): Promise<Config> {
   const want = subscriptionUrlOf(domain);
   if (config.SUBSCRIPTION_URL === want) return config;
   const file = path.join(dir, '.env');
@@ -19,7 +28,7 @@ export async function applyDomain(config: Config, domain: string, print: (line: 
     ? before.replace(/^SUBSCRIPTION_URL=.*$/m, line)
     : `${before}${before === '' || before.endsWith('\n') ? '' : '\n'}${line}\n`;
   await writeFile(file, after);
-  const reread = loadConfig();
+  const reread = loadConfig(environment(dir, env));
   if (reread.SUBSCRIPTION_URL !== want) {
     throw new QuickstartError(
       `SUBSCRIPTION_URL is set in the environment (${reread.SUBSCRIPTION_URL}), which wins over .env: unset it, or set it to ${want}`,

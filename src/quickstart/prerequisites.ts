@@ -101,18 +101,18 @@ async function checkSource(o: QuickstartOptions): Promise<string | null> {
 }
 
 /** The login user exists here, and svc's key is in its authorized_keys or the operator lets quickstart put it there. */
-async function checkTrust(o: QuickstartOptions, key: MachineKey): Promise<string | null> {
+async function checkTrust(o: QuickstartOptions, key: MachineKey, keysFile: string): Promise<string | null> {
   const user = await localUser(o.ssh.user);
   if (!user) return `the user ${o.ssh.user} (--ssh-user) on this machine`;
-  if (o.trust || (await isAuthorized(o.ssh.authorizedKeys, key))) return null;
+  if (o.trust || (await isAuthorized(keysFile, key))) return null;
   return (
-    `svc's SSH key in ${o.ssh.authorizedKeys}: run again with --trust-this-machine to add it there, ` +
+    `svc's SSH key in ${keysFile}: run again with --trust-this-machine to add it there, ` +
     `or add this line to it yourself: ${key.publicLine}`
   );
 }
 
-/** Every missing prerequisite, one line each; empty when the machine has all. */
-export async function missingPrerequisites(config: Config, o: QuickstartOptions, key: MachineKey): Promise<string[]> {
+/** Every missing prerequisite, one line each; empty when the machine has all. `keysFile`: the login user's authorized_keys. */
+export async function missingPrerequisites(config: Config, o: QuickstartOptions, key: MachineKey, keysFile: string): Promise<string[]> {
   const checks: Promise<string | null>[] = [
     checkSshd(o),
     checkPostgresSuperuser(config),
@@ -123,7 +123,7 @@ export async function missingPrerequisites(config: Config, o: QuickstartOptions,
       ? Promise.resolve(null)
       : program('sudo').then((ok) => (ok ? null : `sudo (--ssh-user ${o.ssh.user} is not root): apt-get install sudo`)),
     checkSource(o),
-    checkTrust(o, key),
+    checkTrust(o, key, keysFile),
   ];
   return (await Promise.all(checks)).filter((line): line is string => line !== null);
 }

@@ -9,7 +9,8 @@ export interface QuickstartOptions {
   /** The tenants' domain: their addresses are <database>.<domain>. */
   domain: string | null;
   trust: boolean;
-  ssh: { host: string; port: number; user: string; authorizedKeys: string };
+  /** authorizedKeys null: the login user's own ~/.ssh/authorized_keys (resolveAuthorizedKeys). */
+  ssh: { host: string; port: number; user: string; authorizedKeys: string | null };
   /** The administrator quickstart acts as. */
   adminEmail: string;
   /** The operator whose token it prints. */
@@ -63,14 +64,18 @@ export function quickstartOptions(raw: RawQuickstartOptions): QuickstartOptions 
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new QuickstartError('--ssh-port: 1 to 65535');
   const user = raw['ssh-user'] ?? 'root';
   if (!/^[a-z_][a-z0-9_.-]*$/i.test(user)) throw new QuickstartError('--ssh-user: a user name');
-  const home = user === 'root' ? '/root' : `/home/${user}`;
   const series = seriesOf(source) ?? 18;
   return {
     source,
     sha256,
     domain,
     trust: raw['trust-this-machine'] === true,
-    ssh: { host: raw['ssh-host'] ?? '127.0.0.1', port, user, authorizedKeys: raw['authorized-keys'] ?? `${home}/.ssh/authorized_keys` },
+    ssh: {
+      host: raw['ssh-host'] ?? '127.0.0.1',
+      port,
+      user,
+      authorizedKeys: raw['authorized-keys'] ? path.resolve(raw['authorized-keys']) : null,
+    },
     adminEmail: raw.email ?? `admin@${domain ?? 'example.com'}`,
     operatorEmail: `operator@${domain ?? 'example.com'}`,
     series,

@@ -52,18 +52,16 @@ export async function runQuickstart(given: Config, o: QuickstartOptions, print: 
   let config = given;
   // The login user's own authorized_keys unless --authorized-keys names another file.
   const user = await localUser(o.ssh.user);
-  if (user && o.ssh.authorizedKeys === `${o.ssh.user === 'root' ? '/root' : `/home/${o.ssh.user}`}/.ssh/authorized_keys`) {
-    o.ssh.authorizedKeys = `${user.home}/.ssh/authorized_keys`;
-  }
+  const keysFile = o.ssh.authorizedKeys ?? `${user?.home ?? `/home/${o.ssh.user}`}/.ssh/authorized_keys`;
   const key = await ensureMachineKey(config.SVC_MASTER_KEY_FILE);
-  const missing = await missingPrerequisites(config, o, key);
+  const missing = await missingPrerequisites(config, o, key, keysFile);
   if (missing.length > 0) throw new MissingPrerequisites(missing);
 
-  if (!(await isAuthorized(o.ssh.authorizedKeys, key))) {
-    await authorize(o.ssh.authorizedKeys, key, user!);
-    print(`svc's SSH key (${key.file}.pub) added to ${o.ssh.authorizedKeys} (--trust-this-machine)`);
+  if (!(await isAuthorized(keysFile, key))) {
+    await authorize(keysFile, key, user!);
+    print(`svc's SSH key (${key.file}.pub) added to ${keysFile} (--trust-this-machine)`);
   } else {
-    print(`svc's SSH key is in ${o.ssh.authorizedKeys}`);
+    print(`svc's SSH key is in ${keysFile}`);
   }
 
   if (o.domain) config = await applyDomain(config, o.domain, print);
