@@ -9,6 +9,7 @@ import { useOdooHost } from './helpers/odoo-host.js';
 import { act, get } from './helpers/lifecycle.js';
 import { capacityOf, checkPoolRoom, fillOf, type HostFigures, judge, NoRoomError, place, poolRooms } from '../src/placement/index.js';
 import { TENANT_MEMORY_BYTES } from '../src/placement/placement-capacity.js';
+import { placeSubscription } from '../src/subscriptions/subscription-placement.js';
 
 const f = useOdooHost({ 'ab/abcdef0123': 'logo bytes' });
 const { t } = f;
@@ -204,6 +205,50 @@ describe('placement in svc’s database', () => {
     for (const h of hosts) {
       expect(await t.ctx.db.subscription.count({ where: { root_server_id: h.id } }), `host ${h.id}`).toBe(3);
     }
+  });
+});
+
+describe('standbys', () => {
+  it('a trial of a template without an Odoo host takes its ready standby (no host to filter on)', async () => {
+    const bare = await t.ctx.db.databaseTemplate.create({
+      data: { name: 'Bare', postgresql_server_id: f.fx.serverId, template_db_name: `${t.ctx.dbName}_bare` },
+    });
+    const pkg = await t.ctx.db.trialPackage.create({
+      data: { name: 'Bare', url_string: `bare-${Date.now()}`, database_template_id: bare.id },
+    });
+    const standby = await t.ctx.db.standbyDatabase.create({
+      data: {
+        trial_package_id: pkg.id,
+        database_template_id: bare.id,
+        template_version: bare.updated_at,
+        postgresql_server_id: f.fx.serverId,
+        database_name: `svc_standby_bare_${Date.now()}`,
+        state: 'ready',
+      },
+    });
+    const sub = await t.ctx.db.subscription.update({
+      where: { id: (await tenant(null)).id },
+      data: { is_trial: true, database_template_id: bare.id },
+    });
+    await t.ctx.db.trialRequest.create({
+      data: {
+        name: 'V',
+        company_name: 'C',
+        email: 'v@example.com',
+        mobile: '1',
+        company_size: 's1_5',
+        trial_package_id: pkg.id,
+        subscription_id: sub.id,
+      },
+    });
+    const placed = await placeSubscription(t.ctx, sub, bare.id);
+    expect(placed.standby?.id).toBe(standby.id);
+    expect(placed.root).toBeNull();
+    expect(await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({
+      postgresql_server_id: f.fx.serverId,
+      root_server_id: null,
+      placed_at: expect.any(Date),
+    });
   });
 });
 

@@ -33,7 +33,8 @@ export async function placeSubscription(ctx: Ctx, sub: Subscription, templateId:
   const what = `subscription ${sub.id} (${sub.database_name})`;
   const packageId = await trialPackageOf(ctx, sub);
   if (packageId !== null) {
-    const hosts = await standbyHosts(ctx.db, candidates);
+    // A template without an Odoo host: its standbys are on its PostgreSQL server only, any of them.
+    const hosts = candidates.some((c) => c.root_server_id !== null) ? await standbyHosts(ctx.db, candidates) : undefined;
     const standby = await takeStandby(ctx.db, packageId, templateId, hosts);
     if (standby) {
       await record(ctx, sub.id, standby.postgresql_server_id, standby.root_server_id);
