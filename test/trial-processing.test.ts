@@ -249,7 +249,7 @@ describe('processing and deployment', () => {
     const log = await request(t.app, t.as.user, { method: 'GET', url: `/api/v1/action-logs?model_name=svc.subscription&rec_id=${sub.id}` });
     // Newest first.
     expect(log.json().items).toEqual(
-      ['svc.* config parameters', 'becomes', 'new identity of', `TEMPLATE "${fx.templateDb}"`].map((step) =>
+      ['svc.* config parameters', 'becomes', 'new identity of', `TEMPLATE "${fx.templateDb}"`, 'choose the host of'].map((step) =>
         expect.objectContaining({ action_type: 'deployment', status: 'success', input_text: expect.stringContaining(step) }),
       ),
     );
