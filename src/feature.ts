@@ -24,7 +24,19 @@ export interface Registry {
   metricsSources: readonly MetricsSource[];
   /** Called after a git deploy switched a live path (the features' onGitDeploy). */
   gitDeployObservers: readonly GitDeployObserver[];
+  /** Called after a host's Odoo was set up or a template built or updated (the features' onOdooChange). */
+  odooChangeObservers: readonly OdooChangeObserver[];
 }
+
+/**
+ * What the odoo feature changed, for the features that follow hosts and templates (pools): told in
+ * the job, after it succeeded. Plain data, so that odoo imports none of them.
+ */
+export type OdooChange =
+  | { kind: 'host_set_up'; root_server_id: number }
+  | { kind: 'template_built' | 'template_updated'; database_template_id: number };
+
+export type OdooChangeObserver = (change: OdooChange) => Promise<void>;
 
 /** A git deploy that switched the live path on a root server; told by git after it succeeded. Plain data. */
 export interface GitDeployEvent {
@@ -109,6 +121,8 @@ export interface Feature {
   onRootServerChange?(ctx: AppContext): RootServerObserver;
   /** Reacts to a successful git deploy (in the deploy's job; a failure is told, the deploy stays done). */
   onGitDeploy?(ctx: AppContext): GitDeployObserver;
+  /** Reacts to a host's Odoo set up or a template built or updated (in that job, after it succeeded; a failure fails the job). */
+  onOdooChange?(ctx: AppContext): OdooChangeObserver;
   /** Series read at scrape time from PostgreSQL or Redis (GET /metrics of the API processes). */
   metrics?(ctx: AppContext, registry: Registry): readonly MetricsSource[];
   /** Long-running work of the worker role besides jobs (the monitor runner); stopped by Workers.close(). */

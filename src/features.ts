@@ -80,6 +80,7 @@ export function composeFeatures(ctx: AppContext, features: readonly Feature[] = 
     monitorStopObservers: features.flatMap((f) => (f.onMonitorStop ? [f.onMonitorStop(ctx)] : [])),
     rootServerObservers: features.flatMap((f) => (f.onRootServerChange ? [f.onRootServerChange(ctx)] : [])),
     gitDeployObservers: features.flatMap((f) => (f.onGitDeploy ? [f.onGitDeploy(ctx)] : [])),
+    odooChangeObservers: features.flatMap((f) => (f.onOdooChange ? [f.onOdooChange(ctx)] : [])),
     metricsSources,
   };
   // Sources may need the rest of the registry (the job catalog's queues).

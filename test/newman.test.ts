@@ -213,6 +213,9 @@ function verdict(path: string, op: Operation, answer: Answer, matchesDocument: (
   // A trial form is posted from its page, with the CSRF cookie and field the page gives: a
   // request made from the document is refused, by design.
   if (path.startsWith('/saas/trial/') && answer.status === 403) return null;
+  // The progress page follows only the browser that entered the code (its visitor cookie, which a
+  // request made from the document has not): "no trial to show", by design.
+  if (path.startsWith('/saas/trial/progress') && answer.status === 404) return null;
   // Caddy's on-demand TLS question answers no (404) for a name that is no live tenant's: the example's.
   if (path === '/svc/tls/ask' && answer.status === 404) return null;
   const code = (answer.body as { error?: { code?: string } } | null)?.error?.code;

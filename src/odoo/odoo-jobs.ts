@@ -4,8 +4,7 @@ import type { AppContext } from '../context.js';
 import type { RecordRef } from '../core/chatter.js';
 import { postMessage } from '../core/chatter.js';
 import type { Interruptions } from '../core/jobs.js';
-import { featureJobs } from '../feature.js';
-import { poolJobs } from '../pools/pool-job-specs.js';
+import { featureJobs, type OdooChange, type Registry } from '../feature.js';
 import { odooJobs } from './odoo-job-specs.js';
 import { failLostSetups } from './odoo-lost-setups.js';
 import { createOdooService } from './odoo-service.js';
@@ -69,44 +68,36 @@ async function told<T>(
   }
 }
 
-/**
- * After a setup (a host joined a pool), a build or an update: the template's copies on the pool's
- * other hosts are made (again) now rather than at the pools' next sweep. An update changed the
- * template's contents: its version goes up first, so the copies made before are out of step.
- */
-function poolChanged(ctx: AppContext, templateId?: number, opts: { updated?: boolean } = {}) {
+/** Tells the features following hosts and templates (pools' copies) what a job changed, once it succeeded. */
+function changed(registry: Registry, change: OdooChange) {
   return async <T>(result: T): Promise<T> => {
-    if (templateId === undefined) {
-      await ctx.queues.enqueue(poolJobs.pools_sweep, { user_id: null });
-      return result;
-    }
-    // Not through Prisma's update: updated_at is the version standbys follow, not this.
-    if (opts.updated)
-      await ctx.db.$executeRaw`UPDATE database_templates SET content_version = content_version + 1 WHERE id = ${templateId}`;
-    await ctx.queues.enqueue(poolJobs.template_copies_sync, { database_template_id: templateId, user_id: null });
+    for (const observe of registry.odooChangeObservers) await observe(change);
     return result;
   };
 }
 
 export const odooJobHandlers = featureJobs(
   odooJobs,
-  (ctx) => {
+  (ctx, registry) => {
     const setup = createOdooSetup(ctx);
     const service = createOdooService(ctx);
     const templates = createTemplateBuilder(ctx);
     return {
-      odoo_setup: (payload, job) => told(ctx, 'setup_odoo', payload.root_server_id, () => setup(payload, job)).then(poolChanged(ctx)),
+      odoo_setup: (payload, job) =>
+        told(ctx, 'setup_odoo', payload.root_server_id, () => setup(payload, job)).then(
+          changed(registry, { kind: 'host_set_up', root_server_id: payload.root_server_id }),
+        ),
       odoo_restart: (payload, job) => told(ctx, 'restart_odoo', payload.root_server_id, () => service.restart(payload, job)),
       odoo_stop: (payload, job) => told(ctx, 'stop_odoo', payload.root_server_id, () => service.stop(payload, job)),
       odoo_start_again: (payload, job) => told(ctx, 'Starting Odoo again', payload.root_server_id, () => service.startAgain(payload, job)),
       odoo_lost_setups: () => failLostSetups(ctx),
       odoo_build_template: (payload, job) =>
         told(ctx, 'build', payload.database_template_id, () => templates.build(payload, job), 'svc.database.template').then(
-          poolChanged(ctx, payload.database_template_id),
+          changed(registry, { kind: 'template_built', database_template_id: payload.database_template_id }),
         ),
       odoo_update_template: (payload, job) =>
         told(ctx, 'update', payload.database_template_id, () => templates.update(payload, job), 'svc.database.template').then(
-          poolChanged(ctx, payload.database_template_id, { updated: true }),
+          changed(registry, { kind: 'template_updated', database_template_id: payload.database_template_id }),
         ),
     };
   },

@@ -39,6 +39,20 @@ export const pools: Feature = {
     },
     {},
   ),
+  // After a setup (a host joined a pool), a build or an update: the template's copies on the pool's
+  // other hosts are made (again) now rather than at the next sweep. An update changed the template's
+  // contents: its version goes up first, so the copies made before are out of step.
+  onOdooChange: (ctx: AppContext) => async (change) => {
+    if (change.kind === 'host_set_up') {
+      await ctx.queues.enqueue(poolJobs.pools_sweep, { user_id: null });
+      return;
+    }
+    const id = change.database_template_id;
+    // Not through Prisma's update: updated_at is the version standbys follow, not this.
+    if (change.kind === 'template_updated')
+      await ctx.db.$executeRaw`UPDATE database_templates SET content_version = content_version + 1 WHERE id = ${id}`;
+    await ctx.queues.enqueue(poolJobs.template_copies_sync, { database_template_id: id, user_id: null });
+  },
   schedules: (ctx: AppContext) => ctx.queues.schedule('pools-sweep', { every: SWEEP_EVERY_MS }, poolJobs.pools_sweep, { user_id: null }),
 };
 
