@@ -70,8 +70,8 @@ async function signedInAs(page: Page) {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', method: 'call', id: 1, params: {} }),
     });
-    const { result } = await res.json();
-    return { uid: result.uid as number, login: result.username as string };
+    const { result } = (await res.json()) as { result: { uid: number; username: string } };
+    return { uid: result.uid, login: result.username };
   });
 }
 
