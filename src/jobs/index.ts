@@ -9,3 +9,4 @@ export const jobs: Feature = {
 
 // What other features use from this one: they import it from here, never from the files.
 export { INTERRUPTED, LOST_WITH_REDIS, recordInterruption } from './job-interruption.js';
+export { createJobService } from './job-service.js';

@@ -38,5 +38,5 @@ export { loadOdooHost } from './odoo-store.js';
 export { odooJobs };
 export { createTemplateBuilder } from './odoo-template-build.js';
 // Packages are apps: a package's modules checked against its template and host (trial packages, subscriptions, deployments).
-export { moduleName } from './odoo-names.js';
+export { DEFAULT_OS_PACKAGES, moduleName } from './odoo-names.js';
 export { assertPackageModules, assertTemplateHasPackages } from './odoo-modules.js';

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { buildApp } from '../app.js';
-import { createAuthService } from '../auth/auth-service.js';
+import { createAuthService } from '../auth/index.js';
 import { startWorkers, type Workers } from '../worker.js';
 import { QuickstartError } from './quickstart-errors.js';
 

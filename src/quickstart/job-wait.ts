@@ -6,7 +6,7 @@ import pino from 'pino';
 import type { Config } from '../core/config.js';
 import { createContext } from '../context.js';
 import { composeFeatures } from '../features.js';
-import { createJobService } from '../jobs/job-service.js';
+import { createJobService } from '../jobs/index.js';
 import { followJob, type JobView } from './api-session.js';
 import { QuickstartError } from './quickstart-errors.js';
 import { NotFoundError } from '../core/errors.js';

@@ -1,7 +1,7 @@
 // Odoo on the machine, through the API: the version, setup_odoo, setup_proxy, a template built by
 // that Odoo (so owned by the host's ordinary role, never postgres), and a trial package with a
 // standby pool. Each record is found by its name and put right where it differs.
-import { DEFAULT_OS_PACKAGES } from '../odoo/odoo-names.js';
+import { DEFAULT_OS_PACKAGES } from '../odoo/index.js';
 import type { ApiSession } from './api-session.js';
 import type { QuickstartOptions } from './quickstart-options.js';
 import { QuickstartError } from './quickstart-errors.js';
