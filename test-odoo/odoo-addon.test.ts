@@ -95,7 +95,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     made.templateId = template.json().id;
     const built = await f.runJob(made.templateId, 'build', { modules: ['base'] }, 'database-templates');
     expect(built.state, JSON.stringify(built)).toBe('completed');
-    expect(built.result).toMatchObject({ modules: ['base', 'svc_instance'] });
+    expect(built.result).toMatchObject({ modules: ['base', 'svc_instance', 'web'] });
     expect(await queryIn(made.templateDb, "SELECT state FROM ir_module_module WHERE name = 'svc_instance'")).toEqual([
       { state: 'installed' },
     ]);
@@ -132,6 +132,8 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
     try {
       // A copy of the template (the addon installed), updated with the tests enabled: no second base install.
       await adminQuery(`CREATE DATABASE "${testDb}" OWNER "${server.odoo_db_user}" TEMPLATE "${made.templateDb}"`);
+      // With its filestore, as a deployment copies it: the template's asset bundles are files there.
+      await run('cp', ['-a', `${f.base}/data/filestore/${made.templateDb}`, `${f.base}/data/filestore/${testDb}`]);
       const tests = await odooRun([
         '-u',
         'svc_instance',
@@ -145,10 +147,18 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
       const out = `${tests.stdout}\n${tests.stderr}`;
       const summary = /(\d+) failed, (\d+) error\(s\) of (\d+) tests/.exec(out);
       expect(summary, out.slice(-5000)).not.toBeNull();
-      expect({ failed: summary![1], errors: summary![2] }, out.slice(-8000)).toEqual({ failed: '0', errors: '0' });
+      // Odoo names each failing test on a line of its own, with its traceback after it.
+      const failures = out
+        .split('\n')
+        .filter((l) => / (FAIL|ERROR): /.test(l) || /^(AssertionError|Traceback| {2}File .*svc_instance)/.test(l));
+      expect({ failed: summary![1], errors: summary![2] }, `${failures.join('\n')}\n${out.slice(-4000)}`).toEqual({
+        failed: '0',
+        errors: '0',
+      });
       expect(Number(summary![3])).toBeGreaterThanOrEqual(20);
     } finally {
       await dropDatabase(testDb);
+      await run('rm', ['-rf', `${f.base}/data/filestore/${testDb}`]);
     }
     expect(server.odoo_state).toBe('running');
   });

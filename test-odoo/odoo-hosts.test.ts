@@ -166,7 +166,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
     ctx.templateId = templateId;
     const job = await f.runJob(templateId, 'build', { modules: ['base'] }, 'database-templates');
     expect(job.state, JSON.stringify(job)).toBe('completed');
-    expect(job.result).toMatchObject({ template_db_name: name, owner: server.odoo_db_user, modules: ['base', 'svc_instance'] });
+    expect(job.result).toMatchObject({ template_db_name: name, owner: server.odoo_db_user, modules: ['base', 'svc_instance', 'web'] });
 
     const [db] = await adminQuery<{ owner: string; rolsuper: boolean }>(
       'SELECT r.rolname AS owner, r.rolsuper FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE d.datname = $1',
