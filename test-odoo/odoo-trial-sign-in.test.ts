@@ -86,7 +86,8 @@ async function postToken(context: BrowserContext, action: string, token: string)
 
 /** Odoo's login page, and nothing else: its form, no web client. */
 async function expectLoginPage(page: Page) {
-  await page.locator('input[name="login"]').waitFor({ timeout: 60_000 });
+  // Attached, not visible: Odoo 18's login page without JavaScript can lay its field out hidden.
+  await page.locator('input[name="login"]').waitFor({ state: 'attached', timeout: 60_000 });
   expect(new URL(page.url()).pathname).toBe('/web/login');
   expect(await page.locator('.o_main_navbar').count()).toBe(0);
 }
