@@ -5,19 +5,24 @@ import type { Db, DbTx } from '../core/db.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { DEFAULT_TENANT_DISK_BYTES, type HostFigures } from './placement-capacity.js';
 
-interface Row {
-  id: number;
-  name: string | null;
-  ip: string;
-  state: string;
-  odoo_state: string;
-  server_state: string;
-  cordoned_at: Date | null;
-  cordon_reason: string | null;
-  capacity_tenants: number | null;
-  capacity_memory_bytes: bigint | null;
-  capacity_disk_bytes: bigint | null;
-  memory_bytes: bigint | null;
+/** The host's own columns, as placement keeps them. */
+type HostColumns = Pick<
+  HostFigures,
+  | 'id'
+  | 'name'
+  | 'ip'
+  | 'state'
+  | 'odoo_state'
+  | 'server_state'
+  | 'cordoned_at'
+  | 'cordon_reason'
+  | 'capacity_tenants'
+  | 'capacity_memory_bytes'
+  | 'capacity_disk_bytes'
+  | 'memory_bytes'
+>;
+
+interface Row extends HostColumns {
   ram_total_bytes: bigint | null;
   disk_total_bytes: bigint | null;
   disk_used_bytes: bigint | null;
@@ -72,37 +77,35 @@ export async function loadHosts(
   return hosts.flatMap((h) => {
     const r = byId.get(h.root_server_id);
     if (!r) return [];
+    const {
+      ram_total_bytes,
+      disk_total_bytes,
+      disk_used_bytes,
+      sampled_at,
+      subs,
+      subs_since,
+      last_placed_at,
+      standbys,
+      standbys_since,
+      window_id,
+      window_reason,
+      ...columns
+    } = r;
     // With no sample, everything counts as placed after it.
-    const since = r.sampled_at ? Number(r.subs_since) + Number(r.standbys_since) : Number(r.subs) + Number(r.standbys);
+    const since = sampled_at ? Number(subs_since) + Number(standbys_since) : Number(subs) + Number(standbys);
     return [
       {
-        id: r.id,
-        name: r.name,
-        ip: r.ip,
+        ...columns,
         postgresql_server_id: h.postgresql_server_id,
-        state: r.state,
-        odoo_state: r.odoo_state,
-        server_state: r.server_state,
-        cordoned_at: r.cordoned_at,
-        cordon_reason: r.cordon_reason,
-        capacity_tenants: r.capacity_tenants,
-        capacity_memory_bytes: r.capacity_memory_bytes,
-        capacity_disk_bytes: r.capacity_disk_bytes,
-        memory_bytes: r.memory_bytes,
         sample:
-          r.sampled_at && r.ram_total_bytes !== null
-            ? {
-                ram_total_bytes: r.ram_total_bytes,
-                disk_total_bytes: r.disk_total_bytes!,
-                disk_used_bytes: r.disk_used_bytes!,
-                at: r.sampled_at,
-              }
+          sampled_at && ram_total_bytes !== null
+            ? { ram_total_bytes, disk_total_bytes: disk_total_bytes!, disk_used_bytes: disk_used_bytes!, at: sampled_at }
             : null,
-        tenants: Number(r.subs) + Number(r.standbys),
+        tenants: Number(subs) + Number(standbys),
         tenants_since_sample: since,
-        last_placed_at: r.last_placed_at,
+        last_placed_at,
         maintenance:
-          r.window_id === null ? null : `maintenance window ${r.window_id}${r.window_reason ? ` (${r.window_reason.slice(0, 100)})` : ''}`,
+          window_id === null ? null : `maintenance window ${window_id}${window_reason ? ` (${window_reason.slice(0, 100)})` : ''}`,
       },
     ];
   });
