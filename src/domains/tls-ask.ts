@@ -61,9 +61,11 @@ export function registerTlsAskRoute(parent: FastifyInstance, ctx: AppContext) {
       summary: 'May Caddy obtain a certificate for a name',
       description:
         "Caddy's on-demand TLS question (public): 200 when `domain` is a live tenant's own address (SUBSCRIPTION_URL's or STAGING_URL's pattern) or a verified customer domain, 404 otherwise.",
-      querystring: z.object({
-        domain: z.string().min(1).max(300).describe('The host name Caddy is asked to serve').meta({ example: 'acme_7.example.com' }),
-      }),
+      querystring: z
+        .object({
+          domain: z.string().min(1).max(300).describe('The host name Caddy is asked to serve').meta({ example: 'acme_7.example.com' }),
+        })
+        .strict(),
       response: { 200: answer, 404: answer },
     },
     handler: async (req, reply) => {
