@@ -20,6 +20,12 @@ export interface Audit {
 export interface RemoteSession {
   /** Runs a command and writes it to the action log; `label` replaces the command text there. */
   run(command: string, opts?: ExecOptions & { label?: string }): Promise<ExecResult>;
+  /**
+   * Runs a command that must succeed: any other end (exit code, signal, timeout) fails the step with
+   * a UserError naming `what` and the end of the command's output, masked. Exit code 3 is a refusal
+   * the host program worded itself on stderr: that text alone is the reason.
+   */
+  check(command: string, what: string, opts?: ExecOptions & { label?: string }): Promise<ExecResult>;
   /** Masks the server's secrets in a text meant for storage or display, and makes it storable (no NUL). */
   mask(text: string): string;
   close(): void;
@@ -45,6 +51,13 @@ export function formatResult(res: ExecResult, timeoutMs?: number, opts: { exitCo
  */
 export function stepFailed(session: Pick<RemoteSession, 'mask'>, what: string, res: ExecResult, said = formatResult(res)): never {
   throw new UserError(session.mask(`${what}: ${said.slice(-2000)}`));
+}
+
+/** What `check` fails with: the program's own refusal (exit code 3), else its whole result. */
+export function checkedResult(session: Pick<RemoteSession, 'mask'>, what: string, res: ExecResult, timeoutMs?: number): ExecResult {
+  if (res.exitCode === 0 && !res.timedOut) return res;
+  const refusal = res.exitCode === 3 && res.stderr.trim();
+  return stepFailed(session, what, res, refusal || formatResult(res, timeoutMs));
 }
 
 export async function openRemoteSession(
@@ -75,8 +88,7 @@ export async function openRemoteSession(
   }
   const connection = conn;
 
-  return {
-    async run(command, opts = {}) {
+  async function run(command: string, opts: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
       // Written before the command starts: if the worker dies meanwhile, the row is still there.
       const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
       let res: ExecResult;
@@ -88,7 +100,11 @@ export async function openRemoteSession(
       }
       await step.finish(res.exitCode === 0 && !res.timedOut ? 'success' : 'failure', formatResult(res, opts.timeoutMs));
       return res;
-    },
+  }
+
+  return {
+    run,
+    check: async (command, what, opts = {}) => checkedResult({ mask }, what, await run(command, opts), opts.timeoutMs),
     mask,
     close: () => connection.close(),
   };
