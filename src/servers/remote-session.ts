@@ -89,17 +89,17 @@ export async function openRemoteSession(
   const connection = conn;
 
   async function run(command: string, opts: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
-      // Written before the command starts: if the worker dies meanwhile, the row is still there.
-      const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
-      let res: ExecResult;
-      try {
-        res = await connection.exec(command, opts);
-      } catch (err) {
-        await step.finish('failure', (err as Error).message);
-        throw err;
-      }
-      await step.finish(res.exitCode === 0 && !res.timedOut ? 'success' : 'failure', formatResult(res, opts.timeoutMs));
-      return res;
+    // Written before the command starts: if the worker dies meanwhile, the row is still there.
+    const step = await startActionLog(ctx.db, { ...row, input_text: opts.label ?? command });
+    let res: ExecResult;
+    try {
+      res = await connection.exec(command, opts);
+    } catch (err) {
+      await step.finish('failure', (err as Error).message);
+      throw err;
+    }
+    await step.finish(res.exitCode === 0 && !res.timedOut ? 'success' : 'failure', formatResult(res, opts.timeoutMs));
+    return res;
   }
 
   return {
