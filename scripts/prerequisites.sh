@@ -3,7 +3,7 @@
 # PostgreSQL and Redis to talk to, and the programs the tests start themselves: OpenSSH's sshd
 # (a real SSH server per test file), sudo (sudo tests), Chromium (the trial pages in a browser),
 # git (a real git host for deploys), python3 (deploy validation on the "server"; passlib to check
-# Odoo password hashes), openssl (TLS),
+# Odoo password hashes), openssl (TLS), shellcheck and pylint (the linter of the host programs),
 # pg_dump/pg_restore (the tests' backup server dumps and restores real databases), restic (the
 # backup server's repositories: local, SFTP through the tests' sshd, S3 through a loopback stand-in), Caddy and
 # Pebble with pebble-challtestsrv (customer domains: the service runs Caddy on the Odoo host, Pebble
@@ -34,6 +34,9 @@ command -v restic >/dev/null 2>&1 || missing+=(restic)
 command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 { command -v pebble && command -v pebble-challtestsrv; } >/dev/null 2>&1 || missing+=(pebble)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# The linters of svc's shell and Python programs (scripts/lint-host.sh, part of `npm run lint`).
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+command -v pylint >/dev/null 2>&1 || missing+=(pylint)
 # High availability (test/ha-*.test.ts, bench:ha): three sentinels watching private Redis servers,
 # HAProxy in front of a private PostgreSQL primary and its streaming replica (pg_basebackup).
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
