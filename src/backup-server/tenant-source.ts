@@ -5,7 +5,8 @@
 import type { AppContext } from '../context.js';
 import { NotFoundError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js';
-import { basePathOf, filestorePath, PLACEMENT_INCLUDE, placementOf } from '../instances/index.js';
+import { filestorePath, PLACEMENT_INCLUDE, placementOf } from '../instances/index.js';
+import { basePathOf } from '../servers/index.js';
 
 export interface TenantSource {
   subscriptionId: number;

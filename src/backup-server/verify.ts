@@ -15,7 +15,6 @@ import { ConflictError, UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
 import { Prisma, type BackupRepository, type Settings, type TenantBackup } from '../generated/prisma/client.js';
 import {
-  basePathOf,
   filestorePath,
   insideTenant,
   newPassword,
@@ -26,6 +25,7 @@ import {
   writeTenantCredentials,
   type Query,
 } from '../instances/index.js';
+import { basePathOf } from '../servers/index.js';
 import { hostsOdoo, signInAsCustomer } from '../odoo/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { leaseUntil, whileLeased } from './lease.js';

@@ -9,7 +9,6 @@ import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js
 import { createRecordService } from '../core/records.js';
 import type { Precondition } from '../core/conditional-write.js';
 import {
-  basePathOf,
   assertOdooDatabase,
   assertTemplateDatabase,
   assertTemplateIdentity,
@@ -23,7 +22,7 @@ import {
 } from '../instances/index.js';
 import { ownDatabase, SYSTEM_DATABASES } from '../postgresql/index.js';
 import { shellQuote } from '../core/ssh.js';
-import { openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { databaseTemplateModel } from './database-template-models.js';
 

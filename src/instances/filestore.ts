@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { formatResult, openRemoteSession, type Audit, requireConfirmed } from '../servers/index.js';
+import { basePathOf, formatResult, openRemoteSession, type Audit, requireConfirmed } from '../servers/index.js';
 
 /** Large filestores take a while to link, longer to copy. */
 const COPY_TIMEOUT_MS = 30 * 60_000;
@@ -16,10 +16,6 @@ const QUICK_TIMEOUT_MS = 5 * 60_000;
 
 /** A database name as a directory name: no path separator, no dot first. */
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/;
-
-/** Where Odoo lives on a host: the base path its first setup_odoo chose, else ODOO_BASE_PATH. */
-export const basePathOf = (config: { ODOO_BASE_PATH: string }, server: Pick<RootServer, 'odoo_base_path'>) =>
-  server.odoo_base_path ?? config.ODOO_BASE_PATH;
 
 export function filestorePath(basePath: string, database: string): string {
   if (!SAFE_NAME.test(database)) throw new UserError(`${JSON.stringify(database)} cannot name a filestore directory`);

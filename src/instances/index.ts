@@ -21,7 +21,7 @@ export const instances: Feature = {
 };
 
 // What other features use from this one: they import it from here, never from the files.
-export { basePathOf, createFilestores, filestorePath, runOnOdooHost } from './filestore.js';
+export { createFilestores, filestorePath, runOnOdooHost } from './filestore.js';
 export {
   LONG_STATEMENT_TIMEOUT,
   assertTemplateDatabase,

@@ -5,7 +5,8 @@
 import type { RootServer } from '../generated/prisma/client.js';
 import { shellQuote } from '../core/ssh.js';
 import type { Audit } from '../servers/index.js';
-import { basePathOf, filestorePath, type FilestoreHost, runOnOdooHost } from './filestore.js';
+import { filestorePath, type FilestoreHost, runOnOdooHost } from './filestore.js';
+import { basePathOf } from '../servers/index.js';
 
 const TIMEOUT_MS = 2 * 60_000;
 

@@ -8,7 +8,6 @@ import { authorOfUser } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
 import type { SubscriptionMove } from '../generated/prisma/client.js';
 import {
-  basePathOf,
   createFilestores,
   dropDatabaseAndItsRole,
   onServer,
@@ -18,6 +17,7 @@ import {
   tenantRoleName,
   writeTenantCredentials,
 } from '../instances/index.js';
+import { basePathOf } from '../servers/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
 import { setMaintenance } from '../rollouts/index.js';

@@ -3,14 +3,13 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { publicJobId } from '../core/queue.js';
-import { openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { basePathOf, openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { type OdooLayout, odooLayout } from './odoo-layout.js';
 import { postMessage } from '../core/chatter.js';
 import { gracefulRestart, logTail, routingProbe, startIfStopped, startService, statusScript, stopService } from './odoo-scripts.js';
 import { queueStartAgain, START_AGAIN_WHY, shouldRun, type StartAgainReason } from './odoo-recovery.js';
 import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
-import { basePathOf } from '../instances/index.js';
 
 const STEP_TIMEOUT_MS = 2 * 60_000;
 

@@ -18,7 +18,6 @@ import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import {
-  basePathOf,
   assertTemplateDatabase,
   assertTemplateIdentity,
   databaseOwner,
@@ -32,7 +31,7 @@ import {
   serverWhere,
 } from '../instances/index.js';
 import { quoteIdent } from '../postgresql/index.js';
-import { openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
 import { buildModules, listHostModules, notOnHost, packageModulesOf } from './odoo-modules.js';
 import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';

@@ -12,12 +12,11 @@ import { ConflictError, NotFoundError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { createOdooService, createTemplateBuilder, hostConnections, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
-import { openRemoteSession } from '../servers/index.js';
+import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
 import { pacedLanes } from './rollout-pacing.js';
 import { checksumsScript, readAddonsPath, readChecksums } from './rollout-scripts.js';
 import { rolloutSettings } from './rollout-settings.js';
-import { basePathOf } from '../instances/index.js';
 
 const STEP_TIMEOUT_MS = 5 * 60_000;
 const ACTIVE = ['pending', 'copying', 'updating', 'restoring'] as const;

@@ -27,6 +27,7 @@ export {
 } from './caddy.js';
 export { DATABASE_NAME, type HostPattern, TLS_ASK_PATH, tenantHostPatterns, tenantsOfHostname } from './tenant-sites.js';
 export { formatResult, openRemoteSession, stepFailed } from './remote-session.js';
+export { basePathOf } from './odoo-base-path.js';
 export type { Audit, RemoteSession } from './remote-session.js';
 export {
   METRIC_COLUMNS,

@@ -15,7 +15,6 @@ import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import type { StagingInstance } from '../generated/prisma/client.js';
 import {
-  basePathOf,
   copyFilestore,
   databaseOwner,
   dropSafetyCopy,
@@ -36,7 +35,7 @@ import {
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent, scramVerifier } from '../postgresql/index.js';
 import { setMaintenance, updateError, updateScript, waitForUpdate } from '../rollouts/index.js';
-import { openRemoteSession } from '../servers/index.js';
+import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { databaseStep, type StepAudit } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
 import { neutralized, neutralizeScript } from './staging-scripts.js';

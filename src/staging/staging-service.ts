@@ -12,7 +12,6 @@ import { publicJobId } from '../core/queue.js';
 import { LOST_WITH_REDIS, recordInterruption } from '../jobs/index.js';
 import type { PostgresqlServer, RootServer, StagingInstance } from '../generated/prisma/client.js';
 import {
-  basePathOf,
   assertTenantRole,
   createEmptyDatabase,
   createFilestores,
@@ -32,7 +31,7 @@ import {
 } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
-import { openRemoteSession } from '../servers/index.js';
+import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
 import { createStagingFromBackup } from './staging-from-backup.js';

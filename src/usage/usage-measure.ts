@@ -6,9 +6,9 @@ import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
-import { basePathOf, filestorePath, lockTenantTables, onServer, serverWhere, writeRoundParams } from '../instances/index.js';
+import { filestorePath, lockTenantTables, onServer, serverWhere, writeRoundParams } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
-import { formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { basePathOf, formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance, type SharedSession } from '../subscriptions/index.js';
 
 type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
