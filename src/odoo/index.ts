@@ -33,10 +33,12 @@ export { connectionsInUse, hostConnections, postgresqlRoom, SVC_CONNECTIONS } fr
 export { otherHosts } from './odoo-host-fit.js';
 export { geventPortOf, odooLayout, PYTHON } from './odoo-layout.js';
 export type { OdooLayout } from './odoo-layout.js';
+// The one way to run odoo-bin once as the odoo user (rollouts' updates, staging's neutralize).
+export { asOdoo, odooBin } from './odoo-once.js';
 export { createOdooService } from './odoo-service.js';
 export { loadOdooHost } from './odoo-store.js';
 export { odooJobs };
 export { createTemplateBuilder } from './odoo-template-build.js';
 // Packages are apps: a package's modules checked against its template and host (trial packages, subscriptions, deployments).
-export { DEFAULT_OS_PACKAGES, moduleName } from './odoo-names.js';
+export { DEFAULT_OS_PACKAGES, isModuleName, moduleName } from './odoo-names.js';
 export { assertPackageModules, assertTemplateHasPackages } from './odoo-modules.js';

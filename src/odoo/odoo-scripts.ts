@@ -534,24 +534,5 @@ export function removeService(l: OdooLayout): string {
   ].join('\n');
 }
 
-/**
- * Runs odoo-bin once as odoo with the host's configuration, on one database, then stops: no HTTP,
- * no workers, no cron (the running service keeps its port). Odoo's output is kept whole in a file
- * under the logs directory and its end printed; exit code: Odoo's.
- */
-export function odooOnce(l: OdooLayout, source: string, database: string, args: readonly string[]): string {
-  const out = q(`${l.base}/logs/${l.service}-${database}.build.log`);
-  return [
-    `cd ${q(source)} || exit 3`,
-    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin -c ${q(l.config)} -d ${q(database)} ${args.map(q).join(' ')} --no-http --workers=0 --max-cron-threads=0 --stop-after-init > ${out} 2>&1`,
-    'rc=$?',
-    // Odoo's complaints first (what failed), then the end of its output.
-    `grep -E ' (ERROR|CRITICAL|WARNING) |invalid module names|Traceback|Error:' ${out} | tail -n 30`,
-    "echo '--- end of output ---'",
-    `tail -n 15 ${out}`,
-    'exit $rc',
-  ].join('\n');
-}
-
 /** Removes a database's filestore directory (a build that failed). */
 export const removeFilestore = (dir: string) => `rm -rf -- ${q(dir)}; echo removed`;

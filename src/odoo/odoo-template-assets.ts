@@ -4,25 +4,16 @@
 // attachments in the database with their files in its filestore, so a copy (CREATE DATABASE …
 // TEMPLATE and the filestore copied with it) serves them at once.
 import { readFileSync } from 'node:fs';
-import { shellQuote as q } from '../core/ssh.js';
 import type { RemoteSession } from '../servers/index.js';
-import { type OdooLayout, PYTHON } from './odoo-layout.js';
+import type { OdooLayout } from './odoo-layout.js';
+import { asOdoo, odooBin } from './odoo-once.js';
 
 const SCRIPT = readFileSync(new URL('./template-assets.py', import.meta.url), 'utf8');
 const ASSETS_TIMEOUT_MS = 10 * 60_000;
 
-/** `odoo-bin shell` on `database` as Odoo's user with the service's configuration; the program comes on stdin. */
-export function odooShell(l: OdooLayout, source: string, database: string): string {
-  const log = q(`${l.base}/logs/${l.service}-${database}.assets.log`);
-  return [
-    `cd ${q(source)} || exit 3`,
-    // Odoo's log (stderr) to a file of its own, written as root (Odoo's user cannot write in logs/); the program's answer on stdout.
-    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin shell -c ${q(l.config)} -d ${q(database)} --no-http --workers=0 --max-cron-threads=0 2>${log}`,
-    'rc=$?',
-    `[ $rc -eq 0 ] || { grep -E ' (ERROR|CRITICAL) |Traceback|Error:' ${log} | tail -n 20; tail -n 15 ${log}; }`,
-    'exit $rc',
-  ].join('\n');
-}
+/** `odoo-bin shell` on `database` as Odoo's user (asOdoo) with the service's configuration; the program comes on stdin. */
+export const odooShell = (l: OdooLayout, source: string, database: string) =>
+  asOdoo(l, { source, database, kind: 'assets', output: 'answer' }, odooBin(l, database, [], 'shell'));
 
 /** Makes the first pages' bundles in `database`; answers their URLs, or throws with Odoo's words. */
 export async function makeFirstPageAssets(session: RemoteSession, l: OdooLayout, source: string, database: string): Promise<string[]> {

@@ -34,7 +34,8 @@ import { quoteIdent } from '../postgresql/index.js';
 import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { odooLayout } from './odoo-layout.js';
 import { buildModules, listHostModules, notOnHost, packageModulesOf } from './odoo-modules.js';
-import { odooOnce, removeFilestore, sourceVersion } from './odoo-scripts.js';
+import { asOdoo, odooBin } from './odoo-once.js';
+import { removeFilestore, sourceVersion } from './odoo-scripts.js';
 import { makeFirstPageAssets } from './odoo-template-assets.js';
 import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
 import { seriesOf } from './odoo-setup.js';
@@ -135,7 +136,9 @@ export function createTemplateBuilder(ctx: AppContext) {
           ? ['-i', modules.join(','), series >= 19 ? '--without-demo' : '--without-demo=all']
           : // -i installs what is missing (svc's addon in a template built before it, new modules); -u all updates the rest.
             ['-i', modules.join(','), '-u', 'all'];
-      const res = await session.run(odooOnce(l, source, db, args), { timeoutMs: BUILD_TIMEOUT_MS });
+      const res = await session.run(asOdoo(l, { source, database: db, kind: 'build' }, odooBin(l, db, args)), {
+        timeoutMs: BUILD_TIMEOUT_MS,
+      });
       const said = session.mask(res.stdout.trim()).slice(-4000);
 
       let missing: string[] = [];

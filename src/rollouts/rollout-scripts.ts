@@ -4,13 +4,11 @@
 // checked here, paths of the host's layout.
 import { UserError } from '../core/errors.js';
 import { shellQuote as q } from '../core/ssh.js';
-import { type OdooLayout, PYTHON } from '../odoo/index.js';
+import { asOdoo, isModuleName, odooBin, type OdooLayout, PYTHON } from '../odoo/index.js';
 
-/** A module's technical name as Odoo allows it (a Python package name). */
-const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-
+/** Module names read from the host's directories, checked by the one rule of a module name (odoo-names.ts). */
 export function checkModuleNames(names: readonly string[]): string[] {
-  for (const n of names) if (!MODULE_NAME.test(n)) throw new UserError(`${JSON.stringify(n.slice(0, 140))} is not a module name`);
+  for (const n of names) if (!isModuleName(n)) throw new UserError(`${JSON.stringify(n.slice(0, 140))} is not a module name`);
   return [...names];
 }
 
@@ -93,30 +91,21 @@ export function setMaintenance(l: OdooLayout, database: string, on: boolean): st
 }
 
 /** The lock one tenant's update holds on the host: a resumed rollout waits for an update still running. */
-const updateLock = (l: OdooLayout, database: string) => q(`${l.base}/run/rollout-${database}.lock`);
+const updateLock = (l: OdooLayout, database: string) => `${l.base}/run/rollout-${database}.lock`;
 
 /**
- * `-u <modules>` on one database with the host's Odoo, as its odoo user, with its configuration:
- * no HTTP, no workers, no cron, then it stops (the running service keeps its port). Under the
- * tenant's lock. Odoo's output is kept whole in a file under the logs directory; its complaints and
- * its end are printed. Exit code: Odoo's.
+ * `-u <modules>` on one database with the host's Odoo, run once as odoo (asOdoo), under the
+ * tenant's lock. Odoo's output is kept whole in a file under the logs directory; its complaints,
+ * the module it was at (SVC-LAST-MODULE) and its end are printed. Exit code: Odoo's.
  */
 export function updateScript(l: OdooLayout, source: string, database: string, modules: readonly string[]): string {
-  const out = q(`${l.base}/logs/${l.service}-${database}.update.log`);
-  return [
-    `cd ${q(source)} || exit 3`,
-    `mkdir -p ${q(`${l.base}/run`)} && exec 8>${updateLock(l, database)}`,
-    "flock -w 3600 8 || { echo 'another update of this database still runs' >&2; exit 3; }",
-    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} odoo-bin -c ${q(l.config)} -d ${q(database)} -u ${q(checkModuleNames(modules).join(','))} --no-http --workers=0 --max-cron-threads=0 --stop-after-init > ${out} 2>&1`,
-    'rc=$?',
-    `grep -E ' (ERROR|CRITICAL) |Traceback|Error:|^[A-Za-z.]*(Error|Exception)' ${out} | tail -n 40`,
-    `grep -E 'Loading module [A-Za-z0-9_]+|module [A-Za-z0-9_]+: (loading|creating|updating)' ${out} | tail -n 1 | sed 's/^/SVC-LAST-MODULE /'`,
-    "echo '--- end of output ---'",
-    `tail -n 20 ${out}`,
-    'exit $rc',
-  ].join('\n');
+  return asOdoo(
+    l,
+    { source, database, kind: 'update', lock: updateLock(l, database) },
+    odooBin(l, database, ['-u', checkModuleNames(modules).join(',')]),
+  );
 }
 
 /** Waits until no update of the database runs (a resumed rollout, after a crash of the service). */
 export const waitForUpdate = (l: OdooLayout, database: string) =>
-  `mkdir -p ${q(`${l.base}/run`)} && exec 8>${updateLock(l, database)}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;
+  `mkdir -p ${q(`${l.base}/run`)} && exec 8>${q(updateLock(l, database))}; flock -w 3600 8 || { echo 'an update of this database still runs after an hour' >&2; exit 3; }; echo free`;

@@ -2,9 +2,8 @@
 // and what a copy must show once neutralized (after create_staging and after each refresh).
 import { spawn } from 'node:child_process';
 import { UserError } from '../core/errors.js';
-import { shellQuote as q } from '../core/ssh.js';
 import type { Query } from '../instances/index.js';
-import { type OdooLayout, PYTHON } from '../odoo/index.js';
+import { asOdoo, type OdooLayout } from '../odoo/index.js';
 import { sessionOptions } from '../postgresql/index.js';
 
 /**
@@ -16,15 +15,9 @@ import { sessionOptions } from '../postgresql/index.js';
  * customer database as its role) is installed first by this launcher.
  */
 export function neutralizeScript(l: OdooLayout, source: string, database: string): string {
-  const out = q(`${l.base}/logs/${l.service}-${database}.neutralize.log`);
-  const tenantDb = q(`${l.svcAddons}/svc_instance/tenant_db.py`);
-  return [
-    `cd ${q(source)} || exit 3`,
-    `setpriv --reuid=odoo --regid=odoo --init-groups env HOME=${q(l.dataDir)} ${PYTHON} -c ${q(WITH_TENANT_ROLES_PY)} ${tenantDb} odoo-bin neutralize -c ${q(l.config)} -d ${q(database)} > ${out} 2>&1`,
-    'rc=$?',
-    `tail -n 15 ${out}`,
-    'exit $rc',
-  ].join('\n');
+  const tenantDb = `${l.svcAddons}/svc_instance/tenant_db.py`;
+  const neutralize = ['odoo-bin', 'neutralize', '-c', l.config, '-d', database];
+  return asOdoo(l, { source, database, kind: 'neutralize' }, ['-c', WITH_TENANT_ROLES_PY, tenantDb, ...neutralize]);
 }
 
 /** What a copy must show once neutralized: Odoo's flag, no cron but the autovacuum, no mail server but Odoo's dummy one. */

@@ -109,6 +109,6 @@ describe('order and errors', () => {
 
   it('module names are checked before they reach the update command', () => {
     expect(() => checkModuleNames(['demo', 'x;rm -rf /'])).toThrow(/is not a module name/);
-    expect(updateScript(odooLayout('/opt/odoo', 8069), '/opt/odoo/versions/18.0', 'acme', ['demo', 'web'])).toContain("-u 'demo,web'");
+    expect(updateScript(odooLayout('/opt/odoo', 8069), '/opt/odoo/versions/18.0', 'acme', ['demo', 'web'])).toContain("'-u' 'demo,web'");
   });
 });
