@@ -12,7 +12,7 @@ import { basePathOf } from '../servers/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { dataDiskOf, findDatabase } from '../postgresql/index.js';
 import type { Usage } from '../subscriptions/index.js';
-import { filestoreBytesScript } from './move-scripts.js';
+import { filestoreBytesScript } from './move-programs.js';
 
 /** Room asked on the target beyond the instance's size (its database is rebuilt there, with indexes). */
 const HEADROOM = 1.5;

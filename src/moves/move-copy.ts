@@ -8,7 +8,7 @@ import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js
 import { assertTenantRole, createEmptyDatabase, databaseLocale, filestorePath, onServer } from '../instances/index.js';
 import { basePathOf, openRemoteSession, type RemoteSession } from '../servers/index.js';
 import { dumpAndRestore, type PgConnection } from '../staging/index.js';
-import { listFilesScript, listForMirrorScript, receiveScript, removeMissingScript, sendMissingScript } from './move-scripts.js';
+import { listFilesScript, listForMirrorScript, receiveScript, removeMissingScript, sendMissingScript } from './move-programs.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 type Audit = { user_id: number | null; job_id: string };
@@ -51,13 +51,15 @@ type Stream = { sendScript: string; sendStdin?: string; receiveScript: string; w
 
 /**
  * One command on the sending host piped into one on the receiving host, through the service at the
- * receiver's pace (never more than a pipe's worth held here). Answers what each side said.
+ * receiver's pace (never more than a pipe's worth held here). Answers what each side said; fails
+ * with what each side that failed said.
  */
 async function streamBetween(sender: RemoteSession, receiver: RemoteSession, hosts: { from: RootServer; to: RootServer }, s: Stream) {
   const pipe = new PassThrough();
   const opts = { timeoutMs: COPY_TIMEOUT_MS };
-  const receiving = receiver.run(s.receiveScript, { ...opts, stdin: pipe });
-  const sending = sender.run(s.sendScript, {
+  const what = `${s.what} (root server ${hosts.from.id} to root server ${hosts.to.id}) failed`;
+  const receiving = receiver.check(s.receiveScript, `${what} on the receiving side`, { ...opts, stdin: pipe });
+  const sending = sender.check(s.sendScript, `${what} on the sending side`, {
     ...opts,
     ...(s.sendStdin === undefined ? {} : { stdin: s.sendStdin }),
     stdoutTo: pipe,
@@ -65,19 +67,13 @@ async function streamBetween(sender: RemoteSession, receiver: RemoteSession, hos
   });
   // A receiver that gives up leaves the sender writing into nothing: end it too. (One that is done
   // leaves the archive's padding unread: the SSH client drops it once the receiver's input closed.)
-  receiving.then(
-    (r) => (r.exitCode === 0 ? undefined : sender.close()),
-    () => sender.close(),
-  );
-  const [sent, received] = await Promise.all([sending, receiving]);
-  if (sent.exitCode !== 0 || received.exitCode !== 0) {
-    throw new UserError(
-      sender.mask(
-        `${s.what} (root server ${hosts.from.id} to root server ${hosts.to.id}) failed: ${sent.stderr.trim().slice(-800)} ${received.stdout.trim()} ${received.stderr.trim().slice(-800)}`,
-      ),
-    );
+  receiving.catch(() => sender.close());
+  const [sent, received] = await Promise.allSettled([sending, receiving]);
+  if (sent.status === 'rejected' || received.status === 'rejected') {
+    const failed = [sent, received].flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
+    throw new UserError(failed.join(' '));
   }
-  return `${sent.stderr.trim()}; ${received.stdout.trim()}`;
+  return `${sent.value.stderr.trim()}; ${received.value.stdout.trim()}`;
 }
 
 /**
@@ -103,9 +99,10 @@ export async function sendFilestore(
   let receiver: RemoteSession | undefined;
   try {
     receiver = await openRemoteSession(ctx, to, { ...audit, operation });
-    const have = await receiver.run(listFilesScript(dst), { timeoutMs: COPY_TIMEOUT_MS, maxOutputBytes: 512 * 1024 * 1024 });
-    if (have.exitCode !== 0)
-      throw new UserError(receiver.mask(`Listing ${dst} on root server ${to.id} failed: ${have.stderr.slice(-1000)}`));
+    const have = await receiver.check(listFilesScript(dst), `Listing ${dst} on root server ${to.id} failed`, {
+      timeoutMs: COPY_TIMEOUT_MS,
+      maxOutputBytes: 512 * 1024 * 1024,
+    });
     const said = [
       await streamBetween(sender, receiver, hosts, {
         sendScript: sendMissingScript(src),
