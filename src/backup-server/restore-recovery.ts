@@ -8,11 +8,10 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { shellQuote as q } from '../core/ssh.js';
 import type { BackupRestore } from '../generated/prisma/client.js';
-import { onServer, type Query, runOnOdooHost } from '../instances/index.js';
+import { onServer, type Query, runOnOdooHost, setMaintenance } from '../instances/index.js';
 import { basePathOf } from '../servers/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, ownDatabase, quoteIdent } from '../postgresql/index.js';
-import { setMaintenance } from '../rollouts/index.js';
 import { INTERRUPTED, leaseUntil } from './lease.js';
 import { tenantSource, type TenantSource } from './tenant-source.js';
 

@@ -1,14 +1,19 @@
 // A customer's filestore (attachments, logos) on the Odoo host that serves the template's databases:
-// <ODOO_BASE_PATH>/data/filestore/<database>, the layout of setup_dir_structure. Odoo never changes
-// a stored file in place, so a copy may share the template's files through hard links (cp -al, as
-// click-odoo-copydb does); where the file system refuses, a plain copy. A copy is made under a
-// temporary name and renamed when complete, so no half-copied directory is ever taken for a
-// filestore. Every command goes to the root server's action log.
+// <data_dir>/filestore/<database> (data_dir: <ODOO_BASE_PATH>/data, the layout of
+// setup_dir_structure). One set of programs copies, renames and removes filestores
+// (host/filestore-*.sh), for a new customer database as for a safety copy (safety-copy.ts): a copy
+// is made of hard links where the file system allows (cp -al, as click-odoo-copydb does), under a
+// temporary name renamed when complete, so no half-copied directory is ever taken for a filestore.
+// Every command goes to the root server's action log.
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
-import { shellQuote } from '../core/ssh.js';
+import { hostProgram, shCommand } from '../core/host-program.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { basePathOf, formatResult, openRemoteSession, type Audit, requireConfirmed } from '../servers/index.js';
+import { basePathOf, openRemoteSession, type Audit, requireConfirmed } from '../servers/index.js';
+
+const COPY = hostProgram(new URL('./host/filestore-copy.sh', import.meta.url));
+const RENAME = hostProgram(new URL('./host/filestore-rename.sh', import.meta.url));
+const REMOVE = hostProgram(new URL('./host/filestore-remove.sh', import.meta.url));
 
 /** Large filestores take a while to link, longer to copy. */
 const COPY_TIMEOUT_MS = 30 * 60_000;
@@ -17,74 +22,62 @@ const QUICK_TIMEOUT_MS = 5 * 60_000;
 /** A database name as a directory name: no path separator, no dot first. */
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$/;
 
-export function filestorePath(basePath: string, database: string): string {
+/** Where the host's Odoo keeps its data (OdooLayout's dataDir): filestore/<database> under it. */
+export interface OdooDataDir {
+  dataDir: string;
+}
+
+/** A database's name, checked to name a file or directory of its own (its filestore, its flag, its credentials). */
+export function fileNameOf(database: string): string {
   if (!SAFE_NAME.test(database)) throw new UserError(`${JSON.stringify(database)} cannot name a filestore directory`);
-  return `${basePath}/data/filestore/${database}`;
+  return database;
 }
 
-const vars = (pairs: Record<string, string>) =>
-  Object.entries(pairs)
-    .map(([k, v]) => `${k}=${shellQuote(v)}`)
-    .join('; ');
+const filestoreIn = (l: OdooDataDir, database: string) => `${l.dataDir}/filestore/${fileNameOf(database)}`;
 
-/** Copies src to dst (which must not exist); an empty directory when the template has none. */
-export function copyFilestoreScript(src: string, dst: string): string {
-  return [
-    `${vars({ src, dst, parent: dst.slice(0, dst.lastIndexOf('/')) })}; tmp="$dst.svc-tmp-$$"`,
-    'if [ -e "$dst" ]; then echo "$dst already exists" >&2; exit 3; fi',
-    'mkdir -p -- "$parent"',
-    'rm -rf -- "$dst".svc-tmp-*',
-    'if [ -d "$src" ]; then',
-    '  if cp -al -- "$src" "$tmp" 2>/dev/null; then how="hard links to $src"',
-    '  else rm -rf -- "$tmp"; cp -a -- "$src" "$tmp" || { rm -rf -- "$tmp"; exit 1; }; how="a copy of $src"; fi',
-    'else',
-    '  mkdir -- "$tmp" || exit 1; chown --reference="$parent" -- "$tmp" 2>/dev/null || true; how="empty: $src does not exist"',
-    'fi',
-    'mv -T -- "$tmp" "$dst" || { rm -rf -- "$tmp"; exit 1; }',
-    'echo "$dst: $how"',
-  ].join('\n');
-}
+export const filestorePath = (basePath: string, database: string): string => filestoreIn({ dataDir: `${basePath}/data` }, database);
 
-/** Renames src to dst (which must not exist). */
-export function renameFilestoreScript(src: string, dst: string): string {
-  return [
-    vars({ src, dst }),
-    'if [ -e "$dst" ]; then echo "$dst already exists" >&2; exit 3; fi',
-    'if [ ! -d "$src" ]; then echo "$src does not exist" >&2; exit 4; fi',
-    'mv -T -- "$src" "$dst" && echo "$src → $dst"',
-  ].join('\n');
-}
+/** Copies a filestore to `dst`, which must not exist; an empty directory when there is none to copy. */
+const copyFilestoreScript = (src: string, dst: string) => shCommand(COPY, 'filestore-copy', src, dst, 'new');
 
-/** Removes dst and any copy of it left half-made. */
-export function removeFilestoreScript(dst: string): string {
-  return [vars({ dst }), 'rm -rf -- "$dst" "$dst".svc-tmp-*', 'echo "$dst removed"'].join('\n');
-}
+/** Renames a filestore to `dst`, which must not exist. */
+const renameFilestoreScript = (src: string, dst: string) => shCommand(RENAME, 'filestore-rename', src, dst, 'new');
+
+/** Removes a filestore and any copy of it left half-made. */
+const removeFilestoreScript = (dst: string) => shCommand(REMOVE, 'filestore-remove', dst);
+
+/** The safety copy of a database's filestore (replacing one an earlier run left); none when the database has no filestore. */
+export const copyFilestore = (l: OdooDataDir, database: string, copy: string) =>
+  shCommand(COPY, 'filestore-copy', filestoreIn(l, database), filestoreIn(l, copy), 'replace');
+
+/** Puts the filestore back from its safety copy (idempotent: without a copy, there is nothing to do). */
+export const restoreFilestore = (l: OdooDataDir, database: string, copy: string) =>
+  shCommand(RENAME, 'filestore-rename', filestoreIn(l, copy), filestoreIn(l, database), 'replace');
+
+/** Removes what is left of a safety copy's filestore. */
+export const removeFilestoreCopy = (l: OdooDataDir, copy: string) => removeFilestoreScript(filestoreIn(l, copy));
 
 export type FilestoreHost = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 
-/** Runs one script on an Odoo host (with `input` on its stdin, shown as `label`) and answers its output; a failure is a UserError naming the server. */
+/**
+ * Runs one command on a confirmed Odoo host (with `input` on its stdin, shown as `label`) and answers
+ * its output; any failure is a UserError naming the server (RemoteSession.check).
+ */
 export async function runOnOdooHost(
   ctx: FilestoreHost,
   server: RootServer,
   audit: Audit,
-  script: string,
+  command: string,
   timeoutMs: number,
   input?: { stdin: string; label: string },
 ): Promise<string> {
-  const name = server.name ?? server.ip;
+  const name = `Odoo host ${server.name ?? server.ip} (root server ${server.id})`;
   requireConfirmed(server);
-  let session;
+  const session = await openRemoteSession(ctx, server, audit).catch((err: Error) => {
+    throw new UserError(`${name} could not be reached: ${err.message}`);
+  });
   try {
-    session = await openRemoteSession(ctx, server, audit);
-  } catch (err) {
-    throw new UserError(`Odoo host ${name} (root server ${server.id}) could not be reached: ${(err as Error).message}`);
-  }
-  try {
-    const res = await session.run(script, { timeoutMs, ...input });
-    if (res.exitCode !== 0 || res.timedOut) {
-      throw new UserError(`On Odoo host ${name} (root server ${server.id}): ${session.mask(formatResult(res, timeoutMs)).slice(-2000)}`);
-    }
-    return res.stdout.trim();
+    return (await session.check(command, `On ${name}`, { timeoutMs, ...input })).stdout.trim();
   } finally {
     session.close();
   }

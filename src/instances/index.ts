@@ -21,7 +21,16 @@ export const instances: Feature = {
 };
 
 // What other features use from this one: they import it from here, never from the files.
-export { createFilestores, filestorePath, runOnOdooHost } from './filestore.js';
+export {
+  copyFilestore,
+  createFilestores,
+  filestorePath,
+  type OdooDataDir,
+  removeFilestoreCopy,
+  restoreFilestore,
+  runOnOdooHost,
+} from './filestore.js';
+export { setMaintenance } from './maintenance-flag.js';
 export {
   LONG_STATEMENT_TIMEOUT,
   assertTemplateDatabase,
@@ -36,17 +45,7 @@ export {
 } from './instance-database.js';
 export type { MadeDatabase, Query } from './instance-database.js';
 export { assertTemplateIdentity, recordTemplateIdentity, TemplateSwapped } from './template-identity.js';
-export {
-  copyFilestore,
-  dropSafetyCopy,
-  makeSafetyCopy,
-  type OdooDataDir,
-  removeFilestoreCopy,
-  restoreFilestore,
-  restoreSafetyCopy,
-  type SafetyCopy,
-  safetyCopyName,
-} from './safety-copy.js';
+export { dropSafetyCopy, makeSafetyCopy, restoreSafetyCopy, type SafetyCopy, safetyCopyName } from './safety-copy.js';
 export {
   assertOdooDatabase,
   setAddressAndDate,

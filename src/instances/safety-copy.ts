@@ -5,11 +5,10 @@
 // stored file in place), a plain copy where the file system refuses. Putting it back: the updated
 // database goes and the copy takes its name, so the database is known by the copy's oid from then
 // on (the caller records it); the filestore copy replaces the filestore. Every step is idempotent:
-// a job resumed after a crash runs it again.
+// a job resumed after a crash runs it again. The filestore's part is filestore.ts's.
 import { randomBytes } from 'node:crypto';
 import type { SecretBox } from '../core/crypto.js';
 import { UserError } from '../core/errors.js';
-import { shellQuote as q } from '../core/ssh.js';
 import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
 import { onServer, type Query } from './instance-database.js';
 
@@ -102,43 +101,3 @@ export async function restoreSafetyCopy(secretBox: SecretBox, pg: PostgresqlServ
 export async function dropSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerRecord, copy: string): Promise<void> {
   await onServer(secretBox, pg, (query) => query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`), { timeout: '15min' });
 }
-
-// The filestore's part, run on the Odoo host (POSIX sh, as root through the session's sudo): only
-// validated database names and the host's layout appear, each shell-quoted.
-
-/** Where the host's Odoo keeps its data (OdooLayout's dataDir): filestore/<database> under it. */
-export interface OdooDataDir {
-  dataDir: string;
-}
-
-const filestoreOf = (l: OdooDataDir, database: string) => `${l.dataDir}/filestore/${database}`;
-
-/**
- * The safety copy of a filestore: hard links (Odoo never changes a stored file in place, so a link is
- * a copy of what the file is now), a plain copy where the file system refuses; none when the
- * database has no filestore. Made under a temporary name, renamed when complete.
- */
-export function copyFilestore(l: OdooDataDir, database: string, copy: string): string {
-  const src = q(filestoreOf(l, database));
-  const dst = q(filestoreOf(l, copy));
-  return [
-    `rm -rf -- ${dst} ${dst}.svc-tmp`,
-    `if [ ! -d ${src} ]; then echo "no filestore"; exit 0; fi`,
-    `if ! cp -al -- ${src} ${dst}.svc-tmp 2>/dev/null; then rm -rf -- ${dst}.svc-tmp; cp -a -- ${src} ${dst}.svc-tmp || { rm -rf -- ${dst}.svc-tmp; exit 1; }; fi`,
-    `mv -T -- ${dst}.svc-tmp ${dst} && echo "filestore copied"`,
-  ].join('\n');
-}
-
-/** Puts the filestore back from its copy (idempotent: without a copy, there is nothing to do). */
-export function restoreFilestore(l: OdooDataDir, database: string, copy: string): string {
-  const src = q(filestoreOf(l, copy));
-  const dst = q(filestoreOf(l, database));
-  return [
-    `if [ ! -d ${src} ]; then echo "no filestore copy"; exit 0; fi`,
-    `rm -rf -- ${dst}.svc-old; if [ -e ${dst} ]; then mv -T -- ${dst} ${dst}.svc-old; fi`,
-    `mv -T -- ${src} ${dst} && rm -rf -- ${dst}.svc-old && echo "filestore restored"`,
-  ].join('\n');
-}
-
-export const removeFilestoreCopy = (l: OdooDataDir, copy: string) =>
-  `rm -rf -- ${q(filestoreOf(l, copy))} ${q(filestoreOf(l, copy))}.svc-tmp; echo removed`;

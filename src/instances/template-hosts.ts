@@ -54,10 +54,49 @@ export function templateOn(
 }
 
 /**
+ * What readyTemplateHosts' answer is made of, in one short string: the row version (xmin) of the
+ * template, its servers, each copy and each copy's servers. Any write to any of those rows (Prisma's
+ * or raw SQL, a copy made, failed or removed, a host's credentials or a server changed) gives
+ * another stamp; reading it is one round trip, where reading the rows is several and 200 objects.
+ */
+async function stampOf(db: Db | DbTx, templateId: number): Promise<string | null> {
+  const [row] = await db.$queryRaw<{ stamp: string }[]>`
+    SELECT concat_ws('/', t.xmin, p.xmin, r.xmin,
+             (SELECT string_agg(concat_ws(':', c.id, c.xmin, cr.xmin, cp.xmin), ',' ORDER BY c.id)
+                FROM database_template_copies c
+                JOIN root_servers cr ON cr.id = c.root_server_id
+                JOIN postgresql_servers cp ON cp.id = c.postgresql_server_id
+               WHERE c.database_template_id = t.id)) AS stamp
+      FROM database_templates t
+      JOIN postgresql_servers p ON p.id = t.postgresql_server_id
+      LEFT JOIN root_servers r ON r.id = t.root_server_id
+     WHERE t.id = ${templateId}`;
+  return row?.stamp ?? null;
+}
+
+/** Each template's answer with the stamp it was read under, per process (a placement asks for it every time). */
+const known = new Map<number, { stamp: string; hosts: readonly TemplateHost[] }>();
+const KNOWN_MAX = 500;
+
+/**
  * The hosts with a ready, in-step copy of the template, the template's own first; [] for an
- * unknown template. Nothing here looks at the hosts' health or room: placement does.
+ * unknown template. Nothing here looks at the hosts' health or room: placement does. Kept per
+ * template and used again while its stamp (stampOf) is unchanged; the objects are frozen, as they
+ * are shared between callers.
  */
 export async function readyTemplateHosts(db: Db | DbTx, templateId: number): Promise<TemplateHost[]> {
+  const stamp = await stampOf(db, templateId);
+  if (stamp === null) return [];
+  const kept = known.get(templateId);
+  if (kept?.stamp === stamp) return [...kept.hosts];
+  // Read after the stamp: a write in between gives another stamp next time, so this answer is only kept until then.
+  const hosts = (await readHosts(db, templateId)).map((h) => Object.freeze({ ...h, template: Object.freeze(h.template) }));
+  if (known.size >= KNOWN_MAX) known.clear();
+  known.set(templateId, { stamp, hosts });
+  return [...hosts];
+}
+
+async function readHosts(db: Db | DbTx, templateId: number): Promise<TemplateHost[]> {
   const found = await db.databaseTemplate.findUnique({
     where: { id: templateId },
     include: {

@@ -14,13 +14,13 @@ import {
   type Query,
   removeTenantCredentials,
   runOnOdooHost,
+  setMaintenance,
   tenantRoleName,
   writeTenantCredentials,
 } from '../instances/index.js';
 import { basePathOf } from '../servers/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
-import { setMaintenance } from '../rollouts/index.js';
 import { databaseStep, postAlert, postNotice } from '../subscriptions/index.js';
 import type { MoveEnds } from './move-checks.js';
 

@@ -46,6 +46,8 @@ export interface PlaceRequest<C extends Candidate> {
   exceptSubscription?: number;
   /** Records the tenant on the chosen host, in the transaction that holds the host's lock. */
   reserve: (tx: DbTx, chosen: C, host: HostFigures | null) => Promise<void>;
+  /** How long `reserve` may hold the host's lock (Prisma's transaction timeout; default 5 s). */
+  holdMs?: number;
 }
 
 /** The two-key advisory lock of one host's room (a key space of its own: session locks use one key). */
@@ -66,13 +68,17 @@ function listed(judged: readonly Judged[]): string[] {
  * FIGURES_MAX_AGE_MS, before it once older than FIGURES_STALE_MS) and brought up to date by
  * each placement with what it read under the chosen host's lock: reading 200 hosts' tenants for
  * every decision cost more than the decision's budget. A stale figure only orders the candidates
- * (the host's room is read again under its lock), and a pool that looks full is read again before
- * the deployment is refused.
+ * (the host's room and health are read again under its lock: a host found full or cordoned there is
+ * passed over), and a pool that looks full is read again before the deployment is refused.
  */
 const figureCache = new Map<string, { at: number; hosts: Map<number, HostFigures>; refreshing: boolean }>();
-const FIGURES_MAX_AGE_MS = 5_000;
+/**
+ * What this process placed is in its figures at once; what other processes placed, after this
+ * long. Reading a pool's figures holds a CPU for tens of ms: every 5 s it was the decisions' slowest percent.
+ */
+const FIGURES_MAX_AGE_MS = 30_000;
 /** Older than this, a placement waits for the pool's figures; younger, they are read again behind it. */
-const FIGURES_STALE_MS = 30_000;
+const FIGURES_STALE_MS = 120_000;
 
 async function readFigures(db: Db, key: string, all: readonly Candidate[], now: Date, except?: number) {
   const hosts = new Map((await loadHosts(db, all as (Candidate & { root_server_id: number })[], now, except)).map((h) => [h.id, h]));
@@ -146,14 +152,17 @@ export async function place<C extends Candidate>(db: Db, req: PlaceRequest<C>, n
         out.map((j) => ({ host: hostLabel(j.host), reason: j.reason! })),
       );
     const chosen = open.find((c) => c.root_server_id === best.host.id)!;
-    const taken = await db.$transaction(async (tx) => {
-      await lockHost(tx, best.host.id);
-      const [again] = await loadHosts(tx, [chosen], now, req.exceptSubscription);
-      const judged = judge(again ? [again] : [], tenantDisk);
-      if (judged.fits.length === 0) return judged.left[0] ?? null;
-      await req.reserve(tx, chosen, again!);
-      return judged.fits[0]!;
-    });
+    const taken = await db.$transaction(
+      async (tx) => {
+        await lockHost(tx, best.host.id);
+        const [again] = await loadHosts(tx, [chosen], now, req.exceptSubscription);
+        const judged = judge(again ? [again] : [], tenantDisk);
+        if (judged.fits.length === 0) return judged.left[0] ?? null;
+        await req.reserve(tx, chosen, again!);
+        return judged.fits[0]!;
+      },
+      req.holdMs ? { timeout: req.holdMs } : undefined,
+    );
     if (taken) noteHost(key, taken.host, taken.reason === null, now);
     if (taken && taken.reason === null) {
       const text = [

@@ -37,5 +37,5 @@ export const rollouts: Feature = {
 };
 
 // For staging copies (src/staging), updated as a tenant is.
-export { setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
+export { updateScript, waitForUpdate } from './rollout-scripts.js';
 export { updateError } from './rollout-tenant.js';

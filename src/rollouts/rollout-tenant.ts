@@ -25,11 +25,12 @@ import {
   restoreFilestore,
   restoreSafetyCopy,
   safetyCopyName,
+  setMaintenance,
 } from '../instances/index.js';
 import type { OdooLayout } from '../odoo/index.js';
 import { type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
 import type { RemoteSession } from '../servers/index.js';
-import { setMaintenance, updateScript, waitForUpdate } from './rollout-scripts.js';
+import { updateScript, waitForUpdate } from './rollout-scripts.js';
 
 const STEP_TIMEOUT_MS = 5 * 60_000;
 const UPDATE_TIMEOUT_MS = 60 * 60_000;

@@ -29,12 +29,13 @@ import {
   restoreSafetyCopy,
   runOnOdooHost,
   safetyCopyName,
+  setMaintenance,
   type TenantRole,
   writeTenantCredentials,
 } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent, scramVerifier } from '../postgresql/index.js';
-import { setMaintenance, updateError, updateScript, waitForUpdate } from '../rollouts/index.js';
+import { updateError, updateScript, waitForUpdate } from '../rollouts/index.js';
 import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { databaseStep, type StepAudit } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
