@@ -1,5 +1,7 @@
 # svc's addon inside every customer instance (OCA layout). svc ships this folder to each Odoo host
 # (setup_odoo) and installs it in every template (build), so every instance copied from one has it.
+# The manifest is a bare dict literal, as Odoo reads it (ast.literal_eval), not a statement with an effect.
+# pylint: disable=pointless-statement
 {
     "name": "svc instance",
     "summary": "The hosting package inside the instance: limits, trial end, suspension",

@@ -16,6 +16,7 @@
 # localhost:25), which Odoo itself sends mail through; a tenant's ir.mail_server naming that same
 # host and port reaches nothing more than Odoo's default. Any other private SMTP server is refused.
 # Odoo's own tests (--test-enable: never on a host svc set up) call Odoo on 127.0.0.1 and are left alone.
+import functools
 import ipaddress
 import logging
 import socket
@@ -27,7 +28,6 @@ from odoo.tools import config
 
 _logger = logging.getLogger(__name__)
 
-_installed = False
 # (smtp_server, smtp_port) -> the addresses it resolved to: Odoo's own SMTP server, kept reachable.
 _smtp_cache = {}
 
@@ -97,7 +97,10 @@ def check_address(host, port, family=0, allow_smtp=True):
 
 
 def check_url(url):
-    """Raises EgressRefused when the URL's host is, or resolves to, a non-public address (a name that does not resolve passes: the request fails by itself)."""
+    """Raises EgressRefused when the URL's host is, or resolves to, a non-public address.
+
+    A name that does not resolve passes: the request fails by itself.
+    """
     parts = urlsplit(str(url or "").strip())
     host = parts.hostname
     if not host:
@@ -143,17 +146,14 @@ def _wrap_webhook(original):
     return _run_action_webhook
 
 
+@functools.cache
 def install():
     """Checks outbound connections once per process (post_load of the server-wide module)."""
-    global _installed  # noqa: PLW0603
-    if _installed:
-        return
-    _installed = True
     # Whatever socket.socket is in this process (gevent's in Odoo's evented process).
     sock_class = socket.socket
     sock_class.connect = _wrap_connect(sock_class.connect)
     sock_class.connect_ex = _wrap_connect_ex(sock_class.connect_ex)
-    from odoo.addons.base.models.ir_actions import IrActionsServer  # noqa: PLC0415
+    from odoo.addons.base.models.ir_actions import IrActionsServer
 
     IrActionsServer._run_action_webhook = _wrap_webhook(IrActionsServer._run_action_webhook)
     _logger.info("svc egress: outbound connections reach public addresses only (and Odoo's SMTP server)")

@@ -23,7 +23,12 @@
 # - A request header whose name holds "_" is dropped before the WSGI environ is built (as nginx does,
 #   and newer werkzeug): `X_Odoo_Database` would otherwise become HTTP_X_ODOO_DATABASE, passing a
 #   proxy that removes only `X-Odoo-Database`.
+# Unlike OCA's dbfilter_from_header, which patches only under proxy_mode, this applies whatever the
+# configuration says: a host svc set up is always behind its proxy, and a condition here would open
+# every database to any request on a host whose configuration lacked the option. What is applied
+# only where it must be: the RPC checks (rpc.py) wrap only the services they check.
 import configparser
+import functools
 import hmac
 import logging
 import sys
@@ -35,10 +40,10 @@ import werkzeug.serving
 
 from odoo import http, sql_db
 from odoo.exceptions import AccessDenied
-from odoo.service import common as common_service
 from odoo.service import db as db_service
-from odoo.service import model as model_service
-from odoo.tools import config
+from odoo.tools import SQL, config
+
+from . import rpc
 
 _logger = logging.getLogger(__name__)
 
@@ -58,8 +63,6 @@ DB_SERVICE_ALLOWED = ("server_version", "list_lang", "list_countries")
 TENANT_TTL_S = 60.0
 
 _tenants = {}
-_installed = False
-_secret = None
 
 
 class Routing:
@@ -89,10 +92,15 @@ def is_tenant(dbname):
         if dbname not in db_service.list_dbs(True):
             return False
         with sql_db.db_connect(dbname).cursor() as cr:
-            cr.execute("SELECT 1 FROM public.ir_config_parameter WHERE key = %s AND COALESCE(value, '') <> ''", (TENANT_PARAMETER,))
+            cr.execute(SQL(
+                "SELECT 1 FROM public.ir_config_parameter WHERE key = %s AND COALESCE(value, '') <> ''",
+                TENANT_PARAMETER,
+            ))
             found = cr.fetchone() is not None
-    except Exception:
-        _logger.warning("svc routing: could not tell whether %r is a tenant's database; not serving it", dbname, exc_info=True)
+    except Exception:  # pylint: disable=broad-exception-caught  # whatever failed, the database is not served
+        _logger.warning(
+            "svc routing: could not tell whether %r is a tenant's database; not serving it", dbname, exc_info=True
+        )
         return False
     if found:
         _tenants[dbname] = now + TENANT_TTL_S
@@ -106,8 +114,9 @@ def allowed(dbname, routing):
     return is_tenant(dbname)
 
 
-def read_host_secret():
-    """The host's secret from Odoo's configuration file ([svc] host_secret), or None."""
+@functools.cache
+def host_secret():
+    """The host's secret from Odoo's configuration file ([svc] host_secret), or None (read once per process)."""
     rcfile = config.get("config") or getattr(config, "rcfile", None)
     if not rcfile:
         return None
@@ -126,9 +135,10 @@ def is_own(environ):
     if config.get("test_enable"):
         # Odoo's own tests (never on a host svc set up) call Odoo on 127.0.0.1 with no header at all.
         return HEADER_ENVIRON not in environ and not any(environ.get(key) for key in PROXY_ENVIRON)
-    if not _secret or not given:
+    secret = host_secret()
+    if not secret or not given:
         return False
-    return hmac.compare_digest(given.strip().encode(), _secret.encode())
+    return hmac.compare_digest(given.strip().encode(), secret.encode())
 
 
 def _wrap_application_call(original):
@@ -169,7 +179,6 @@ def _wrap_db_filter(original):
             host = routing.pinned
         return [db for db in original(dbs, host=host) if is_tenant(db)]
 
-    db_filter.svc_original = original
     return db_filter
 
 
@@ -196,58 +205,45 @@ def _refuse(dbname):
     raise AccessDenied()
 
 
-def _wrap_common(original):
-    def dispatch(method, params):
-        routing = _current()
-        if routing is not None and method in ("login", "authenticate") and params:
-            if not allowed(params[0], routing):
-                _refuse(params[0])
-        return original(method, params)
-
-    return dispatch
-
-
-def _wrap_object(original):
-    def dispatch(method, params):
-        routing = _current()
-        if routing is not None and params and not allowed(params[0], routing):
-            _refuse(params[0])
-        return original(method, params)
-
-    return dispatch
-
-
-def _wrap_db(original):
-    def dispatch(method, params):
-        if _current() is not None and method not in DB_SERVICE_ALLOWED:
+def check_rpc(service, method, params):
+    """RPC through the proxy: the database a call names must be one it may reach; the database service
+    answers only the methods that manage no database."""
+    routing = _current()
+    if routing is None:
+        return
+    if service == "db":
+        if method not in DB_SERVICE_ALLOWED:
             _logger.warning("svc routing: database service method %r refused to a request through the proxy", method)
             raise AccessDenied()
-        return original(method, params)
+    elif rpc.names_database(service, method, params) and not allowed(params[0], routing):
+        _refuse(params[0])
 
-    return dispatch
 
-
+@functools.cache
 def install():
     """Patches Odoo's request routing once per process (post_load of the server-wide module)."""
-    global _installed, _secret  # noqa: PLW0603
-    if _installed:
-        return
-    _installed = True
-    _secret = read_host_secret()
-    if not _secret and not config.get("test_enable"):
-        _logger.warning("svc routing: no [%s] %s in Odoo's configuration file: no request is svc's own", SECRET_SECTION, SECRET_OPTION)
+    if not host_secret() and not config.get("test_enable"):
+        _logger.warning(
+            "svc routing: no [%s] %s in Odoo's configuration file: no request is svc's own",
+            SECRET_SECTION,
+            SECRET_OPTION,
+        )
     http.Application.__call__ = _wrap_application_call(http.Application.__call__)
     # Odoo's HTTP server (threaded and prefork) builds the environ in werkzeug's handler; its
     # evented one (the websocket) in gevent's.
-    werkzeug.serving.WSGIRequestHandler.make_environ = _wrap_make_environ(werkzeug.serving.WSGIRequestHandler.make_environ)
+    handler = werkzeug.serving.WSGIRequestHandler
+    handler.make_environ = _wrap_make_environ(handler.make_environ)
     if "gevent" in sys.modules:
-        from gevent import pywsgi  # noqa: PLC0415
+        from gevent import pywsgi
 
         pywsgi.WSGIHandler.get_environ = _wrap_make_environ(pywsgi.WSGIHandler.get_environ)
     http.db_filter = _wrap_db_filter(http.db_filter)
     http.Request._get_session_and_dbname = _wrap_get_session_and_dbname(http.Request._get_session_and_dbname)
-    common_service.dispatch = _wrap_common(common_service.dispatch)
-    model_service.dispatch = _wrap_object(model_service.dispatch)
-    db_service.dispatch = _wrap_db(db_service.dispatch)
-    _logger.info("svc routing: X-Odoo-Database pins a request to its tenant; requests through a proxy reach tenants only")
-    _logger.info("svc routing: only requests carrying the host's secret are svc's own; /web/database/* is closed to every other")
+    # First of the RPC checks: a database the request may not reach is refused before anything is said of it.
+    rpc.add_check(("common", "object", "db"), check_rpc)
+    _logger.info(
+        "svc routing: X-Odoo-Database pins a request to its tenant; requests through a proxy reach tenants only"
+    )
+    _logger.info(
+        "svc routing: only requests carrying the host's secret are svc's own; /web/database/* is closed to every other"
+    )

@@ -13,6 +13,7 @@
 #   registry takes the file's credentials as they are now (a move back gives the database a new role);
 # - list_dbs: the databases Odoo serves are those its role owns (templates) and those with a file
 #   (customers), since a customer's database is no longer owned by Odoo's role.
+import functools
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ import re
 from odoo import sql_db
 from odoo.service import db as db_service
 from odoo.service import server as server_service
-from odoo.tools import config
+from odoo.tools import SQL, config
 
 _logger = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ SEARCH_PATH = "-c search_path=public,pg_temp"
 
 # path -> (mtime_ns, size, credentials): a file is read again only when it changed.
 _cache = {}
-_installed = False
 
 
 def _directory():
@@ -108,22 +108,20 @@ def _wrap_list_dbs(original):
         if not names:
             return owned
         with sql_db.db_connect("postgres").cursor() as cr:
-            cr.execute(
-                "SELECT datname FROM pg_catalog.pg_database WHERE datname = ANY(%s) AND datallowconn AND NOT datistemplate",
-                [names],
-            )
+            cr.execute(SQL(
+                "SELECT datname FROM pg_catalog.pg_database"
+                " WHERE datname = ANY(%s) AND datallowconn AND NOT datistemplate",
+                names,
+            ))
             present = [name for (name,) in cr.fetchall()]
         return sorted(owned + present)
 
     return list_dbs
 
 
+@functools.cache
 def install():
     """Patches how Odoo connects to a database and which databases it lists, once per process."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     sql_db.connection_info_for = _wrap_connection_info_for(sql_db.connection_info_for)
     sql_db.Connection.cursor = _wrap_cursor(sql_db.Connection.cursor)
     original, db_service.list_dbs = db_service.list_dbs, _wrap_list_dbs(db_service.list_dbs)

@@ -13,6 +13,7 @@ import re
 
 from odoo import http
 from odoo.http import request
+from odoo.tools import SQL
 
 _logger = logging.getLogger(__name__)
 
@@ -23,8 +24,10 @@ WEB_CLIENT = "/odoo"
 
 
 class SvcSignIn(http.Controller):
-    @http.route("/svc/sign_in", type="http", auth="none", methods=["GET", "POST"], csrf=False, readonly=False, sitemap=False)
-    def svc_sign_in(self, token=None, **kw):
+    @http.route(
+        "/svc/sign_in", type="http", auth="none", methods=["GET", "POST"], csrf=False, readonly=False, sitemap=False
+    )
+    def svc_sign_in(self, token=None, **_kw):
         # A token is only ever read from the body: one in the query string is already in a log.
         if not request.db or request.httprequest.method != "POST" or "token" in request.httprequest.args:
             return request.redirect(LOGIN_PAGE, 303)
@@ -57,17 +60,21 @@ class SvcSignIn(http.Controller):
         if not cr.fetchone()[0]:
             return None
         digest = hashlib.sha256(token.encode()).hexdigest()
-        cr.execute(
+        cr.execute(SQL(
             """DELETE FROM public.svc_sign_in_link
-                WHERE token_hash = %s OR expires_at <= (now() AT TIME ZONE 'UTC')
-            RETURNING user_id, token_hash = %s AND expires_at > (now() AT TIME ZONE 'UTC')""",
-            [digest, digest],
-        )
+                WHERE token_hash = %(digest)s OR expires_at <= (now() AT TIME ZONE 'UTC')
+            RETURNING user_id, token_hash = %(digest)s AND expires_at > (now() AT TIME ZONE 'UTC')""",
+            digest=digest,
+        ))
         uids = [uid for uid, valid in cr.fetchall() if valid]
         if not uids:
             return None
         user = request.env["res.users"].sudo().browse(uids[0]).exists()
         if not user or not user.active or not user._is_internal() or user._mfa_url():
-            _logger.warning("svc: a sign-in link for user %s of db:%s was refused (inactive, not internal or with a second factor)", uids[0], request.db)
+            _logger.warning(
+                "svc: a sign-in link for user %s of db:%s was refused (inactive, not internal or with a second factor)",
+                uids[0],
+                request.db,
+            )
             return None
         return user

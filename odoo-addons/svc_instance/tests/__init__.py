@@ -5,3 +5,5 @@ from . import test_params
 from . import test_trial
 from . import test_http
 from . import test_sign_in
+from . import test_routing
+from . import test_maintenance
