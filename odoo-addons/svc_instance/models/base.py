@@ -18,10 +18,11 @@ class Base(models.AbstractModel):
     def create(self, vals_list):
         records = super().create(vals_list)
         if records and self._auto and not self._abstract and not self._transient and not self.pool._init:
-            self._svc_check_model_limit(len(records))
+            self._svc_check_model_limit()
         return records
 
-    def _svc_check_model_limit(self, added):
+    def _svc_check_model_limit(self):
+        """Refuses the change when the model's table now holds more rows than svc's limit of it."""
         cr = self.env.cr
         params = svc_params.read(cr)
         limit = svc_params.model_limit(cr, params, self._name)
@@ -31,7 +32,12 @@ class Base(models.AbstractModel):
         cr.execute(SQL("SELECT count(*) FROM %s", SQL.identifier("public", self._table)))
         after = cr.fetchone()[0]
         if after > limit:
-            raise UserError(
-                "Your package allows %d records of %s (%s); this would make %d. %s"
-                % (limit, self._description or self._name, self._name, after, svc_params.how_to_raise(params))
-            )
+            raise UserError(self.env._(
+                "Your package allows %(limit)s records of %(description)s (%(model)s); this would make %(count)s. "
+                "%(how_to_raise)s",
+                limit=int(limit),
+                description=self._description or self._name,
+                model=self._name,
+                count=after,
+                how_to_raise=svc_params.how_to_raise(self.env, params),
+            ))

@@ -15,7 +15,6 @@
 #   themselves, which the user and record limits govern.
 # Which of Odoo's code is running is marked in a context variable of this thread (below), which no
 # RPC value, context key or server action can set.
-import base64
 import contextvars
 import functools
 
@@ -102,11 +101,15 @@ class IrAttachment(models.Model):
         if used is None:
             return  # not measured yet, or unreadable (logged): no limit
         if used >= limit_gb * svc_params.GIB:
-            raise UserError(
-                "Storage is full: %.2f GB used of the %g GB your package allows, so no new file can be stored. "
-                "Files can still be opened and deleted. %s"
-                % (used / svc_params.GIB, limit_gb, svc_params.how_to_raise(params))
-            )
+            # Formatted before: the extraction of translatable terms reads the call's string literals only.
+            used_gb, limit_text = f"{used / svc_params.GIB:.2f}", f"{limit_gb:g}"
+            raise UserError(self.env._(
+                "Storage is full: %(used)s GB used of the %(limit)s GB your package allows, so no new file can be "
+                "stored. Files can still be opened and deleted. %(how_to_raise)s",
+                used=used_gb,
+                limit=limit_text,
+                how_to_raise=svc_params.how_to_raise(self.env, params),
+            ))
 
     @api.model_create_multi
     def create(self, vals_list):

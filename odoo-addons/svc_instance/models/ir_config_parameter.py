@@ -7,31 +7,30 @@ from odoo.exceptions import UserError
 from .svc_params import PREFIX
 
 
-def _refuse(keys):
-    raise UserError(
-        "The parameter(s) %s belong to your hosting package and are set by your provider: they can be read, not changed."
-        % ", ".join(sorted(keys))
-    )
-
-
 class IrConfigParameter(models.Model):
     _inherit = "ir.config_parameter"
 
+    def _svc_refuse(self, keys):
+        guarded = sorted(k for k in keys if k.startswith(PREFIX))
+        if guarded:
+            raise UserError(self.env._(
+                "The parameter(s) %(keys)s belong to your hosting package and are set by your provider: "
+                "they can be read, not changed.",
+                keys=", ".join(guarded),
+            ))
+
     @api.model_create_multi
     def create(self, vals_list):
-        keys = {v.get("key") or "" for v in vals_list}
-        if any(k.startswith(PREFIX) for k in keys):
-            _refuse(k for k in keys if k.startswith(PREFIX))
+        self._svc_refuse({v.get("key") or "" for v in vals_list})
         return super().create(vals_list)
 
     def write(self, vals):
-        keys = set(self.mapped("key")) | {vals.get("key") or ""}
-        if any(k.startswith(PREFIX) for k in keys):
-            _refuse(k for k in keys if k.startswith(PREFIX))
+        self._svc_refuse(set(self.mapped("key")) | {vals.get("key") or ""})
         return super().write(vals)
 
-    def unlink(self):
-        keys = set(self.mapped("key"))
-        if any(k.startswith(PREFIX) for k in keys):
-            _refuse(k for k in keys if k.startswith(PREFIX))
-        return super().unlink()
+    # at_uninstall=True: Odoo skips at_uninstall=False checks whenever the context carries
+    # `_force_unlink` (module uninstallation's flag), which any RPC caller can put in its context.
+    # No module's uninstallation deletes svc.* rows (svc writes them in SQL, no module owns them).
+    @api.ondelete(at_uninstall=True)
+    def _svc_unlink_except_svc_parameters(self):
+        self._svc_refuse(set(self.mapped("key")))

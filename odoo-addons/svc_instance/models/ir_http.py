@@ -12,37 +12,29 @@ from datetime import datetime, timezone
 import pytz
 import werkzeug.exceptions
 from babel.dates import format_date
-from markupsafe import escape
 
 from odoo import models
 from odoo.http import Response, request
 from odoo.tools.misc import babel_locale_parse
 
 from . import svc_params
-from .res_users import SvcSuspended, suspension_message
+from .suspension import SvcSuspended, suspension_message, suspension_response
 
 ALWAYS_SERVED = ("/web/health",)
 # XML-RPC and JSON-RPC services: let through, their calls are refused in RPC's own form (a fault,
 # an error) by the sign-in and caller checks of res_users.py. An HTML page would be a protocol error.
 RPC_SERVICES = ("/xmlrpc/", "/jsonrpc")
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex"><title>Suspended</title>
-<style>body{font-family:system-ui,sans-serif;max-width:36em;margin:12vh auto;padding:0 1em;color:#222;line-height:1.5}
-h1{font-size:1.6em;margin-bottom:.4em}.why{font-size:1.1em}.who{color:#555}</style></head>
-<body><h1>This Odoo instance is suspended</h1><p class="why">%(why)s</p><p class="who">%(who)s</p></body></html>
-"""
 
-
-def suspension_page(params):
-    reason = (params.get("svc.suspension_reason") or "").strip()
-    who = svc_params.contact(params)
-    html = PAGE % {
-        "why": escape(reason + ("" if reason.endswith(".") else ".")) if reason else "Its data is kept; nobody can sign in until it is reactivated.",
-        "who": escape("To reactivate it, contact %s." % who) if who else "To reactivate it, contact your provider.",
-    }
-    return Response(html, status=503, content_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store", "Retry-After": "3600"})
+def trial_label(env, days, ended):
+    """The badge's text: one string per case, so that a language's plural is its translator's."""
+    if ended:
+        return env._("Trial ended")
+    if days == 0:
+        return env._("Trial ends today")
+    if days == 1:
+        return env._("Trial: 1 day left")
+    return env._("Trial: %(days)s days left", days=days)
 
 
 def trial_info(env, params, now=None):
@@ -61,21 +53,19 @@ def trial_info(env, params, now=None):
     try:
         locale = babel_locale_parse(user.lang or "en_US")
         date_text = format_date(local_end.date(), format="long", locale=locale)
-    except Exception:  # an unknown locale must not break the web client
+    except Exception:  # pylint: disable=broad-exception-caught  # an unknown locale must not break the web client
         date_text = local_end.date().isoformat()
     ended = local_end <= local_now
     if ended:
-        label = "Trial ended"
-    elif days == 0:
-        label = "Trial ends today"
+        title = env._("Your trial ended on %(date)s.", date=date_text)
     else:
-        label = "Trial: %d day%s left" % (days, "" if days == 1 else "s")
+        title = env._("Your trial ends on %(date)s.", date=date_text)
     return {
         "days_left": days,
         "end_date": date_text,
         "ended": ended,
-        "label": label,
-        "title": "Your trial %s on %s." % ("ended" if ended else "ends", date_text),
+        "label": trial_label(env, days, ended),
+        "title": title,
         "urgent": days <= 3,
         "hours_left": max(0, math.ceil((local_end - local_now).total_seconds() / 3600)),
     }
@@ -88,16 +78,19 @@ class IrHttp(models.AbstractModel):
     def _authenticate(cls, endpoint):
         path = request.httprequest.path
         if path not in ALWAYS_SERVED and not path.startswith(RPC_SERVICES):
-            params = svc_params.read(request.env.cr)
+            env = request.env
+            params = svc_params.read(env.cr)
             if svc_params.flag(params, "svc.suspended"):
                 if path.startswith("/json/"):
                     # 19.0's JSON-2 API: a JSON error as its own errors are.
-                    message = suspension_message(params)
+                    message = suspension_message(env, params)
                     body = json.dumps({"name": "odoo.exceptions.UserError", "message": message, "arguments": [message]})
-                    raise werkzeug.exceptions.ServiceUnavailable(response=Response(body, status=503, content_type="application/json"))
+                    raise werkzeug.exceptions.ServiceUnavailable(
+                        response=Response(body, status=503, content_type="application/json")
+                    )
                 if endpoint.routing.get("type", "http") == "http":
-                    raise werkzeug.exceptions.ServiceUnavailable(response=suspension_page(params))
-                raise SvcSuspended(suspension_message(params))
+                    raise werkzeug.exceptions.ServiceUnavailable(response=suspension_response(env, params))
+                raise SvcSuspended(suspension_message(env, params))
         return super()._authenticate(endpoint)
 
     def session_info(self):

@@ -10,7 +10,9 @@ class ResGroups(models.Model):
 
     @api.model_create_multi
     def create(self, vals_list):
-        return self.env["res.users"]._svc_guard_membership(lambda: super(ResGroups, self).create(vals_list))
+        create = super().create
+        return self.env["res.users"]._svc_guard_membership(lambda: create(vals_list))
 
     def write(self, vals):
-        return self.env["res.users"]._svc_guard_membership(lambda: super(ResGroups, self).write(vals))
+        write = super().write
+        return self.env["res.users"]._svc_guard_membership(lambda: write(vals))

@@ -16,11 +16,12 @@
 # A suspended instance also refuses every sign-in and RPC call here: the web side answers a page
 # from ir_http.py, but XML-RPC/JSON-RPC reach the models without going through ir.http when the
 # request names no database of its own (18.0: res.users.check; 19.0: _check_uid_passwd).
-from odoo import SUPERUSER_ID, _, api, models
+from odoo import SUPERUSER_ID, api, models
 from odoo.exceptions import UserError
 from odoo.tools import SQL
 
 from . import svc_params
+from .suspension import assert_not_suspended
 
 # Groups whose members are internal: base.group_user and every group implying it (transitively).
 # Tables named with their schema (see svc_params.py).
@@ -35,26 +36,6 @@ _INTERNAL_GROUPS = SQL("""
 _IS_INTERNAL = SQL(
     "EXISTS (SELECT 1 FROM public.res_groups_users_rel m JOIN internal i ON i.gid = m.gid WHERE m.uid = u.id)"
 )
-
-
-class SvcSuspended(UserError):
-    """A suspended instance refuses the call (RPC answers it as an error naming why)."""
-
-
-def suspension_message(params):
-    reason = (params.get("svc.suspension_reason") or "").strip()
-    who = svc_params.contact(params)
-    text = "This Odoo instance is suspended"
-    text += ": %s." % reason if reason else "."
-    if who:
-        text += " Contact %s." % who
-    return text
-
-
-def assert_not_suspended(cr):
-    params = svc_params.read(cr)
-    if svc_params.flag(params, "svc.suspended"):
-        raise SvcSuspended(suspension_message(params))
 
 
 class ResUsers(models.Model):
@@ -85,10 +66,13 @@ class ResUsers(models.Model):
         after = self._svc_internal_users()
         if after > before and after > limit:
             params = svc_params.read(self.env.cr)
-            raise UserError(
-                "Your package allows %d internal users; this would make %d. Portal users do not count. %s"
-                % (limit, after, svc_params.how_to_raise(params))
-            )
+            raise UserError(self.env._(
+                "Your package allows %(limit)s internal users; this would make %(count)s. Portal users do not count. "
+                "%(how_to_raise)s",
+                limit=int(limit),
+                count=after,
+                how_to_raise=svc_params.how_to_raise(self.env, params),
+            ))
 
     def _svc_guard_membership(self, change, share_written=lambda result: None):
         """Runs change() (a create or write that may change who is internal) under the user limit.
@@ -105,7 +89,7 @@ class ResUsers(models.Model):
         if wrong:
             written = share_written(result)
             if written and wrong & set(written.ids):
-                raise UserError(_(
+                raise UserError(self.env._(
                     "Whether a user is internal follows its groups (Internal User, Portal, Public): "
                     "give the user those groups instead of writing share."
                 ))
@@ -120,30 +104,33 @@ class ResUsers(models.Model):
     @api.model_create_multi
     def create(self, vals_list):
         shared = any("share" in vals for vals in vals_list)
+        create = super().create
         return self._svc_guard_membership(
-            lambda: super(ResUsers, self).create(vals_list),
+            lambda: create(vals_list),
             lambda users: users if shared else None,
         )
 
     def write(self, vals):
+        write = super().write
         return self._svc_guard_membership(
-            lambda: super(ResUsers, self).write(vals),
+            lambda: write(vals),
             lambda result: self if "share" in vals else None,
         )
 
     def _check_credentials(self, credential, env):
         # Every sign-in (web, common.authenticate): refused while suspended, with the reason.
-        assert_not_suspended(self.env.cr)
+        assert_not_suspended(self.env)
         return super()._check_credentials(credential, env)
 
     def _check_uid_passwd(self, uid, passwd):
         # 19.0: every RPC object call checks the caller here, with a cursor on the instance.
-        assert_not_suspended(self.env.cr)
+        assert_not_suspended(self.env)
         return super()._check_uid_passwd(uid, passwd)
 
     @classmethod
     def check(cls, db, uid, passwd):
-        # 18.0: every RPC object call checks the caller here (a class method, no cursor yet).
+        # 18.0: every RPC object call checks the caller here (a class method, no cursor yet, no
+        # language: the message is in en_US).
         with cls.pool.cursor() as cr:
-            assert_not_suspended(cr)
+            assert_not_suspended(api.Environment(cr, SUPERUSER_ID, {}))
         return super().check(db, uid, passwd)

@@ -9,7 +9,7 @@ from odoo import models
 
 # RANDOM_PASSWORD_ROUNDS of src/instances/odoo-password.ts.
 SVC_RANDOM_PASSWORD_ROUNDS = 1000
-_SVC_HASH_PREFIX = "$pbkdf2-sha512$%d$" % SVC_RANDOM_PASSWORD_ROUNDS
+_SVC_HASH_PREFIX = f"$pbkdf2-sha512${SVC_RANDOM_PASSWORD_ROUNDS}$"
 
 
 class KeepSvcRandomPasswordHash:

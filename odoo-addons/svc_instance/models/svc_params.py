@@ -7,6 +7,7 @@
 # temporary view in a pooled connection, would otherwise shadow ir_config_parameter and hide svc.*.
 import json
 import logging
+import math
 from datetime import datetime
 
 from odoo.tools import SQL
@@ -44,7 +45,7 @@ def number(cr, params, key):
     except ValueError:
         _unreadable(cr, key, raw, "not a number")
         return None
-    if value != value or value < 0:
+    if math.isnan(value) or value < 0:  # float() reads "nan": not a limit
         _unreadable(cr, key, raw, "not a number of 0 or more")
         return None
     return value
@@ -72,7 +73,7 @@ def model_limit(cr, params, model):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        _unreadable(cr, "svc.model_limits", raw, "the limit of %s is not a number of 0 or more" % model)
+        _unreadable(cr, "svc.model_limits", raw, f"the limit of {model} is not a number of 0 or more")
         return None
     return value or None
 
@@ -103,8 +104,9 @@ def contact(params):
     return (params.get("svc.contact") or "").strip() or None
 
 
-def how_to_raise(params):
+def how_to_raise(env, params):
+    """The sentence that ends every limit's message, in the language of `env`."""
     who = contact(params)
     if who:
-        return "To raise it, upgrade your package: contact %s." % who
-    return "To raise it, upgrade your package with your provider."
+        return env._("To raise it, upgrade your package: contact %(contact)s.", contact=who)
+    return env._("To raise it, upgrade your package with your provider.")

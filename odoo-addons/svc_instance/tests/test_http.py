@@ -1,11 +1,12 @@
 # Through Odoo's HTTP server: the suspended page, the RPC error, the trial in session_info.
 import json
+import re
 
 import odoo
 
 from odoo.tests import HttpCase, tagged
 
-from ..models.res_users import SvcSuspended
+from ..models.suspension import SvcSuspended
 from .common import set_svc
 
 
@@ -27,11 +28,22 @@ class TestThroughHttp(HttpCase):
             self.assertEqual(r.status_code, 503, path)
             self.assertIn("This Odoo instance is suspended", r.text)
             self.assertIn("The trial ended.", r.text)
-            self.assertIn("sales@example.com", r.text)
+            self.assertIn("To reactivate it, contact sales@example.com.", r.text)
+            self.assertEqual(r.headers["Retry-After"], "3600")
+            self.assertEqual(r.headers["Cache-Control"], "no-store")
+        set_svc(self.env.cr, suspension_reason="<script>alert(1)</script>")
+        page = self.url_open("/web/login").text
+        self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;.", page)
+        self.assertNotIn("<script>alert", page)
+        set_svc(self.env.cr, suspension_reason="The trial ended")
         error = self.json_call("/web/dataset/call_kw/res.partner/search_read", {
             "model": "res.partner", "method": "search_read", "args": [[]], "kwargs": {"fields": ["name"]},
         })["error"]
-        self.assertIn("suspended: The trial ended. Contact sales@example.com", error["data"]["message"])
+        # One wording for the page and the errors.
+        self.assertIn(
+            "This Odoo instance is suspended: The trial ended. To reactivate it, contact sales@example.com.",
+            error["data"]["message"],
+        )
         self.assertEqual(self.url_open("/web/health").status_code, 200)
 
         # RPC that reaches the models without ir.http (XML-RPC/JSON-RPC object and common services).
@@ -42,8 +54,9 @@ class TestThroughHttp(HttpCase):
                 self.env["res.users"]._check_uid_passwd(admin, "admin")
             else:
                 Users.check(self.env.cr.dbname, admin, "admin")
+        credential = {"type": "password", "password": "admin"}
         with self.assertRaises(SvcSuspended):
-            self.env["res.users"].browse(admin)._check_credentials({"type": "password", "password": "admin"}, {"interactive": False})
+            self.env["res.users"].browse(admin)._check_credentials(credential, {"interactive": False})
 
         set_svc(self.env.cr, suspended=None, suspension_reason=None)  # reactivated
         self.assertEqual(self.url_open("/web/login").status_code, 200)
@@ -61,8 +74,6 @@ class TestThroughHttp(HttpCase):
         self.assertIsNone(self.json_call("/web/session/get_session_info")["result"]["svc_trial"])
 
     def test_the_web_client_bundle_carries_the_trial_systray_item(self):
-        import re
-
         self.authenticate("admin", "admin")
         page = self.url_open("/odoo").text
         scripts = re.findall(r'src="(/web/assets/[^"]*web\.assets_web[^"]*\.js)"', page)

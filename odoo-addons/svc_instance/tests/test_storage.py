@@ -15,6 +15,11 @@ PNG = (
 
 @tagged("post_install", "-at_install", "svc_instance")
 class TestStorageLimit(SvcCase):
+    def assertStored(self, attachment, content=b"hello svc"):
+        """The attachment was created and holds its content."""
+        self.assertTrue(attachment.exists())
+        self.assertEqual(base64.b64decode(attachment.datas), content)
+
     def test_full_storage_refuses_new_files_but_reads_and_deletes(self):
         Attachment = self.env["ir.attachment"]
         kept = Attachment.create({"name": "kept.txt", "datas": DATA})
@@ -27,7 +32,8 @@ class TestStorageLimit(SvcCase):
             kept.write({"datas": base64.b64encode(b"more").decode()})
         self.assertEqual(base64.b64decode(kept.datas), b"hello svc")
         # Links take no storage.
-        Attachment.create({"name": "link", "type": "url", "url": "https://example.com/x"})
+        link = Attachment.create({"name": "link", "type": "url", "url": "https://example.com/x"})
+        self.assertEqual((link.exists().type, link.url), ("url", "https://example.com/x"))
         kept.unlink()
         self.assertFalse(kept.exists())
         # A new user stores its generated avatar (a field's image): records are the other limits' to govern.
@@ -71,7 +77,8 @@ class TestStorageLimit(SvcCase):
         self.assertTrue(partner.image_1920)
         # But not an image the size of a file store: SVG is stored as sent.
         with self.assertRaises(UserError):
-            partner.image_1920 = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'>" + b" " * (11 * 1024 * 1024) + b"</svg>")
+            svg = b"<svg xmlns='http://www.w3.org/2000/svg'>" + b" " * (11 * 1024 * 1024) + b"</svg>"
+            partner.image_1920 = base64.b64encode(svg)
         # A web asset bundle compiled by Odoo.
         pattern = "/web/assets/%/web.assets_emoji%"
         Attachment.search([("url", "=like", pattern)]).unlink()
@@ -82,11 +89,16 @@ class TestStorageLimit(SvcCase):
     def test_under_the_limit_or_unmeasured_files_are_stored(self):
         Attachment = self.env["ir.attachment"]
         self.set_svc(storage_limit_gb=1, storage_used_bytes=GIB - 1)
-        Attachment.create({"name": "a.txt", "datas": DATA})
+        self.assertStored(Attachment.create({"name": "a.txt", "datas": DATA}))
         self.set_svc(storage_used_bytes=None)
-        Attachment.create({"name": "b.txt", "datas": DATA})
+        self.assertStored(Attachment.create({"name": "b.txt", "datas": DATA}))
         self.set_svc(storage_limit_gb=0, storage_used_bytes=5 * GIB)
-        Attachment.create({"name": "c.txt", "datas": DATA})
+        self.assertStored(Attachment.create({"name": "c.txt", "datas": DATA}))
         self.set_svc(storage_limit_gb="x", storage_used_bytes=5 * GIB)
-        with self.assertLogs("odoo.addons.svc_instance.models.svc_params", "WARNING"):
-            Attachment.create({"name": "d.txt", "datas": DATA})
+        with self.assertLogs("odoo.addons.svc_instance.models.svc_params", "WARNING") as logs:
+            self.assertStored(Attachment.create({"name": "d.txt", "datas": DATA}))
+        self.assertIn("svc.storage_limit_gb", logs.output[0])
+        # The same files are refused once the limit is readable and reached.
+        self.set_svc(storage_limit_gb=1, storage_used_bytes=GIB)
+        with self.assertRaises(UserError):
+            Attachment.create({"name": "e.txt", "datas": DATA})

@@ -30,6 +30,19 @@ class TestTrialEnd(SvcCase):
         info = trial_info(self.env(user=user), self.params(), now=datetime(2026, 12, 7, 12, 0))
         self.assertIn("décembre", info["end_date"])
 
+    def test_the_badge_says_one_day_today_and_ended_in_words_of_their_own(self):
+        env = self.env(user=self.env.ref("base.user_admin"))
+        env.user.tz = "UTC"
+        at = {  # now -> (label, title)
+            datetime(2026, 12, 9, 12, 0): ("Trial: 1 day left", "Your trial ends on December 10, 2026."),
+            datetime(2026, 12, 10, 1, 0): ("Trial ends today", "Your trial ends on December 10, 2026."),
+            datetime(2026, 12, 10, 3, 0): ("Trial ended", "Your trial ended on December 10, 2026."),
+            datetime(2026, 11, 30, 0, 0): ("Trial: 10 days left", "Your trial ends on December 10, 2026."),
+        }
+        for now, (label, title) in at.items():
+            info = trial_info(env, self.params(), now=now)
+            self.assertEqual((info["label"], info["title"]), (label, title), now)
+
     def test_ended_paid_or_unreadable_trials(self):
         env = self.env(user=self.env.ref("base.user_admin"))
         ended = trial_info(env, self.params(), now=datetime(2026, 12, 11))

@@ -13,8 +13,8 @@ class TestUserLimit(SvcCase):
         with self.assertRaises(UserError) as caught:
             self.Users.create(self.user_vals("svc-two"))
         message = str(caught.exception)
-        self.assertIn("allows %d internal users" % (n + 1), message)
-        self.assertIn("this would make %d" % (n + 2), message)
+        self.assertIn(f"allows {n + 1} internal users", message)
+        self.assertIn(f"this would make {n + 2}", message)
         self.assertIn("contact sales@example.com", message)
         self.assertEqual(self.internal_users(), n + 1)
 
@@ -53,9 +53,20 @@ class TestUserLimit(SvcCase):
 
     def test_changes_adding_no_internal_user_pass_even_over_a_lowered_limit(self):
         self.Users.create(self.user_vals("svc-over"))
+        n = self.internal_users()
         self.set_svc(user_limit=1)  # below what the instance has
-        self.env.ref("base.user_admin").write({"name": "Still editable"})
-        self.Users.create(self.user_vals("svc-portal-over", portal=True))
+        self.assertGreater(n, 1)
+        admin = self.env.ref("base.user_admin")
+        admin.write({"name": "Still editable"})
+        self.assertEqual(admin.name, "Still editable")
+        portal = self.Users.create(self.user_vals("svc-portal-over", portal=True))
+        self.assertTrue(portal.exists())
+        self.assertTrue(portal.share)
+        self.assertEqual(self.internal_users(), n)
+        # The lowered limit is in force all the same: one more internal user is refused.
+        with self.assertRaises(UserError):
+            self.Users.create(self.user_vals("svc-internal-over"))
+        self.assertEqual(self.internal_users(), n)
 
     def test_raising_the_limit_applies_at_once(self):
         n = self.internal_users()
@@ -64,6 +75,7 @@ class TestUserLimit(SvcCase):
             self.Users.create(self.user_vals("svc-later"))
         self.set_svc(user_limit=n + 1)  # svc's sync_instance, in SQL
         self.Users.create(self.user_vals("svc-later"))
+        self.assertEqual(self.internal_users(), n + 1)
 
     def test_no_limit_when_zero_missing_or_unreadable(self):
         n = self.internal_users()
@@ -71,10 +83,10 @@ class TestUserLimit(SvcCase):
             self.set_svc(user_limit=value)
             if value in ("lots", "-3"):
                 with self.assertLogs("odoo.addons.svc_instance.models.svc_params", "WARNING") as logs:
-                    self.Users.create(self.user_vals("svc-free-%d" % i))
+                    self.Users.create(self.user_vals(f"svc-free-{i}"))
                 self.assertIn("svc.user_limit", logs.output[0])
             else:
-                self.Users.create(self.user_vals("svc-free-%d" % i))
+                self.Users.create(self.user_vals(f"svc-free-{i}"))
         self.assertEqual(self.internal_users(), n + 5)
 
 
@@ -103,7 +115,7 @@ class TestUserLimitThroughGroups(SvcCase):
         self.set_svc(user_limit=n)
         with self.assertRaises(UserError) as caught:
             self.internal.write({self.members: [(4, user.id)]})
-        self.assertIn("allows %d internal users; this would make %d" % (n, n + 1), str(caught.exception))
+        self.assertIn(f"allows {n} internal users; this would make {n + 1}", str(caught.exception))
         self.assertEqual(self.internal_users(), n)
         # As the tenant's administrator too, and through a group that implies the internal one.
         admin_env = self.env(user=self.env.ref("base.user_admin"))
@@ -125,10 +137,11 @@ class TestUserLimitThroughGroups(SvcCase):
         n = self.internal_users()
         user = self.groupless("svc-g-4")
         self.set_svc(user_limit=n)
+        implies_internal = {"implied_ids": [(4, self.internal.id)]}
         with self.assertRaises(UserError):
-            self.Groups.create({"name": "svc made internal", self.members: [(4, user.id)], "implied_ids": [(4, self.internal.id)]})
+            self.Groups.create({"name": "svc made internal", self.members: [(4, user.id)], **implies_internal})
         with self.assertRaises(UserError):
-            self.Groups.create({"name": "svc in internal", self.members: [(4, user.id)]}).write({"implied_ids": [(4, self.internal.id)]})
+            self.Groups.create({"name": "svc in internal", self.members: [(4, user.id)]}).write(implies_internal)
         self.assertEqual(self.internal_users(), n)
         # A group with users that makes nobody internal is fine.
         self.Groups.create({"name": "svc harmless", self.members: [(4, user.id)]})
@@ -146,12 +159,12 @@ class TestUserLimitThroughGroups(SvcCase):
         admin = self.env.ref("base.user_admin")
         admin_env = self.env(user=admin)
         for user in (colleague, admin):  # a system user too
-            for attempt in (
-                lambda: admin_env["res.users"].browse(user.id).write({"share": True}),
-                lambda: user.sudo().write({"share": True, "name": user.name}),
+            for target, vals in (
+                (admin_env["res.users"].browse(user.id), {"share": True}),  # as the tenant's administrator
+                (user.sudo(), {"share": True, "name": user.name}),  # as the superuser, other fields along
             ):
                 with self.assertRaises(UserError) as caught:
-                    attempt()
+                    target.write(vals)
                 self.assertIn("follows its groups", str(caught.exception))
             self.assertFalse(self.share_in_db(user))
         # On create Odoo computes share from the groups whatever is given.
@@ -172,7 +185,8 @@ class TestUserLimitThroughGroups(SvcCase):
         data = admin_env["ir.model.data"].search([("module", "=", "base"), ("name", "=", "group_user")])
         self.assertEqual(len(data), 1)
         decoy = self.Groups.create({"name": "svc decoy"})
-        for attempt in (lambda: data.write({"res_id": decoy.id}), data.unlink):
+        forced = data.with_context(_force_unlink=True)  # the uninstallation's flag, as any RPC caller can send it
+        for attempt in (lambda: data.write({"res_id": decoy.id}), data.unlink, forced.unlink):
             with self.assertRaises(UserError) as caught:
                 attempt()
             self.assertIn("base.group_user", str(caught.exception))
