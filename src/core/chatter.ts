@@ -81,10 +81,37 @@ export async function postMessageOnce(db: Db, msg: NewMessage) {
   if (latest?.body !== msg.body) await postMessage(db, msg);
 }
 
+/** A message and its tracking values, as postMessages writes them. */
+export interface MessageToPost {
+  row: ReturnType<typeof messageRow>;
+  tracking: { field: string; old_value: string | null; new_value: string | null; value_type: ValueType }[];
+}
+
 /**
- * Records the changes of tracked fields between two versions of a record as one tracking
- * message (spec: fields marked (T)). Returns null when no tracked field changed.
+ * The tracking message of the changes of tracked fields between two versions of a record (spec:
+ * fields marked (T)), not yet written; null when no tracked field changed.
  */
+export function trackingOf<T extends Record<string, unknown>>(
+  ref: RecordRef,
+  fields: readonly (keyof T & string)[],
+  before: Partial<T> | null,
+  after: Partial<T>,
+  author: Author | null = null,
+): MessageToPost | null {
+  const tracking = fields
+    .map((field) => ({
+      field,
+      old_value: display(before?.[field]),
+      new_value: display(after[field]),
+      value_type: typeOf(before?.[field], after[field]),
+    }))
+    .filter((c) => c.old_value !== c.new_value);
+  if (tracking.length === 0) return null;
+  const row = messageRow({ ...ref, body: before ? '' : 'Record created', message_type: 'tracking', author });
+  return { row, tracking };
+}
+
+/** Records the changes of tracked fields between two versions of a record as one tracking message. */
 export async function trackChanges<T extends Record<string, unknown>>(
   tx: DbTx | Db,
   ref: RecordRef,
@@ -93,26 +120,24 @@ export async function trackChanges<T extends Record<string, unknown>>(
   after: Partial<T>,
   author: Author | null = null,
 ) {
-  const changes = fields
-    .map((field) => ({
-      field,
-      old_value: display(before?.[field]),
-      new_value: display(after[field]),
-      value_type: typeOf(before?.[field], after[field]),
-    }))
-    .filter((c) => c.old_value !== c.new_value);
-  if (changes.length === 0) return null;
-  return tx.message.create({
-    data: {
-      ...ref,
-      body: before ? '' : 'Record created',
-      message_type: 'tracking',
-      subtype_xmlid: 'mail.mt_note',
-      author_id: author?.id ?? null,
-      author_name: author?.name ?? null,
-      tracking_values: { create: changes },
-    },
-  });
+  const message = trackingOf(ref, fields, before, after, author);
+  if (!message) return null;
+  return tx.message.create({ data: { ...message.row, tracking_values: { create: message.tracking } } });
+}
+
+/**
+ * Writes messages (in this order) and their tracking values in two statements, whatever their
+ * number: for a transaction that must stay short (every statement is a round trip that waits for
+ * the event loop while the transaction holds its connection and its locks).
+ */
+export async function postMessages(tx: DbTx | Db, messages: readonly (MessageToPost | null)[]) {
+  const list = messages.filter((m): m is MessageToPost => m !== null);
+  if (list.length === 0) return;
+  // One multi-row INSERT: PostgreSQL gives the serial ids in the order of the rows.
+  const rows = await tx.message.createManyAndReturn({ data: list.map((m) => m.row), select: { id: true } });
+  const ids = rows.map((r) => r.id).sort((a, b) => a - b);
+  const tracking = list.flatMap((m, i) => m.tracking.map((t) => ({ ...t, message_id: ids[i]! })));
+  if (tracking.length > 0) await tx.trackingValue.createMany({ data: tracking });
 }
 
 /** The author of work done for a user (a job carries only the user id); null for the service itself. */

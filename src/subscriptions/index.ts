@@ -23,7 +23,7 @@ export { subscriptionJobs } from './subscription-job-specs.js';
 export { createCustomerMail } from './subscription-mail.js';
 export { packageFieldsIn, packageFieldsOut } from './subscription-schemas.js';
 export { refuseNoRetention } from './subscription-retention.js';
-export { createTrialSubscription, lockSubscription, subscriptionUrl } from './subscription-service.js';
+export { createTrialSubscription, lockSubscription, reserveSubscriptionId, subscriptionUrl } from './subscription-service.js';
 export { createSuspensionService } from './subscription-suspension.js';
 export { describeMeasure, judgedUsageState, rises, unjudgedMeasures, usageStateOf, WITHHELD_ROUNDS_LIMIT } from './subscription-usage.js';
 export type { Measure, Usage } from './subscription-usage.js';

@@ -5,11 +5,11 @@
 // restore, drop_database) holds a subscription (`operation`), its state does not change.
 import type { AppContext } from '../context.js';
 import type { Config } from '../core/config.js';
-import type { DbTx } from '../core/db.js';
+import type { Db, DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors.js';
 import { createRecordService } from '../core/records.js';
 import type { Precondition } from '../core/conditional-write.js';
-import { trackChanges, type Author } from '../core/chatter.js';
+import { postMessages, trackChanges, trackingOf, type Author } from '../core/chatter.js';
 import type { Subscription, TrialPackage } from '../generated/prisma/client.js';
 import type { SubscriptionState } from '../generated/prisma/enums.js';
 import { onSubscription } from './subscription-audit.js';
@@ -116,21 +116,35 @@ const packagesOf = (sub: Data) => ({
 });
 
 /**
+ * The id the next subscription will have, taken from its sequence outside any transaction (a
+ * number a rolled-back transaction leaves unused is a gap, nothing more): the row is then written
+ * with its database name in one INSERT.
+ */
+export async function reserveSubscriptionId(db: Db | DbTx): Promise<number> {
+  const [row] = await db.$queryRaw<{ id: number }[]>`SELECT nextval(pg_get_serial_sequence('subscriptions', 'id'))::int AS id`;
+  return row!.id;
+}
+
+/**
  * Creates a confirmed trial subscription for `partner` from what the trial package supplies
- * (packages, limits, trial duration, grace period, model limits, backup retention).
+ * (packages, limits, trial duration, grace period, model limits, backup retention): one INSERT and
+ * its chatter (created as a draft, then confirmed) in two more statements, so a caller's
+ * transaction stays short. `id`: one reserveSubscriptionId gave, else one is taken here.
  */
 export async function createTrialSubscription(
   tx: DbTx,
-  input: { partnerId: number; companyName: string; pkg: TrialPackage; databaseTemplateId: number; author: Author | null },
+  input: { partnerId: number; companyName: string; pkg: TrialPackage; databaseTemplateId: number; author: Author | null; id?: number },
 ) {
   const { pkg } = input;
+  const id = input.id ?? (await reserveSubscriptionId(tx));
   const trialEnd = new Date(Date.now() + pkg.trial_duration_days * DAY_MS);
   const created = await tx.subscription.create({
     data: {
+      id,
       name: `${input.companyName} (trial)`,
       partner_id: input.partnerId,
       is_trial: true,
-      state: 'draft',
+      state: 'confirmed',
       packages: pkg.packages,
       user_limit: pkg.user_limit,
       storage_limit_gb: pkg.storage_limit_gb,
@@ -144,14 +158,14 @@ export async function createTrialSubscription(
       trial_end_date: trialEnd,
       grace_end_date: new Date(trialEnd.getTime() + pkg.grace_period_days * DAY_MS),
       database_template_id: input.databaseTemplateId,
+      database_name: databaseNameFor(input.companyName, id),
     },
   });
-  const named = await tx.subscription.update({
-    where: { id: created.id },
-    data: { database_name: databaseNameFor(input.companyName, created.id) },
-  });
-  await trackChanges(tx, onSubscription(created.id), subscriptionModel.tracked, null, named, input.author);
-  return setSubscriptionState(tx, named, 'confirmed', input.author);
+  const draft = { ...created, state: 'draft' as const };
+  const track = (before: Subscription | null, after: Subscription) =>
+    trackingOf(onSubscription(id), subscriptionModel.tracked, before, after, input.author);
+  await postMessages(tx, [track(null, draft), track(draft, created)]);
+  return created;
 }
 
 /** A date as stored (Date) or as sent (ISO string), in milliseconds; null when unset. */

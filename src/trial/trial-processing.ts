@@ -1,12 +1,17 @@
-// Processing of a trial request into a partner and a trial subscription:
-// New → Processing → Done in one transaction, so a failure leaves the request New (nothing
-// half-made) and the error is then posted in its chatter. The deployment is queued after commit.
+// Processing of a trial request into a partner and a trial subscription: New → Processing → Done
+// in one transaction, so a failure leaves the request New (no subscription) and the error is then
+// posted in its chatter. The transaction holds only its few writes: what can be read or made
+// before (the package, the partner found or created by e-mail, the subscription's id) is, because
+// every statement in it waits for the event loop while it holds a connection and the request's
+// row (twenty at once on a busy worker outlived Prisma's 5 s with the whole work inside: test/
+// trial-crowd). The deployment is queued after commit.
 import type { AppContext } from '../context.js';
 import { AppError, ConflictError, NotFoundError, UserError } from '../core/errors.js';
-import { postMessage, type Author, type RecordRef } from '../core/chatter.js';
+import { messageRow, postMessage, postMessages, type Author, type RecordRef } from '../core/chatter.js';
+import type { TrialRequest } from '../generated/prisma/client.js';
 import { findOrCreatePartner } from '../partners/index.js';
-import { createTrialSubscription, subscriptionJobs } from '../subscriptions/index.js';
-import { lockTrialRequest, trackTrialRequest, trialRequestView } from './trial-request-service.js';
+import { createTrialSubscription, reserveSubscriptionId, subscriptionJobs } from '../subscriptions/index.js';
+import { lockTrialRequest, trialRequestTracking, trialRequestView } from './trial-request-service.js';
 
 export interface ProcessingResult {
   trial_request: ReturnType<typeof trialRequestView>;
@@ -14,6 +19,20 @@ export interface ProcessingResult {
   partner_created: boolean;
   subscription_id: number;
   deployment_job_id: string | null;
+}
+
+/**
+ * Waiting for one of the pool's connections holds nothing (no lock, no row), so a crowd of
+ * processings queues for them as long as it takes; the transaction itself keeps Prisma's 5 s.
+ */
+const QUEUED_TX = { maxWait: 60_000 } as const;
+
+/** A request already processed, or not new, is refused (409) and left as it is. */
+function refuseProcessed(request: TrialRequest) {
+  if (request.subscription_id !== null) {
+    throw new ConflictError(`Trial request ${request.id} already has subscription ${request.subscription_id}`);
+  }
+  if (request.state !== 'new') throw new ConflictError(`Trial request ${request.id} is ${request.state}; create_subscription needs new`);
 }
 
 export async function processTrialRequest(
@@ -24,26 +43,30 @@ export async function processTrialRequest(
   const ref: RecordRef = { model_name: 'svc.subscription.trial.request', rec_id: id };
   let outcome;
   try {
-    outcome = await ctx.db.$transaction(async (tx) => {
-      const before = await lockTrialRequest(tx, id);
-      if (before.subscription_id !== null) {
-        throw new ConflictError(`Trial request ${id} already has subscription ${before.subscription_id}`);
-      }
-      if (before.state !== 'new') throw new ConflictError(`Trial request ${id} is ${before.state}; create_subscription needs new`);
-      const processing = await tx.trialRequest.update({ where: { id }, data: { state: 'processing' } });
-      await trackTrialRequest(tx, before, processing, author);
+    const request = await ctx.db.trialRequest.findUnique({ where: { id }, include: { trial_package: true } });
+    if (!request) throw new NotFoundError('Trial request');
+    refuseProcessed(request);
+    const pkg = request.trial_package;
+    if (!(request.database_template_id ?? pkg.database_template_id)) {
+      throw new UserError(`Neither the trial request nor its trial package "${pkg.name}" has a database template`);
+    }
+    // The partner is the e-mail's, whatever becomes of this request: found or made once, outside.
+    const { partner, created } = await findOrCreatePartner(ctx.db, {
+      name: request.name,
+      company_name: request.company_name,
+      email: request.email,
+      mobile: request.mobile,
+    });
+    const subscriptionId = await reserveSubscriptionId(ctx.db);
 
-      const pkg = await tx.trialPackage.findUniqueOrThrow({ where: { id: before.trial_package_id } });
+    outcome = await ctx.db.$transaction(async (tx) => {
+      // Checked again under the row's lock: a concurrent run or an operator may have been first.
+      const before = await lockTrialRequest(tx, id);
+      refuseProcessed(before);
       const templateId = before.database_template_id ?? pkg.database_template_id;
       if (!templateId) throw new UserError(`Neither the trial request nor its trial package "${pkg.name}" has a database template`);
-
-      const { partner, created } = await findOrCreatePartner(tx, {
-        name: before.name,
-        company_name: before.company_name,
-        email: before.email,
-        mobile: before.mobile,
-      });
       const subscription = await createTrialSubscription(tx, {
+        id: subscriptionId,
         partnerId: partner.id,
         companyName: before.company_name,
         pkg,
@@ -54,15 +77,22 @@ export async function processTrialRequest(
         where: { id },
         data: { state: 'done', partner_id: partner.id, subscription_id: subscription.id },
       });
-      await trackTrialRequest(tx, processing, done, author);
-      await postMessage(tx, {
-        ...ref,
-        body: `${created ? 'Created' : 'Reused'} partner ${partner.id} (${partner.email}); created trial subscription ${subscription.id}.`,
-        message_type: 'notification',
-        author,
-      });
+      const processing = { ...before, state: 'processing' as const };
+      await postMessages(tx, [
+        trialRequestTracking(before, processing, author),
+        trialRequestTracking(processing, done, author),
+        {
+          row: messageRow({
+            ...ref,
+            body: `${created ? 'Created' : 'Reused'} partner ${partner.id} (${partner.email}); created trial subscription ${subscription.id}.`,
+            message_type: 'notification',
+            author,
+          }),
+          tracking: [],
+        },
+      ]);
       return { done, partner, created, subscription };
-    });
+    }, QUEUED_TX);
   } catch (err) {
     // A request that is not in a state to be processed was not touched: nothing to report on it.
     if (err instanceof ConflictError || err instanceof NotFoundError) throw err;

@@ -6,7 +6,7 @@ import type { DbTx } from '../core/db.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import { jsonSafe, type ListParams, listPage, searchWhere, uniqueConflict } from '../core/records.js';
 import { conditionalWrite, type Precondition } from '../core/conditional-write.js';
-import { postMessage, trackChanges, type Author } from '../core/chatter.js';
+import { postMessage, trackChanges, trackingOf, type Author, type RecordRef } from '../core/chatter.js';
 import { normalizeEmail } from '../partners/index.js';
 import type { TrialRequest } from '../generated/prisma/client.js';
 import type { CompanySize, TrialRequestState } from '../generated/prisma/enums.js';
@@ -26,6 +26,7 @@ const SIZE_TO_DB: Record<CompanySizeValue, CompanySize> = {
 const SIZE_FROM_DB = Object.fromEntries(Object.entries(SIZE_TO_DB).map(([k, v]) => [v, k])) as Record<CompanySize, CompanySizeValue>;
 const companySizeToDb = (size: CompanySizeValue): CompanySize => SIZE_TO_DB[size];
 export const companySizeFromDb = (size: CompanySize): CompanySizeValue => SIZE_FROM_DB[size];
+export const onTrialRequest = (id: number): RecordRef => ({ model_name: 'svc.subscription.trial.request', rec_id: id });
 
 /** The API representation: company size as the spec writes it, links to partner and subscription. */
 export function trialRequestView(row: TrialRequest) {
@@ -39,17 +40,16 @@ export function trialRequestView(row: TrialRequest) {
   };
 }
 
+const view = (r: TrialRequest) => ({ ...r, company_size: companySizeFromDb(r.company_size) });
+
+/** The tracking message of tracked-field changes (company sizes as the spec writes them), not yet written. */
+export function trialRequestTracking(before: TrialRequest | null, after: TrialRequest, author: Author | null) {
+  return trackingOf(onTrialRequest(after.id), trialRequestModel.tracked, before && view(before), view(after), author);
+}
+
 /** Records tracked-field changes, with company sizes written as the spec writes them. */
 export function trackTrialRequest(tx: DbTx, before: TrialRequest | null, after: TrialRequest, author: Author | null) {
-  const view = (r: TrialRequest) => ({ ...r, company_size: companySizeFromDb(r.company_size) });
-  return trackChanges(
-    tx,
-    { model_name: 'svc.subscription.trial.request', rec_id: after.id },
-    trialRequestModel.tracked,
-    before && view(before),
-    view(after),
-    author,
-  );
+  return trackChanges(tx, onTrialRequest(after.id), trialRequestModel.tracked, before && view(before), view(after), author);
 }
 
 export interface NewTrialRequest {
