@@ -5,7 +5,7 @@
 // set-up run after it adds the path.
 import type { AppContext } from '../context.js';
 import { effectiveDeployPath } from '../git/index.js';
-import { type RemoteSession, stepFailed } from '../servers/index.js';
+import type { RemoteSession } from '../servers/index.js';
 import { addonsDirsAmong } from './odoo-scripts.js';
 
 const STEP_TIMEOUT_MS = 2 * 60_000;
@@ -14,8 +14,9 @@ export async function deployedAddons(ctx: Pick<AppContext, 'db' | 'config'>, ses
   const repos = await ctx.db.gitRepository.findMany({ where: { root_server_id: serverId }, orderBy: { id: 'asc' } });
   const paths = [...new Set(repos.map((r) => effectiveDeployPath(r, ctx.config.ODOO_BASE_PATH)))];
   if (paths.length === 0) return [];
-  const res = await session.run(addonsDirsAmong(paths), { timeoutMs: STEP_TIMEOUT_MS });
-  if (res.exitCode !== 0) stepFailed(session, 'Reading the git deploy paths on the host failed', res);
+  const res = await session.check(addonsDirsAmong(paths), 'Reading the git deploy paths on the host failed', {
+    timeoutMs: STEP_TIMEOUT_MS,
+  });
   const found = new Set(
     res.stdout
       .split('\n')

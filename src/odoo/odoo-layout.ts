@@ -13,6 +13,8 @@
 
 export interface OdooLayout {
   base: string;
+  /** The port Odoo listens on (127.0.0.1), which names the service. */
+  port: number;
   /** systemd unit name / the supervisor's name. */
   service: string;
   config: string;
@@ -33,6 +35,7 @@ export function odooLayout(base: string, port: number): OdooLayout {
   const service = `odoo-${port}`;
   return {
     base,
+    port,
     service,
     config: `${base}/config/${service}.conf`,
     tenantRoles: `${base}/config/tenant-roles`,
@@ -50,5 +53,5 @@ export function odooLayout(base: string, port: number): OdooLayout {
 // Odoo's gevent (longpolling) port: the rule lives with the Caddy sites that proxy /websocket to it.
 export { geventPortOf } from '../servers/index.js';
 
-/** The interpreter that sees the Debian python3-* packages (another python3 may come first on PATH). */
-export const PYTHON = '/usr/bin/python3';
+/** The interpreter that sees the Debian python3-* packages (another python3 may come first on PATH): the hosts' one. */
+export { HOST_PYTHON as PYTHON } from '../core/host-program.js';

@@ -6,20 +6,18 @@
 // never gains modules behind the operator's back (docs/decisions.md). Unknown lists (a template svc
 // did not build, a host not set up since) refuse nothing; a deployment still refuses a template
 // known to lack the subscription's modules, so no instance is handed out without them.
-import { readFileSync } from 'node:fs';
 import type { AppContext } from '../context.js';
 import type { DbTx } from '../core/db.js';
 import { UserError, ValidationError } from '../core/errors.js';
-import { shellQuote } from '../core/ssh.js';
+import { hostProgram, shCommand } from '../core/host-program.js';
 import { SVC_ADDON } from '../instances/index.js';
 import type { RemoteSession } from '../servers/index.js';
-import { stepFailed } from '../servers/index.js';
 import type { OdooLayout } from './odoo-layout.js';
 
 /** What every template svc builds has, whatever its packages name (svc's addon enforces the package). */
 export const ALWAYS_INSTALLED = ['base', 'web', SVC_ADDON] as const;
 
-const LIST_MODULES = readFileSync(new URL('./host/list-modules.sh', import.meta.url), 'utf8');
+const LIST_MODULES = hostProgram(new URL('./host/list-modules.sh', import.meta.url));
 const STEP_TIMEOUT_MS = 2 * 60_000;
 
 const sorted = (names: Iterable<string>) => [...new Set(names)].sort();
@@ -34,18 +32,14 @@ export async function listHostModules(
   serverId: number,
   layout: OdooLayout,
 ): Promise<string[]> {
-  const res = await session.run(`set -- ${shellQuote(layout.config)}\n${LIST_MODULES}`, {
-    timeoutMs: STEP_TIMEOUT_MS,
-    label: `list the modules on the addons path of ${layout.config} (src/odoo/host/list-modules.sh)`,
-  });
-  if (res.exitCode !== 0) {
-    stepFailed(
-      session,
-      `Listing the modules of Odoo on root server ${serverId} failed`,
-      res,
-      res.exitCode === 3 ? res.stderr.trim() : undefined,
-    );
-  }
+  const res = await session.check(
+    shCommand(LIST_MODULES, 'list-modules', layout.config),
+    `Listing the modules of Odoo on root server ${serverId} failed`,
+    {
+      timeoutMs: STEP_TIMEOUT_MS,
+      label: `list the modules on the addons path of ${layout.config} (src/odoo/host/list-modules.sh)`,
+    },
+  );
   const modules = sorted(
     res.stdout
       .split('\n')

@@ -21,17 +21,18 @@ export const osPackage = z
 
 /**
  * The one rule of an Odoo module's technical name (its directory in an addons path, imported as
- * odoo.addons.<name>): ASCII letters, digits and _, at most 128. Odoo itself checks none (any
- * directory with a manifest is a module); this keeps every name svc puts on a command line or in a
- * configuration free of anything a shell would read. Names given through the API and names read
- * from a host's directories (a rollout's modules) are checked by it alike.
+ * odoo.addons.<name>): lower-case letters, digits and _, as Odoo's and OCA's modules are named, at
+ * most 100. Odoo itself checks none (any directory with a manifest is a module); this keeps every
+ * name svc puts on a command line or in a configuration free of anything a shell would read. Names
+ * given through the API and names read from a host's directories (a rollout's modules) are checked
+ * by it alike.
  */
-const MODULE_NAME = /^[A-Za-z0-9_]{1,128}$/;
+const MODULE_NAME = /^[a-z0-9][a-z0-9_]{0,99}$/;
 
 export const isModuleName = (name: string) => MODULE_NAME.test(name);
 
 /** An Odoo module's technical name (its directory in an addons path). */
-export const moduleName = z.string().trim().regex(MODULE_NAME, 'a module name: letters, digits and _ (at most 128)');
+export const moduleName = z.string().trim().regex(MODULE_NAME, 'a module name: lower-case letters, digits and _ (at most 100)');
 
 /** The checksum of an Odoo source tarball. */
 export const sha256 = z

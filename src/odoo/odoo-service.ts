@@ -3,12 +3,22 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { publicJobId } from '../core/queue.js';
-import { basePathOf, openRemoteSession, type RemoteSession } from '../servers/index.js';
+import { basePathOf, openRemoteSession, type RemoteSession, stepFailed } from '../servers/index.js';
 import { type OdooLayout, odooLayout } from './odoo-layout.js';
 import { postMessage } from '../core/chatter.js';
-import { gracefulRestart, logTail, routingProbe, startIfStopped, startService, statusScript, stopService } from './odoo-scripts.js';
+import {
+  describeSource,
+  gracefulRestart,
+  logTail,
+  odooProcesses,
+  routingProbe,
+  serviceStatus,
+  startIfStopped,
+  startService,
+  stopService,
+  waitHealthy,
+} from './odoo-scripts.js';
 import { queueStartAgain, START_AGAIN_WHY, shouldRun, type StartAgainReason } from './odoo-recovery.js';
-import { stepFailed } from './odoo-setup.js';
 import { loadOdooHost, odooHostStore } from './odoo-store.js';
 
 const STEP_TIMEOUT_MS = 2 * 60_000;
@@ -34,15 +44,47 @@ export function createOdooService(ctx: AppContext) {
     return { loaded: false, said };
   }
 
-  /** Runs a start script (startService's path); a failure marks the server `failed` with its output. */
-  async function runStart(session: RemoteSession, script: string, port: number, id: number, userId: number | null) {
-    const started = await session.run(script, { timeoutMs: STEP_TIMEOUT_MS });
-    if (started.exitCode !== 0) {
-      const err = `Starting Odoo on port ${port} failed: ${(started.stderr || started.stdout).trim().slice(-2000)}`;
-      await store.setState(id, { odoo_state: 'failed', odoo_error: session.mask(err) }, userId);
-      stepFailed(session, `Starting Odoo on port ${port} failed`, started);
-    }
+  /** Runs a start (startService's path); a failure marks the server `failed` with its output. */
+  async function runStart(session: RemoteSession, command: string, port: number, id: number, userId: number | null) {
+    const started = await session
+      .check(command, `Starting Odoo on port ${port} failed`, { timeoutMs: STEP_TIMEOUT_MS })
+      .catch(async (err: Error) => {
+        await store.setState(id, { odoo_state: 'failed', odoo_error: err.message }, userId);
+        throw err;
+      });
     return started.stdout.trim();
+  }
+
+  /**
+   * What odoo_status reads on the host: the service's state and workers, its source's version line
+   * (null when unreadable), /web/health asked once, and the processes of the service.
+   */
+  async function readStatus(session: RemoteSession, l: OdooLayout, version: string | null) {
+    const what = 'Reading the state of Odoo failed';
+    const opts = { timeoutMs: STEP_TIMEOUT_MS };
+    const lines = async (command: string) => {
+      const res = await session.check(command, what, opts);
+      return new Map(
+        session
+          .mask(res.stdout)
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const),
+      );
+    };
+    const kv = await lines(serviceStatus(l));
+    const described = version === null ? null : await session.run(describeSource(l.sourceOf(version)), opts);
+    const health = await session.run(waitHealthy(l.port, 0), opts);
+    const procs = await session.check(odooProcesses(l), what, opts);
+    const raw = procs.stdout.split('\n').find((line) => line.startsWith('processes='));
+    if (!raw) stepFailed(session, what, procs);
+    return {
+      service: kv.get('service'),
+      workers: kv.get('workers'),
+      version: described?.exitCode === 0 ? session.mask(described.stdout.split('\n')[0]!.trim()) : '',
+      // "healthy: HTTP 200 …" once asked, else why not.
+      health: session.mask(health.exitCode === 0 ? health.stdout.trim().replace(/^healthy: /, '') : health.stderr.trim() || 'no answer'),
+      processes: JSON.parse(raw.slice('processes='.length)) as { pid: number; rss_bytes: number; gevent: boolean }[],
+    };
   }
 
   async function withHost<T>(
@@ -67,7 +109,7 @@ export function createOdooService(ctx: AppContext) {
       const jobId = publicJobId(job.queueName, job.id!);
       return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
         const l = odooLayout(basePathOf(ctx.config, server), port);
-        await runStart(session, startService(l, port), port, server.id, payload.user_id);
+        await runStart(session, startService(l), port, server.id, payload.user_id);
         const health = await store.waitReady(session, l, port, server.id, payload.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, payload.user_id);
         return { odoo_state: 'running' as const, http_port: port, health };
@@ -85,7 +127,7 @@ export function createOdooService(ctx: AppContext) {
       if (!server || !shouldRun(server)) return { started: false, odoo_state: server?.odoo_state ?? null };
       return withHost(server.id, { user_id: payload.user_id, job_id: jobId }, async (session, port) => {
         const l = odooLayout(basePathOf(ctx.config, server), port);
-        const said = await runStart(session, startIfStopped(l, port), port, server.id, payload.user_id);
+        const said = await runStart(session, startIfStopped(l), port, server.id, payload.user_id);
         // Already running, or stopped by stop_odoo (its job has not recorded `stopped` yet): left as it is.
         if (said === 'running' || said === 'disabled') return { started: false, odoo_state: server.odoo_state, service: said };
         const health = await store.waitReady(session, l, port, server.id, payload.user_id);
@@ -108,10 +150,13 @@ export function createOdooService(ctx: AppContext) {
       return withHost(id, audit, async (session, port, server) => {
         const l = odooLayout(basePathOf(ctx.config, server), port);
         const seconds = Math.ceil(ctx.config.ODOO_HEALTH_TIMEOUT_MS / 1000);
-        const res = await session.run(gracefulRestart(l, port, seconds), {
-          timeoutMs: ctx.config.ODOO_HEALTH_TIMEOUT_MS + STEP_TIMEOUT_MS,
-        });
-        if (res.exitCode !== 0) stepFailed(session, `Restarting Odoo on port ${port} gracefully failed (the old one keeps serving)`, res);
+        const res = await session.check(
+          gracefulRestart(l, seconds),
+          `Restarting Odoo on port ${port} gracefully failed (the old one keeps serving)`,
+          {
+            timeoutMs: ctx.config.ODOO_HEALTH_TIMEOUT_MS + STEP_TIMEOUT_MS,
+          },
+        );
         const health = await store.waitReady(session, l, port, server.id, audit.user_id);
         await store.setState(server.id, { odoo_state: 'running', odoo_error: null }, audit.user_id);
         return { restarted: session.mask(res.stdout.trim().split('\n').pop() ?? ''), health };
@@ -121,8 +166,9 @@ export function createOdooService(ctx: AppContext) {
     async stop(payload: Payload, job: Job) {
       const jobId = publicJobId(job.queueName, job.id!);
       return withHost(payload.root_server_id, { user_id: payload.user_id, job_id: jobId }, async (session, port, server) => {
-        const stopped = await session.run(stopService(odooLayout(basePathOf(ctx.config, server), port)), { timeoutMs: STEP_TIMEOUT_MS });
-        if (stopped.exitCode !== 0) stepFailed(session, `Stopping Odoo on port ${port} failed`, stopped);
+        await session.check(stopService(odooLayout(basePathOf(ctx.config, server), port)), `Stopping Odoo on port ${port} failed`, {
+          timeoutMs: STEP_TIMEOUT_MS,
+        });
         await store.setState(server.id, { odoo_state: 'stopped', odoo_error: null }, payload.user_id);
         return { odoo_state: 'stopped' as const, http_port: port };
       });
@@ -133,21 +179,12 @@ export function createOdooService(ctx: AppContext) {
       return withHost(id, { user_id: userId }, async (session, port, server) => {
         const version = await ctx.db.odooVersion.findUnique({ where: { id: server.odoo_version_id! } });
         const l = odooLayout(basePathOf(ctx.config, server), port);
-        const res = await session.run(statusScript(l, port, l.sourceOf(version?.name ?? '')), { timeoutMs: STEP_TIMEOUT_MS });
-        const kv = new Map(
-          session
-            .mask(res.stdout)
-            .split('\n')
-            .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const),
-        );
-        const raw = kv.get('status');
-        if (res.exitCode !== 0 || !raw) stepFailed(session, 'Reading the state of Odoo failed', res);
-        const status = JSON.parse(raw!) as { health: string; processes: { pid: number; rss_bytes: number; gevent: boolean }[] };
-        const workers = Number(kv.get('workers'));
+        const status = await readStatus(session, l, version?.name ?? null);
+        const workers = Number(status.workers);
         const http = status.processes.filter((p) => !p.gevent);
         const healthy = /^HTTP 200\b/.test(status.health);
         const routing = healthy ? await probeRouting(session, l, port, server.id, server.odoo_state, userId) : null;
-        const service = kv.get('service') === 'running' ? ('running' as const) : ('stopped' as const);
+        const service = status.service === 'running' ? ('running' as const) : ('stopped' as const);
         // Stopped while it should run (a reboot without systemd, a crash): started again by a job.
         const startJobId = service === 'stopped' ? await queueStartAgain(ctx, server.id, 'status') : null;
         return {
@@ -159,7 +196,7 @@ export function createOdooService(ctx: AppContext) {
           start_job_id: startJobId,
           healthy,
           health: status.health,
-          version: kv.get('version') || null,
+          version: status.version || null,
           odoo_version_id: server.odoo_version_id,
           workers: Number.isFinite(workers) ? workers : null,
           processes: status.processes.length,

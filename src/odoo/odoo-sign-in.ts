@@ -8,31 +8,13 @@
 // through the proxy (tenants' databases only).
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
-import { shellQuote } from '../core/ssh.js';
+import { hostProgram, pythonCommand } from '../core/host-program.js';
 import type { RootServer } from '../generated/prisma/client.js';
 import { openRemoteSession } from '../servers/index.js';
 
 const SIGN_IN_TIMEOUT_MS = 3 * 60_000;
 
-const SIGN_IN_SCRIPT = [
-  'import json, sys, urllib.request',
-  'a = json.load(sys.stdin)',
-  'body = {"jsonrpc": "2.0", "method": "call", "id": 1, "params": {"service": "common", "method": "authenticate",',
-  '        "args": [a["db"], a["login"], a["password"], {}]}}',
-  'headers = {"Content-Type": "application/json"}',
-  'if a.get("secret"): headers["X-Svc-Host-Secret"] = a["secret"]',
-  'req = urllib.request.Request("http://127.0.0.1:%d/jsonrpc" % a["port"], json.dumps(body).encode(), headers)',
-  'try:',
-  '    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=150) as r:',
-  '        answer = json.load(r)',
-  'except Exception as e:',
-  '    print("down=%s" % e); sys.exit(0)',
-  'if "error" in answer:',
-  '    data = answer["error"].get("data") or {}',
-  '    print("error=" + (data.get("message") or answer["error"].get("message") or "error").replace("\\n", " ")[:500])',
-  'else:',
-  '    print("uid=%s" % json.dumps(answer.get("result")))',
-].join('\n');
+const SIGN_IN = hostProgram(new URL('./host/sign_in.py', import.meta.url));
 
 export interface CustomerSignIn {
   database: string;
@@ -62,16 +44,13 @@ export async function signInAsCustomer(
   });
   try {
     const input = JSON.stringify({ port: host.odoo_http_port, db: who.database, login: who.login, password: who.password, secret });
-    const res = await session.run(`/usr/bin/python3 -c ${shellQuote(SIGN_IN_SCRIPT)}`, {
+    const res = await session.check(pythonCommand(SIGN_IN), `Signing in through ${name} failed`, {
       stdin: input,
       sudo: false,
       timeoutMs: SIGN_IN_TIMEOUT_MS,
       label: `sign in to ${who.database} as ${who.login} through ${name} (JSON-RPC common.authenticate)`,
     });
     const line = session.mask(res.stdout.trim().split('\n').pop() ?? '');
-    if (res.exitCode !== 0 || res.timedOut) {
-      throw new UserError(`Signing in through ${name} failed: ${session.mask(res.stderr || res.stdout).slice(-500)}`);
-    }
     if (line.startsWith('down=')) throw new UserError(`${name} did not answer the customer's sign-in to ${who.database}: ${line.slice(5)}`);
     if (line.startsWith('error=')) throw new UserError(`${name} refused the customer's sign-in to ${who.database}: ${line.slice(6)}`);
     const uid = JSON.parse(line.slice(4) || 'null') as unknown;

@@ -117,8 +117,7 @@ export function odooHostStore(ctx: Pick<AppContext, 'db' | 'secretBox' | 'config
 
     /** Stops a service and removes its files (its configuration holds the database password). */
     async removeService(session: RemoteSession, l: OdooLayout) {
-      const res = await session.run(removeService(l), { timeoutMs: STEP_TIMEOUT_MS });
-      if (res.exitCode !== 0) throw new UserError(session.mask(`Removing the Odoo service ${l.service} failed: ${res.stderr.trim()}`));
+      await session.check(removeService(l), `Removing the Odoo service ${l.service} failed`, { timeoutMs: STEP_TIMEOUT_MS });
     },
   };
   return store;

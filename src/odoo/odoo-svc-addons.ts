@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { shellQuote as q } from '../core/ssh.js';
+import { hostProgram, shCommand } from '../core/host-program.js';
 import type { OdooLayout } from './odoo-layout.js';
 
 /** The repository's folder of svc's addons. */
@@ -83,33 +83,17 @@ export function addonsBundle(root = SVC_ADDONS_DIR): AddonsBundle {
   };
 }
 
-/** Prints the checksum of the tree in the current directory, computed as addonsBundle does. */
-const TREE_SUM =
-  "find . -name __pycache__ -prune -o -type f ! -name '*.pyc' ! -name '.svc-*' -print | LC_ALL=C sort | xargs -r -d '\\n' sha256sum | sha256sum | cut -d' ' -f1";
+const SVC_ADDONS = hostProgram(new URL('./host/svc-addons.sh', import.meta.url));
+
+/** Prints the checksum of a directory's tree, computed as addonsBundle does, or "none" when there is none. */
+export const treeChecksum = (dir: string) => shCommand(SVC_ADDONS, 'svc-addons', 'sum', dir);
 
 /** Prints the checksum of the host's svc-addons directory, or "none" when there is none. */
-export const installedAddons = (l: OdooLayout) =>
-  `if [ -d ${q(l.svcAddons)} ]; then cd ${q(l.svcAddons)} && ${TREE_SUM}; else echo none; fi`;
+export const installedAddons = (l: OdooLayout) => treeChecksum(l.svcAddons);
 
 /**
  * Unpacks the tarball on stdin beside the host's svc-addons directory, checks it against `sha256`,
  * and only then puts it in place: root's, readable by every user (Odoo's reads it), writable by
  * root only. Exit code 3: the tree that arrived is not the one sent.
  */
-export function installAddons(l: OdooLayout, sha256: string): string {
-  return [
-    'set -e',
-    'umask 022',
-    `exec 9>>${q(`${l.base}/.svc-addons.lock`)}`,
-    "flock -w 300 9 || { echo 'Another set-up held the svc-addons directory for 5 minutes' >&2; exit 1; }",
-    `new=${q(`${l.base}/.svc-addons.new`)}-$$; old=${q(`${l.base}/.svc-addons.old`)}-$$`,
-    'rm -rf "$new"; mkdir "$new"',
-    'tar -xzf - -C "$new" --no-same-owner --no-same-permissions',
-    `got=$(cd "$new" && ${TREE_SUM})`,
-    `[ "$got" = ${q(sha256)} ] || { rm -rf "$new"; echo "svc's addons arrived with checksum $got, not ${sha256}" >&2; exit 3; }`,
-    'chown -R root:root "$new"; chmod -R u=rwX,go=rX "$new"',
-    `if [ -e ${q(l.svcAddons)} ]; then mv ${q(l.svcAddons)} "$old"; fi`,
-    `mv "$new" ${q(l.svcAddons)}; rm -rf "$old"`,
-    'echo changed',
-  ].join('\n');
-}
+export const installAddons = (l: OdooLayout, sha256: string) => shCommand(SVC_ADDONS, 'svc-addons', 'install', l.base, l.svcAddons, sha256);

@@ -35,10 +35,10 @@ import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/inde
 import { odooLayout } from './odoo-layout.js';
 import { buildModules, listHostModules, notOnHost, packageModulesOf } from './odoo-modules.js';
 import { asOdoo, odooBin } from './odoo-once.js';
-import { removeFilestore, sourceVersion } from './odoo-scripts.js';
+import { describeSource, removeFilestore } from './odoo-scripts.js';
 import { makeFirstPageAssets } from './odoo-template-assets.js';
 import { createTemplateSafety, type TemplatePlace } from './odoo-template-safety.js';
-import { seriesOf } from './odoo-setup.js';
+import { seriesOf } from './odoo-setup-steps.js';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 2 * 60_000;
@@ -130,7 +130,7 @@ export function createTemplateBuilder(ctx: AppContext) {
         copy = await safety.make(place, template);
       }
       await job.updateProgress({ step: kind === 'build' ? 'installing' : 'updating', percent: 10 });
-      const series = seriesOf((await session.run(sourceVersion(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
+      const series = seriesOf((await session.run(describeSource(source), { timeoutMs: STEP_TIMEOUT_MS })).stdout);
       const args =
         kind === 'build'
           ? ['-i', modules.join(','), series >= 19 ? '--without-demo' : '--without-demo=all']

@@ -6,7 +6,7 @@ import { odooLayout } from '../../src/odoo/odoo-layout.js';
 import { basePath, dbfilter, moduleName, osPackage, sourceUrl, versionName } from '../../src/odoo/odoo-names.js';
 import { odooPasswordHash, randomSecret } from '../../src/odoo/odoo-role.js';
 import { scramVerifier } from '../../src/postgresql/role-password.js';
-import { parseFacts, seriesOf } from '../../src/odoo/odoo-setup.js';
+import { parseFacts, seriesOf } from '../../src/odoo/odoo-setup-steps.js';
 
 const GB = 1024 ** 3;
 

@@ -6,23 +6,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { addonsBundle, SVC_ADDONS_DIR } from '../../src/odoo/odoo-svc-addons.js';
+import { addonsBundle, SVC_ADDONS_DIR, treeChecksum } from '../../src/odoo/odoo-svc-addons.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-/** What installedAddons runs on the host, here. */
-const hostSum = (dir: string) =>
-  execFileSync(
-    'sh',
-    [
-      '-c',
-      "find . -name __pycache__ -prune -o -type f ! -name '*.pyc' ! -name '.svc-*' -print | LC_ALL=C sort | xargs -r -d '\\n' sha256sum | sha256sum | cut -d' ' -f1",
-    ],
-    { cwd: dir, encoding: 'utf8' },
-  ).trim();
+/** What installedAddons runs on the host (host/svc-addons.sh sum), run here. */
+const hostSum = (dir: string) => execFileSync('/bin/sh', ['-c', treeChecksum(dir)], { encoding: 'utf8' }).trim();
 
 describe("svc's addons bundle", () => {
   it('unpacks to the tree whose checksum the host computes the same way', async () => {

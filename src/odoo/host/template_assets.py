@@ -22,9 +22,9 @@ FIRST_PAGES = {
 }
 
 
-def make_bundles(env):
-    qweb = env["ir.qweb"]
-    urls = []
+def make_bundles(odoo_env):
+    qweb = odoo_env["ir.qweb"]
+    made_urls = []
     for name, kinds in FIRST_PAGES.items():
         try:
             bundle = qweb._get_asset_bundle(name, css="css" in kinds, js="js" in kinds)
@@ -35,10 +35,13 @@ def make_bundles(env):
             made += bundle.js()
         if "css" in kinds and bundle.stylesheets:
             made += bundle.css()
-        urls += [attachment.url for attachment in made]
-    return urls
+        made_urls += [attachment.url for attachment in made]
+    return made_urls
 
 
-urls = make_bundles(env)  # noqa: F821 (env: given by odoo-bin shell)
-env.cr.commit()  # noqa: F821 (odoo-bin shell rolls back what is not committed)
+# `odoo-bin shell` runs this file with `env` (the database's environment) among its globals: read
+# from there, so that a name nothing in the file defines is not used as if it were.
+env = globals()["env"]
+urls = make_bundles(env)
+env.cr.commit()  # odoo-bin shell rolls back what is not committed
 print("assets=" + json.dumps(urls))
