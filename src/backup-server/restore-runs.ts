@@ -17,7 +17,8 @@ import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { leaseUntil, whileLeased } from './lease.js';
 import type { Repositories } from './repositories.js';
 import type { createRestic } from './restic.js';
-import { endSessions, folders, restoreNames, sweepInterrupted } from './restore-recovery.js';
+import { endSessions } from '../instances/index.js';
+import { folders, restoreNames, sweepInterrupted } from './restore-recovery.js';
 import { tenantSource, type TenantSource } from './tenant-source.js';
 import { pgArgs, pgEnv, runLocal, tenantLogin } from './unit-capture.js';
 
@@ -102,9 +103,13 @@ export function createRestoreRuns(ctx: Ctx, restic: Restic, repositories: Reposi
         `[ -d ${q(parent)} ] || { mkdir -p ${q(parent)} && chown odoo:odoo ${q(parent)}; } || exit 1`,
         `rm -rf -- ${q(target)} && mkdir -p ${q(target)} && tar -C ${q(target)} -xf - --no-same-owner --strip-components=1 && chown -R --reference=${q(parent)} ${q(target)}`,
       ].join('\n');
-      const [res] = await Promise.all([session.run(script, { stdin: files.stream as never, timeoutMs: RESTORE_TIMEOUT_MS }), files.done]);
-      if (res.exitCode !== 0)
-        throw new UserError(session.mask(`Unpacking the filestore on root server ${src.host.id} failed: ${res.stderr.slice(-1000)}`));
+      await Promise.all([
+        session.check(script, `Unpacking the filestore on root server ${src.host.id} failed`, {
+          stdin: files.stream as never,
+          timeoutMs: RESTORE_TIMEOUT_MS,
+        }),
+        files.done,
+      ]);
     } finally {
       session.close();
     }

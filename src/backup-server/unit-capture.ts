@@ -16,7 +16,7 @@ import { UserError } from '../core/errors.js';
 import { shellQuote } from '../core/ssh.js';
 import { databaseOwner, onServer } from '../instances/index.js';
 import { connectPostgresqlServer, quoteIdent, sessionOptions } from '../postgresql/index.js';
-import { openRemoteSession, type Audit } from '../servers/index.js';
+import { checkedResult, openRemoteSession, type Audit } from '../servers/index.js';
 import type { TenantSource } from './tenant-source.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
@@ -139,11 +139,9 @@ async function copyFilestore(ctx: Ctx, src: TenantSource, into: string, audit: A
       '\n',
     );
     const sent = await session.run(script, { timeoutMs: DUMP_TIMEOUT_MS, stdoutTo: tar.stdin, label: `tar -C ${src.filestore} -cf - .` });
+    // Judged once the local tar has ended too: a failed read leaves no tar still writing into `into`.
     const code = await extracted;
-    if (sent.exitCode !== 0 || sent.timedOut)
-      throw new UserError(
-        session.mask(`Reading the filestore ${src.filestore} on root server ${src.host!.id} failed: ${sent.stderr.slice(-1000)}`),
-      );
+    checkedResult(session, `Reading the filestore ${src.filestore} on root server ${src.host!.id} failed`, sent, DUMP_TIMEOUT_MS);
     if (code !== 0) throw new UserError(`Extracting the filestore of ${src.dbName} failed: ${tarErr.trim()}`);
   } finally {
     session.close();

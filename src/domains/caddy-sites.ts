@@ -6,14 +6,10 @@
 // either fails the file is put back as it was, so the configuration Caddy runs is the previous one.
 // Only checked values (host name, database name, port) reach a file name, command or the config.
 import { UserError } from '../core/errors.js';
-import { shellQuote } from '../core/ssh.js';
 import {
   CADDY_LOG,
-  CADDY_RELOAD,
   CADDY_SITES_DIR,
-  CADDY_VALIDATE,
-  underCaddyLock,
-  formatResult,
+  caddyCommand,
   HOST_SECRET_HEADER,
   type RemoteSession,
   TENANT_HEADER_SPELLINGS,
@@ -79,71 +75,7 @@ function checkedFile(file: string): string {
   return file;
 }
 
-/** validate and reload, or put the file back (`$f.old` when there was one, else none) and fail. */
-const LOAD_OR_RESTORE = [
-  'restore() { if [ -f "$f.old" ]; then mv -f "$f.old" "$f"; else rm -f "$f"; fi; }',
-  `if ! out=$(${CADDY_VALIDATE} 2>&1); then restore; printf 'caddy validate failed: %s\\n' "$(printf '%s\\n' "$out" | tail -n 2)" >&2; exit 3; fi`,
-  `if ! out=$(${CADDY_RELOAD} 2>&1); then restore; printf 'caddy reload failed: %s\\n' "$(printf '%s\\n' "$out" | tail -n 2)" >&2; exit 4; fi`,
-  'rm -f "$f.old"',
-];
-
-/** Writes the site file from stdin; prints the log's size before any reload ("log-offset N"), then "changed" or "unchanged". */
-function writeSiteScript(file: string): string {
-  return underCaddyLock(
-    [
-      `f=${shellQuote(checkedFile(file))}`,
-      'umask 022; cat > "$f.new"',
-      `echo "log-offset $(wc -c < ${CADDY_LOG} 2>/dev/null || echo 0)"`,
-      // The same contents: nothing to load (and no reload that would disturb the others).
-      'if [ -f "$f" ] && cmp -s "$f.new" "$f"; then rm -f "$f.new"; echo unchanged; exit 0; fi',
-      'rm -f "$f.old"; if [ -f "$f" ]; then cp -p "$f" "$f.old"; fi',
-      'mv -f "$f.new" "$f"',
-      ...LOAD_OR_RESTORE,
-      'echo changed',
-    ].join('\n'),
-  );
-}
-
-function removeSiteScript(file: string): string {
-  return underCaddyLock(
-    [
-      `f=${shellQuote(checkedFile(file))}`,
-      'if [ ! -f "$f" ]; then echo absent; exit 0; fi',
-      'rm -f "$f.old"; mv -f "$f" "$f.old"',
-      // When validate or reload fails, restore() puts the site back: the file stays what Caddy runs.
-      ...LOAD_OR_RESTORE,
-      'echo removed',
-    ].join('\n'),
-  );
-}
-
-/**
- * Waits (up to `seconds`) for Caddy's log, from `offset` on, to say how obtaining the certificate of
- * `hostname` ended; prints that log line, or "timeout". Another site's reload cancels the attempts
- * under way, and the new configuration starts them again: a cancelled attempt is no answer.
- */
-function waitForIssuanceScript(hostname: string, offset: number, seconds: number): string {
-  if (!HOSTNAME.test(hostname)) throw new UserError(`"${hostname}" is not a checked host name`);
-  return [
-    `log=${CADDY_LOG}; off=${Math.max(0, Math.floor(offset))}; end=$(( $(date +%s) + ${Math.floor(seconds)} ))`,
-    'while :; do',
-    '  size=$(wc -c < "$log" 2>/dev/null || echo 0); if [ "$size" -lt "$off" ]; then off=0; fi',
-    // An attempt cut short by a reload ("context canceled") is no answer: the new configuration tries again.
-    `  line=$(tail -c +$((off + 1)) "$log" 2>/dev/null | grep -F ${shellQuote(`"identifier":"${hostname}"`)} | grep -E '"msg":"(certificate obtained successfully|could not get certificate from issuer)"' | grep -vF 'context canceled' | head -n 1)`,
-    '  if [ -n "$line" ]; then printf \'%s\\n\' "$line"; exit 0; fi',
-    '  if [ "$(date +%s)" -ge "$end" ]; then echo timeout; exit 0; fi',
-    '  sleep 0.5',
-    'done',
-  ].join('\n');
-}
-
 type Issuance = { outcome: 'obtained' } | { outcome: 'refused'; error: string } | { outcome: 'timeout' };
-
-/** The stderr of a failed change, for the domain's last_error. */
-function reason(session: RemoteSession, res: Parameters<typeof formatResult>[0]): string {
-  const text = res.stderr.trim() || formatResult(res);
-  return session.mask(text).slice(-1500);
-}
 
 /** The Caddy configuration of one host, changed a site at a time. */
 export function caddySites(session: RemoteSession) {
@@ -152,32 +84,35 @@ export function caddySites(session: RemoteSession) {
     async write(site: Site): Promise<{ file: string; logOffset: number }> {
       const file = siteFileOf(site);
       const content = siteConfig(site);
-      const res = await session.run(writeSiteScript(file), {
+      const res = await session.check(caddyCommand('write-site', file), `Loading the site of ${site.hostname} failed`, {
         stdin: content,
         timeoutMs: CHANGE_TIMEOUT_MS,
         label: `write ${file}, caddy validate, caddy reload <<EOF\n${content}EOF`,
       });
-      if (res.exitCode !== 0) throw new UserError(reason(session, res));
       const offset = /^log-offset (\d+)$/m.exec(res.stdout);
       return { file, logOffset: offset ? Number(offset[1]) : 0 };
     },
 
     /** Removes the site and loads the configuration without it (a file already gone is fine). */
     async remove(file: string): Promise<void> {
-      const res = await session.run(removeSiteScript(file), {
+      await session.check(caddyCommand('remove-site', checkedFile(file)), `Removing the site file ${file} failed`, {
         timeoutMs: CHANGE_TIMEOUT_MS,
-        label: `remove ${checkedFile(file)}, caddy validate, caddy reload`,
+        label: `remove ${file}, caddy validate, caddy reload`,
       });
-      if (res.exitCode !== 0) throw new UserError(reason(session, res));
     },
 
     /** How Caddy's attempt to obtain the certificate ended, as its log tells. */
     async waitForIssuance(hostname: string, logOffset: number, seconds: number): Promise<Issuance> {
-      const res = await session.run(waitForIssuanceScript(hostname, logOffset, seconds), {
-        timeoutMs: (seconds + 30) * 1000,
-        label: `wait up to ${seconds} s for Caddy to obtain the certificate of ${hostname} (${CADDY_LOG})`,
-      });
-      if (res.exitCode !== 0) throw new UserError(reason(session, res));
+      if (!HOSTNAME.test(hostname)) throw new UserError(`"${hostname}" is not a checked host name`);
+      const offset = Math.max(0, Math.floor(logOffset));
+      const res = await session.check(
+        caddyCommand('wait-issuance', hostname, offset, Math.floor(seconds)),
+        `Reading Caddy's log for the certificate of ${hostname} failed`,
+        {
+          timeoutMs: (seconds + 30) * 1000,
+          label: `wait up to ${seconds} s for Caddy to obtain the certificate of ${hostname} (${CADDY_LOG})`,
+        },
+      );
       const line = res.stdout.trim();
       if (line === 'timeout' || line === '') return { outcome: 'timeout' };
       let entry: { msg?: string; error?: string };

@@ -13,7 +13,7 @@ import { gitJobs } from './git-job-specs.js';
 import { publicJobId } from '../core/queue.js';
 import { postMessage } from '../core/chatter.js';
 import { writeActionLog } from '../core/action-log.js';
-import { loadRootServer, requireConfirmed, formatResult, openRemoteSession } from '../servers/index.js';
+import { checkedResult, loadRootServer, requireConfirmed, openRemoteSession } from '../servers/index.js';
 import { DEPLOY_EXIT, deployScript, readDeployOutput } from './deploy-script.js';
 import { effectiveDeployPath } from './git-repository-service.js';
 import { checkCommitId, createGitHost } from './git-host.js';
@@ -107,7 +107,7 @@ function createGitJobHandlers(ctx: AppContext, registry: Registry): JobHandlers<
           );
           throw new UserError(`Validation failed, ${livePath} is unchanged:\n${files}`, { invalid: out.report.invalid });
         }
-        if (res.exitCode !== 0) throw new UserError(session.mask(`The deploy script failed: ${formatResult(res).slice(-2000)}`));
+        checkedResult(session, 'The deploy script failed', res, DEPLOY_TIMEOUT_MS);
         if (out.superseded) {
           await report(true, `Deploy of ${sha} skipped: a newer deploy of ${livePath} already happened.`);
           return { deployed: false, superseded: true, commit: commit.commit_id };

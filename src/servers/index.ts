@@ -15,18 +15,9 @@ export const servers: Feature = {
 };
 
 // What other features use from this one: they import it from here, never from the files.
-export {
-  CADDY_LOG,
-  CADDY_RELOAD,
-  CADDY_SITES_DIR,
-  CADDY_VALIDATE,
-  geventPortOf,
-  HOST_SECRET_HEADER,
-  TENANT_HEADER_SPELLINGS,
-  underCaddyLock,
-} from './caddy.js';
+export { CADDY_LOG, CADDY_SITES_DIR, caddyCommand, geventPortOf, HOST_SECRET_HEADER, TENANT_HEADER_SPELLINGS } from './caddy.js';
 export { DATABASE_NAME, type HostPattern, TLS_ASK_PATH, tenantHostPatterns, tenantsOfHostname } from './tenant-sites.js';
-export { formatResult, openRemoteSession, stepFailed } from './remote-session.js';
+export { checkedResult, formatResult, openRemoteSession, stepFailed } from './remote-session.js';
 export { basePathOf } from './odoo-base-path.js';
 export type { Audit, RemoteSession } from './remote-session.js';
 export {

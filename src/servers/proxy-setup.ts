@@ -18,7 +18,7 @@ import {
   WRITE_NEW_CADDYFILE,
   writeFileFromStdin,
 } from './caddy.js';
-import { stepFailed, type RemoteSession } from './remote-session.js';
+import type { RemoteSession } from './remote-session.js';
 import { tenantHostPatterns, tenantSitesConfig, tlsAskUrl } from './tenant-sites.js';
 
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
@@ -58,13 +58,14 @@ export async function setupProxy(config: ProxyConfig, server: ProxyHost, session
   const onDemandAsk = patterns.some((p) => p.https) && !config.TENANT_TLS_DNS ? tlsAskUrl(config) : undefined;
 
   await job.updateProgress({ step: 'install', percent: 5 });
-  const installed = await session.run(INSTALL_CADDY, { timeoutMs: INSTALL_TIMEOUT_MS });
-  if (installed.exitCode !== 0) stepFailed(session, 'Installing Caddy failed', installed);
+  const installed = await session.check(INSTALL_CADDY, 'Installing Caddy failed', { timeoutMs: INSTALL_TIMEOUT_MS });
 
   await job.updateProgress({ step: 'configure', percent: 60 });
   if (root) {
-    const written = await session.run(writeFileFromStdin(CADDY_ACME_ROOT), { stdin: root, timeoutMs: STEP_TIMEOUT_MS });
-    if (written.exitCode !== 0) stepFailed(session, `Writing ${CADDY_ACME_ROOT} failed`, written);
+    await session.check(writeFileFromStdin(CADDY_ACME_ROOT), `Writing ${CADDY_ACME_ROOT} failed`, {
+      stdin: root,
+      timeoutMs: STEP_TIMEOUT_MS,
+    });
   }
   const caddyfile = mainCaddyfile({
     acmeCaUrl: config.ACME_CA_URL,
@@ -73,16 +74,14 @@ export async function setupProxy(config: ProxyConfig, server: ProxyHost, session
     tenantSites,
     onDemandAsk,
   });
-  const written = await session.run(WRITE_NEW_CADDYFILE, {
+  await session.check(WRITE_NEW_CADDYFILE, 'Writing the Caddyfile failed', {
     stdin: caddyfile,
     timeoutMs: STEP_TIMEOUT_MS,
     label: `${WRITE_NEW_CADDYFILE} <<EOF\n${caddyfile}EOF`,
   });
-  if (written.exitCode !== 0) stepFailed(session, 'Writing the Caddyfile failed', written);
 
   await job.updateProgress({ step: 'enable', percent: 80 });
-  const enabled = await session.run(ENABLE_CADDYFILE, { timeoutMs: STEP_TIMEOUT_MS });
-  if (enabled.exitCode !== 0) stepFailed(session, 'Caddy did not take the configuration', enabled);
+  const enabled = await session.check(ENABLE_CADDYFILE, 'Caddy did not take the configuration', { timeoutMs: STEP_TIMEOUT_MS });
   await job.updateProgress({ step: 'done', percent: 100 });
   return {
     caddy_version: session.mask(installed.stdout).trim().split('\n').pop() ?? '',

@@ -22,6 +22,7 @@ import {
   setupDirStructureScript,
   START_CODE_SERVER,
   WRITE_CODE_SERVER_CONFIG,
+  WRITE_CODE_SERVER_CONFIG_LABEL,
 } from './remote-scripts.js';
 import { setupProxy } from './proxy-setup.js';
 
@@ -130,8 +131,9 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
     async root_server_setup_dir_structure(payload, job) {
       return setupStep('setup_dir_structure', payload, job, async (session) => {
         const base = ctx.config.ODOO_BASE_PATH;
-        const res = await session.run(setupDirStructureScript(base), { timeoutMs: SETUP_TIMEOUT_MS });
-        if (res.exitCode !== 0) stepFailed(session, `Creating the directories under ${base} failed`, res);
+        const res = await session.check(setupDirStructureScript(base), `Creating the directories under ${base} failed`, {
+          timeoutMs: SETUP_TIMEOUT_MS,
+        });
         await setFields(payload.root_server_id, { dir_init_done: true }, payload.user_id);
         return { base_path: base, directories: session.mask(res.stdout).trim().split('\n') };
       });
@@ -157,17 +159,15 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
         await job.updateProgress({ step: 'configure', percent: 70 });
         const password = (await ctx.secretBox.reveal(server.code_server_password)) ?? '';
         const config = codeServerConfig(server.code_server_port, password);
-        const written = await session.run(WRITE_CODE_SERVER_CONFIG, {
+        await session.check(WRITE_CODE_SERVER_CONFIG, 'Writing the code-server config failed', {
           stdin: config,
           timeoutMs: SERVICE_TIMEOUT_MS,
           // The audit shows the file as written, built with the mask in place of the password.
-          label: `${WRITE_CODE_SERVER_CONFIG} <<EOF\n${codeServerConfig(server.code_server_port, MASK)}EOF`,
+          label: `${WRITE_CODE_SERVER_CONFIG_LABEL} <<EOF\n${codeServerConfig(server.code_server_port, MASK)}EOF`,
         });
-        if (written.exitCode !== 0) stepFailed(session, 'Writing the code-server config failed', written);
 
         await job.updateProgress({ step: 'start', percent: 85 });
-        const started = await session.run(START_CODE_SERVER, { timeoutMs: SERVICE_TIMEOUT_MS });
-        if (started.exitCode !== 0) stepFailed(session, 'code-server is installed but did not start', started);
+        await session.check(START_CODE_SERVER, 'code-server is installed but did not start', { timeoutMs: SERVICE_TIMEOUT_MS });
         await setFields(server.id, { code_server_state: 'running' }, payload.user_id);
         await job.updateProgress({ step: 'done', percent: 100 });
         return { code_server_state: 'running', binary: session.mask(found.stdout).trim() };
@@ -176,8 +176,7 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
 
     async root_server_remove_code_server(payload, job) {
       return setupStep('remove_code_server', payload, job, async (session, server) => {
-        const res = await session.run(REMOVE_CODE_SERVER, { timeoutMs: INSTALL_TIMEOUT_MS });
-        if (res.exitCode !== 0) stepFailed(session, 'Removing code-server failed', res);
+        await session.check(REMOVE_CODE_SERVER, 'Removing code-server failed', { timeoutMs: INSTALL_TIMEOUT_MS });
         await setFields(server.id, { code_server_state: 'not_installed' }, payload.user_id);
         return { code_server_state: 'not_installed' };
       });

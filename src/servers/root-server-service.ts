@@ -14,7 +14,7 @@ import { writeActionLog } from '../core/action-log.js';
 import { loadRootServer, requireConfirmed, updateRootServer } from './root-server-store.js';
 import type { RootServerOut } from './root-server-schemas.js';
 import { rootServerModel } from './root-server-models.js';
-import { formatResult, openRemoteSession } from './remote-session.js';
+import { openRemoteSession } from './remote-session.js';
 import { latestMetrics } from './root-server-metrics.js';
 import { cmdAsStored, createRootServerCommands, type RootServerJobAction } from './root-server-commands.js';
 
@@ -118,11 +118,8 @@ export function createRootServerService(ctx: Pick<AppContext, 'db' | 'secretBox'
       if (!server.password && !server.key) throw new UserError('Set a password or a private key before confirming');
       const session = await openRemoteSession(ctx, server, { user_id: author?.id ?? null });
       try {
-        const res = await session.run('id -un', { timeoutMs: CONFIRM_COMMAND_TIMEOUT_MS });
-        if (res.exitCode !== 0) {
-          const how = server.sudo_user ? ' with sudo' : '';
-          throw new UserError(session.mask(`Connected, but running a command${how} failed: ${formatResult(res)}`));
-        }
+        const how = server.sudo_user ? ' with sudo' : '';
+        await session.check('id -un', `Connected, but running a command${how} failed`, { timeoutMs: CONFIRM_COMMAND_TIMEOUT_MS });
       } finally {
         session.close();
       }

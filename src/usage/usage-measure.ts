@@ -8,7 +8,7 @@ import { shellQuote } from '../core/ssh.js';
 import type { PostgresqlServer, RootServer, Subscription } from '../generated/prisma/client.js';
 import { filestorePath, lockTenantTables, onServer, serverWhere, writeRoundParams } from '../instances/index.js';
 import { clusterIdentifier, quoteIdent } from '../postgresql/index.js';
-import { basePathOf, formatResult, openRemoteSession, requireConfirmed } from '../servers/index.js';
+import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { onInstance, type SharedSession } from '../subscriptions/index.js';
 
 type Deps = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
@@ -168,11 +168,10 @@ export async function filestoreSizes(deps: Deps, server: RootServer, databases: 
   });
   try {
     // A directory that does not exist is left out of the answer (du says so on stderr).
-    const res = await session.run(`du -sbl -- ${dirs.join(' ')} 2>/dev/null; true`, {
+    const res = await session.check(`du -sbl -- ${dirs.join(' ')} 2>/dev/null; true`, `du on root server ${server.id}`, {
       timeoutMs: 5 * 60_000,
       label: `du -sbl of ${databases.length} filestore(s)`,
     });
-    if (res.exitCode !== 0 || res.timedOut) throw new UserError(`du on root server ${server.id}: ${formatResult(res).slice(-500)}`);
     const sizes = new Map<string, number>();
     for (const line of res.stdout.split('\n')) {
       const match = /^(\d+)\t(.+)$/.exec(line);
