@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 // ssh2 is CommonJS: Node's ESM loader gives it as a default export only.
 import ssh2, { type ClientChannel } from 'ssh2';
-import { SshError } from './ssh-error.js';
+import { describeConnectError, hostKeyChanged, SshError } from './ssh-error.js';
 import { usablePrivateKey } from './ssh-keys.js';
 import { sudoHandshake, type SudoHandshake } from './sudo-handshake.js';
 
@@ -115,44 +115,6 @@ export function hostKeyFingerprint(blob: Buffer): string {
   const algorithm = blob.subarray(4, 4 + blob.readUInt32BE(0)).toString('latin1');
   const digest = createHash('sha256').update(blob).digest('base64').replace(/=+$/, '');
   return `${algorithm} SHA256:${digest}`;
-}
-
-/** The operator-readable error for a failed connection. */
-export function describeConnectError(err: Error & { code?: string; level?: string }, target: SshTarget, timeoutMs: number): SshError {
-  const where = `${target.host}:${target.port}`;
-  if (err.level === 'client-authentication') {
-    const methods = [target.privateKey && 'private key', target.password && 'password'].filter(Boolean).join(' and ');
-    return new SshError('auth', `Authentication failed for ${target.username}@${where}: the server refused the ${methods}`);
-  }
-  if (err.level === 'client-timeout' || err.code === 'ETIMEDOUT') {
-    return new SshError('timeout', `Timed out after ${Math.round(timeoutMs / 1000)} s connecting to ${where} (no SSH answer)`);
-  }
-  switch (err.code) {
-    case 'ECONNREFUSED':
-      return new SshError('refused', `Connection refused by ${where}: no SSH server listens on port ${target.port}`);
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'EHOSTDOWN':
-      return new SshError('unreachable', `Host ${target.host} is unreachable (${err.code})`);
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return new SshError('dns', `Host name ${target.host} could not be resolved`);
-    case 'ECONNRESET':
-    case 'EPIPE':
-      return new SshError('closed', `${where} closed the connection during the SSH handshake`);
-  }
-  return new SshError('protocol', `SSH connection to ${where} failed: ${err.message}`);
-}
-
-/** The refusal of a presented host key that differs from the recorded one. */
-export function hostKeyChanged(target: SshTarget, presented: string): SshError {
-  return new SshError(
-    'host_key_changed',
-    `Host key of ${target.host}:${target.port} has changed: recorded ${target.knownHostKey}, presented ${presented}. ` +
-      'The connection was refused. If the server was reinstalled, check the new key on the server ' +
-      '(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub) and accept it by setting host_key on the root server ' +
-      '(PATCH host_key to the new value, or to null to trust the key presented at the next connection).',
-  );
 }
 
 /**

@@ -3,7 +3,8 @@
 import type { Db } from '../core/db.js';
 import type { SecretBox } from '../core/crypto.js';
 import type { RootServer } from '../generated/prisma/client.js';
-import { connectSsh, hostKeyChanged, type ConnectOptions, type SshConnection, type SshTarget } from '../core/ssh.js';
+import { connectSsh, type ConnectOptions, type SshConnection, type SshTarget } from '../core/ssh.js';
+import { hostKeyChanged } from '../core/ssh-error.js';
 
 /** The fields of a root server record that connecting needs (secrets as stored, encrypted). */
 export interface RootServerSshRecord {
