@@ -5,10 +5,13 @@
 # the one tenant.
 import email.message
 import json
+import os
 from unittest.mock import patch
 
 from odoo import http
+from odoo.service import common as common_service
 from odoo.tests import HttpCase, tagged
+from odoo.tools import config
 
 from .. import http_routing, maintenance, rpc
 
@@ -59,6 +62,19 @@ class TestRouting(HttpCase):
         self.assertIs(self.rpc("common", "login", sign_in)["result"], False)
         # The common service's methods that name no database are left alone.
         self.assertIn("server_version", self.rpc("common", "version", [], database=OTHER)["result"])
+
+    def test_a_database_the_request_may_not_reach_is_refused_before_its_maintenance_is_told(self):
+        directory = os.path.join(config["data_dir"], maintenance.FLAG_DIR)
+        os.makedirs(directory, exist_ok=True)
+        flag = os.path.join(directory, self.db)
+        with open(flag, "w", encoding="utf-8") as f:
+            f.write("test\n")
+        self.addCleanup(os.remove, flag)
+        # Before routing came first, the maintenance check answered "being updated" to any request.
+        self.assertRefused(self.rpc("common", "login", [self.db, "admin", "x"], database=OTHER))
+        # A call with no request through the proxy is told.
+        with self.assertRaises(maintenance.UnderMaintenance):
+            common_service.dispatch("login", [self.db, "admin", "x"])
 
     def test_the_database_service_answers_the_proxy_only_what_manages_no_database(self):
         self.assertRefused(self.rpc("db", "list", [], database=self.db))
