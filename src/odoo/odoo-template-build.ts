@@ -144,6 +144,8 @@ export function createTemplateBuilder(ctx: AppContext) {
       let missing: string[] = [];
       let installedModules: string[] = [];
       let passwordFailed: string | null = null;
+      /** Why the installed modules could not be read (then every module counts as missing). */
+      let unread = '';
       // The administrator's password: the template's own, else a new one (a build, or a template built before).
       const adminPassword = (await ctx.secretBox.reveal(template.admin_password)) ?? newPassword();
       // Worked in as the host's role, which owns the database: the service's own role stays out of it.
@@ -160,7 +162,10 @@ export function createTemplateBuilder(ctx: AppContext) {
             return modules.filter((m) => !installedModules.includes(m));
           },
           tenantOpts,
-        ).catch(() => modules);
+        ).catch((err: Error) => {
+          unread = ` (the installed modules could not be read: ${err.message})`;
+          return modules;
+        });
       }
       if (res.exitCode === 0 && missing.length === 0) {
         await job.updateProgress({ step: 'administrator', percent: 85 });
@@ -184,20 +189,27 @@ export function createTemplateBuilder(ctx: AppContext) {
         );
       }
       if (res.exitCode !== 0 || missing.length > 0 || passwordFailed !== null || assetsFailed !== null) {
+        /** What could not be removed, told with the failure (never instead of it). */
+        const left: string[] = [];
         if (kind === 'build') {
           // Nothing half-built stays: the database (only the one this job made) and its files.
           await onServer(ctx.secretBox, template.postgresql_server, (query) =>
             query(`DROP DATABASE IF EXISTS ${quoteIdent(db)} WITH (FORCE)`),
-          );
-          await session.run(removeFilestore(filestore), { timeoutMs: STEP_TIMEOUT_MS });
+          ).catch((err: Error) => left.push(`dropping ${db} failed: ${err.message}`));
+          await session
+            .check(removeFilestore(filestore), `removing ${filestore} failed`, { timeoutMs: STEP_TIMEOUT_MS })
+            .catch((err: Error) => left.push(err.message));
         }
         const what =
           passwordFailed !== null
             ? `the administrator's password could not be set: ${passwordFailed}`
             : missing.length > 0
-              ? `module(s) ${missing.join(', ')} not installed`
+              ? `module(s) ${missing.join(', ')} not installed${unread}`
               : (assetsFailed ?? `odoo-bin exited with ${res.exitCode ?? res.signal}`);
-        throw new UserError(`${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} failed (${what}): ${said}`);
+        const cleanup = left.length > 0 ? `\nWhat it made could not all be removed: ${left.join('; ')}` : '';
+        throw new UserError(
+          `${kind === 'build' ? 'Building' : 'Updating'} ${db} with Odoo ${version.name} failed (${what}): ${said}${cleanup}`,
+        );
       }
 
       await job.updateProgress({ step: 'owner', percent: 90 });
