@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { shellQuote as q } from '../core/ssh.js';
 import type { BackupRestore } from '../generated/prisma/client.js';
-import { onServer, type Query, runOnOdooHost, setMaintenance } from '../instances/index.js';
+import { endSessions, onServer, runOnOdooHost, setMaintenance } from '../instances/index.js';
 import { basePathOf } from '../servers/index.js';
 import { odooLayout } from '../odoo/index.js';
 import { findDatabase, ownDatabase, quoteIdent } from '../postgresql/index.js';
@@ -18,9 +18,6 @@ import { tenantSource, type TenantSource } from './tenant-source.js';
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config' | 'log'>;
 
 const SCRIPT_TIMEOUT_MS = 10 * 60_000;
-
-export const endSessions = (query: Query, name: string) =>
-  query('SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1', [name]);
 
 /** The live filestore and the folders a restore keeps beside it, shell-quoted. */
 export const folders = (src: TenantSource) => ({

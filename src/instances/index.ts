@@ -39,6 +39,8 @@ export {
   databaseLocale,
   dropDatabaseAndItsRole,
   dropMadeDatabase,
+  endSessions,
+  END_SESSIONS,
   onServer,
   renameMadeDatabase,
   serverWhere,

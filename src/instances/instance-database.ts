@@ -4,6 +4,7 @@
 import type { SecretBox } from '../core/crypto.js';
 import type { Db } from '../core/db.js';
 import { UserError } from '../core/errors.js';
+import { sleep } from '../core/sleep.js';
 import {
   connectPostgresqlServer,
   quoteIdent,
@@ -53,7 +54,35 @@ export async function onServer<T>(
     await client.query(`SET statement_timeout = '${opts.timeout ?? STATEMENT_TIMEOUT}'`);
     return await work((sql, params) => client.query(sql, params));
   } finally {
+    // A connection that fails to close is closed all the same: the server ends a session whose socket is gone.
     await client.end().catch(() => {});
+  }
+}
+
+/** Ends every session on `database` but this connection's own (an Odoo reconnects); answers how many. */
+export const END_SESSIONS =
+  'SELECT count(pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()';
+
+export async function endSessions(query: Query, database: string): Promise<number> {
+  const { rows } = await query(END_SESSIONS, [database]);
+  return rows[0]!.ended as number;
+}
+
+/**
+ * CREATE DATABASE <name> OWNER <owner> TEMPLATE <template>. PostgreSQL copies only a database nobody
+ * is connected to: the sessions on the template (its Odoo's, which reconnects) are ended first, and
+ * again a few times if one came back before the copy started.
+ */
+export async function createDatabaseFrom(query: Query, template: string, name: string, owner: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await endSessions(query, template);
+    try {
+      await query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE ${quoteIdent(template)}`);
+      return;
+    } catch (err) {
+      if (attempt >= 5 || !/being accessed by other users/.test((err as Error).message)) throw err;
+      await sleep(200 * attempt);
+    }
   }
 }
 
@@ -107,13 +136,8 @@ export async function copyTemplate(
 ): Promise<MadeDatabase> {
   await assertTemplateIdentity(db, template, await assertTemplateDatabase(db, query, template.template_db_name, where), where);
   const owner = await copyOwner(query, template, where);
-  // PostgreSQL copies only a database nobody is connected to: the sessions on the template (its
-  // Odoo's, which reconnects) are ended first, and only that database's.
-  await query('SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
-    template.template_db_name,
-  ]);
   await query(`SET statement_timeout = '${LONG_STATEMENT_TIMEOUT}'`);
-  await query(`CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(owner)} TEMPLATE ${quoteIdent(template.template_db_name)}`);
+  await createDatabaseFrom(query, template.template_db_name, name, owner);
   const found = await findDatabase(query, name);
   if (!found) throw new UserError(`Database ${name} was not found after CREATE DATABASE on ${where}`);
   return { name, systemIdentifier: found.systemIdentifier, oid: found.oid };

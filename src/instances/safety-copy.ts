@@ -10,29 +10,14 @@ import { randomBytes } from 'node:crypto';
 import type { SecretBox } from '../core/crypto.js';
 import { UserError } from '../core/errors.js';
 import { findDatabase, type PostgresqlServerRecord, quoteIdent } from '../postgresql/index.js';
-import { onServer, type Query } from './instance-database.js';
+import { createDatabaseFrom, onServer } from './instance-database.js';
+import { databaseOwner } from './tenant-session.js';
 
 /**
  * A safety copy's name (its database and filestore directory): the oid of the database it copies
  * (unique on its PostgreSQL server, whoever else uses it) or another tag, and a random part.
  */
 export const safetyCopyName = (tag: bigint | string) => `svcrb_${tag}_${randomBytes(4).toString('hex')}`;
-
-/** Ends every session on the database (the running Odoo reconnects), then runs `work`, a few times if one came back meanwhile. */
-async function withoutSessions<T>(query: Query, database: string, work: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    await query(
-      'SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
-      [database],
-    );
-    try {
-      return await work();
-    } catch (err) {
-      if (attempt >= 5 || !/being accessed by other users/.test((err as Error).message)) throw err;
-      await new Promise((r) => setTimeout(r, 200 * attempt));
-    }
-  }
-}
 
 /** The safety copy of `database`, owned by its owner, reachable by nobody else; answers the copy's oid. */
 export async function makeSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerRecord, database: string, copy: string): Promise<bigint> {
@@ -41,13 +26,9 @@ export async function makeSafetyCopy(secretBox: SecretBox, pg: PostgresqlServerR
     pg,
     async (query) => {
       await query(`DROP DATABASE IF EXISTS ${quoteIdent(copy)} WITH (FORCE)`);
-      const owner = (
-        await query('SELECT pg_catalog.pg_get_userbyid(datdba)::text AS owner FROM pg_catalog.pg_database WHERE datname = $1', [database])
-      ).rows[0]?.owner;
+      const owner = await databaseOwner(query, database);
       if (!owner) throw new UserError(`Database ${database} does not exist`);
-      await withoutSessions(query, database, () =>
-        query(`CREATE DATABASE ${quoteIdent(copy)} OWNER ${quoteIdent(String(owner))} TEMPLATE ${quoteIdent(database)}`),
-      );
+      await createDatabaseFrom(query, database, copy, owner);
       // As its original: nobody else connects to it (it may take the original's place).
       await query(`REVOKE ALL ON DATABASE ${quoteIdent(copy)} FROM PUBLIC`);
       const found = await findDatabase(query, copy);

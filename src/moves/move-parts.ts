@@ -10,6 +10,7 @@ import type { SubscriptionMove } from '../generated/prisma/client.js';
 import {
   createFilestores,
   dropDatabaseAndItsRole,
+  endSessions,
   onServer,
   type Query,
   removeTenantCredentials,
@@ -84,11 +85,7 @@ export function createMoveParts(ctx: AppContext) {
       onSource(move, ends, async (q) => {
         await q(alter);
         if (!terminate) return options;
-        const { rows } = await q(
-          'SELECT count(pg_catalog.pg_terminate_backend(pid))::int AS n FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND pid <> pg_catalog.pg_backend_pid()',
-          [move.database_name],
-        );
-        return `${options}; ${rows[0]!.n} session(s) ended`;
+        return `${options}; ${await endSessions(q, move.database_name)} session(s) ended`;
       }),
     );
   };

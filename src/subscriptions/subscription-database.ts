@@ -25,7 +25,16 @@ import {
   type DatabaseIdentity,
   type FoundDatabase,
 } from '../postgresql/index.js';
-import { insideTenant, loadPlacement, LONG_STATEMENT_TIMEOUT, onServer, type Placement, serverWhere } from '../instances/index.js';
+import {
+  END_SESSIONS,
+  endSessions,
+  insideTenant,
+  loadPlacement,
+  LONG_STATEMENT_TIMEOUT,
+  onServer,
+  type Placement,
+  serverWhere,
+} from '../instances/index.js';
 
 export type Connections = 'open' | 'closed' | 'superusers';
 
@@ -197,19 +206,17 @@ async function change(
 export async function setConnections(deps: Deps, sub: Sub, mode: Connections, actor: Actor, operation: string, tx?: DbTx): Promise<string> {
   const at = await databaseLocation(deps.db, sub);
   const alter = `ALTER DATABASE ${quoteIdent(at.name)} WITH ${OPTIONS[mode]}`;
-  const terminate = 'SELECT count(pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity WHERE datname = $1';
   return change(
     deps,
     sub,
     at,
     actor,
     operation,
-    mode === 'closed' ? [alter, terminate] : [alter],
+    mode === 'closed' ? [alter, END_SESSIONS] : [alter],
     async (query) => {
       await query(alter);
       if (mode !== 'closed') return `Database ${at.name} on ${at.where}: ${OPTIONS[mode]}`;
-      const { rows } = await query(terminate, [at.name]);
-      return `Database ${at.name} on ${at.where} closed to connections; ${rows[0]!.ended} open session(s) ended`;
+      return `Database ${at.name} on ${at.where} closed to connections; ${await endSessions(query, at.name)} open session(s) ended`;
     },
     { tx },
   );
