@@ -142,7 +142,7 @@ export function createOdooService(ctx: AppContext) {
     },
 
     /**
-     * Restarts a running Odoo without refusing requests (odoo-scripts.ts gracefulRestart): the old
+     * Restarts a running Odoo without refusing requests (host/odoo-service.sh restart-gracefully): the old
      * processes stop only once the new ones answer. A new Odoo that does not answer is stopped and
      * the old one keeps serving: a UserError with the end of Odoo's log.
      */
