@@ -23,7 +23,7 @@ const ROUTING_PROBE = program('routing_probe.py');
 /** svc's one poll of an Odoo's /web/health (setup, restarts, the graceful restart's new Odoo, odoo_status). */
 const WEB_HEALTH = program('web_health.py');
 /** odoo-bin started with SO_REUSEPORT on its sockets (the graceful restart's two Odoos share the port). */
-export const LAUNCHER_PY = program('launcher.py');
+const LAUNCHER_PY = program('launcher.py');
 
 /** The host's cores, memory (the cgroup's limit when lower) and whether systemd runs: key=value lines. */
 export const hostFacts = () => shCommand(HOST_FACTS, 'host-facts');
