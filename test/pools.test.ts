@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readyTemplateHosts } from '../src/instances/index.js';
+import { place } from '../src/placement/index.js';
 import { lookAtDrain, nextToMove } from '../src/pools/drain-service.js';
 import { createTemplateCopies } from '../src/pools/template-copies.js';
 import { request, waitForJob } from './helpers/api.js';
@@ -332,6 +333,32 @@ describe('drain', () => {
     expect(job.result).toMatchObject({ state: 'stopped' });
     expect((await t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host.id } })).cordoned_at).not.toBeNull();
     expect((await stop()).statusCode).toBe(409);
+  });
+
+  it('a move to a host holds its room until it switches or fails: the next move of a batch finds the host full', async () => {
+    const from = await poolHost();
+    const target = await poolHost();
+    await t.ctx.db.rootServer.update({ where: { id: target.id }, data: { capacity_tenants: 1, cordoned_at: null, cordon_reason: null } });
+    const candidates = [{ root_server_id: target.id, postgresql_server_id: f.fx.serverId }];
+    // Each as the drain places a tenant: the move it records is its reservation.
+    const placeOne = (id: number) =>
+      place(t.ctx.db, { candidates, what: `subscription ${id} (drain)`, exceptSubscription: id, reserve: async () => {} });
+    const [first, second] = [subs[2]!, subs[3]!];
+    expect((await placeOne(first.id)).candidate.root_server_id).toBe(target.id);
+    const move = await t.ctx.db.subscriptionMove.create({
+      data: {
+        subscription_id: first.id,
+        database_name: 'x',
+        from_postgresql_server_id: f.fx.serverId,
+        from_root_server_id: from.id,
+        to_postgresql_server_id: f.fx.serverId,
+        to_root_server_id: target.id,
+      },
+    });
+    await expect(placeOne(second.id)).rejects.toThrow(/No host fits .*full: 1 tenant\(s\) of 1/);
+    // Failed: its room is free again.
+    await t.ctx.db.subscriptionMove.update({ where: { id: move.id }, data: { state: 'failed' } });
+    expect((await placeOne(second.id)).candidate.root_server_id).toBe(target.id);
   });
 
   it('a host that runs no Odoo: 409', async () => {

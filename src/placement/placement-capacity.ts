@@ -35,7 +35,7 @@ export interface HostFigures {
   memory_bytes: bigint | null;
   /** The newest monitoring sample (null: never monitored). */
   sample: { ram_total_bytes: bigint; disk_total_bytes: bigint; disk_used_bytes: bigint; at: Date } | null;
-  /** Subscriptions living on it (or being deployed there) and standbys on it. */
+  /** Subscriptions living on it (or being deployed there), standbys on it and moves to it not switched yet. */
   tenants: number;
   /** Those placed after the newest sample was taken: their disk is not in the sample yet. */
   tenants_since_sample: number;

@@ -1,6 +1,6 @@
 // What placement reads of the hosts, in one statement: each host's record, its newest monitoring
-// sample, what is placed on it (subscriptions living there or being deployed there, standbys) and
-// the maintenance window it is in. Read again for one host under its lock (placement-service.ts).
+// sample, what is placed on it (subscriptions living there or being deployed there, standbys, the
+// moves to it not switched yet) and the maintenance window it is in. Read again for one host under its lock (placement-service.ts).
 import type { Db, DbTx } from '../core/db.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { DEFAULT_TENANT_DISK_BYTES, type HostFigures } from './placement-capacity.js';
@@ -32,6 +32,7 @@ interface Row extends HostColumns {
   last_placed_at: Date | null;
   standbys: bigint;
   standbys_since: bigint;
+  moving_in: bigint | null;
   window_id: number | null;
   window_reason: string | null;
 }
@@ -57,7 +58,7 @@ export async function loadHosts(
            r.capacity_tenants, r.capacity_memory_bytes, r.capacity_disk_bytes, r.memory_bytes,
            m.ram_total_bytes, m.disk_total_bytes, m.disk_used_bytes, m.created_at AS sampled_at,
            sub.n AS subs, sub.since AS subs_since, sub.last AS last_placed_at,
-           sb.n AS standbys, sb.since AS standbys_since,
+           sb.n AS standbys, sb.since AS standbys_since, mi.n AS moving_in,
            w.id AS window_id, w.reason AS window_reason
       FROM root_servers r
       LEFT JOIN LATERAL (
@@ -69,6 +70,11 @@ export async function loadHosts(
       LEFT JOIN LATERAL (
         SELECT count(*) AS n, count(*) FILTER (WHERE d.created_at > m.created_at) AS since
           FROM standby_databases d WHERE d.root_server_id = r.id) sb ON true
+      -- A move to the host holds its room from when it is recorded (a drain's batch, an operator's move) to its switch.
+      LEFT JOIN (
+        SELECT to_root_server_id, count(*) AS n FROM subscription_moves
+         WHERE state = 'moving' AND switched_at IS NULL AND subscription_id <> ${exceptSub} GROUP BY to_root_server_id) mi
+        ON mi.to_root_server_id = r.id
       LEFT JOIN LATERAL (
         SELECT id, reason FROM maintenance_windows
          WHERE r.id = ANY(root_server_ids) AND starts_at <= ${now} AND ends_at > ${now} ORDER BY id LIMIT 1) w ON true
@@ -87,12 +93,14 @@ export async function loadHosts(
       last_placed_at,
       standbys,
       standbys_since,
+      moving_in,
       window_id,
       window_reason,
       ...columns
     } = r;
-    // With no sample, everything counts as placed after it.
-    const since = sampled_at ? Number(subs_since) + Number(standbys_since) : Number(subs) + Number(standbys);
+    // With no sample, everything counts as placed after it; a tenant moving in is being copied there.
+    const incoming = Number(moving_in ?? 0);
+    const since = (sampled_at ? Number(subs_since) + Number(standbys_since) : Number(subs) + Number(standbys)) + incoming;
     return [
       {
         ...columns,
@@ -101,7 +109,7 @@ export async function loadHosts(
           sampled_at && ram_total_bytes !== null
             ? { ram_total_bytes, disk_total_bytes: disk_total_bytes!, disk_used_bytes: disk_used_bytes!, at: sampled_at }
             : null,
-        tenants: Number(subs) + Number(standbys),
+        tenants: Number(subs) + Number(standbys) + incoming,
         tenants_since_sample: since,
         last_placed_at,
         maintenance:

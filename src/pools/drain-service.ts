@@ -19,6 +19,8 @@ import { poolJobs } from './pool-job-specs.js';
 
 /** Moves under way from the host at once, unless the operator says otherwise. */
 export const DRAIN_BATCH_SIZE = 3;
+/** How long one move's request (its checks on the target) may take while it holds the target's room. */
+const MOVE_REQUEST_MS = 120_000;
 /** How often a drain looks at its moves. */
 const LOOK_EVERY_MS = 2000;
 
@@ -87,20 +89,27 @@ export function createDrains(ctx: AppContext) {
       ...(alert ? { subtype_xmlid: 'mail.mt_alert' } : {}),
     });
 
-  /** A target for one tenant: placement's choice among the pool's other hosts with their PostgreSQL servers. */
-  async function targetFor(host: RootServer, subscriptionId: number): Promise<number> {
+  /**
+   * Starts one tenant's move to placement's choice among the pool's other hosts. The move is recorded
+   * while placement holds the target's lock (its reservation): the next move of the batch, another
+   * drain or a deployment reads it there (a move to a host holds its room until its switch), so a
+   * batch never fills one host past its room.
+   */
+  async function startMove(host: RootServer, subscriptionId: number, userId: number | null): Promise<void> {
     const pool = await db.rootServer.findMany({
       where: { id: { not: host.id }, odoo_version_id: host.odoo_version_id, odoo_postgresql_server_id: { not: null } },
       select: { id: true, odoo_postgresql_server_id: true },
     });
-    const decision = await place(db, {
+    await place(db, {
       candidates: pool.map((h) => ({ root_server_id: h.id, postgresql_server_id: h.odoo_postgresql_server_id! })),
       what: `subscription ${subscriptionId} (drain of root server ${host.id})`,
       exceptSubscription: subscriptionId,
-      // The move records it there at its switch; until then the move's own checks (room, version) hold.
-      reserve: async () => {},
+      reserve: async (_tx, c) => {
+        await moves.request(subscriptionId, { root_server_id: c.root_server_id! }, userId);
+      },
+      // The move's checks (the target's disk, its version) run under the lock.
+      holdMs: MOVE_REQUEST_MS,
     });
-    return decision.candidate.root_server_id!;
   }
 
   /** Ends the drain: done when the host is empty, else failed naming what stayed and why. */
@@ -178,8 +187,7 @@ export function createDrains(ctx: AppContext) {
         const start = nextToMove(look, [...refused.keys()], drain.batch_size - look.moving.length);
         for (const id of start) {
           try {
-            const target = await targetFor(host, id);
-            await moves.request(id, { root_server_id: target }, payload.user_id);
+            await startMove(host, id, payload.user_id);
             look.moving.push(id);
           } catch (err) {
             if (!(err instanceof UserError)) throw err;
