@@ -14,10 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { sleep } from '../src/core/sleep.js';
 import { startWorkers } from '../src/worker.js';
 import { createGitRepositoryService } from '../src/git/git-repository-service.js';
-import { VALIDATE_PY } from '../src/git/deploy-script.js';
 import { startSshd, TEST_USERS } from '../test/helpers/sshd.js';
 import { startFakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { createAuthService } from '../src/auth/auth-service.js';
@@ -25,6 +25,8 @@ import { findJob } from '../test/helpers/api.js';
 import { createBenchContext } from './bench-context.js';
 
 const run = promisify(execFile);
+/** The deploy's check of a tree (src/git/host/validate_tree.py), run as the file it is. */
+const VALIDATE_TREE = fileURLToPath(new URL('../src/git/host/validate_tree.py', import.meta.url));
 // The interpreter a server's login shell finds (not a version manager's shim, which costs a shell per start).
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const TOKEN = 'ghp_bench-token-0123456789';
@@ -75,7 +77,7 @@ async function timeValidation(dir: string) {
   const py = files.filter((f) => f.endsWith('.py'));
   const xml = files.filter((f) => f.endsWith('.xml'));
   let start = performance.now();
-  await run(PYTHON, ['-c', VALIDATE_PY, dir]);
+  await run(PYTHON, [VALIDATE_TREE, dir]);
   const oneProcess = performance.now() - start;
   start = performance.now();
   for (const f of py)

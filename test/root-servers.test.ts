@@ -491,7 +491,7 @@ describe('setup_dir_structure', () => {
       expect(info.uid).toBe(0); // created through sudo
     }
     expect((await getServer(server.id)).dir_init_done).toBe(true);
-    expect((await actionLogs(server.id)).some((l) => l.job_id === job.id && l.input_text.startsWith('set -e; for d in'))).toBe(true);
+    expect((await actionLogs(server.id)).some((l) => l.job_id === job.id && l.input_text.includes("'svc-make-dirs' '/"))).toBe(true);
   });
 
   it('a failure leaves dir_init_done false and says why', async () => {

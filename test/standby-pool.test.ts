@@ -5,7 +5,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { withSessionLock } from '../src/core/session-lock.js';
-import { createStandbyPool, installationPrefix, STANDBY_POOL_LOCK } from '../src/instances/standby-pool.js';
+import { createStandbyPool, installationPrefix, STANDBY_POOL_LOCK, takeStandby } from '../src/instances/standby-pool.js';
 import { startWorkers, type Workers } from '../src/worker.js';
 import { request, waitForJob } from './helpers/api.js';
 import { useOdooHost } from './helpers/odoo-host.js';
@@ -115,6 +115,24 @@ describe('the standby pool', () => {
     expect(fresh, fresh?.error ?? '').toMatchObject({ state: 'ready' });
     expect(fresh!.database_name).not.toBe(old!.database_name);
   });
+
+  it('a standby copied from older contents (an update advanced content_version, not the record) is not handed out, and is made again', async () => {
+    const pkg = await createTrialPackage(t.ctx, { database_template_id: f.fx.templateId, standby_pool_size: 1 });
+    await maintain();
+    const [old] = await standbys(pkg.id);
+    expect(old, old?.error ?? '').toMatchObject({ state: 'ready' });
+    // What a successful update does (pools' onOdooChange): the contents' version moves on, updated_at stays.
+    await t.ctx.db.$executeRaw`UPDATE database_templates SET content_version = content_version + 1 WHERE id = ${f.fx.templateId}`;
+    expect(await takeStandby(t.ctx.db, pkg.id, f.fx.templateId)).toBeNull();
+    const run = await maintain();
+    expect(run.removed).toContainEqual({ database_name: old!.database_name, reason: "its template's contents changed" });
+    expect(await databaseRow(old!.database_name)).toBeNull();
+    const [fresh] = await standbys(pkg.id);
+    expect(fresh, fresh?.error ?? '').toMatchObject({ state: 'ready' });
+    expect((await takeStandby(t.ctx.db, pkg.id, f.fx.templateId))?.id).toBe(fresh!.id);
+    await t.ctx.db.trialPackage.update({ where: { id: pkg.id }, data: { standby_pool_size: 0 } });
+    await t.ctx.db.standbyDatabase.updateMany({ where: { id: fresh!.id }, data: { state: 'failed', updated_at: new Date(0) } });
+  }, 120_000);
 
   it('a standby that fails to build is shown failed with its error, never handed out, and made again later', async () => {
     const badDb = `${t.ctx.dbName}_nousers`;

@@ -26,7 +26,9 @@ export async function placeStandby(db: Db, packageId: number, template: Database
         data: {
           trial_package_id: packageId,
           database_template_id: template.id,
-          template_version: template.updated_at,
+          // The template as read with the copy it is made from: its record and its contents' version.
+          template_version: c.template.updated_at,
+          template_content_version: c.template.content_version,
           postgresql_server_id: c.postgresql_server_id,
           root_server_id: c.root_server_id,
           database_name: placeholderName,

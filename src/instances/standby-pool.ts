@@ -56,8 +56,9 @@ const madeOf = (s: StandbyDatabase): MadeDatabase | null =>
   s.system_identifier && s.oid !== null ? { name: s.database_name, systemIdentifier: s.system_identifier, oid: s.oid } : null;
 
 /**
- * Hands one ready standby of the package, made from the template as it is now, to one caller
- * (state taken); null when there is none. Concurrent callers get different ones (SKIP LOCKED).
+ * Hands one ready standby of the package, made from the template as it is now (its record and its
+ * contents' version), to one caller (state taken); null when there is none. Concurrent callers get
+ * different ones (SKIP LOCKED).
  * `onHosts`: only standbys on these Odoo hosts, in this order (placement's healthy hosts, least
  * filled first); undefined: anywhere.
  */
@@ -67,6 +68,7 @@ export async function takeStandby(db: Db, packageId: number, templateId: number,
     UPDATE standby_databases SET state = 'taken', updated_at = now()
      WHERE id = (SELECT s.id FROM standby_databases s
                    JOIN database_templates t ON t.id = s.database_template_id AND t.updated_at = s.template_version
+                    AND t.content_version = s.template_content_version
                   WHERE s.trial_package_id = ${packageId} AND s.database_template_id = ${templateId} AND s.state = 'ready'
                     AND (${hosts}::int[] IS NULL OR s.root_server_id = ANY(${hosts}::int[]))
                   ORDER BY array_position(${hosts}::int[], s.root_server_id), s.id LIMIT 1 FOR UPDATE OF s SKIP LOCKED)
@@ -100,6 +102,8 @@ function staleReason(s: StandbyDatabase, pkg: Package | undefined, now: number):
   if (!template || template.id !== s.database_template_id || template.updated_at.getTime() !== s.template_version.getTime()) {
     return 'its template changed';
   }
+  // An update advances the contents' version without touching the record.
+  if (template.content_version !== s.template_content_version) return "its template's contents changed";
   return null;
 }
 

@@ -19,7 +19,7 @@ export const FIND_CODE_SERVER = shCommand(CODE_SERVER, 'svc-code-server', 'find'
 /** Writes code-server's config (0600) from stdin: the password never appears on a command line. */
 export const WRITE_CODE_SERVER_CONFIG = shCommand(CODE_SERVER, 'svc-code-server', 'write-config');
 /** What the action log shows for WRITE_CODE_SERVER_CONFIG (the file written follows it). */
-export const WRITE_CODE_SERVER_CONFIG_LABEL = 'write ~/.config/code-server/config.yaml (0600)';
+export const WRITE_CODE_SERVER_CONFIG_LABEL = 'write (0600) ~/.config/code-server/config.yaml';
 
 export function codeServerConfig(port: number, password: string): string {
   // A JSON string is a valid YAML double-quoted scalar, whatever the password holds.
