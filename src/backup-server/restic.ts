@@ -99,7 +99,8 @@ export function createRestic(opts: ResticOptions) {
 
   /** A restic killed earlier leaves its lock behind (0.14 does not ignore it): `unlock` removes only stale ones. */
   async function clearStaleLocks(repo: ResticRepository): Promise<void> {
-    // Bounded on its own: after a timeout the repository may still not answer.
+    // Bounded on its own: after a timeout the repository may still not answer. A failed unlock is
+    // not the run's failure: a lock still held makes the run's own command fail, and say so.
     await runOnce('unlock', repo, ['unlock'], undefined, Math.min(opts.timeoutMs ?? 120_000, 120_000)).catch(() => undefined);
   }
 

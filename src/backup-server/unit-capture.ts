@@ -208,6 +208,7 @@ async function dumpSession(ctx: Ctx, src: TenantSource, tenant: PgLogin): Promis
       if (rows[0]?.datconnlimit !== 0) throw refused(tenant.user, err); // a limit reached, not a database closed to the tenant
       await client.query(`SET ROLE ${quoteIdent(tenant.user)}`);
     } catch (e) {
+      // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
       await client.end().catch(() => {});
       throw e;
     }
@@ -258,6 +259,7 @@ export async function captureUnit(ctx: Ctx, src: TenantSource, dir: string, audi
     await writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifestOf(src, pgVersion, modules, missingFiles), null, 2));
     return { files, missingFiles };
   } finally {
+    // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
     await client.end().catch(() => {});
   }
 }

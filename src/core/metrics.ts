@@ -332,6 +332,7 @@ export function createScrapeRegistry(sources: readonly MetricsSource[], onError:
   return {
     metrics(down) {
       const run = last.then(() => scrape(down));
+      // Only the order: the next scrape waits for this one; its failure is the caller's, through `run`.
       last = run.catch(() => {});
       return run;
     },

@@ -93,6 +93,8 @@ class MigrationPrismaPg extends PrismaPg {
   }
 
   async disposeAll() {
+    // The migration is over (done or failed, and that is told): a pool that fails to close holds
+    // nothing more of it.
     await Promise.all(this.opened.splice(0).map((adapter) => adapter.dispose().catch(() => {})));
   }
 
@@ -166,6 +168,7 @@ async function migrationList(): Promise<MigrationList> {
       },
     })),
   );
+  // No lock file is an answer Prisma's engine takes (null), not a failure.
   const lockContent = await readFile(path.join(MIGRATIONS_DIR, 'migration_lock.toml'), 'utf8').catch(() => null);
   return {
     baseDir: MIGRATIONS_DIR,
@@ -233,6 +236,7 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
       return out.appliedMigrationNames.map((name) => path.basename(name));
     });
   } finally {
+    // Ended with the session just below in any case: the unlock only frees it a moment sooner.
     await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await lock.end();
   }

@@ -67,6 +67,7 @@ export function streamBody(res: Response, o: { label: string; maxBytes: number; 
       }
     },
     destroy(err, done) {
+      // The body is given up (its reader is done or failed, and that error goes on): a cancel that fails changes nothing.
       reader.cancel().catch(() => {});
       done(err);
     },

@@ -98,6 +98,7 @@ function keepConnecting(redis: Redis, log?: Logger) {
     setTimeout(() => {
       if (closedOnPurpose || redis.status !== 'end') return;
       log?.warn('Redis connection had given up: connecting again');
+      // A connect that fails ends the connection again: 'end' comes back here and tries once more.
       redis.connect().catch(() => {});
     }, 1_000).unref();
   });

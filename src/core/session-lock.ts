@@ -12,6 +12,7 @@ export async function withSessionLock<T>(databaseUrl: string, name: string, work
     if (!rows[0].locked) return null;
     return await work();
   } finally {
+    // The advisory lock is the session's: it ends with the connection, even one whose close fails.
     await lock.end().catch(() => {});
   }
 }

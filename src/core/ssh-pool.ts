@@ -36,6 +36,7 @@ export function createSshPool(): SshPool {
     async acquire(key, signature, connect) {
       const entry = entries.get(key);
       if (entry && entry.signature === signature) {
+        // A connect that failed is no connection to reuse: a new one is made below (its own error, if any, is told).
         const conn = await entry.conn.catch(() => null);
         if (conn && !conn.closed) return conn;
         if (entries.get(key) === entry) entries.delete(key);

@@ -204,8 +204,16 @@ export function createGitRepositoryService(ctx: Pick<AppContext, 'db' | 'secretB
           });
         });
       } catch (err) {
-        // Nothing local refers to the hook: remove it at the host again.
-        await host.deleteHook(token, repo.name, hookId, target(id, author)).catch(() => {});
+        // Nothing local refers to the hook: remove it at the host again; one left there is said so.
+        await host.deleteHook(token, repo.name, hookId, target(id, author)).catch((cleanup: Error) =>
+          writeActionLog(db, {
+            ...target(id, author),
+            action_type: 'git',
+            status: 'failure',
+            input_text: 'unlink_git_webhook',
+            output_text: `Webhook ${hookId} of ${repo.name} is left at the git host (the link failed): ${cleanup.message}`,
+          }),
+        );
         throw err;
       }
       return one(await records.get(id));

@@ -18,6 +18,7 @@ export async function dataDiskOf(query: Query): Promise<DiskSpace> {
     const { rows } = await query('SELECT line FROM svc_data_disk ORDER BY n');
     return parseDiskSpace(rows.map((r) => String(r.line)).join('\n'));
   } finally {
+    // Only a temporary table to drop (ON COMMIT DROP): a connection gone takes it and the transaction with it.
     await query('ROLLBACK').catch(() => {});
   }
 }

@@ -41,6 +41,7 @@ export async function connectPostgresqlServer(
     await tlsClient.connect();
     return { client: await pinNewer(tlsClient, server, known), tls: true };
   } catch (err) {
+    // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
     await tlsClient.end().catch(() => {});
     if (!/does not support SSL/i.test((err as Error).message)) throw err;
   }
@@ -49,6 +50,7 @@ export async function connectPostgresqlServer(
     await plain.connect();
     return { client: await pinNewer(plain, server, known), tls: false };
   } catch (err) {
+    // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
     await plain.end().catch(() => {});
     throw err;
   }

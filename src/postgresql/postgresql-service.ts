@@ -83,6 +83,7 @@ export function createPostgresqlService(ctx: Pick<AppContext, 'db' | 'secretBox'
           );
           report = { ok: true, ...rows[0]!, tls };
         } finally {
+          // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
           await client.end().catch(() => {});
         }
       } catch (err) {

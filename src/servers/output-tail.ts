@@ -35,6 +35,8 @@ function outputTail(publish: Publish, mask: Mask, { maxBytes = 4096, everyMs = 1
     if (!changed) return;
     changed = false;
     const masked = mask(window.toString('utf8'));
+    // A view of the output while it runs: a missed update shows an older tail until the next one,
+    // and the job's result carries the whole output.
     await publish({ output_tail: masked.slice(-maxBytes), output_bytes: total, updated_at: new Date().toISOString() }).catch(() => {});
   }
   const timer = setInterval(() => void flush(), everyMs);

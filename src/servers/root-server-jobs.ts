@@ -117,13 +117,13 @@ function createRootServerJobHandlers(ctx: AppContext): JobHandlers<typeof rootSe
           const message = `The command ran${ran.exitCode === null ? '' : ` (exit code ${ran.exitCode})`}, but its output could not be stored`;
           await ctx.db.rootServer
             .update({ where: { id }, data: { cmd_output: `[output not stored] ${message}`, cmd_exit_code: ran.exitCode } })
-            .catch(() => {});
+            .catch((note: Error) => ctx.log.warn({ err: note, root_server_id: id }, 'run_cmd: saying so in cmd_output failed too'));
           throw new UserError(message);
         }
         // No output to show: say why on the record.
         await ctx.db.rootServer
           .update({ where: { id }, data: { cmd_output: `[not run] ${(err as Error).message}`, cmd_exit_code: null } })
-          .catch(() => {});
+          .catch((note: Error) => ctx.log.warn({ err: note, root_server_id: id }, 'run_cmd: writing "[not run]" in cmd_output failed'));
         throw err;
       }
     },

@@ -135,6 +135,7 @@ export async function instanceCounts(
         for (const [i, [model]] of limited.entries()) counts.record_counts[model] = Number(found[0]![`m${i}`]);
         await query('COMMIT');
       } catch (err) {
+        // The error that led here is the one thrown; a ROLLBACK that fails means the connection is gone, which ends the transaction too.
         await query('ROLLBACK').catch(() => {});
         throw err;
       }
@@ -144,6 +145,7 @@ export async function instanceCounts(
           counts.restored = await writeRoundParams(query, storageUsed, expected);
           await query('COMMIT');
         } catch (err) {
+          // The error that led here is the one reported; a ROLLBACK that fails means the connection is gone, which ends the transaction too.
           await query('ROLLBACK').catch(() => {});
           if (storageUsed !== null) counts.missing.storage_used_bytes = `svc.storage_used_bytes not written: ${(err as Error).message}`;
           if (expected) counts.missing.package_params = `svc.* parameters not checked: ${(err as Error).message}`;

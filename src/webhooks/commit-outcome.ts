@@ -63,6 +63,7 @@ export async function commitOutcome(
     } catch {
       // Not answering yet: tried again after a pause.
     } finally {
+      // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
       await client.end().catch(() => {});
     }
     await sleep(Math.min(CHECK_PAUSE_MS, Math.max(0, deadline - Date.now())));

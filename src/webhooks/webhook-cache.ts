@@ -51,6 +51,7 @@ export async function createWebhookCache(pool: pg.Pool, databaseUrl: string, log
       listening = false;
       listener = null;
       clear();
+      // The connection is already lost: closing it is only tidying, and the loss is told below.
       client.end().catch(() => {});
       if (closed) return;
       log.warn({ err }, 'webhook cache: change notifications lost; reading webhooks from the database until reconnected');
@@ -111,6 +112,7 @@ export async function createWebhookCache(pool: pg.Pool, databaseUrl: string, log
       listening = false;
       const client = listener;
       listener = null;
+      // Closing a connection the work is done with: a close that fails leaves nothing open (the server ends the session with its socket).
       await client?.end().catch(() => {});
     },
   };
