@@ -318,6 +318,44 @@ describe('a rollout', () => {
     expect(r.tenants.find((x: { subscription_id: number }) => x.subscription_id === finished.id).state).toBe('updated');
   });
 
+  it('a maintenance flag that could not be cleared after a failed safety copy is reported and cleared by the next run', {
+    timeout: 240_000,
+  }, async () => {
+    const sub = await tenant();
+    // Its database dropped while the rollout was copying it: the copy fails. Its maintenance flag is
+    // on, and cannot be removed (a directory in its place): the clean-up fails too.
+    const copy = `svcrb_gone_${Date.now().toString(36)}`;
+    const id = await startedRollout([{ subscription_id: sub.id, database_name: sub.database_name }]);
+    await t.ctx.db.rolloutTenant.updateMany({
+      where: { rollout_id: id },
+      data: { state: 'copying', modules: ['demo'], safety_copy: copy, started_at: new Date() },
+    });
+    await adminQuery(`DROP DATABASE "${sub.database_name}" WITH (FORCE)`);
+    const flag = path.join(base, 'data', 'svc-maintenance', sub.database_name);
+    mkdirSync(path.join(flag, 'stuck'), { recursive: true });
+
+    const job = await t.ctx.queues.enqueue(rolloutJobs.rollout_host, { root_server_id: hostId });
+    const failed = await waitForJob(t.app, t.as.operator, job, 120_000);
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatch(/clean-up after the rollout of .* failed[\s\S]*Clearing the maintenance flag on Odoo host/);
+    const row = await t.ctx.db.rolloutTenant.findFirstOrThrow({ where: { rollout_id: id } });
+    expect(row).toMatchObject({ state: 'failed', safety_copy: copy });
+    expect(row.error).toMatch(/^The safety copy could not be made/);
+    const said = await t.ctx.db.actionLog.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id, status: 'failure' } });
+    expect(said.some((l) => /clean-up/.test(l.input_text ?? '') && /Clearing the maintenance flag/.test(l.output_text ?? ''))).toBe(true);
+
+    // The flag as a file again (the page still shown): the next run clears it and forgets the copy.
+    rmSync(flag, { recursive: true });
+    writeFileSync(flag, 'on');
+    await runHost();
+    expect(existsSync(flag)).toBe(false);
+    expect(await t.ctx.db.rolloutTenant.findFirstOrThrow({ where: { rollout_id: id } })).toMatchObject({
+      state: 'failed',
+      safety_copy: null,
+    });
+    expect((await rolloutOut(id)).state).toBe('done');
+  });
+
   it('a second push during a rollout: the tenants not begun go to the newer rollout, and each tenant is updated once', async () => {
     const one = await tenant();
     const two = await tenant();

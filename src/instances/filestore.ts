@@ -60,8 +60,9 @@ export const removeFilestoreCopy = (l: OdooDataDir, copy: string) => removeFiles
 export type FilestoreHost = Pick<AppContext, 'db' | 'secretBox' | 'config'>;
 
 /**
- * Runs one command on a confirmed Odoo host (with `input` on its stdin, shown as `label`) and answers
- * its output; any failure is a UserError naming the server (RemoteSession.check).
+ * Runs one command on a confirmed Odoo host (with `stdin`, shown in the action log as `label`) and
+ * answers its output; any failure is a UserError naming the server and `what` the command was for
+ * (RemoteSession.check).
  */
 export async function runOnOdooHost(
   ctx: FilestoreHost,
@@ -69,15 +70,16 @@ export async function runOnOdooHost(
   audit: Audit,
   command: string,
   timeoutMs: number,
-  input?: { stdin: string; label: string },
+  input: { stdin?: string; label?: string; what?: string } = {},
 ): Promise<string> {
-  const name = `Odoo host ${server.name ?? server.ip} (root server ${server.id})`;
+  const { what, ...opts } = input;
+  const host = `Odoo host ${server.name ?? server.ip} (root server ${server.id})`;
   requireConfirmed(server);
   const session = await openRemoteSession(ctx, server, audit).catch((err: Error) => {
-    throw new UserError(`${name} could not be reached: ${err.message}`);
+    throw new UserError(`${host} could not be reached: ${err.message}`);
   });
   try {
-    return (await session.check(command, `On ${name}`, { timeoutMs, ...input })).stdout.trim();
+    return (await session.check(command, what ? `${what} on ${host}` : `On ${host}`, { timeoutMs, ...opts })).stdout.trim();
   } finally {
     session.close();
   }

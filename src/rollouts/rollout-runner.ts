@@ -12,6 +12,7 @@ import { ConflictError, NotFoundError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { createOdooService, createTemplateBuilder, hostConnections, loadOdooHost, odooJobs, odooLayout } from '../odoo/index.js';
+import { runOnOdooHost } from '../instances/index.js';
 import { basePathOf, openRemoteSession } from '../servers/index.js';
 import { type Checksums, createTenantRollout, type RolloutHost } from './rollout-tenant.js';
 import { pacedLanes } from './rollout-pacing.js';
@@ -66,18 +67,13 @@ export function createRolloutRunner(ctx: AppContext) {
     if (server.odoo_state !== 'running')
       return end(r.id, `nothing was rolled out: Odoo is ${server.odoo_state} on the host`).then(() => false);
     const l = odooLayout(basePathOf(ctx.config, server), server.odoo_http_port);
-    const session = await openRemoteSession(ctx, server, audit);
-    let dirs: string[];
-    try {
-      const res = await session.run(readAddonsPath(l), { timeoutMs: STEP_TIMEOUT_MS });
-      dirs = res.stdout
-        .trim()
-        .split(',')
-        .map((d) => d.trim())
-        .filter(Boolean);
-    } finally {
-      session.close();
-    }
+    // A failure here (the host unreachable, say) fails the job: the rollout stays pending, started again at the next resume.
+    const check = (command: string, what: string, label?: string) =>
+      runOnOdooHost(ctx, server, audit, command, STEP_TIMEOUT_MS, { what, ...(label ? { label } : {}) });
+    const dirs = (await check(readAddonsPath(l), 'Reading the addons path'))
+      .split(',')
+      .map((d) => d.trim())
+      .filter(Boolean);
     if (r.deploy_path && !dirs.includes(r.deploy_path)) {
       return end(
         r.id,
@@ -92,15 +88,7 @@ export function createRolloutRunner(ctx: AppContext) {
         `the graceful restart of Odoo failed, the old code keeps serving and no tenant was updated: ${(err as Error).message}`,
       ).then(() => false);
     }
-    const again = await openRemoteSession(ctx, server, audit);
-    let sums: ReturnType<typeof readChecksums>;
-    try {
-      const res = await again.run(checksumsScript(dirs), { timeoutMs: STEP_TIMEOUT_MS, label: `module checksums of ${dirs.join(',')}` });
-      if (res.exitCode !== 0) throw new Error(again.mask(`Reading the module checksums failed: ${res.stderr.slice(-1000)}`));
-      sums = readChecksums(res.stdout);
-    } finally {
-      again.close();
-    }
+    const sums = readChecksums(await check(checksumsScript(dirs), 'Reading the module checksums', `module checksums of ${dirs.join(',')}`));
     const settings = await rolloutSettings(db);
     const subs = await db.subscription.findMany({
       where: {
@@ -141,6 +129,7 @@ export function createRolloutRunner(ctx: AppContext) {
       jobId: audit.job_id,
       perUpdate: hostConnections({ workers: server.odoo_workers ?? 1, maxCronThreads: server.odoo_max_cron_threads ?? 0 }, 0).perUpdate,
       session: () => openRemoteSession(ctx, server, audit),
+      check: (command, what, timeoutMs = STEP_TIMEOUT_MS) => runOnOdooHost(ctx, server, audit, command, timeoutMs, { what }),
     };
   }
 
