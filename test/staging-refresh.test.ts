@@ -296,4 +296,17 @@ describe('staging copies and rollouts', { timeout: TIMEOUT_MS }, () => {
     expect(refused.statusCode, refused.body).toBe(409);
     expect(refused.body).toContain('only a ready copy is refreshed');
   });
+
+  it('a copy that failed and whose removal failed too says so in the chatter, not that it was removed', async () => {
+    const { sub, row, name } = await stagingCopy('ok', 'creating');
+    // Its PostgreSQL server no longer known: the copy fails, and what it made cannot be dropped.
+    await t.ctx.db.stagingInstance.update({ where: { id: row.id }, data: { postgresql_server_id: null } });
+    const job = await t.ctx.queues.enqueue(stagingJobs.staging_create, { staging_instance_id: row.id, user_id: null });
+    expect((await waitForJob(t.app, t.as.operator, job, 120_000)).state).toBe('failed');
+    const bodies = (await t.ctx.db.message.findMany({ where: { model_name: 'svc.subscription', rec_id: sub.id } })).map((m) => m.body);
+    const said = bodies.find((b) => b.startsWith(`Staging copy ${name} failed`));
+    expect(said).toMatch(/failed and could not be removed \(The PostgreSQL server of staging copy .* is not known\): drop it: /);
+    expect(said).not.toContain('was removed');
+    expect((await t.ctx.db.stagingInstance.findUniqueOrThrow({ where: { id: row.id } })).state).toBe('failed');
+  });
 });

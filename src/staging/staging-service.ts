@@ -23,6 +23,7 @@ import {
   newRolePassword,
   onServer,
   removeTenantCredentials,
+  runOnOdooHost,
   tenantRoleName,
   writeTenantCredentials,
   setIdentity,
@@ -31,7 +32,7 @@ import {
 } from '../instances/index.js';
 import { loadOdooHost, odooLayout } from '../odoo/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
-import { basePathOf, openRemoteSession } from '../servers/index.js';
+import { basePathOf } from '../servers/index.js';
 import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } from '../subscriptions/index.js';
 import { stagingJobs } from './staging-job-specs.js';
 import { createStagingFromBackup } from './staging-from-backup.js';
@@ -255,14 +256,9 @@ export function createStagingService(ctx: AppContext) {
 
         const version = await db.odooVersion.findUniqueOrThrow({ where: { id: host.odoo_version_id! } });
         const l = odooLayout(basePathOf(ctx.config, host), host.odoo_http_port);
-        const session = await openRemoteSession(ctx, host, audit);
-        try {
-          const res = await session.run(neutralizeScript(l, l.sourceOf(version.name), copy), { timeoutMs: STEP_TIMEOUT_MS });
-          if (res.exitCode !== 0)
-            throw new UserError(session.mask(`odoo-bin neutralize failed on ${copy}: ${res.stdout.trim().slice(-1500)}`));
-        } finally {
-          session.close();
-        }
+        await runOnOdooHost(ctx, host, audit, neutralizeScript(l, l.sourceOf(version.name), copy), STEP_TIMEOUT_MS, {
+          what: `odoo-bin neutralize of ${copy}`,
+        });
         await insideTenant(ctx.secretBox, pg, copy, neutralized, tenant);
         // Failed meanwhile (its job recorded as lost by failLost, the copy dropped): it stays failed.
         const ready = await db.stagingInstance.updateMany({
@@ -287,9 +283,13 @@ export function createStagingService(ctx: AppContext) {
         };
       } catch (err) {
         const message = (err as Error).message.slice(-4000);
-        await dropCopy(row, audit).catch(() => {});
+        // What it made goes; when that fails too, the chatter says so (the copy is left to drop).
+        const removed = await dropCopy(row, audit).then(
+          () => 'was removed',
+          (e: Error) => `could not be removed (${e.message.slice(-1000)}): drop it`,
+        );
         await db.stagingInstance.updateMany({ where: { id: row.id, state: 'creating' }, data: { state: 'failed', error: message } });
-        await note(row.subscription_id, `Staging copy ${copy} failed and was removed: ${message}`, payload.user_id);
+        await note(row.subscription_id, `Staging copy ${copy} failed and ${removed}: ${message}`, payload.user_id);
         throw err;
       }
     },
