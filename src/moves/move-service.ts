@@ -10,6 +10,7 @@ import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { authorOfUser } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import type { JobPayload } from '../core/jobs.js';
 import { publicJobId } from '../core/queue.js';
 import { createDomainVerification, dnsTargetOf, hostAddresses } from '../domains/index.js';
 import type { SubscriptionMove } from '../generated/prisma/client.js';
@@ -29,7 +30,16 @@ import { type Audit, createMoveParts, sharesDatabase } from './move-parts.js';
 import { copyDatabase, createTargetDatabase, sendFilestore } from './move-copy.js';
 import { moveJobs } from './move-job-specs.js';
 
-type Payload = { move_id: number; user_id: number | null };
+type Payload = JobPayload<typeof moveJobs.subscription_move>;
+
+/** One run of a move's job: what its steps share (the move as last recorded). */
+interface MoveRun {
+  move: SubscriptionMove;
+  audit: Audit;
+  ends: MoveEnds;
+  started: number;
+  job: Job;
+}
 
 const DAY_MS = 86_400_000;
 const claimOf = (moveId: number) => `move:${moveId}`;
@@ -191,6 +201,93 @@ export function createMoveService(ctx: AppContext) {
     return ctx.queues.enqueue(moveJobs.subscription_move, { move_id: move.id, user_id: userId });
   }
 
+  /** The job's progress and the move's step, recorded. */
+  async function progress(r: MoveRun, step: string, percent: number) {
+    await r.job.updateProgress({ step, percent });
+    r.move = await db.subscriptionMove.update({ where: { id: r.move.id }, data: { step, job_id: r.audit.job_id } });
+  }
+
+  /** The filestore copied while the instance runs: the pass in the freeze then sends only what is new. */
+  const firstPass = (r: MoveRun) =>
+    logged(r.move, r.audit, `filestore of ${r.move.database_name}: first pass to root server ${r.ends.to.host.id}`, () =>
+      sendFilestore(ctx, r.ends.from.host, r.ends.to.host, r.move.database_name, r.audit),
+    );
+
+  /** The maintenance page on, the source database closed to all but its administrator; answers when. */
+  async function freeze(r: MoveRun) {
+    const frozenAt = Date.now();
+    await maintenance(r.ends.from.host, r.move.database_name, true, r.audit);
+    await setSource(r.move, r.ends, r.audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT 0', true);
+    return frozenAt;
+  }
+
+  /** In the freeze, the files before the database: the target's Odoo cannot have written any of its own yet. */
+  const lastPass = (r: MoveRun) =>
+    logged(
+      r.move,
+      r.audit,
+      `filestore of ${r.move.database_name}: last pass to root server ${r.ends.to.host.id}, and what the old one removed`,
+      () => sendFilestore(ctx, r.ends.from.host, r.ends.to.host, r.move.database_name, r.audit, { mirror: true }),
+    );
+
+  /** The database to the new host: its credentials only when both hosts share it, else the whole database copied. */
+  async function moveDatabase(r: MoveRun, own: { role: string; sealed: string }) {
+    const { move, ends, audit } = r;
+    if (sharesDatabase(move)) return handOverHost(move, ends, own, audit);
+    await logged(
+      move,
+      audit,
+      `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${own.role} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
+      () => copyDatabase(ctx, ends.from.pg, ends.to.pg, { user: own.role, password: own.sealed }, move.database_name),
+    );
+  }
+
+  /** A failure before the switch: what this run made goes, the source opens again, the move is failed and told. */
+  async function failMove(r: MoveRun, err: Error, madeTarget: boolean) {
+    const { move, ends, audit } = r;
+    const message = err.message.slice(-4000);
+    const left = await undo(move, ends, audit, madeTarget);
+    await db.$transaction([
+      db.subscriptionMove.update({
+        where: { id: move.id },
+        data: { state: 'failed', error: message, seconds: (Date.now() - r.started) / 1000 },
+      }),
+      db.subscription.updateMany({
+        where: { id: move.subscription_id, operation_job_id: claimOf(move.id) },
+        data: { operation: null, operation_job_id: null },
+      }),
+    ]);
+    await note(
+      move.subscription_id,
+      `Move to root server ${ends.to.host.id} failed at ${move.step}; the instance stays where it was. ${message}${left.length ? ` ${left.join(' ')}` : ''}`,
+      audit.user_id,
+      true,
+    );
+  }
+
+  /** Everything before the switch, from the start (what an earlier run made on the target goes first). */
+  async function untilSwitched(r: MoveRun) {
+    // Whether the target's database and filestore are this move's own (a run before a crash may have made them).
+    let madeTarget = r.move.step !== 'queued';
+    try {
+      if (madeTarget) await undo(r.move, r.ends, r.audit, true);
+      if (r.move.is_back) await dropKept(r.move, r.audit);
+      await progress(r, 'copy', 5);
+      madeTarget = sharesDatabase(r.move);
+      const own = madeTarget ? await recordedRole(r.move) : await copyTarget(r.move, r.ends, r.audit, () => (madeTarget = true));
+      await firstPass(r);
+      await progress(r, 'freeze', 40);
+      const frozenAt = await freeze(r);
+      await lastPass(r);
+      await moveDatabase(r, own);
+      await progress(r, 'switch', 90);
+      r.move = await switchOver(r.move, r.ends, frozenAt, own);
+    } catch (err) {
+      await failMove(r, err as Error, madeTarget);
+      throw err;
+    }
+  }
+
   const service = {
     request: (id: number, target: Target, userId: number | null) => start(id, target, userId, null),
 
@@ -214,77 +311,19 @@ export function createMoveService(ctx: AppContext) {
       return db.subscriptionMove.findMany({ where: { subscription_id: id }, orderBy: { id: 'desc' } });
     },
 
+    /** The move's job: copy, freeze, switch (unless done before a crash), then finish. */
     async run(payload: Payload, job: Job) {
-      let move = await db.subscriptionMove.findUnique({ where: { id: payload.move_id } });
+      const move = await db.subscriptionMove.findUnique({ where: { id: payload.move_id } });
       if (move?.state !== 'moving') return { move_id: payload.move_id, state: move?.state ?? 'gone' };
       const audit = { user_id: payload.user_id, job_id: publicJobId(job.queueName, job.id!) };
-      const ends = await endsOf(move);
-      const started = Date.now();
-      const step = async (name: string, percent: number) => {
-        await job.updateProgress({ step: name, percent });
-        move = await db.subscriptionMove.update({ where: { id: move!.id }, data: { step: name, job_id: audit.job_id } });
-      };
-      if (!move.switched_at) {
-        // Whether the target's database and filestore are this move's own (a run before a crash may have made them).
-        let madeTarget = move.step !== 'queued';
-        try {
-          if (madeTarget) await undo(move, ends, audit, true);
-          if (move.is_back) await dropKept(move, audit);
-          await step('copy', 5);
-          madeTarget = sharesDatabase(move);
-          const own = madeTarget ? await recordedRole(move) : await copyTarget(move, ends, audit, () => (madeTarget = true));
-          await logged(move, audit, `filestore of ${move.database_name}: first pass to root server ${ends.to.host.id}`, () =>
-            sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit),
-          );
-          await step('freeze', 40);
-          const frozenAt = Date.now();
-          await maintenance(ends.from.host, move.database_name, true, audit);
-          await setSource(move, ends, audit, 'ALLOW_CONNECTIONS true CONNECTION LIMIT 0', true);
-          // The files before the database: the target's Odoo cannot have written any of its own yet.
-          await logged(
-            move,
-            audit,
-            `filestore of ${move.database_name}: last pass to root server ${ends.to.host.id}, and what the old one removed`,
-            () => sendFilestore(ctx, ends.from.host, ends.to.host, move!.database_name, audit, { mirror: true }),
-          );
-          if (sharesDatabase(move)) await handOverHost(move, ends, own, audit);
-          else
-            await logged(
-              move,
-              audit,
-              `pg_dump -Fc ${move.database_name} | pg_restore --no-owner -d ${move.database_name} (as ${own.role} on ${ends.to.pg.ip}:${ends.to.pg.port})`,
-              () => copyDatabase(ctx, ends.from.pg, ends.to.pg, { user: own.role, password: own.sealed }, move!.database_name),
-            );
-          await step('switch', 90);
-          move = await switchOver(move, ends, frozenAt, own);
-        } catch (err) {
-          const message = (err as Error).message.slice(-4000);
-          const left = await undo(move, ends, audit, madeTarget);
-          await db.$transaction([
-            db.subscriptionMove.update({
-              where: { id: move.id },
-              data: { state: 'failed', error: message, seconds: (Date.now() - started) / 1000 },
-            }),
-            db.subscription.updateMany({
-              where: { id: move.subscription_id, operation_job_id: claimOf(move.id) },
-              data: { operation: null, operation_job_id: null },
-            }),
-          ]);
-          await note(
-            move.subscription_id,
-            `Move to root server ${ends.to.host.id} failed at ${move.step}; the instance stays where it was. ${message}${left.length ? ` ${left.join(' ')}` : ''}`,
-            payload.user_id,
-            true,
-          );
-          throw err;
-        }
-      }
-      const done = await finish(move, ends, audit, started);
+      const r: MoveRun = { move, audit, ends: await endsOf(move), started: Date.now(), job };
+      if (!move.switched_at) await untilSwitched(r);
+      const done = await finish(r.move, r.ends, audit, r.started);
       return {
         move_id: done.id,
         state: done.state,
-        postgresql_server_id: ends.to.pg.id,
-        root_server_id: ends.to.host.id,
+        postgresql_server_id: r.ends.to.pg.id,
+        root_server_id: r.ends.to.host.id,
         freeze_seconds: done.freeze_seconds,
         seconds: done.seconds,
         keep_until: done.keep_until?.toISOString() ?? null,
