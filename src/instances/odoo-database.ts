@@ -104,6 +104,8 @@ async function transaction<T>(
     await query('COMMIT');
     return result;
   } catch (err) {
+    // The error that failed the transaction is the one told; a ROLLBACK that fails too means the
+    // connection is gone, and the transaction with it.
     await query('ROLLBACK').catch(() => {});
     throw err;
   }

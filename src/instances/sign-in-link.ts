@@ -51,6 +51,8 @@ export async function storeSignInLink(query: Query, hash: string, minutes = SIGN
     await query('COMMIT');
     return { uid };
   } catch (err) {
+    // The error that failed the transaction is the one told; a ROLLBACK that fails too means the
+    // connection is gone, and the transaction with it.
     await query('ROLLBACK').catch(() => {});
     throw err;
   }

@@ -255,14 +255,17 @@ export function createStandbyPool(ctx: Deps) {
       await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'ready', error: null } });
       return { name };
     } catch (err) {
-      const error = (err as Error).message;
-      // Nothing half-made stays: what this attempt made goes, the row shows why.
+      // Nothing half-made stays: what this attempt made goes, the row shows why (and what could not go).
+      const left: string[] = [];
       await onServer(ctx.secretBox, server, (query) => (made ? dropMadeDatabase(query, made) : Promise.resolve(false)), {
         timeout: LONG_STATEMENT_TIMEOUT,
-      }).catch(() => {});
+      }).catch((e: Error) => left.push(`Dropping ${name} failed: ${e.message}`));
       if (filestore && host) {
-        await filestores.remove(host, name, { ...audit, operation: 'make standby (failed: remove)' }).catch(() => {});
+        await filestores
+          .remove(host, name, { ...audit, operation: 'make standby (failed: remove)' })
+          .catch((e: Error) => left.push(`Removing its filestore on root server ${host.id} failed: ${e.message}`));
       }
+      const error = [(err as Error).message, ...left].join(' ');
       await db.standbyDatabase.update({ where: { id: s.id }, data: { state: 'failed', error } });
       return { name, error };
     }

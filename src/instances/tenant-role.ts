@@ -88,9 +88,12 @@ export async function handOverToTenantRole(
     await client.query('COMMIT');
     return role;
   } catch (err) {
+    // The error that failed the transaction is the one told; a ROLLBACK that fails too means the
+    // connection is gone, and the transaction with it.
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   } finally {
+    // A connection that fails to close is closed all the same: the server ends a session whose socket is gone.
     await client.end().catch(() => {});
   }
 }

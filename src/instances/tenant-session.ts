@@ -122,6 +122,7 @@ export async function insideTenant<T>(
   try {
     return await asTenant(secretBox, server, database, work, opts, (sql, params) => admin.query(sql, params));
   } finally {
+    // A connection that fails to close is closed all the same: the server ends a session whose socket is gone.
     await admin.end().catch(() => {});
   }
 }
@@ -164,6 +165,8 @@ async function underDeadline<T>(
   const timer = setTimeout(() => {
     expired = true;
     const ended = pid === null ? Promise.resolve() : admin('SELECT pg_catalog.pg_terminate_backend($1)', [pid]).then(() => {});
+    // The work is told it ran out of time (TenantRefusal below) whatever these do: ending the client
+    // closes the session from this side when ending its backend failed.
     ended.catch(() => {}).finally(() => client.end().catch(() => {}));
   }, opts.deadlineMs);
   try {
@@ -192,6 +195,7 @@ async function underDeadline<T>(
     throw err;
   } finally {
     clearTimeout(timer);
+    // A connection that fails to close is closed all the same: the server ends a session whose socket is gone.
     await client.end().catch(() => {});
   }
 }
