@@ -2,8 +2,10 @@
 // again of one found stopped while it should run (odoo-recovery.ts).
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
+import type { JobPayload } from '../core/jobs.js';
 import { publicJobId } from '../core/queue.js';
 import { basePathOf, openRemoteSession, type RemoteSession, stepFailed } from '../servers/index.js';
+import type { odooJobs } from './odoo-job-specs.js';
 import { type OdooLayout, odooLayout } from './odoo-layout.js';
 import { postMessage } from '../core/chatter.js';
 import {
@@ -23,7 +25,7 @@ import { loadOdooHost, odooHostStore } from './odoo-store.js';
 
 const STEP_TIMEOUT_MS = 2 * 60_000;
 
-type Payload = { root_server_id: number; user_id: number | null };
+type Payload = JobPayload<typeof odooJobs.odoo_restart>;
 
 export function createOdooService(ctx: AppContext) {
   const store = odooHostStore(ctx);

@@ -16,6 +16,7 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import type { JobPayload } from '../core/jobs.js';
 import { publicJobId } from '../core/queue.js';
 import {
   assertTemplateDatabase,
@@ -32,6 +33,7 @@ import {
 } from '../instances/index.js';
 import { quoteIdent } from '../postgresql/index.js';
 import { basePathOf, openRemoteSession, requireConfirmed } from '../servers/index.js';
+import type { odooJobs } from './odoo-job-specs.js';
 import { odooLayout } from './odoo-layout.js';
 import { buildModules, listHostModules, notOnHost, packageModulesOf } from './odoo-modules.js';
 import { asOdoo, odooBin } from './odoo-once.js';
@@ -43,7 +45,7 @@ import { seriesOf } from './odoo-setup-steps.js';
 const BUILD_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 2 * 60_000;
 
-type Payload = { database_template_id: number; user_id: number | null };
+type Payload = JobPayload<typeof odooJobs.odoo_build_template>;
 
 /** The template, its PostgreSQL server and its host, which must run Odoo with its role on that server. */
 async function loadBuildable(ctx: Pick<AppContext, 'db'>, id: number) {

@@ -12,6 +12,7 @@ import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { postMessage } from '../core/chatter.js';
 import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import type { JobPayload } from '../core/jobs.js';
 import { publicJobId } from '../core/queue.js';
 import type { StagingInstance } from '../generated/prisma/client.js';
 import {
@@ -46,7 +47,7 @@ const UPDATE_TIMEOUT_MS = 60 * 60_000;
 /** A role svc made for one database (instances' tenant-role.ts). */
 const OWN_ROLE = /^svc_db_\d+$/;
 
-type Payload = { staging_instance_id: number; user_id: number | null };
+type Payload = JobPayload<typeof stagingJobs.staging_refresh>;
 
 export function createStagingRefresh(ctx: AppContext) {
   const { db } = ctx;
