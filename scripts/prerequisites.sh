@@ -119,7 +119,7 @@ pg_up() { pg_isready -h "$host" -p "$pg_port" -q; }
 redis_up() { redis-cli -h "$host" -p "$redis_port" ping >/dev/null 2>&1; }
 
 if ! pg_up && $can_install && command -v pg_ctlcluster >/dev/null 2>&1; then
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n 1)" main start || true
+  pg_ctlcluster --skip-systemctl-redirect "$(find /etc/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | head -n 1)" main start || true
 fi
 if ! redis_up && $can_install && command -v redis-server >/dev/null 2>&1; then
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port "$redis_port" --save "" --appendonly no \
