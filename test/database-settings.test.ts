@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insideTenant, onServer, setStorageUsed } from '../src/instances/index.js';
 import { connectPostgresqlServer } from '../src/postgresql/index.js';
-import { dumpAndRestore } from '../src/staging/index.js';
+import { dumpAndRestore } from '../src/instances/index.js';
 import { useTestApp } from './helpers/app.js';
 import { createOdooTemplate, queryIn, TENANT_ROLE, tenantUrl } from './helpers/odoo-template.js';
 import { adminQuery, databaseUrl, dropDatabase } from './helpers/pg.js';

@@ -2,7 +2,7 @@
 // tenant's CHECK that fails on the target, a target that refuses the connection) ends the copy with
 // pg_restore's reason, instead of leaving pg_dump blocked on a pipe nobody reads any more.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { dumpAndRestore } from '../src/staging/index.js';
+import { dumpAndRestore } from '../src/instances/index.js';
 import { useTestApp } from './helpers/app.js';
 import { adminQuery, dropDatabase } from './helpers/pg.js';
 import { queryIn } from './helpers/odoo-template.js';

@@ -30,6 +30,7 @@ export {
   restoreFilestore,
   runOnOdooHost,
 } from './filestore.js';
+export { dumpAndRestore, type PgConnection } from './dump-restore.js';
 export { setMaintenance } from './maintenance-flag.js';
 export {
   LONG_STATEMENT_TIMEOUT,

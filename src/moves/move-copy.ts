@@ -5,9 +5,16 @@ import { PassThrough } from 'node:stream';
 import type { AppContext } from '../context.js';
 import { UserError } from '../core/errors.js';
 import type { PostgresqlServer, RootServer } from '../generated/prisma/client.js';
-import { assertTenantRole, createEmptyDatabase, databaseLocale, filestorePath, onServer } from '../instances/index.js';
+import {
+  assertTenantRole,
+  createEmptyDatabase,
+  databaseLocale,
+  dumpAndRestore,
+  filestorePath,
+  onServer,
+  type PgConnection,
+} from '../instances/index.js';
 import { basePathOf, openRemoteSession, type RemoteSession } from '../servers/index.js';
-import { dumpAndRestore, type PgConnection } from '../staging/index.js';
 import { listFilesScript, listForMirrorScript, receiveScript, removeMissingScript, sendMissingScript } from './move-programs.js';
 
 type Ctx = Pick<AppContext, 'db' | 'secretBox' | 'config'>;

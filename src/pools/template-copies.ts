@@ -25,6 +25,7 @@ import {
   databaseLocale,
   dropDatabaseAndItsRole,
   dropMadeDatabase,
+  dumpAndRestore,
   installationPrefix,
   LONG_STATEMENT_TIMEOUT,
   onServer,
@@ -32,7 +33,6 @@ import {
 } from '../instances/index.js';
 import { sendFilestore } from '../moves/index.js';
 import { findDatabase, quoteIdent } from '../postgresql/index.js';
-import { dumpAndRestore } from '../staging/index.js';
 
 const COPY_TIMEOUT_MS = 2 * 60 * 60_000;
 

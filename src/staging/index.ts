@@ -38,5 +38,3 @@ export const staging: Feature = {
     await ctx.queues.schedule('staging-follow', { every: FOLLOW_EVERY_MS }, stagingJobs.staging_follow, { user_id: null });
   },
 };
-
-export { dumpAndRestore, type PgConnection } from './staging-scripts.js';

@@ -18,6 +18,7 @@ import {
   databaseLocale,
   databaseOwner,
   dropDatabaseAndItsRole,
+  dumpAndRestore,
   handOverToTenantRole,
   insideTenant,
   newRolePassword,
@@ -37,7 +38,7 @@ import { createCustomerMail, databaseStep, type StepAudit, subscriptionUrl } fro
 import { stagingJobs } from './staging-job-specs.js';
 import { createStagingFromBackup } from './staging-from-backup.js';
 import { createStagingRefresh } from './staging-refresh.js';
-import { dumpAndRestore, neutralized, neutralizeScript } from './staging-scripts.js';
+import { neutralized, neutralizeScript } from './staging-scripts.js';
 
 const COPY_TIMEOUT_MS = 60 * 60_000;
 const STEP_TIMEOUT_MS = 10 * 60_000;
