@@ -27,8 +27,6 @@ interface Waiting<I, O> {
   reject: (err: unknown) => void;
 }
 
-export type GroupCommit<I, O> = ReturnType<typeof createGroupCommit<I, O>>;
-
 export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>) {
   const waiting: Waiting<I, O>[] = [];
   let inFlight = 0;
