@@ -10,25 +10,21 @@
 // remove: the site file is taken out (validate, reload), the row deleted, and the tenant's
 // web.base.url put back when it was this domain's.
 import type { AppContext } from '../context.js';
-import { postMessage, postMessageOnce } from '../core/chatter.js';
+import { postMessage, postMessageOnce, trackChanges } from '../core/chatter.js';
 import { UserError } from '../core/errors.js';
 import { sleep } from '../core/sleep.js';
-import { createNotificationService } from '../notifications/index.js';
 import type { Domain, Prisma, RootServer, Subscription } from '../generated/prisma/client.js';
 import { openRemoteSession, requireConfirmed } from '../servers/index.js';
 import { createDomainLookup } from '../settings/index.js';
-import { trackChanges } from '../core/chatter.js';
-import { caddySites, siteFileOf } from './caddy-sites.js';
+import { caddySites, type Site as DomainSite, siteFileOf } from './caddy-sites.js';
 import { readCertificate, type ServedCertificate } from './certificate.js';
+import { createExpiryNotice } from './certificate-expiry.js';
 import { domainModel } from './domain-models.js';
 import { dnsTargetOf, hostAddresses, odooHostOf } from './odoo-host.js';
 import { applyBaseUrl, type DomainActor } from './tenant-base-url.js';
 
 /** How long Caddy's first attempt to obtain a certificate is waited for. */
 const ISSUANCE_WAIT_S = 90;
-/** A certificate this close to its end gets one notice (Caddy renews at about 30 days). */
-const EXPIRY_NOTICE_DAYS = 14;
-const DAY_MS = 86_400_000;
 /** After "obtained", how long Caddy is given to serve the certificate. */
 const SERVE_WAIT_MS = 10_000;
 
@@ -62,13 +58,16 @@ export const hasEnded = (sub: Pick<Subscription, 'state' | 'database_dropped_at'
 export const endedWhy = (sub: Pick<Subscription, 'id' | 'state' | 'database_dropped_at'>) =>
   `subscription ${sub.id} is ${sub.database_dropped_at ? 'dropped' : sub.state}`;
 
+type CaddySites = ReturnType<typeof caddySites>;
+type SiteWritten = Awaited<ReturnType<CaddySites['write']>>;
+
 const onDomain = (id: number) => ({ model_name: 'svc.domain' as const, rec_id: id });
 const onSubscription = (id: number) => ({ model_name: 'svc.subscription' as const, rec_id: id });
 
 export function createDomainVerification(ctx: Ctx) {
   const { db, config } = ctx;
   const lookup = createDomainLookup(ctx);
-  const notifications = createNotificationService(ctx);
+  const noticeExpiry = createExpiryNotice(ctx);
   const timeoutMs = config.OUTBOUND_TIMEOUT_MS;
 
   /** Changes the domain with its tracked fields in the chatter; null when it was removed meanwhile. */
@@ -104,46 +103,6 @@ export function createDomainVerification(ctx: Ctx) {
       if (!('error' in cert) || Date.now() > deadline) return cert;
       await sleep(250);
     }
-  }
-
-  /** One notice per certificate that comes within EXPIRY_NOTICE_DAYS: the subscription's chatter and a push. */
-  async function noticeExpiry(domain: Domain, now = new Date()) {
-    const notAfter = domain.certificate_not_after;
-    if (!notAfter || notAfter.getTime() - now.getTime() > EXPIRY_NOTICE_DAYS * DAY_MS) return false;
-    const claimed = await db.domain.updateMany({
-      where: { id: domain.id, OR: [{ expiry_notified_for: null }, { expiry_notified_for: { not: notAfter } }] },
-      data: { expiry_notified_for: notAfter },
-    });
-    if (claimed.count === 0) return false;
-    const days = Math.max(0, Math.floor((notAfter.getTime() - now.getTime()) / DAY_MS));
-    const title = `Certificate of ${domain.hostname} expires in ${days} days`;
-    const message =
-      `The HTTPS certificate of ${domain.hostname} (${domain.certificate_issuer ?? 'unknown issuer'}) is valid until ` +
-      `${notAfter.toISOString()}. Caddy renews it about 30 days before its end, so renewal has not worked: check that ` +
-      `${domain.hostname} still points to ${domain.dns_target ?? 'the Odoo host'} and that the host reaches the ACME server.`;
-    await postMessage(db, {
-      ...onSubscription(domain.subscription_id),
-      body: `${title}. ${message}`,
-      message_type: 'notification',
-      subtype_xmlid: 'mail.mt_alert',
-    });
-    const server = await db.notificationServer.findFirst({
-      where: { is_default: true },
-      orderBy: { company_id: 'asc' },
-      select: { id: true },
-    });
-    if (server) {
-      try {
-        await notifications.sendNotification(server.id, { title, message, priority: 4 }, null);
-      } catch (err) {
-        await postMessage(db, {
-          ...onSubscription(domain.subscription_id),
-          body: `The push notice about ${domain.hostname} could not be sent through notification server ${server.id}: ${(err as Error).message}`,
-          message_type: 'notification',
-        });
-      }
-    }
-    return true;
   }
 
   /** The tenant's web.base.url after a change of its domains; a failure is told, not thrown. */
@@ -241,12 +200,98 @@ export function createDomainVerification(ctx: Ctx) {
     return said;
   }
 
+  /**
+   * DNS first: until the name points at the Odoo host only, nothing changes there. Answers the host
+   * and the DNS target, or the verification's result when it stops here.
+   */
+  async function checkDns(
+    domain: DomainWithSub,
+    actor: DomainRun,
+  ): Promise<{ server: RootServer; dnsTarget: string } | { result: VerifyResult }> {
+    const target = { ...onDomain(domain.id), user_id: actor.userId, job_id: actor.jobId };
+    let server: RootServer;
+    let addresses: string[];
+    try {
+      server = await odooHostOf(db, domain.subscription);
+      addresses = await hostAddresses(lookup, server, target);
+    } catch (err) {
+      return failed(domain, (err as Error).message, actor);
+    }
+    if (addresses.length === 0) return failed(domain, `The Odoo host ${server.ip} has no address`, actor);
+    const dnsTarget = dnsTargetOf(addresses);
+
+    let found: string[] | null = null;
+    let dnsError: string | null = null;
+    try {
+      found = (await lookup.lookup(domain.hostname, target)).addresses;
+    } catch (err) {
+      dnsError = (err as Error).message;
+    }
+    const elsewhere = found?.filter((a) => !addresses.includes(a)) ?? [];
+    if (found?.length === 0) dnsError = `${domain.hostname} has no A or AAAA record; set ${dnsTarget}`;
+    else if (elsewhere.length > 0) {
+      dnsError = `${domain.hostname} resolves to ${found!.join(', ')}, not only to the Odoo host's ${addresses.join(', ')}; set ${dnsTarget}`;
+    }
+    if (!dnsError) return { server, dnsTarget };
+    // An active domain keeps serving (a lookup can fail for a moment); the error is shown.
+    const state = domain.state === 'active' ? 'active' : 'pending_dns';
+    await setFields(domain.id, { state, last_error: dnsError, dns_target: dnsTarget }, actor);
+    return { result: { state, hostname: domain.hostname, dns_error: dnsError } };
+  }
+
+  /** A site written elsewhere before (another database name, another host) goes first, or Caddy would find the name twice. */
+  async function replaceStaleSite(domain: Domain, file: string, server: RootServer, actor: DomainRun) {
+    if (!domain.site_file || (domain.site_file === file && domain.root_server_id === server.id)) return;
+    try {
+      const left = await removeSite(domain, actor);
+      if (left) await postMessage(db, { ...onDomain(domain.id), body: left, message_type: 'notification' });
+    } catch (err) {
+      await failed(domain, `The earlier site ${domain.site_file} could not be removed: ${(err as Error).message}`, actor);
+    }
+    await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
+  }
+
+  /** Writes the site and records it at once (removing the domain then finds the file); null when the domain was removed meanwhile. */
+  async function writeSite(domain: Domain, sites: CaddySites, site: DomainSite, server: RootServer, actor: DomainRun) {
+    let written: SiteWritten;
+    try {
+      written = await sites.write(site);
+    } catch (err) {
+      return failed(domain, (err as Error).message, actor);
+    }
+    const recorded = await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: server.id, site_file: written.file } });
+    if (recorded.count > 0) return written;
+    await sites.remove(written.file);
+    return null;
+  }
+
+  /** The certificate Caddy serves for the name, waiting for its issuance; when none comes, the site goes and the domain fails. */
+  async function obtainCertificate(domain: Domain, sites: CaddySites, written: SiteWritten, server: RootServer, actor: DomainRun) {
+    let cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
+    if (!('error' in cert)) return cert;
+    const issuance = await sites.waitForIssuance(domain.hostname, written.logOffset, ISSUANCE_WAIT_S);
+    // After "obtained" it may take Caddy a moment to serve it; after the wait, a last look.
+    if (issuance.outcome !== 'refused') cert = await servedSoon(server.ip, domain.hostname, issuance.outcome === 'obtained');
+    if (!('error' in cert)) return cert;
+    const reason =
+      issuance.outcome === 'refused'
+        ? `The ACME server refused the certificate of ${domain.hostname}: ${issuance.error}`
+        : issuance.outcome === 'timeout'
+          ? `Caddy obtained no certificate for ${domain.hostname} within ${ISSUANCE_WAIT_S} s (see ${server.ip}:/var/log/caddy/svc.log)`
+          : `Caddy obtained the certificate of ${domain.hostname}, but ${cert.error}`;
+    // The configuration goes back to what it was without this site.
+    await sites.remove(written.file);
+    await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
+    return failed(domain, reason, actor);
+  }
+
   return {
     noticeExpiry,
     baseUrlAfterChange,
     remove,
     rehome,
 
+    /** Checks DNS, writes the site on the Odoo host, obtains the certificate, activates: each a step below. */
     async verify(domainId: number, actor: DomainRun): Promise<VerifyResult> {
       const domain = await db.domain.findUnique({ where: { id: domainId }, include: { subscription: true } });
       if (!domain) return { skipped: 'the domain was removed' };
@@ -256,39 +301,10 @@ export function createDomainVerification(ctx: Ctx) {
         return { skipped: `removed: subscription ${sub.id} has ended` };
       }
       await db.domain.update({ where: { id: domain.id }, data: { checked_at: new Date() } });
-      const target = { ...onDomain(domain.id), user_id: actor.userId, job_id: actor.jobId };
 
-      let server: RootServer;
-      let addresses: string[];
-      try {
-        server = await odooHostOf(db, sub);
-        addresses = await hostAddresses(lookup, server, target);
-      } catch (err) {
-        return failed(domain, (err as Error).message, actor);
-      }
-      if (addresses.length === 0) return failed(domain, `The Odoo host ${server.ip} has no address`, actor);
-      const dnsTarget = dnsTargetOf(addresses);
-
-      // DNS first: until it points at the host, nothing changes there.
-      let found: string[] | null = null;
-      let dnsError: string | null = null;
-      try {
-        found = (await lookup.lookup(domain.hostname, target)).addresses;
-      } catch (err) {
-        dnsError = (err as Error).message;
-      }
-      const elsewhere = found?.filter((a) => !addresses.includes(a)) ?? [];
-      if (found?.length === 0) dnsError = `${domain.hostname} has no A or AAAA record; set ${dnsTarget}`;
-      else if (elsewhere.length > 0) {
-        dnsError = `${domain.hostname} resolves to ${found!.join(', ')}, not only to the Odoo host's ${addresses.join(', ')}; set ${dnsTarget}`;
-      }
-      if (dnsError) {
-        // An active domain keeps serving (a lookup can fail for a moment); the error is shown.
-        const state = domain.state === 'active' ? 'active' : 'pending_dns';
-        await setFields(domain.id, { state, last_error: dnsError, dns_target: dnsTarget }, actor);
-        return { state, hostname: domain.hostname, dns_error: dnsError };
-      }
-
+      const dns = await checkDns(domain, actor);
+      if ('result' in dns) return dns.result;
+      const { server, dnsTarget } = dns;
       if (!sub.database_name) return failed(domain, `Subscription ${sub.id} has no database name yet`, actor);
       try {
         requireConfirmed(server);
@@ -297,17 +313,8 @@ export function createDomainVerification(ctx: Ctx) {
       }
       // The port of the Odoo svc set up on the host (setup_odoo), else the one the configuration names.
       const site = { hostname: domain.hostname, database: sub.database_name, odooPort: server.odoo_http_port ?? config.ODOO_HTTP_PORT };
-      // Written elsewhere before (another database name, another host): that site goes first, or
-      // Caddy would find the host name twice.
-      if (domain.site_file && (domain.site_file !== siteFileOf(site) || domain.root_server_id !== server.id)) {
-        try {
-          const left = await removeSite(domain, actor);
-          if (left) await postMessage(db, { ...onDomain(domain.id), body: left, message_type: 'notification' });
-        } catch (err) {
-          return failed(domain, `The earlier site ${domain.site_file} could not be removed: ${(err as Error).message}`, actor);
-        }
-        await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
-      }
+      await replaceStaleSite(domain, siteFileOf(site), server, actor);
+
       const session = await openRemoteSession(ctx, server, { user_id: actor.userId, job_id: actor.jobId }).catch((err: Error) =>
         failed(domain, `SSH to root server ${server.id}: ${err.message}`, actor),
       );
@@ -315,43 +322,10 @@ export function createDomainVerification(ctx: Ctx) {
       try {
         actor.signal?.throwIfAborted();
         const sites = caddySites(session);
-        let written: Awaited<ReturnType<typeof sites.write>>;
-        try {
-          written = await sites.write(site);
-        } catch (err) {
-          return await failed(domain, (err as Error).message, actor);
-        }
-        // Recorded at once, so that removing the domain finds the file; a domain removed meanwhile takes it back.
-        const recorded = await db.domain.updateMany({
-          where: { id: domain.id },
-          data: { root_server_id: server.id, site_file: written.file },
-        });
-        if (recorded.count === 0) {
-          await sites.remove(written.file);
-          return { skipped: 'the domain was removed meanwhile' };
-        }
-
-        let cert = await readCertificate(server.ip, domain.hostname, timeoutMs);
-        if ('error' in cert) {
-          const issuance = await sites.waitForIssuance(domain.hostname, written.logOffset, ISSUANCE_WAIT_S);
-          // After "obtained" it may take Caddy a moment to serve it; after the wait, a last look.
-          if (issuance.outcome !== 'refused') cert = await servedSoon(server.ip, domain.hostname, issuance.outcome === 'obtained');
-          const reason =
-            issuance.outcome === 'refused'
-              ? `The ACME server refused the certificate of ${domain.hostname}: ${issuance.error}`
-              : !('error' in cert)
-                ? null
-                : issuance.outcome === 'timeout'
-                  ? `Caddy obtained no certificate for ${domain.hostname} within ${ISSUANCE_WAIT_S} s (see ${server.ip}:/var/log/caddy/svc.log)`
-                  : `Caddy obtained the certificate of ${domain.hostname}, but ${cert.error}`;
-          if (reason) {
-            // The configuration goes back to what it was without this site.
-            await sites.remove(written.file);
-            await db.domain.updateMany({ where: { id: domain.id }, data: { root_server_id: null, site_file: null } });
-            return await failed(domain, reason, actor);
-          }
-        }
-        return await activate(domain, cert as ServedCertificate, dnsTarget, actor);
+        const written = await writeSite(domain, sites, site, server, actor);
+        if (!written) return { skipped: 'the domain was removed meanwhile' };
+        const cert = await obtainCertificate(domain, sites, written, server, actor);
+        return await activate(domain, cert, dnsTarget, actor);
       } finally {
         session.close();
       }
