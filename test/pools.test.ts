@@ -373,4 +373,29 @@ describe('drain', () => {
     const res = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${bare.id}/actions/drain` });
     expect(res.statusCode, res.body).toBe(409);
   });
+
+  it('a move refused with a conflict (here: no database template) is left over with why; the drain goes on and ends', async () => {
+    const host = await poolHost();
+    await poolHost(); // somewhere with room to move to
+    const tenant = subs[0]!;
+    const before = await t.ctx.db.subscription.findUniqueOrThrow({ where: { id: tenant.id } });
+    await t.ctx.db.subscription.update({
+      where: { id: tenant.id },
+      data: { root_server_id: host.id, database_template_id: null, operation: null, state: 'running' },
+    });
+    try {
+      const res = await request(t.app, t.as.operator, { method: 'POST', url: `/api/v1/root-servers/${host.id}/actions/drain` });
+      expect(res.statusCode, res.body).toBe(202);
+      const job = await waitForJob(t.app, t.as.user, res.json().job_id, 60_000);
+      expect(job.state, job.error).toBe('completed');
+      const [drain] = (await request(t.app, t.as.operator, { method: 'GET', url: `/api/v1/root-servers/${host.id}/drains` })).json().items;
+      expect(drain).toMatchObject({ state: 'failed', moved: 0 });
+      expect(drain.left_over).toContain(`subscription ${tenant.id}: Subscription ${tenant.id} has no database template`);
+    } finally {
+      await t.ctx.db.subscription.update({
+        where: { id: tenant.id },
+        data: { root_server_id: before.root_server_id, database_template_id: before.database_template_id },
+      });
+    }
+  });
 });

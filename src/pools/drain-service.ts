@@ -9,7 +9,7 @@
 import type { Job } from 'bullmq';
 import type { AppContext } from '../context.js';
 import { type Author, postMessage } from '../core/chatter.js';
-import { ConflictError, NotFoundError, UserError } from '../core/errors.js';
+import { AppError, ConflictError, NotFoundError } from '../core/errors.js';
 import { publicJobId } from '../core/queue.js';
 import { sleep } from '../core/sleep.js';
 import type { HostDrain, RootServer } from '../generated/prisma/client.js';
@@ -190,7 +190,8 @@ export function createDrains(ctx: AppContext) {
             await startMove(host, id, payload.user_id);
             look.moving.push(id);
           } catch (err) {
-            if (!(err instanceof UserError)) throw err;
+            // A refusal (no host fits, the move's checks: a conflict, a bad state) is this tenant's; anything else fails the run.
+            if (!(err instanceof AppError)) throw err;
             refused.set(id, err.message);
           }
         }
