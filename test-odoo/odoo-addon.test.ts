@@ -16,7 +16,8 @@ import { request, waitForJob } from '../test/helpers/api.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery, dropDatabase } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
-import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooGet, odooSources, useOdooFixture } from './odoo-fixture.js';
+import { useOdooHost } from './odoo-host.js';
 
 const run = promisify(execFile);
 const sources = odooSources();
@@ -61,48 +62,25 @@ async function rpc(port: number, service: string, method: string, args: unknown[
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_instance on Odoo $name', (src) => {
-  const made = { host: 0, templateId: 0, templateDb: '', subscription: 0, database: '', email: '', password: '' };
+  // The host and its template (filled in beforeAll), then the trial the tests share.
+  const made = Object.assign(useOdooHost(f, src, { name: 'addon', prefix: 'svc_odoo_a' }), {
+    subscription: 0,
+    database: '',
+    email: '',
+    password: '',
+  });
 
-  test("setup_odoo ships the addon and build installs it in the template; Odoo's own tests of the addon pass", async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-addon`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-    });
-    made.host = await f.newHost();
-    const setup = await f.runJob(made.host, 'setup_odoo', {
-      odoo_version_id: version.id,
-      postgresql_server_id: f.pgServerId,
-      http_port: src.port,
-      workers: 0,
-      max_cron_threads: 0,
-    });
-    expect(setup.state, JSON.stringify(setup)).toBe('completed');
-    made.templateDb = `svc_odoo_a_tpl${src.series}_${Date.now().toString(36)}`;
-    const template = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/database-templates',
-      payload: {
-        name: `Odoo ${src.name} addon`,
-        postgresql_server_id: f.pgServerId,
-        template_db_name: made.templateDb,
-        root_server_id: made.host,
-      },
-    });
-    expect(template.statusCode, template.body).toBe(201);
-    made.templateId = template.json().id;
-    const built = await f.runJob(made.templateId, 'build', { modules: ['base'] }, 'database-templates');
-    expect(built.state, JSON.stringify(built)).toBe('completed');
-    expect(built.result).toMatchObject({ modules: ['base', 'svc_instance', 'web'] });
+  test('setup_odoo ships the addon and build installs it in the template', async () => {
+    expect(made.built.result).toMatchObject({ modules: ['base', 'svc_instance', 'web'] });
     expect(await queryIn(made.templateDb, "SELECT state FROM ir_module_module WHERE name = 'svc_instance'")).toEqual([
       { state: 'installed' },
     ]);
+  });
 
+  test("Odoo's own tests of the addon pass", async () => {
     // Odoo's own tests, in a database of their own, by the host's Odoo as its user with its configuration.
     const server = await f.server(made.host);
-    const odoo = `${f.base}/versions/${version.name}/odoo-bin`;
+    const odoo = `${f.base}/versions/${src.name}-addon/odoo-bin`;
     const testDb = `svc_odoo_a_test${src.series}_${Date.now().toString(36)}`;
     const odooRun = (args: string[]) =>
       run(
@@ -124,7 +102,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18400 + 50 * i })))('svc_inst
           '--stop-after-init',
           ...args,
         ],
-        { cwd: `${f.base}/versions/${version.name}`, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60_000 },
+        { cwd: `${f.base}/versions/${src.name}-addon`, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60_000 },
       ).catch((err: { stdout?: string; stderr?: string; message: string }) => ({
         stdout: err.stdout ?? '',
         stderr: `${err.stderr ?? ''}\n${err.message}`,

@@ -10,7 +10,8 @@ import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { type LocalCluster, startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { freePort } from '../test/helpers/sshd.js';
-import { jsonRpc, odooSources, packagesOf, rpcResult, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooSources, rpcResult, useOdooFixture } from './odoo-fixture.js';
+import { newOdooVersion } from './odoo-host.js';
 
 const all = odooSources();
 const src = all.find((s) => s.series === 18) ?? all[0]!;
@@ -41,13 +42,7 @@ type Name = keyof typeof PORTS;
 
 describe(`a fleet of three Odoo ${src.name} hosts`, () => {
   test('copies on every host of the pool, trials spread, cordoned and stopped hosts skipped, a host drained', async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-fleet`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-    });
+    const version = await newOdooVersion(f, src, 'fleet');
     const setup = async (pgServer: number, port: number, base?: string) => {
       const host = await f.newHost();
       const res = await f.runJob(host, 'setup_odoo', {

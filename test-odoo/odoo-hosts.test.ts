@@ -12,7 +12,7 @@ import { freePort } from '../test/helpers/sshd.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { passlibVerifies } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
-import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooGet, odooSources, packagesOf, serverWideModulesOf, useOdooFixture } from './odoo-fixture.js';
 
 const sources = odooSources();
 const f = useOdooFixture();
@@ -44,7 +44,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18069 + 100 * i, index: i }))
       source_url: `file://${src.file}`,
       source_sha256: src.sha256,
       os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      server_wide_modules: serverWideModulesOf(src.series),
     });
     ctx.versionId = version.id;
     ctx.host = await f.newHost();

@@ -22,7 +22,8 @@ import { adminQuery, databaseUrl } from '../test/helpers/pg.js';
 import { type LocalCluster, startLocalCluster } from '../test/helpers/pg-cluster.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { freePort } from '../test/helpers/sshd.js';
-import { jsonRpc, odooSources, packagesOf, useOdooFixture, rpcResult } from './odoo-fixture.js';
+import { jsonRpc, odooSources, useOdooFixture, rpcResult } from './odoo-fixture.js';
+import { newOdooVersion } from './odoo-host.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -61,13 +62,7 @@ async function localServerRecord(name: string): Promise<number> {
 const ports = (i: number) => ({ portA: 19100 + 100 * i, portB: 19150 + 100 * i, portC: 19125 + 100 * i });
 describe.each(sources.map((s, i) => ({ ...s, ...ports(i), index: i })))('move on Odoo $name', (src) => {
   test('refusals, a failed move that changes nothing, a move and a move back that keep every record and file', async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-move`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-    });
+    const version = await newOdooVersion(f, src, 'move');
     const setup = async (pgServer: number, port: number, base?: string) => {
       const host = await f.newHost();
       const res = await f.runJob(host, 'setup_odoo', {

@@ -18,7 +18,8 @@ import { adminQuery } from '../test/helpers/pg.js';
 import { describeOdooSource, type OdooSource } from '../test/helpers/odoo-source.js';
 import { processedTrial } from '../test/helpers/trial.js';
 import { waitForJob } from '../test/helpers/api.js';
-import { odooSources, packagesOf, serverWideModulesOf, useOdooFixture } from './odoo-fixture.js';
+import { odooSources, useOdooFixture } from './odoo-fixture.js';
+import { buildTemplate, newOdooVersion, newTemplate, setupOdoo } from './odoo-host.js';
 
 const DEMO = 'svc_pkg_demo';
 const EXTRA = 'svc_pkg_extra';
@@ -69,36 +70,22 @@ describe.each(sources.map((s, i) => ({ ...s, port: 20200 + 100 * i })))('package
 
   test("a package's module is installed by the template's build and in a trial deployed from it; one the source lacks is refused by name", async () => {
     const src = await withDemoAddons(core);
-    const version = await f.newVersion({
-      name: `${src.name}-packages`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: serverWideModulesOf(src.series),
-    });
+    const version = await newOdooVersion(f, src, 'packages');
     made.host = await f.newHost();
-    const setup = await f.runJob(made.host, 'setup_odoo', {
+    await setupOdoo(f, made.host, {
       odoo_version_id: version.id,
       postgresql_server_id: f.pgServerId,
       http_port: core.port,
       workers: 0,
       max_cron_threads: 0,
     });
-    expect(setup.state, JSON.stringify(setup)).toBe('completed');
     // The host's addons path, as setup_odoo listed it.
     const listed = (await f.server(made.host)).odoo_modules as string[];
     expect(listed).toEqual(expect.arrayContaining(['base', 'web', 'base_setup', 'svc_instance', DEMO, EXTRA]));
     expect(listed).not.toContain('crm');
 
     made.templateDb = `svc_odoo_p_tpl${src.series}_${Date.now().toString(36)}`;
-    const template = await call('POST', '/api/v1/database-templates', {
-      name: `Packages ${src.name}`,
-      postgresql_server_id: f.pgServerId,
-      template_db_name: made.templateDb,
-      root_server_id: made.host,
-    });
-    expect(template.statusCode, template.body).toBe(201);
-    made.templateId = template.json().id;
+    made.templateId = await newTemplate(f, made.host, `Packages ${src.name}`, made.templateDb);
 
     // A CRM package on a source without crm: refused at save, naming it.
     const crm = await call('POST', '/api/v1/trial-packages', {
@@ -120,8 +107,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 20200 + 100 * i })))('package
     made.packageId = pkg.json().id;
 
     // Built with no modules named: its packages' modules (and svc's own).
-    const built = await f.runJob(made.templateId, 'build', undefined, 'database-templates');
-    expect(built.state, JSON.stringify(built)).toBe('completed');
+    const built = await buildTemplate(f, made.templateId);
     expect((built.result as { modules: string[] }).modules).toEqual(['base', 'svc_instance', DEMO, 'web']);
     const recorded = (await call('GET', `/api/v1/database-templates/${made.templateId}`)).json().modules as string[];
     expect(recorded).toEqual(expect.arrayContaining(['base', 'web', 'svc_instance', DEMO]));

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { clusterSnapshot, dropWhatWasMade, type ClusterSnapshot } from '../test/helpers/cluster-cleanup.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { describeOdooSource, odooSourceFiles } from '../test/helpers/odoo-source.js';
@@ -169,11 +169,22 @@ afterAll(async () => {
   const token = /\n(svc_[A-Za-z0-9_-]+)\s*$/.exec(quickstartOutput)?.[1];
   const host = /root server (\d+)/.exec(quickstartOutput)?.[1];
   if (token && host && service) {
-    await fetch(`http://127.0.0.1:${PORTS.svc}/api/v1/root-servers/${host}/actions/stop_odoo`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}` },
-    }).catch(() => {});
-    await new Promise((r) => setTimeout(r, 10_000));
+    const api = (url: string, method = 'GET') =>
+      fetch(`http://127.0.0.1:${PORTS.svc}/api/v1/${url}`, { method, headers: { authorization: `Bearer ${token}` } });
+    // Until its job ends (at most a minute), not a fixed wait.
+    const stop = await api(`root-servers/${host}/actions/stop_odoo`, 'POST').catch(() => null);
+    const jobId = stop?.ok ? ((await stop.json()) as { job_id?: string }).job_id : undefined;
+    if (jobId) {
+      await vi
+        .waitFor(
+          async () => {
+            const { state } = (await (await api(`jobs/${jobId}`)).json()) as { state: string };
+            if (state !== 'completed' && state !== 'failed') throw new Error(`stop_odoo still ${state}`);
+          },
+          { timeout: 60_000, interval: 250 },
+        )
+        .catch((err: Error) => console.error(`Odoo was not stopped: ${err.message}`));
+    }
   }
   if (service?.pid && service.exitCode === null) {
     const exited = new Promise((r) => service!.once('exit', r));

@@ -13,7 +13,7 @@ import { createSshPool } from '../src/core/ssh-pool.js';
 import { composeFeatures } from '../src/features.js';
 import { createMonitorPoller } from '../src/monitoring/monitor-poll.js';
 import { request, waitForJob } from '../test/helpers/api.js';
-import { odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { odooGet, odooSources, packagesOf, serverWideModulesOf, useOdooFixture } from './odoo-fixture.js';
 
 const sources = odooSources();
 const f = useOdooFixture();
@@ -71,7 +71,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19300 + 50 * i })))('Odoo $na
       source_url: `file://${src.file}`,
       source_sha256: src.sha256,
       os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+      server_wide_modules: serverWideModulesOf(src.series),
     });
     host = await f.newHost();
     const job = await f.runJob(host, 'setup_odoo', {

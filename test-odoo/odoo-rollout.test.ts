@@ -10,15 +10,15 @@
 // alone fails the same way and restores it again; the maintenance flag gives the page.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { startFakeGitHost, type FakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
-import { afterAll, beforeAll } from 'vitest';
-import { jsonRpc, odooGet, odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooGet, odooSources, useOdooFixture } from './odoo-fixture.js';
+import { buildTemplate, deploySubscription, newTemplate, odooHost, setupOdoo } from './odoo-host.js';
 
 const TOKEN = 'ghp_RolloutTestToken0123456789abcdef';
 const sources = odooSources();
@@ -95,142 +95,125 @@ type Tenant = { id: number; name: string; database: string; oid: bigint | null; 
 type TenantResult = { subscription_id: number; state: string; modules: string[]; error: string | null; duration_ms: number };
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts on Odoo $name', (src) => {
-  test('a push changing a model updates the three tenants with it and leaves the fourth untouched; a push breaking it restores all three, marked', async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-rollout`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-    });
-    const host = await f.newHost();
-    const setupBody = {
-      odoo_version_id: version.id,
-      postgresql_server_id: f.pgServerId,
-      http_port: src.port,
-      workers: 0,
-      max_cron_threads: 0,
-    };
-    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
+  // What each step leaves for the next: the host, the repository, the template and the tenants.
+  const made = { host: 0, setupBody: {} as Record<string, unknown>, templateId: 0 };
+  const templateDb = `svc_odoo_r_tpl${src.series}_${Date.now().toString(36)}`;
+  let remote: TestRepo;
+  let repo: { id: number; deploy_path: string };
+  const tenants: Tenant[] = [];
+  let dColumns: string[];
+  let rollout: Awaited<ReturnType<typeof rolloutOf>>;
+  let broken: Awaited<ReturnType<typeof rolloutOf>>;
+  let brokenCommit: number;
+  const afterOne = new Map<number, bigint | null>();
+  const tenant = (name: string) => tenants.find((t) => t.name === name)!;
+  const withModule = () => tenants.filter((t) => t.name !== 'd');
 
-    // The repository and its first deploy: its path is not on the addons path yet, so nothing rolls out.
+  const push = async () => {
+    const res = await request(f.t.app, f.t.as.admin, { method: 'POST', url: `/api/v1/git-repositories/${repo.id}/actions/push_commit` });
+    expect(res.statusCode, res.body).toBe(202);
+    const job = await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000);
+    expect(job.state, JSON.stringify(job)).toBe('completed');
+    const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repo.id }, orderBy: { id: 'desc' } });
+    return commit.id;
+  };
+  const rolloutOf = async (commitId: number) => {
+    const deadline = Date.now() + 8 * 60_000;
+    for (;;) {
+      const res = await request(f.t.app, f.t.as.admin, {
+        method: 'GET',
+        url: `/api/v1/git-repositories/${repo.id}/commits/${commitId}/rollouts`,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const [r] = res.json().items;
+      if (r?.state === 'done') return r as { id: number; error: string | null; counts: Record<string, number>; tenants: TenantResult[] };
+      if (Date.now() > deadline) throw new Error(`the rollout did not end: ${res.body}`);
+      await new Promise((ok) => setTimeout(ok, 500));
+    }
+  };
+  const rpc = async (t: Tenant, model: string, method: string, args: unknown[], kw: Record<string, unknown> = {}) => {
+    const res = await jsonRpc(src.port, 'object', 'execute_kw', [t.database, 2, t.password, model, method, args, kw]);
+    const body = JSON.parse(res.body);
+    if (body.error) throw new Error(`${t.name} ${model}.${method}: ${res.body}`);
+    return body.result;
+  };
+  const untouched = async (r: Awaited<ReturnType<typeof rolloutOf>>) => {
+    const d = tenant('d');
+    // d: unchanged, no module to update (so no safety copy and no update), its database the same.
+    expect(r.tenants.find((t) => t.subscription_id === d.id)).toMatchObject({ state: 'unchanged', modules: [], error: null });
+    const sub = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: d.id } });
+    expect(sub.database_oid).toBe(d.oid);
+    expect(await columnsOf(d.database)).toEqual(dColumns);
+    const logs = await f.t.ctx.db.actionLog.findMany({
+      where: { model_name: 'svc.subscription', rec_id: d.id, input_text: { startsWith: `rollout: rollout ${r.id}:` } },
+    });
+    expect(logs.map((l) => `${l.status} ${l.output_text}`)).toEqual(['success unchanged: no installed module changed; nothing ran']);
+    expect(
+      await f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: d.id, body: { startsWith: 'update_failed' } } }),
+    ).toBe(0);
+  };
+  // The template's update job: its remote steps' rows, none left running once it ended.
+  const templateRunning = () =>
+    f.t.ctx.db.actionLog.count({ where: { model_name: 'svc.database.template', rec_id: made.templateId, status: 'running' } });
+  const templateFailures = () =>
+    f.t.ctx.db.message.count({
+      where: { model_name: 'svc.database.template', rec_id: made.templateId, body: { startsWith: 'update failed' } },
+    });
+
+  beforeAll(async () => {
+    Object.assign(made, await odooHost(f, src, { name: 'rollout', prefix: 'svc_odoo_r', modules: false }));
+  }, 20 * 60_000);
+
+  test('a first deploy to a path not on the addons path rolls out nothing, saying so', async () => {
     const account = await request(f.t.app, f.t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: TOKEN } });
     const repoName = `acme/rollout-${src.series}`;
-    const remote: TestRepo = await git.repo(repoName);
+    remote = await git.repo(repoName);
     remote.commit(addon(1), 'v1');
     const created = await request(f.t.app, f.t.as.admin, {
       method: 'POST',
       url: '/api/v1/git-repositories',
-      payload: { name: repoName, branch_name: 'main', git_account_id: account.json().id, root_server_id: host },
+      payload: { name: repoName, branch_name: 'main', git_account_id: account.json().id, root_server_id: made.host },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const repo = created.json() as { id: number; deploy_path: string };
-    const push = async () => {
-      const res = await request(f.t.app, f.t.as.admin, { method: 'POST', url: `/api/v1/git-repositories/${repo.id}/actions/push_commit` });
-      expect(res.statusCode, res.body).toBe(202);
-      const job = await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000);
-      expect(job.state, JSON.stringify(job)).toBe('completed');
-      const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repo.id }, orderBy: { id: 'desc' } });
-      return commit.id;
-    };
-    const rolloutOf = async (commitId: number) => {
-      const deadline = Date.now() + 8 * 60_000;
-      for (;;) {
-        const res = await request(f.t.app, f.t.as.admin, {
-          method: 'GET',
-          url: `/api/v1/git-repositories/${repo.id}/commits/${commitId}/rollouts`,
-        });
-        expect(res.statusCode, res.body).toBe(200);
-        const [r] = res.json().items;
-        if (r?.state === 'done') return r as { id: number; error: string | null; counts: Record<string, number>; tenants: TenantResult[] };
-        if (Date.now() > deadline) throw new Error(`the rollout did not end: ${res.body}`);
-        await new Promise((ok) => setTimeout(ok, 500));
-      }
-    };
+    repo = created.json();
     const first = await rolloutOf(await push());
     expect(first.error).toMatch(/is not on the addons path/);
+  });
 
-    // setup_odoo puts the deploy path on the addons path; one template with the addon, four tenants
-    // copied from it (b a trial).
-    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
-    const templateDb = `svc_odoo_r_tpl${src.series}_${Date.now().toString(36)}`;
-    const template = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/database-templates',
-      payload: { name: `rollout ${src.name}`, postgresql_server_id: f.pgServerId, template_db_name: templateDb, root_server_id: host },
-    });
-    expect(template.statusCode, template.body).toBe(201);
-    const templateId = template.json().id as number;
-    const built = await f.runJob(templateId, 'build', { modules: [MODULE] }, 'database-templates');
-    expect(built.state, JSON.stringify(built)).toBe('completed');
-    const tenants: Tenant[] = [];
+  test('four tenants of a template built with the addon (b a trial) sign in; d has it uninstalled', async () => {
+    // setup_odoo puts the deploy path on the addons path; one template with the addon, four tenants copied from it.
+    await setupOdoo(f, made.host, made.setupBody);
+    made.templateId = await newTemplate(f, made.host, `rollout ${src.name}`, templateDb);
+    await buildTemplate(f, made.templateId, [MODULE]);
     for (const name of ['a', 'b', 'c', 'd']) {
       const database = `svc_odoo_r_${name}${src.series}_${Date.now().toString(36)}`;
       const email = `rollout-${name}-${src.series}-${Date.now()}@example.com`;
-      const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name, email } });
-      const sub = await request(f.t.app, f.t.as.operator, {
-        method: 'POST',
-        url: '/api/v1/subscriptions',
-        payload: {
-          name: `Rollout ${name}`,
-          partner_id: partner.json().id,
-          database_template_id: templateId,
-          database_name: database,
-          is_trial: name === 'b',
-          trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
-        },
+      const { id, job } = await deploySubscription(f, {
+        templateId: made.templateId,
+        database,
+        email,
+        name: `Rollout ${name}`,
+        trial: name === 'b',
       });
-      expect(sub.statusCode, sub.body).toBe(201);
-      const id = sub.json().id as number;
-      const act = (a: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${a}` });
-      expect((await act('confirm')).statusCode).toBe(200);
-      const job = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
       expect(job.state, job.error).toBe('completed');
       const { database_oid: oid } = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id } });
       tenants.push({ id, name, database, oid, ...credentialsIn(textOf(await smtp.waitFor(email))) });
     }
-    const [a, b, c, d] = tenants as [Tenant, Tenant, Tenant, Tenant];
-    const withModule = [a, b, c];
-    const rpc = async (t: Tenant, model: string, method: string, args: unknown[], kw: Record<string, unknown> = {}) => {
-      const res = await jsonRpc(src.port, 'object', 'execute_kw', [t.database, 2, t.password, model, method, args, kw]);
-      const body = JSON.parse(res.body);
-      if (body.error) throw new Error(`${t.name} ${model}.${method}: ${res.body}`);
-      return body.result;
-    };
     for (const t of tenants) {
       const uid = JSON.parse((await jsonRpc(src.port, 'common', 'authenticate', [t.database, t.login, t.password, {}])).body).result;
       expect(uid).toBe(2);
     }
     // d: the addon uninstalled by Odoo (its table goes); a, b, c: a record each.
+    const d = tenant('d');
     const [mod] = await rpc(d, 'ir.module.module', 'search', [[['name', '=', MODULE]]]);
     await rpc(d, 'ir.module.module', 'button_immediate_uninstall', [[mod]]);
     expect(await queryIn(d.database, 'SELECT state FROM ir_module_module WHERE name = $1', [MODULE])).toEqual([{ state: 'uninstalled' }]);
-    const dColumns = await columnsOf(d.database);
+    dColumns = await columnsOf(d.database);
     expect(dColumns).not.toContain('code');
-    for (const t of withModule) await queryIn(t.database, 'INSERT INTO svc_rollout_demo (name) VALUES ($1)', [`rec-${t.name}`]);
+    for (const t of withModule()) await queryIn(t.database, 'INSERT INTO svc_rollout_demo (name) VALUES ($1)', [`rec-${t.name}`]);
+  });
 
-    const untouched = async (rollout: Awaited<ReturnType<typeof rolloutOf>>) => {
-      // d: unchanged, no module to update (so no safety copy and no update), its database the same.
-      expect(rollout.tenants.find((t) => t.subscription_id === d.id)).toMatchObject({ state: 'unchanged', modules: [], error: null });
-      const sub = await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: d.id } });
-      expect(sub.database_oid).toBe(d.oid);
-      expect(await columnsOf(d.database)).toEqual(dColumns);
-      const logs = await f.t.ctx.db.actionLog.findMany({
-        where: { model_name: 'svc.subscription', rec_id: d.id, input_text: { startsWith: `rollout: rollout ${rollout.id}:` } },
-      });
-      expect(logs.map((l) => `${l.status} ${l.output_text}`)).toEqual(['success unchanged: no installed module changed; nothing ran']);
-      expect(
-        await f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: d.id, body: { startsWith: 'update_failed' } } }),
-      ).toBe(0);
-    };
-    // The template's update job: its remote steps' rows, none left running once it ended.
-    const templateRunning = () =>
-      f.t.ctx.db.actionLog.count({ where: { model_name: 'svc.database.template', rec_id: templateId, status: 'running' } });
-    const templateFailures = () =>
-      f.t.ctx.db.message.count({
-        where: { model_name: 'svc.database.template', rec_id: templateId, body: { startsWith: 'update failed' } },
-      });
-
+  test('a push changing a model restarts Odoo gracefully (its health answered all along) and updates the three tenants with the addon, trials first', async () => {
     // Push one (v2, a new field), with Odoo's health asked all along: the graceful restart refuses nothing.
     remote.commit(addon(2), 'v2: a new field');
     let polling = true;
@@ -248,7 +231,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
         await new Promise((ok) => setTimeout(ok, 50));
       }
     })();
-    const rollout = await rolloutOf(await push());
+    rollout = await rolloutOf(await push());
     polling = false;
     await poller;
     expect(health.failed, `health answers: ${health.ok}`).toEqual([]);
@@ -257,40 +240,45 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(rollout.error).toBeNull();
     expect(rollout.counts).toEqual({ updated: 3, unchanged: 1, failed: 0, pending: 0, superseded: 0 });
     // Trials first (the default order).
-    expect(rollout.tenants[0]!.subscription_id).toBe(b.id);
-    for (const t of withModule) {
+    expect(rollout.tenants[0]!.subscription_id).toBe(tenant('b').id);
+    for (const t of withModule()) {
       expect(rollout.tenants.find((r) => r.subscription_id === t.id)).toMatchObject({ state: 'updated', modules: [MODULE], error: null });
     }
     for (const t of rollout.tenants) expect(t.duration_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  test('the fourth tenant, without the addon, is untouched: unchanged, nothing ran', async () => {
     await untouched(rollout);
-    // a, b, c: the new field, read and written over JSON-RPC through the running Odoo (its registry reloaded).
-    for (const t of withModule) {
+  });
+
+  test('the three have the new field, read and written over JSON-RPC through the running Odoo (its registry reloaded)', async () => {
+    for (const t of withModule()) {
       expect(await columnsOf(t.database)).toContain('code');
       const [row] = await rpc(t, 'svc.rollout.demo', 'search_read', [[]], { fields: ['name', 'code'] });
       expect(row).toMatchObject({ name: `rec-${t.name}` });
       expect(row).toHaveProperty('code');
       await rpc(t, 'svc.rollout.demo', 'write', [[row.id], { code: `kept-${t.name}` }]);
     }
-    const afterOne = new Map<number, bigint | null>();
-    for (const t of withModule) afterOne.set(t.id, (await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: t.id } })).database_oid);
-    // The template is updated after the rollout (-u all): the next copies have the new field.
+    for (const t of withModule())
+      afterOne.set(t.id, (await f.t.ctx.db.subscription.findUniqueOrThrow({ where: { id: t.id } })).database_oid);
+  });
+
+  test('the template is updated after the rollout (-u all): the next copies have the new field', async () => {
     await vi.waitUntil(async () => (await columnsOf(templateDb)).includes('code') && (await templateRunning()) === 0, {
       timeout: 5 * 60_000,
       interval: 1000,
     });
     expect(await templateFailures()).toBe(0);
+  });
 
-    // Push two (v3: a view that no longer validates): every tenant with the addon is put back as it
-    // was before it (database from its safety copy: push one's field and data), marked with the
-    // module and Odoo's message; d untouched again.
+  test("a push Odoo refuses puts each tenant with the addon back as before it (safety copy: push one's field and data), marked with the module and Odoo's message", async () => {
     remote.commit(addon(3), 'v3: a broken view');
-    const brokenCommit = await push();
-    const broken = await rolloutOf(brokenCommit);
+    brokenCommit = await push();
+    broken = await rolloutOf(brokenCommit);
     expect(broken.error).toBeNull();
     expect(broken.counts).toEqual({ updated: 0, unchanged: 1, failed: 3, pending: 0, superseded: 0 });
-    await untouched(broken);
     const databases = (await adminQuery<{ datname: string }>('SELECT datname FROM pg_database')).map((x) => x.datname);
-    for (const t of withModule) {
+    for (const t of withModule()) {
       const result = broken.tenants.find((r) => r.subscription_id === t.id)!;
       expect(result).toMatchObject({ state: 'failed', modules: [MODULE] });
       expect(result.error).toMatch(/no_such_field/);
@@ -315,11 +303,17 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
       where: { model_name: 'svc.subscription', input_text: { startsWith: `rollout: rollout ${broken.id}:` } },
     });
     expect(logs.map((l) => `${l.rec_id}:${l.status}`).sort()).toEqual(
-      [...withModule.map((t) => `${t.id}:failure`), `${d.id}:success`].sort(),
+      [...withModule().map((t) => `${t.id}:failure`), `${tenant('d').id}:success`].sort(),
     );
     for (const t of tenants) expect(JSON.stringify(logs)).not.toContain(t.password);
-    // The template is not updated with code that failed the tenants (its -u all would not be undone):
-    // the commit's chatter says so, and the template still has push one's field and no failure.
+  });
+
+  test('the fourth tenant is untouched by the failed push too', async () => {
+    await untouched(broken);
+  });
+
+  test("the template is not updated with code that failed the tenants: the commit's chatter says so", async () => {
+    // Its -u all would not be undone; the template still has push one's field and no failure.
     await vi.waitUntil(
       async () =>
         (await f.t.ctx.db.message.count({
@@ -330,9 +324,10 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(await templateFailures()).toBe(0);
     expect(await templateRunning()).toBe(0);
     expect(await columnsOf(templateDb)).toContain('code');
+  });
 
-    // While a tenant's maintenance flag is there (as during its update), it answers the maintenance
-    // page and RPC a clear error; the other tenants answer as usual.
+  test("while a tenant's maintenance flag is there it answers the maintenance page and RPC a clear error; the others as usual", async () => {
+    const [a, b] = [tenant('a'), tenant('b')];
     const flag = path.join(f.base, 'data', 'svc-maintenance', a.database);
     await mkdir(path.dirname(flag), { recursive: true });
     await writeFile(flag, 'test\n');
@@ -353,8 +348,10 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     const after = await page(a.database);
     expect(after.status).toBe(200);
     await after.arrayBuffer();
+  });
 
-    // c retried alone: it fails the same way and is restored again; the others are not run again.
+  test('a tenant retried alone fails the same way and is restored again; the others are not run again', async () => {
+    const c = tenant('c');
     const retried = await request(f.t.app, f.t.as.operator, {
       method: 'POST',
       url: `/api/v1/rollouts/${broken.id}/actions/retry_tenant`,
@@ -373,7 +370,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18700 + 50 * i })))('rollouts
     expect(await rpc(c, 'svc.rollout.demo', 'search_read', [[]], { fields: ['code'] })).toEqual([
       expect.objectContaining({ code: 'kept-c' }),
     ]);
-    for (const t of [a, b]) {
+    for (const t of [tenant('a'), tenant('b')]) {
       expect(
         await f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: t.id, body: { startsWith: 'update_failed' } } }),
       ).toBe(1);

@@ -20,7 +20,8 @@ import { request, waitForJob } from '../test/helpers/api.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { codeFrom, textOf, useSmtpServer } from '../test/helpers/smtp.js';
 import { injectTransport, Visitor } from '../test/helpers/trial.js';
-import { odooGet, odooSources, packagesOf, svcHeaders, useOdooFixture } from './odoo-fixture.js';
+import { odooGet, odooSources, svcHeaders, useOdooFixture } from './odoo-fixture.js';
+import { newOdooVersion } from './odoo-host.js';
 
 const sources = odooSources();
 const smtp = useSmtpServer();
@@ -273,13 +274,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
   });
 
   test("setup_odoo puts svc's addons on the host (checksum, root's, not writable by odoo) and sends them again only when they differ", async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-routing`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-    });
+    const version = await newOdooVersion(f, src, 'routing');
     made.versionId = version.id;
     made.host = await f.newHost();
     const first = await f.runJob(made.host, 'setup_odoo', setupBody());
@@ -618,14 +613,16 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18300 + 50 * i, index: i })))
   test("Odoo's logs are root's and odoo's only; a host set up before converges at the next setup_odoo", async () => {
     const logs = `${f.base}/logs`;
     const stat = (p: string) => execFileSync('stat', ['-c', '%U:%G %a', p], { encoding: 'utf8' }).trim();
-    const as = (user: string, cmd: string) =>
-      execFileSync('sh', ['-c', `setpriv --reuid=${user} --regid=${user} --init-groups sh -c '${cmd}' && echo yes || echo no`], {
+    // As `user`: "yes" or "no" as the command succeeds; setpriv itself failing (an unknown group) throws.
+    const as = (user: string, group: string, cmd: string) =>
+      execFileSync('sh', ['-c', `setpriv --reuid=${user} --regid=${group} --init-groups -- sh -c '${cmd} && echo yes || echo no'`], {
         encoding: 'utf8',
       }).trim();
     expect(stat(logs)).toBe('root:odoo 750');
-    expect(as('odoo', `cat ${logs}/odoo-${src.port}.log >/dev/null`)).toBe('yes');
-    expect(as('nobody', `cat ${logs}/odoo-${src.port}.log >/dev/null 2>&1`)).toBe('no');
-    expect(as('nobody', `ls ${logs} >/dev/null 2>&1`)).toBe('no');
+    expect(as('odoo', 'odoo', `cat ${logs}/odoo-${src.port}.log >/dev/null`)).toBe('yes');
+    expect(as('nobody', 'nogroup', 'true')).toBe('yes');
+    expect(as('nobody', 'nogroup', `cat ${logs}/odoo-${src.port}.log >/dev/null 2>&1`)).toBe('no');
+    expect(as('nobody', 'nogroup', `ls ${logs} >/dev/null 2>&1`)).toBe('no');
 
     // As a host set up before left them: the directory and a log readable by everyone.
     execFileSync('sh', ['-c', `chmod 755 ${logs} && echo old > ${logs}/old.log && chmod 644 ${logs}/old.log`]);

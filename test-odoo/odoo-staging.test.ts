@@ -12,10 +12,11 @@ import { stagingJobs } from '../src/staging/staging-job-specs.js';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
-import { startFakeGitHost, type FakeGitHost } from '../test/helpers/git-host.js';
+import { startFakeGitHost, type FakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
-import { jsonRpc, odooSources, packagesOf, useOdooFixture, rpcResult } from './odoo-fixture.js';
+import { jsonRpc, odooSources, useOdooFixture, rpcResult } from './odoo-fixture.js';
+import { buildTemplate, newTemplate, odooHost, setupOdoo } from './odoo-host.js';
 
 const TOKEN = 'ghp_StagingTestToken0123456789abcdefg';
 const sources = odooSources();
@@ -71,28 +72,80 @@ function addon(version: 1 | 2 | 3): Record<string, string> {
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging on Odoo $name', (src) => {
-  test("a neutralized online copy with the data and files, its own identity; listed, following its host's rollouts, dropped, expired", async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-staging`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+  // What the steps leave for the next: the repository, the subscription and its customer, the copy.
+  let remote: TestRepo;
+  let repoId: number;
+  let id: number;
+  let early: Awaited<ReturnType<typeof act>>;
+  let login: string;
+  let password: string;
+  let uid: number;
+  let storeFname: string;
+  let staged: Awaited<ReturnType<typeof waitForJob>>;
+  let copy: string;
+  let item: { id: number; expires_at: string; created_at: string };
+  let owners: { datname: string; owner: string }[];
+  let copyOid: string;
+  const database = `svc_odoo_s_c${src.series}_${Date.now().toString(36)}`;
+  const email = `staging-${src.series}-${Date.now()}@example.com`;
+  const fileText = `staging ${Date.now()}`;
+  const act = (name: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+  const call = (db: string, model: string, method: string, args: unknown[], kw: object = {}) =>
+    jsonRpc(src.port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]);
+  const fileOf = (db: string) => `${f.base}/data/filestore/${db}/${storeFname}`;
+  const ownerOf = (name: string) => owners.find((o) => o.datname === name)!.owner;
+  // Every action-log row of a job names its operation (the SQL, the SSH commands, the filestore).
+  const operationsOf = async (jobId: string) =>
+    new Set((await f.t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).map((r) => r.input_text.split(':')[0]));
+  const params = async (db: string) =>
+    Object.fromEntries(
+      (
+        await queryIn<{ key: string; value: string }>(
+          db,
+          "SELECT key, value FROM ir_config_parameter WHERE key LIKE 'database.%' OR key = 'web.base.url'",
+        )
+      ).map((r) => [r.key, r.value]),
+    );
+  const push = async () => {
+    const res = await request(f.t.app, f.t.as.admin, {
+      method: 'POST',
+      url: `/api/v1/git-repositories/${repoId}/actions/push_commit`,
     });
-    const host = await f.newHost();
-    const setupBody = {
-      odoo_version_id: version.id,
-      postgresql_server_id: f.pgServerId,
-      http_port: src.port,
-      workers: 0,
-      max_cron_threads: 0,
-    };
-    const setup = await f.runJob(host, 'setup_odoo', setupBody);
-    expect(setup.state, JSON.stringify(setup)).toBe('completed');
+    expect(res.statusCode, res.body).toBe(202);
+    expect((await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000)).state).toBe('completed');
+    const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repoId }, orderBy: { id: 'desc' } });
+    await vi.waitUntil(async () => (await f.t.ctx.db.rollout.findFirst({ where: { git_commit_id: commit.id } }))?.state === 'done', {
+      timeout: 8 * 60_000,
+      interval: 500,
+    });
+    return commit.commit_id;
+  };
+  const messages = (body: string) =>
+    f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: id, body: { startsWith: body } } });
+  const columns = async (db: string) =>
+    (await queryIn<{ c: string }>(db, "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_staging_demo'")).map(
+      (r) => r.c,
+    );
+  const stillNeutralized = async () => {
+    expect((await params(copy))['database.is_neutralized']).toBe('true');
+    const [active] = await queryIn<{ crons: number }>(
+      copy,
+      "SELECT count(*)::int AS crons FROM ir_cron c WHERE c.active AND c.id NOT IN (SELECT res_id FROM ir_model_data WHERE model = 'ir.cron' AND name = 'autovacuum_job')",
+    );
+    expect(active).toEqual({ crons: 0 });
+    expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
+  };
+  const oidOf = async (name: string) =>
+    (await adminQuery<{ oid: string }>('SELECT oid::text AS oid FROM pg_database WHERE datname = $1', [name]))[0]!.oid;
+
+  // The host with a repository's addon on its addons path, its template built with it, and a
+  // subscription of it (asked for a copy once before it runs), deployed, with a record and a file.
+  beforeAll(async () => {
+    const { host, setupBody } = await odooHost(f, src, { name: 'staging', prefix: 'svc_odoo_s', modules: false });
     // A repository deploying an addon to the host, put on its addons path by setup_odoo.
     const account = await request(f.t.app, f.t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: TOKEN } });
     const repoName = `acme/staging-${src.series}`;
-    const remote = await git.repo(repoName);
+    remote = await git.repo(repoName);
     remote.commit(addon(1), 'v1');
     const repo = await request(f.t.app, f.t.as.admin, {
       method: 'POST',
@@ -100,34 +153,13 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
       payload: { name: repoName, branch_name: 'main', git_account_id: account.json().id, root_server_id: host },
     });
     expect(repo.statusCode, repo.body).toBe(201);
-    const push = async () => {
-      const res = await request(f.t.app, f.t.as.admin, {
-        method: 'POST',
-        url: `/api/v1/git-repositories/${repo.json().id}/actions/push_commit`,
-      });
-      expect(res.statusCode, res.body).toBe(202);
-      expect((await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000)).state).toBe('completed');
-      const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repo.json().id }, orderBy: { id: 'desc' } });
-      await vi.waitUntil(async () => (await f.t.ctx.db.rollout.findFirst({ where: { git_commit_id: commit.id } }))?.state === 'done', {
-        timeout: 8 * 60_000,
-        interval: 500,
-      });
-      return commit.commit_id;
-    };
+    repoId = repo.json().id;
     await push();
-    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
+    await setupOdoo(f, host, setupBody);
     const templateDb = `svc_odoo_s_tpl${src.series}_${Date.now().toString(36)}`;
-    const template = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/database-templates',
-      payload: { name: `Odoo ${src.name} staging`, postgresql_server_id: f.pgServerId, template_db_name: templateDb, root_server_id: host },
-    });
-    expect(template.statusCode, template.body).toBe(201);
-    const built = await f.runJob(template.json().id, 'build', { modules: [MODULE] }, 'database-templates');
-    expect(built.state, JSON.stringify(built)).toBe('completed');
+    const templateId = await newTemplate(f, host, `Odoo ${src.name} staging`, templateDb);
+    await buildTemplate(f, templateId, [MODULE]);
 
-    const database = `svc_odoo_s_c${src.series}_${Date.now().toString(36)}`;
-    const email = `staging-${src.series}-${Date.now()}@example.com`;
     const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jane', email } });
     const created = await request(f.t.app, f.t.as.operator, {
       method: 'POST',
@@ -135,34 +167,29 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
       payload: {
         name: 'Trial',
         partner_id: partner.json().id,
-        database_template_id: template.json().id,
+        database_template_id: templateId,
         database_name: database,
         is_trial: true,
         trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
       },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const id = created.json().id as number;
-    const act = (name: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${id}/actions/${name}` });
+    id = created.json().id as number;
     expect((await act('confirm')).statusCode).toBe(200);
-    const early = await act('create_staging');
-    expect(early.statusCode, early.body).toBe(409); // not running yet
-    expect(early.body).toContain('only the instance of a running subscription is copied');
+    early = await act('create_staging');
     const deployed = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
     expect(deployed.state, deployed.error).toBe('completed');
-    const { login, password } = credentialsIn(textOf(await smtp.waitFor(email)));
+    ({ login, password } = credentialsIn(textOf(await smtp.waitFor(email))));
 
     // Data and a file in the live instance.
-    const uid = rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [database, login, password, {}])).body) as number;
-    const call = (db: string, model: string, method: string, args: unknown[], kw: object = {}) =>
-      jsonRpc(src.port, 'object', 'execute_kw', [db, uid, password, model, method, args, kw]);
+    uid = rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [database, login, password, {}])).body) as number;
     rpcResult((await call(database, 'res.partner', 'create', [{ name: 'Staging probe' }])).body);
-    const fileText = `staging ${Date.now()}`;
     rpcResult(
       (await call(database, 'ir.attachment', 'create', [{ name: 'probe.txt', datas: Buffer.from(fileText).toString('base64') }])).body,
     );
     const [stored] = await queryIn<{ store_fname: string }>(database, "SELECT store_fname FROM ir_attachment WHERE name = 'probe.txt'");
     expect(stored?.store_fname).toBeTruthy();
+    storeFname = stored!.store_fname;
 
     // The tenant's own SQL: a CHECK calling its function while the copy's rows are written. Run in a
     // session of the server's administrator, the function's RESET ROLE would make it a superuser.
@@ -185,7 +212,14 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
        INSERT INTO public.svc_probe_rows VALUES (1);
        RESET ROLE`,
     );
+  }, 20 * 60_000);
 
+  test('refused (409) before the subscription runs', () => {
+    expect(early.statusCode, early.body).toBe(409);
+    expect(early.body).toContain('only the instance of a running subscription is copied');
+  });
+
+  test("a copy made while the customer's instance is asked all along: every request answered, the tenant's own SQL never a superuser's", async () => {
     // The customer's instance is asked all along while the copy is made.
     const asked = { ok: 0, failed: [] as string[], stop: false };
     const asking = (async () => {
@@ -200,7 +234,7 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    const staged = await waitForJob(f.t.app, f.t.as.operator, (await act('create_staging')).json().job_id, 10 * 60_000);
+    staged = await waitForJob(f.t.app, f.t.as.operator, (await act('create_staging')).json().job_id, 10 * 60_000);
     asked.stop = true;
     await asking;
     const escalated = await adminQuery("SELECT 1 FROM pg_roles WHERE rolname = 'svc_staging_escalated'");
@@ -209,13 +243,12 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(staged.state, JSON.stringify(staged)).toBe('completed');
     expect(asked.failed).toEqual([]);
     expect(asked.ok).toBeGreaterThan(0);
-    const copy = (staged.result as { database_name: string }).database_name;
+    copy = (staged.result as { database_name: string }).database_name;
     // Every action-log row of the copy names its operation (the SQL, the SSH commands, the filestore).
-    const operationsOf = async (jobId: string) =>
-      new Set((await f.t.ctx.db.actionLog.findMany({ where: { job_id: jobId } })).map((r) => r.input_text.split(':')[0]));
     expect(await operationsOf(staged.id)).toEqual(new Set(['create_staging']));
+  });
 
-    // The ready mail went to the operator who asked, not to the customer.
+  test('the ready mail went to the operator who asked, not to the customer', async () => {
     const mailedTo = (staged.result as { mailed_to: string | null }).mailed_to;
     expect(mailedTo).toBeTruthy();
     expect(mailedTo).not.toBe(email);
@@ -224,32 +257,26 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
       .poll(() => smtp.messages.some((m) => m.to.includes(mailedTo!) && textOf(m).includes(`https://${copy}.staging.test`)))
       .toBe(true);
     expect(smtp.messages.filter((m) => m.to.includes(email))).toHaveLength(1); // the credentials only
+  });
 
+  test('listed, ready, for seven days', async () => {
     const listed = await request(f.t.app, f.t.as.operator, { method: 'GET', url: `/api/v1/subscriptions/${id}/staging-instances` });
     expect(listed.statusCode, listed.body).toBe(200);
-    const [item] = listed.json().items;
+    [item] = listed.json().items;
     expect(item).toMatchObject({ database_name: copy, url: `https://${copy}.staging.test`, state: 'ready', error: null });
     const days = (Date.parse(item.expires_at) - Date.parse(item.created_at)) / 86_400_000;
     expect(days).toBeCloseTo(7, 2);
+  });
 
-    // The copy: the customer signs in with the same password, sees the record and the file.
+  test('the customer signs in to the copy with the same password and sees the record and the file (a hard link)', async () => {
     expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
     expect(rpcResult((await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body)).toBe(1);
     const [att] = rpcResult((await call(copy, 'ir.attachment', 'search_read', [[['name', '=', 'probe.txt']]], { fields: ['datas'] })).body);
     expect(Buffer.from(att.datas, 'base64').toString()).toBe(fileText);
-    const fileOf = (db: string) => `${f.base}/data/filestore/${db}/${stored!.store_fname}`;
     expect(statSync(fileOf(copy)).ino).toBe(statSync(fileOf(database)).ino); // a hard link
+  });
 
-    // Neutralized by Odoo, its own identity and address; the live instance untouched.
-    const params = async (db: string) =>
-      Object.fromEntries(
-        (
-          await queryIn<{ key: string; value: string }>(
-            db,
-            "SELECT key, value FROM ir_config_parameter WHERE key LIKE 'database.%' OR key = 'web.base.url'",
-          )
-        ).map((r) => [r.key, r.value]),
-      );
+  test('neutralized by Odoo, its own identity, address and role; the live instance untouched', async () => {
     const live = await params(database);
     const staging = await params(copy);
     expect(staging['database.is_neutralized']).toBe('true');
@@ -265,36 +292,20 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     );
     expect(counts).toEqual({ crons: 0, servers: 0 });
     // The copy is a role of its own: whoever tests on it reaches nothing of production's.
-    const owners = await adminQuery<{ datname: string; owner: string }>(
+    owners = await adminQuery<{ datname: string; owner: string }>(
       'SELECT datname, pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = ANY($1)',
       [[copy, database]],
     );
-    const ownerOf = (name: string) => owners.find((o) => o.datname === name)!.owner;
     expect(ownerOf(copy)).toMatch(/^svc_db_\d+$/);
     expect(ownerOf(database)).toMatch(/^svc_db_\d+$/);
     expect(ownerOf(copy)).not.toBe(ownerOf(database));
+  });
 
+  test('a push adding a field: the live instance updated, the copy refreshed with it, still neutralized', async () => {
     // A push adding a field: the rollout updates the live instance and leaves the copy stale with its
     // commit; the copy is refreshed (the follow job, queued here rather than awaited each minute):
     // the field is there, it is still neutralized, the customer still signs in to it.
-    const messages = (body: string) =>
-      f.t.ctx.db.message.count({ where: { model_name: 'svc.subscription', rec_id: id, body: { startsWith: body } } });
-    const columns = async (db: string) =>
-      (
-        await queryIn<{ c: string }>(db, "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_staging_demo'")
-      ).map((r) => r.c);
-    const stillNeutralized = async () => {
-      expect((await params(copy))['database.is_neutralized']).toBe('true');
-      const [active] = await queryIn<{ crons: number }>(
-        copy,
-        "SELECT count(*)::int AS crons FROM ir_cron c WHERE c.active AND c.id NOT IN (SELECT res_id FROM ir_model_data WHERE model = 'ir.cron' AND name = 'autovacuum_job')",
-      );
-      expect(active).toEqual({ crons: 0 });
-      expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [copy, login, password, {}])).body)).toBe(uid);
-    };
-    const oidOf = async (name: string) =>
-      (await adminQuery<{ oid: string }>('SELECT oid::text AS oid FROM pg_database WHERE datname = $1', [name]))[0]!.oid;
-    const copyOid = await oidOf(copy);
+    copyOid = await oidOf(copy);
     remote.commit(addon(2), 'v2: a field');
     const v2 = await push();
     await f.t.ctx.queues.enqueue(stagingJobs.staging_follow, { user_id: null });
@@ -311,7 +322,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     await stillNeutralized();
     expect(rpcResult((await call(copy, 'res.partner', 'search_count', [[['name', '=', 'Staging probe']]])).body)).toBe(1);
     expect(await oidOf(copy)).toBe(copyOid);
+  });
 
+  test('a push Odoo refuses: the copy put back by its refresh, stale with that commit, saying why', async () => {
     // A push Odoo refuses: the live instance is put back by its rollout, the copy by its refresh,
     // which leaves it stale with that commit and says why.
     remote.commit(addon(3), 'v3: a view Odoo refuses');
@@ -337,8 +350,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(String(restored)).toBe(await oidOf(copy));
     expect(String(restored)).not.toBe(copyOid);
     expect(statSync(fileOf(copy)).ino).toBe(statSync(fileOf(database)).ino);
+  });
 
-    // DELETE: the copy's database and filestore go, the live one stays.
+  test("DELETE: the copy's database, role and filestore go, the live one stays", async () => {
     const del = await request(f.t.app, f.t.as.operator, {
       method: 'DELETE',
       url: `/api/v1/subscriptions/${id}/staging-instances/${item.id}`,
@@ -352,8 +366,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 18900 + 50 * i })))('staging 
     expect(() => statSync(`${f.base}/config/tenant-roles/${copy}`)).toThrow();
     expect(() => statSync(`${f.base}/data/filestore/${copy}`)).toThrow();
     expect(statSync(fileOf(database)).isFile()).toBe(true);
+  });
 
-    // A second copy, past its expiry: the expiry job drops it.
+  test('a second copy, past its expiry: the expiry job drops it', async () => {
     const second = await waitForJob(f.t.app, f.t.as.operator, (await act('create_staging')).json().job_id, 10 * 60_000);
     expect(second.state, JSON.stringify(second)).toBe('completed');
     const secondDb = (second.result as { database_name: string }).database_name;

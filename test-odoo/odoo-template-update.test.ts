@@ -9,15 +9,15 @@
 // copy it was put back from), so a subscription deploys from it. A push fixing the view then
 // updates the template, and its safety copy is removed. Odoo's ports: 19400 (first source), 19450.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { describe, expect, test, vi } from 'vitest';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { request, waitForJob } from '../test/helpers/api.js';
 import { credentialsIn } from '../test/helpers/customer-credentials.js';
-import { startFakeGitHost, type FakeGitHost } from '../test/helpers/git-host.js';
+import { startFakeGitHost, type FakeGitHost, type TestRepo } from '../test/helpers/git-host.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { adminQuery } from '../test/helpers/pg.js';
 import { textOf, useSmtpServer } from '../test/helpers/smtp.js';
-import { jsonRpc, odooSources, packagesOf, rpcResult, useOdooFixture } from './odoo-fixture.js';
+import { jsonRpc, odooSources, rpcResult, useOdooFixture } from './odoo-fixture.js';
+import { buildTemplate, deploySubscription, newTemplate, odooHost, setupOdoo } from './odoo-host.js';
 
 const TOKEN = 'ghp_TemplateUpdateToken0123456789abcd';
 const sources = odooSources();
@@ -84,28 +84,81 @@ function addons(version: 1 | 2 | 3): Record<string, string> {
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 19400 + 50 * i })))('template update on Odoo $name', (src) => {
-  test('a failed update puts the template back from its safety copy (database and filestore), Odoo saying why; it stays the template', async () => {
-    const version = await f.newVersion({
-      name: `${src.name}-template-update`,
-      source_url: `file://${src.file}`,
-      source_sha256: src.sha256,
-      os_packages: packagesOf(src.series),
-      server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
+  // What the steps leave for the next: the host, the repository, the template as it was built.
+  let host: number;
+  let remote: TestRepo;
+  let repoId: number;
+  let templateId: number;
+  let before: Awaited<ReturnType<typeof stateOf>>;
+  let server: { odoo_db_user: string | null; odoo_db_password: string | null };
+  const templateDb = `svc_odoo_tu_tpl${src.series}_${Date.now().toString(36)}`;
+  const store = () => `${f.base}/data/filestore/${templateDb}`;
+  const hostRole = () => server.odoo_db_user;
+  const push = async () => {
+    const res = await request(f.t.app, f.t.as.admin, { method: 'POST', url: `/api/v1/git-repositories/${repoId}/actions/push_commit` });
+    expect(res.statusCode, res.body).toBe(202);
+    const job = await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000);
+    expect(job.state, JSON.stringify(job)).toBe('completed');
+    const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repoId }, orderBy: { id: 'desc' } });
+    await vi.waitUntil(
+      async () => (await f.t.ctx.db.rollout.findFirst({ where: { git_commit_id: commit.id }, orderBy: { id: 'desc' } }))?.state === 'done',
+      { timeout: 8 * 60_000, interval: 500 },
+    );
+    return f.t.ctx.db.rollout.findFirstOrThrow({ where: { git_commit_id: commit.id }, orderBy: { id: 'desc' } });
+  };
+  const stateOf = async () => ({
+    columns: (
+      await queryIn<{ c: string }>(templateDb, "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_tpl_first'")
+    )
+      .map((r) => r.c)
+      .sort(),
+    modules: await queryIn(templateDb, 'SELECT name, state, latest_version FROM ir_module_module WHERE name = ANY($1) ORDER BY name', [
+      [FIRST, SECOND],
+    ]),
+    records: await queryIn(templateDb, 'SELECT name FROM svc_tpl_first ORDER BY id'),
+    views: await queryIn(templateDb, "SELECT name FROM ir_ui_view WHERE model = 'svc.tpl.first'"),
+    files: readdirSync(store()).sort(),
+    marker: readFileSync(`${store()}/svc-marker`, 'utf8'),
+  });
+  // This host's safety copies (its role's): other files' rollouts may have theirs on the cluster meanwhile.
+  const leftovers = async () => ({
+    databases: (
+      await adminQuery<{ datname: string }>(
+        "SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE datname LIKE 'svcrb\\_%' AND r.rolname = $1",
+        [hostRole()],
+      )
+    ).map((r) => r.datname),
+    files: readdirSync(`${f.base}/data/filestore`).filter((n) => n.startsWith('svcrb_')),
+  });
+  const failures = () =>
+    f.t.ctx.db.message.findMany({
+      where: { model_name: 'svc.database.template', rec_id: templateId, body: { startsWith: 'update failed' } },
+      orderBy: { id: 'asc' },
     });
-    const host = await f.newHost();
-    const setupBody = {
-      odoo_version_id: version.id,
-      postgresql_server_id: f.pgServerId,
-      http_port: src.port,
-      workers: 0,
-      max_cron_threads: 0,
-    };
-    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
+  const identityHolds = async () => {
+    const [found] = await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [templateDb]);
+    const record = await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: templateId } });
+    expect(String(record.template_oid)).toBe(found!.oid);
+    const swapped = await f.t.ctx.db.message.count({
+      where: {
+        model_name: 'svc.database.template',
+        rec_id: templateId,
+        body: { contains: 'is not the database this template was built' },
+      },
+    });
+    expect(swapped).toBe(0);
+  };
+
+  // The host with the repository's two addons on its addons path, the template built with both and
+  // a record and a file of its own.
+  beforeAll(async () => {
+    const made = await odooHost(f, src, { name: 'template-update', prefix: 'svc_odoo_tu', modules: false });
+    host = made.host;
 
     // The repository, deployed once, then put on the addons path by setup_odoo.
     const account = await request(f.t.app, f.t.as.admin, { method: 'POST', url: '/api/v1/git-accounts', payload: { access_token: TOKEN } });
     const repoName = `acme/template-update-${src.series}`;
-    const remote = await git.repo(repoName);
+    remote = await git.repo(repoName);
     remote.commit(addons(1), 'v1');
     const created = await request(f.t.app, f.t.as.admin, {
       method: 'POST',
@@ -113,96 +166,25 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19400 + 50 * i })))('template
       payload: { name: repoName, branch_name: 'main', git_account_id: account.json().id, root_server_id: host },
     });
     expect(created.statusCode, created.body).toBe(201);
-    const repoId = created.json().id as number;
-    const push = async () => {
-      const res = await request(f.t.app, f.t.as.admin, { method: 'POST', url: `/api/v1/git-repositories/${repoId}/actions/push_commit` });
-      expect(res.statusCode, res.body).toBe(202);
-      const job = await waitForJob(f.t.app, f.t.as.admin, res.json().job_id, 5 * 60_000);
-      expect(job.state, JSON.stringify(job)).toBe('completed');
-      const commit = await f.t.ctx.db.gitCommit.findFirstOrThrow({ where: { repository_id: repoId }, orderBy: { id: 'desc' } });
-      await vi.waitUntil(
-        async () =>
-          (await f.t.ctx.db.rollout.findFirst({ where: { git_commit_id: commit.id }, orderBy: { id: 'desc' } }))?.state === 'done',
-        { timeout: 8 * 60_000, interval: 500 },
-      );
-      return f.t.ctx.db.rollout.findFirstOrThrow({ where: { git_commit_id: commit.id }, orderBy: { id: 'desc' } });
-    };
+    repoId = created.json().id as number;
     expect((await push()).error).toMatch(/is not on the addons path/);
-    expect((await f.runJob(host, 'setup_odoo', setupBody)).state).toBe('completed');
+    await setupOdoo(f, host, made.setupBody);
 
-    const templateDb = `svc_odoo_tu_tpl${src.series}_${Date.now().toString(36)}`;
-    const template = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/database-templates',
-      payload: {
-        name: `template update ${src.name}`,
-        postgresql_server_id: f.pgServerId,
-        template_db_name: templateDb,
-        root_server_id: host,
-      },
-    });
-    expect(template.statusCode, template.body).toBe(201);
-    const templateId = template.json().id as number;
-    const built = await f.runJob(templateId, 'build', { modules: [FIRST, SECOND] }, 'database-templates');
-    expect(built.state, JSON.stringify(built)).toBe('completed');
+    templateId = await newTemplate(f, host, `template update ${src.name}`, templateDb);
+    await buildTemplate(f, templateId, [FIRST, SECOND]);
 
     // The template's own record and file: what a restore must keep.
     await queryIn(templateDb, "INSERT INTO svc_tpl_first (name) VALUES ('kept in the template')");
-    const store = `${f.base}/data/filestore/${templateDb}`;
-    expect(existsSync(store)).toBe(true);
-    writeFileSync(`${store}/svc-marker`, 'the template file');
-    const stateOf = async () => ({
-      columns: (
-        await queryIn<{ c: string }>(
-          templateDb,
-          "SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'svc_tpl_first'",
-        )
-      )
-        .map((r) => r.c)
-        .sort(),
-      modules: await queryIn(templateDb, 'SELECT name, state, latest_version FROM ir_module_module WHERE name = ANY($1) ORDER BY name', [
-        [FIRST, SECOND],
-      ]),
-      records: await queryIn(templateDb, 'SELECT name FROM svc_tpl_first ORDER BY id'),
-      views: await queryIn(templateDb, "SELECT name FROM ir_ui_view WHERE model = 'svc.tpl.first'"),
-      files: readdirSync(store).sort(),
-      marker: readFileSync(`${store}/svc-marker`, 'utf8'),
-    });
-    const before = await stateOf();
+    expect(existsSync(store())).toBe(true);
+    writeFileSync(`${store()}/svc-marker`, 'the template file');
+    before = await stateOf();
     expect(before.columns).not.toContain('code');
     expect(before.records).toEqual([{ name: 'kept in the template' }]);
-    // This host's safety copies (its role's): other files' rollouts may have theirs on the cluster meanwhile.
-    const hostRole = (await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host } })).odoo_db_user;
-    const leftovers = async () => ({
-      databases: (
-        await adminQuery<{ datname: string }>(
-          "SELECT datname FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba WHERE datname LIKE 'svcrb\\_%' AND r.rolname = $1",
-          [hostRole],
-        )
-      ).map((r) => r.datname),
-      files: readdirSync(`${f.base}/data/filestore`).filter((n) => n.startsWith('svcrb_')),
-    });
-    const failures = () =>
-      f.t.ctx.db.message.findMany({
-        where: { model_name: 'svc.database.template', rec_id: templateId, body: { startsWith: 'update failed' } },
-        orderBy: { id: 'asc' },
-      });
-    const server = await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host } });
-    const hostPassword = (await f.t.ctx.secretBox.reveal(server.odoo_db_password))!;
-    const identityHolds = async () => {
-      const [found] = await adminQuery<{ oid: string }>('SELECT oid::text FROM pg_database WHERE datname = $1', [templateDb]);
-      const record = await f.t.ctx.db.databaseTemplate.findUniqueOrThrow({ where: { id: templateId } });
-      expect(String(record.template_oid)).toBe(found!.oid);
-      const swapped = await f.t.ctx.db.message.count({
-        where: {
-          model_name: 'svc.database.template',
-          rec_id: templateId,
-          body: { contains: 'is not the database this template was built' },
-        },
-      });
-      expect(swapped).toBe(0);
-    };
+    server = await f.t.ctx.db.rootServer.findUniqueOrThrow({ where: { id: host } });
+  }, 20 * 60_000);
 
+  test("a push whose update Odoo refuses: the rollout's update puts the template back as it was, Odoo saying why, no safety copy left, still the template", async () => {
+    const hostPassword = (await f.t.ctx.secretBox.reveal(server.odoo_db_password))!;
     // Push two: no tenant on the host yet, so the rollout queues the template's update, which fails.
     remote.commit(addons(2), 'v2: a field, and a view Odoo refuses');
     const broken = await push();
@@ -216,8 +198,9 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19400 + 50 * i })))('template
     expect(await stateOf()).toEqual(before);
     expect(await leftovers()).toEqual({ databases: [], files: [] });
     await identityHolds();
+  });
 
-    // The operator's update: the job fails with Odoo's words, and the template is put back again.
+  test("the operator's update: the job fails with Odoo's words, and the template is put back again", async () => {
     const asked = await f.runJob(templateId, 'update', undefined, 'database-templates');
     expect(asked.state).toBe('failed');
     expect(asked.error).toMatch(/no_such_field/);
@@ -226,33 +209,19 @@ describe.each(sources.map((s, i) => ({ ...s, port: 19400 + 50 * i })))('template
     expect(await stateOf()).toEqual(before);
     expect(await leftovers()).toEqual({ databases: [], files: [] });
     await identityHolds();
+  });
 
-    // Still the template: a subscription deploys from it (its identity checked) and has its record.
+  test('still the template: a subscription deploys from it (its identity checked) and has its record', async () => {
     const database = `svc_odoo_tu_c${src.series}_${Date.now().toString(36)}`;
     const email = `template-update-${src.series}-${Date.now()}@example.com`;
-    const partner = await request(f.t.app, f.t.as.operator, { method: 'POST', url: '/api/v1/partners', payload: { name: 'Jo', email } });
-    const sub = await request(f.t.app, f.t.as.operator, {
-      method: 'POST',
-      url: '/api/v1/subscriptions',
-      payload: {
-        name: 'After a failed update',
-        partner_id: partner.json().id,
-        database_template_id: templateId,
-        database_name: database,
-        is_trial: true,
-        trial_end_date: new Date(Date.now() + 14 * 86_400_000).toISOString(),
-      },
-    });
-    expect(sub.statusCode, sub.body).toBe(201);
-    const subId = sub.json().id as number;
-    const act = (a: string) => request(f.t.app, f.t.as.operator, { method: 'POST', url: `/api/v1/subscriptions/${subId}/actions/${a}` });
-    expect((await act('confirm')).statusCode).toBe(200);
-    const deployed = await waitForJob(f.t.app, f.t.as.user, (await act('deploy')).json().job_id, 10 * 60_000);
+    const { job: deployed } = await deploySubscription(f, { templateId, database, email, name: 'After a failed update' });
     expect(deployed.state, deployed.error).toBe('completed');
     const { login, password } = credentialsIn(textOf(await smtp.waitFor(email)));
     expect(rpcResult((await jsonRpc(src.port, 'common', 'authenticate', [database, login, password, {}])).body)).toBe(2);
     expect(await queryIn(database, 'SELECT name FROM svc_tpl_first')).toEqual([{ name: 'kept in the template' }]);
+  });
 
+  test('a push fixing the view updates the tenant and the template; no safety copy is left', async () => {
     // Push three (the view fixed): the tenant and the template are updated; no safety copy is left.
     remote.commit(addons(3), 'v3: the view fixed');
     const fixed = await push();

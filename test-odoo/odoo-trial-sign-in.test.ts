@@ -9,10 +9,10 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { request } from '../test/helpers/api.js';
 import { queryIn } from '../test/helpers/odoo-template.js';
 import { codeFrom, useSmtpServer } from '../test/helpers/smtp.js';
-import { odooSources, packagesOf, useOdooFixture } from './odoo-fixture.js';
+import { odooSources, useOdooFixture } from './odoo-fixture.js';
+import { useOdooHost } from './odoo-host.js';
 
 const sources = odooSources();
 const RELAY_PORT = 20199;
@@ -93,111 +93,101 @@ async function expectLoginPage(page: Page) {
 }
 
 describe.each(sources.map((s, i) => ({ ...s, port: 20000 + 100 * i })))('the trial straight into Odoo $name', (src) => {
-  test(
-    'form, mailed code, and inside the web client signed in as the customer; the link used twice, expired or altered shows the login page',
-    async () => {
-      relay.target = src.port;
-      const version = await f.newVersion({
-        name: `${src.name}-straight`,
-        source_url: `file://${src.file}`,
-        source_sha256: src.sha256,
-        os_packages: packagesOf(src.series),
-        server_wide_modules: src.series >= 19 ? ['base', 'rpc', 'web'] : ['base', 'web'],
-      });
-      const host = await f.newHost();
-      const setup = await f.runJob(host, 'setup_odoo', {
-        odoo_version_id: version.id,
-        postgresql_server_id: f.pgServerId,
-        http_port: src.port,
-        workers: 0,
-        max_cron_threads: 0,
-      });
-      expect(setup.state, JSON.stringify(setup)).toBe('completed');
-      const template = await request(f.t.app, f.t.as.operator, {
-        method: 'POST',
-        url: '/api/v1/database-templates',
-        payload: {
-          name: `Odoo ${src.name} straight`,
-          postgresql_server_id: f.pgServerId,
-          template_db_name: `svc_odoo_s_tpl${src.series}_${Date.now().toString(36)}`,
-          root_server_id: host,
-        },
-      });
-      expect(template.statusCode, template.body).toBe(201);
-      const built = await f.runJob(template.json().id, 'build', { modules: ['base'] }, 'database-templates');
-      expect(built.state, JSON.stringify(built)).toBe('completed');
-      const pkg = await f.t.ctx.db.trialPackage.create({
-        data: {
-          name: `Straight ${src.series}`,
-          url_string: `straight-${src.series}-${Date.now().toString(36)}`,
-          packages: [],
-          auto_run_subscription: true,
-          database_template_id: template.json().id,
-        },
-      });
+  const made = useOdooHost(f, src, { name: 'straight', prefix: 'svc_odoo_s' });
+  let pkg: { url_string: string };
+  const email = `straight-${src.series}-${Date.now()}@example.com`;
+  const tokens: string[] = [];
+  /** The visitor's browser and the instance, as the first test leaves them. */
+  let visitor: BrowserContext;
+  let database: string;
+  let origin: string;
+  let ready: Page;
+  let expiring: string | null;
+  let fresh: string;
+  let altered: string;
+  const contexts: BrowserContext[] = [];
+  const context = async (options?: Parameters<Browser['newContext']>[0]) => {
+    const opened = await browser.newContext(options);
+    contexts.push(opened);
+    return opened;
+  };
 
-      const email = `straight-${src.series}-${Date.now()}@example.com`;
-      const visitor = await browser.newContext();
-      const page = await visitor.newPage();
-      const tokens: string[] = [];
-      page.on('request', (r) => {
-        if (r.method() === 'POST' && new URL(r.url()).pathname === '/svc/sign_in')
-          tokens.push(new URLSearchParams(r.postData() ?? '').get('token')!);
-      });
-      await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
-      await page.getByLabel('Your name').fill('Jane Doe');
-      await page.getByLabel('Company name').fill(`Straight ${src.series} ${Date.now().toString(36)}`);
-      await page.getByLabel('E-mail address').fill(email);
-      await page.getByLabel('Mobile number').fill('+49 170 1234567');
-      await page.getByLabel('Company size').selectOption('1-5');
-      await page.getByRole('button', { name: 'Send me the code' }).click();
-      await page.getByLabel('Verification code').fill(codeFrom(await smtp.waitFor(email)));
-      await page.getByRole('button', { name: 'Confirm' }).click();
+  beforeAll(async () => {
+    relay.target = src.port;
+    pkg = await f.t.ctx.db.trialPackage.create({
+      data: {
+        name: `Straight ${src.series}`,
+        url_string: `straight-${src.series}-${Date.now().toString(36)}`,
+        packages: [],
+        auto_run_subscription: true,
+        database_template_id: made.templateId,
+      },
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(contexts.map((c) => c.close()));
+    // The next tarball's Odoo takes the relay's place.
+    if (made.host) expect((await f.runJob(made.host, 'stop_odoo')).state).toBe('completed');
+  });
 
-      // Progress, then the instance's own address, the web client, the customer's session.
-      await page.waitForURL(/\.localhost:20199\/odoo/, { timeout: 180_000 });
-      const request_ = await f.t.ctx.db.trialRequest.findFirstOrThrow({ where: { email }, include: { subscription: true } });
-      const database = request_.subscription!.database_name!;
-      const origin = `http://${database}.localhost:${RELAY_PORT}`;
-      expect(new URL(page.url()).origin).toBe(origin);
-      expect(await signedInAs(page)).toEqual({ uid: 2, login: email });
-      expect(tokens).toHaveLength(1);
-      expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 0 }]);
+  test("form, mailed code, and inside the web client at the instance's own address, signed in as the customer", async () => {
+    visitor = await context();
+    const page = await visitor.newPage();
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && new URL(r.url()).pathname === '/svc/sign_in')
+        tokens.push(new URLSearchParams(r.postData() ?? '').get('token')!);
+    });
+    await page.goto(`${baseUrl}/saas/trial/${pkg.url_string}`);
+    await page.getByLabel('Your name').fill('Jane Doe');
+    await page.getByLabel('Company name').fill(`Straight ${src.series} ${Date.now().toString(36)}`);
+    await page.getByLabel('E-mail address').fill(email);
+    await page.getByLabel('Mobile number').fill('+49 170 1234567');
+    await page.getByLabel('Company size').selectOption('1-5');
+    await page.getByRole('button', { name: 'Send me the code' }).click();
+    await page.getByLabel('Verification code').fill(codeFrom(await smtp.waitFor(email)));
+    await page.getByRole('button', { name: 'Confirm' }).click();
 
-      // Used twice: another browser posting the same token gets the login page.
-      const stranger = await browser.newContext();
-      await expectLoginPage(await postToken(stranger, `${origin}/svc/sign_in`, tokens[0]!));
+    // Progress, then the instance's own address, the web client, the customer's session.
+    await page.waitForURL(/\.localhost:20199\/odoo/, { timeout: 180_000 });
+    const request_ = await f.t.ctx.db.trialRequest.findFirstOrThrow({ where: { email }, include: { subscription: true } });
+    database = request_.subscription!.database_name!;
+    origin = `http://${database}.localhost:${RELAY_PORT}`;
+    expect(new URL(page.url()).origin).toBe(origin);
+    expect(await signedInAs(page)).toEqual({ uid: 2, login: email });
+    expect(tokens).toHaveLength(1);
+    expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 0 }]);
+  });
 
-      // A fresh link read from the page without JavaScript (same visitor cookie), expired before it is used.
-      const noScript = await browser.newContext({ javaScriptEnabled: false });
-      await noScript.addCookies(await visitor.cookies(`${baseUrl}/saas/trial/progress`));
-      const ready = await noScript.newPage();
-      await ready.goto(`${baseUrl}/saas/trial/progress`);
-      const expiring = await ready.locator('input[name="token"]').getAttribute('value');
-      expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 1 }]);
-      await queryIn(database, "UPDATE svc_sign_in_link SET expires_at = (now() AT TIME ZONE 'UTC') - interval '1 second'");
-      await ready.getByRole('button', { name: 'Open your Odoo' }).click();
-      await expectLoginPage(ready);
-      expect(expiring).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  test('the link used twice: another browser posting the same token gets the login page', async () => {
+    await expectLoginPage(await postToken(await context(), `${origin}/svc/sign_in`, tokens[0]!));
+  });
 
-      // Altered: the login page, and the real token still works afterwards (the button of the page).
-      await ready.goto(`${baseUrl}/saas/trial/progress`);
-      const fresh = (await ready.locator('input[name="token"]').getAttribute('value'))!;
-      const altered = (fresh[0] === 'A' ? 'B' : 'A') + fresh.slice(1);
-      await expectLoginPage(await postToken(await browser.newContext(), `${origin}/svc/sign_in`, altered));
-      await ready.getByRole('button', { name: 'Open your Odoo' }).click();
-      await ready.waitForURL(/\/odoo/, { timeout: 60_000 });
-      expect(new URL(ready.url()).pathname).toMatch(/^\/odoo/);
+  test('a fresh link read from the page without JavaScript (same visitor cookie), expired before it is used, shows the login page', async () => {
+    const noScript = await context({ javaScriptEnabled: false });
+    await noScript.addCookies(await visitor.cookies(`${baseUrl}/saas/trial/progress`));
+    ready = await noScript.newPage();
+    await ready.goto(`${baseUrl}/saas/trial/progress`);
+    expiring = await ready.locator('input[name="token"]').getAttribute('value');
+    expect(await queryIn(database, 'SELECT count(*)::int AS n FROM svc_sign_in_link')).toEqual([{ n: 1 }]);
+    await queryIn(database, "UPDATE svc_sign_in_link SET expires_at = (now() AT TIME ZONE 'UTC') - interval '1 second'");
+    await ready.getByRole('button', { name: 'Open your Odoo' }).click();
+    await expectLoginPage(ready);
+    expect(expiring).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
 
-      // No token in Odoo's log (nor in its access log lines: the token is in the body).
-      const log = await readFile(`${f.base}/logs/odoo-${src.port}.log`, 'utf8');
-      for (const token of [tokens[0]!, expiring!, fresh, altered]) expect(log).not.toContain(token);
-      expect(log).toContain('svc: sign-in link used for db:');
+  test('an altered link shows the login page, and the real token still works afterwards (the button of the page)', async () => {
+    await ready.goto(`${baseUrl}/saas/trial/progress`);
+    fresh = (await ready.locator('input[name="token"]').getAttribute('value'))!;
+    altered = (fresh[0] === 'A' ? 'B' : 'A') + fresh.slice(1);
+    await expectLoginPage(await postToken(await context(), `${origin}/svc/sign_in`, altered));
+    await ready.getByRole('button', { name: 'Open your Odoo' }).click();
+    await ready.waitForURL(/\/odoo/, { timeout: 60_000 });
+    expect(new URL(ready.url()).pathname).toMatch(/^\/odoo/);
+  });
 
-      await Promise.all([visitor.close(), stranger.close(), noScript.close()]);
-      // The next tarball's Odoo takes the relay's place.
-      expect((await f.runJob(host, 'stop_odoo')).state).toBe('completed');
-    },
-    30 * 60_000,
-  );
+  test("no token in Odoo's log (nor in its access log lines: the token is in the body)", async () => {
+    const log = await readFile(`${f.base}/logs/odoo-${src.port}.log`, 'utf8');
+    for (const token of [tokens[0]!, expiring!, fresh, altered]) expect(log).not.toContain(token);
+    expect(log).toContain('svc: sign-in link used for db:');
+  });
 });
